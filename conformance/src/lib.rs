@@ -1,0 +1,8 @@
+//! rkube's end-to-end checks and benchmark programs.
+//!
+//! The system tests (in `tests/`) start the real `rkube` binary and drive it the way users
+//! do: stock `kubectl`, kube-rs, real etcd and Docker. The benchmark programs (in `src/bin/`)
+//! print a table of figures and write it to their section of `docs/benchmarks.md`; start with
+//! `store-bench` for the storage layer. [`report`] holds what they share.
+
+pub mod report;

@@ -36,7 +36,9 @@ impl Compactor {
                         Ok(()) => tracing::debug!(revision = target, "compacted"),
                         // Another API server (on the same etcd) compacted already.
                         Err(Error::Compacted { .. }) => {}
-                        Err(e) => tracing::warn!(error = %e, revision = target, "compaction failed"),
+                        Err(e) => {
+                            tracing::warn!(error = %e, revision = target, "compaction failed")
+                        }
                     }
                 }
                 previous = Some(current);

@@ -79,7 +79,10 @@ impl EtcdStore {
         .await
         .map_err(|_| unreachable("connection timed out".into()))?
         .map_err(|e| unreachable(e.to_string()))?;
-        let store = EtcdStore { client, endpoints: endpoints.clone() };
+        let store = EtcdStore {
+            client,
+            endpoints: endpoints.clone(),
+        };
         tokio::time::timeout(options.connect_timeout, store.current_revision())
             .await
             .map_err(|_| unreachable("no answer".into()))?
@@ -101,7 +104,10 @@ impl EtcdStore {
                 let message = status.message();
                 if message.contains("required revision has been compacted") {
                     // etcd does not say which revision it compacted to.
-                    Error::Compacted { requested, compacted: 0 }
+                    Error::Compacted {
+                        requested,
+                        compacted: 0,
+                    }
                 } else if message.contains("required revision is a future revision") {
                     let current = Box::pin(self.current_revision()).await.unwrap_or(0);
                     Error::FutureRevision { requested, current }
@@ -139,7 +145,9 @@ impl EtcdStore {
         };
         let revision = response.header().map(|h| h.revision()).unwrap_or(0);
         let mut ops = response.op_responses().into_iter();
-        let first = ops.next().ok_or_else(|| Error::Backend("empty etcd txn response".into()))?;
+        let first = ops
+            .next()
+            .ok_or_else(|| Error::Backend("empty etcd txn response".into()))?;
         if response.succeeded() {
             return Ok(Ok((first, revision)));
         }
@@ -204,7 +212,11 @@ impl Store for EtcdStore {
             Ok(r) => r,
             Err(e) => return Err(self.error(e, revision).await),
         };
-        let at = if revision > 0 { revision } else { header_revision(response.header()) };
+        let at = if revision > 0 {
+            revision
+        } else {
+            header_revision(response.header())
+        };
         Ok(RangeResponse {
             kvs: response.kvs().iter().map(convert).collect(),
             more: response.more(),
@@ -214,8 +226,14 @@ impl Store for EtcdStore {
     }
 
     async fn count(&self, prefix: &str) -> Result<(i64, Revision)> {
-        let start = if prefix.is_empty() { &[0u8][..] } else { prefix.as_bytes() };
-        let options = GetOptions::new().with_range(range_end(prefix.as_bytes())).with_count_only();
+        let start = if prefix.is_empty() {
+            &[0u8][..]
+        } else {
+            prefix.as_bytes()
+        };
+        let options = GetOptions::new()
+            .with_range(range_end(prefix.as_bytes()))
+            .with_count_only();
         match self.kv().get(start, Some(options)).await {
             Ok(r) => Ok((r.count(), header_revision(r.header()))),
             Err(e) => Err(self.error(e, 0).await),
@@ -234,7 +252,10 @@ impl Store for EtcdStore {
         check_key(key)?;
         check_value(key, &value)?;
         let compare = vec![Compare::create_revision(key, CompareOp::Equal, 0)];
-        match self.guarded(key, compare, TxnOp::put(key, value.to_vec(), None)).await? {
+        match self
+            .guarded(key, compare, TxnOp::put(key, value.to_vec(), None))
+            .await?
+        {
             Ok((_, revision)) => Ok(KeyValue {
                 key: key.to_string(),
                 value,
@@ -283,28 +304,39 @@ impl Store for EtcdStore {
         let delete = TxnOp::delete(key, Some(DeleteOptions::new().with_prev_key()));
         match self.guarded(key, compare, delete).await? {
             Ok((TxnOpResponse::Delete(deleted), revision)) => {
-                let prev = deleted
-                    .prev_kvs()
-                    .first()
-                    .map(convert)
-                    .ok_or_else(|| Error::Backend("etcd delete returned no previous value".into()))?;
+                let prev = deleted.prev_kvs().first().map(convert).ok_or_else(|| {
+                    Error::Backend("etcd delete returned no previous value".into())
+                })?;
                 Ok(Deleted { revision, prev })
             }
             Ok(_) => Err(Error::Backend("unexpected etcd txn response".into())),
-            Err(None) if expected.is_none() => Err(Error::NotFound { key: key.to_string() }),
+            Err(None) if expected.is_none() => Err(Error::NotFound {
+                key: key.to_string(),
+            }),
             Err(current) => Err(Error::Conflict { current }),
         }
     }
 
-    async fn watch(&self, key: &str, prefix: bool, start_revision: Revision) -> Result<WatchStream> {
+    async fn watch(
+        &self,
+        key: &str,
+        prefix: bool,
+        start_revision: Revision,
+    ) -> Result<WatchStream> {
         if !prefix {
             check_key(key)?;
         }
-        let start = if key.is_empty() { vec![0u8] } else { key.as_bytes().to_vec() };
+        let start = if key.is_empty() {
+            vec![0u8]
+        } else {
+            key.as_bytes().to_vec()
+        };
         // etcd reports a compacted start revision only after the watch is created, and
         // asynchronously; a read at that revision tells at once.
         if start_revision > 0 {
-            let options = GetOptions::new().with_revision(start_revision).with_count_only();
+            let options = GetOptions::new()
+                .with_revision(start_revision)
+                .with_count_only();
             if let Err(e) = self.kv().get(start.clone(), Some(options)).await {
                 match self.error(e, start_revision).await {
                     Error::FutureRevision { .. } => {} // watching from the future is fine
@@ -312,8 +344,14 @@ impl Store for EtcdStore {
                 }
             }
         }
-        let mut options = WatchOptions::new().with_prev_key().with_start_revision(start_revision.max(0));
-        options = if prefix { options.with_range(range_end(key.as_bytes())) } else { options };
+        let mut options = WatchOptions::new()
+            .with_prev_key()
+            .with_start_revision(start_revision.max(0));
+        options = if prefix {
+            options.with_range(range_end(key.as_bytes()))
+        } else {
+            options
+        };
         let mut etcd_stream = match self
             .client
             .watch_client()
@@ -335,7 +373,11 @@ impl Store for EtcdStore {
                     next = header_revision(r.header()) + 1;
                 }
             }
-            Ok(_) => return Err(Error::Backend("etcd watch ended before it was created".into())),
+            Ok(_) => {
+                return Err(Error::Backend(
+                    "etcd watch ended before it was created".into(),
+                ))
+            }
             Err(e) => return Err(self.error(e, start_revision).await),
         }
         let (sender, stream) = WatchStream::channel();
@@ -345,7 +387,11 @@ impl Store for EtcdStore {
     }
 
     async fn compact(&self, revision: Revision) -> Result<()> {
-        match self.kv().compact(revision, Some(CompactionOptions::new().with_physical())).await {
+        match self
+            .kv()
+            .compact(revision, Some(CompactionOptions::new().with_physical()))
+            .await
+        {
             Ok(_) => Ok(()),
             Err(e) => Err(self.error(e, revision).await),
         }
@@ -354,15 +400,26 @@ impl Store for EtcdStore {
 
 fn watch_canceled(response: &etcd_client::WatchResponse, next: Revision) -> Error {
     if response.compact_revision() > 0 {
-        Error::Compacted { requested: next, compacted: response.compact_revision() }
+        Error::Compacted {
+            requested: next,
+            compacted: response.compact_revision(),
+        }
     } else {
-        Error::Backend(format!("etcd canceled the watch: {}", response.cancel_reason()))
+        Error::Backend(format!(
+            "etcd canceled the watch: {}",
+            response.cancel_reason()
+        ))
     }
 }
 
 impl EtcdStore {
     /// Forwards etcd's watch responses to the consumer until either side ends.
-    async fn follow(&self, mut etcd: etcd_client::WatchStream, sender: WatchSender, mut next: Revision) {
+    async fn follow(
+        &self,
+        mut etcd: etcd_client::WatchStream,
+        sender: WatchSender,
+        mut next: Revision,
+    ) {
         loop {
             tokio::select! {
                 message = etcd.message() => {
@@ -412,5 +469,9 @@ fn convert_event(event: &etcd_client::Event) -> Option<Event> {
         EventType::Put => EventKind::Put,
         EventType::Delete => EventKind::Delete,
     };
-    Some(Event { kind, kv: convert(kv), prev: event.prev_kv().map(convert) })
+    Some(Event {
+        kind,
+        kv: convert(kv),
+        prev: event.prev_kv().map(convert),
+    })
 }

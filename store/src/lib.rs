@@ -104,8 +104,11 @@ use bytes::Bytes;
 pub trait Store: Send + Sync + 'static {
     /// The key at the latest revision (`revision` = `None`) or at a past one. Returns the
     /// value, if the key existed then, and the revision the read was served at.
-    async fn get(&self, key: &str, revision: Option<Revision>)
-        -> Result<(Option<KeyValue>, Revision)>;
+    async fn get(
+        &self,
+        key: &str,
+        revision: Option<Revision>,
+    ) -> Result<(Option<KeyValue>, Revision)>;
 
     /// A page of keys under a prefix, see [`RangeRequest`].
     async fn range(&self, request: RangeRequest<'_>) -> Result<RangeResponse>;

@@ -15,7 +15,9 @@ pub struct EtcdServer {
 
 /// The etcd binary: `$RKUBE_ETCD_BIN`, else `etcd` on the `PATH`.
 pub fn etcd_binary() -> PathBuf {
-    std::env::var_os("RKUBE_ETCD_BIN").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("etcd"))
+    std::env::var_os("RKUBE_ETCD_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("etcd"))
 }
 
 /// A TCP port on 127.0.0.1 that was free a moment ago.
@@ -85,7 +87,11 @@ impl EtcdServer {
             if health_ok(client) {
                 // Nobody reads etcd's stderr from here on: stop it blocking on a full pipe.
                 drop(child.stderr.take());
-                return Ok(EtcdServer { child, client_url, _data_dir: data_dir });
+                return Ok(EtcdServer {
+                    child,
+                    client_url,
+                    _data_dir: data_dir,
+                });
             }
             std::thread::sleep(Duration::from_millis(50));
         }

@@ -50,7 +50,10 @@ pub struct SqliteOptions {
 
 impl Default for SqliteOptions {
     fn default() -> Self {
-        SqliteOptions { max_batch: 1024, watch_channel_capacity: 4096 }
+        SqliteOptions {
+            max_batch: 1024,
+            watch_channel_capacity: 4096,
+        }
     }
 }
 
@@ -119,7 +122,11 @@ impl SqliteStore {
             return Ok(()); // already closed
         }
         let _ = done.await;
-        self.shared.readers.lock().expect("reader pool poisoned").clear();
+        self.shared
+            .readers
+            .lock()
+            .expect("reader pool poisoned")
+            .clear();
         Ok(())
     }
 
@@ -129,7 +136,9 @@ impl SqliteStore {
             .commands
             .send(Command::Write(op, reply))
             .map_err(|_| Error::Unavailable("the store is closed".into()))?;
-        outcome.await.map_err(|_| Error::Unavailable("the store writer stopped".into()))?
+        outcome
+            .await
+            .map_err(|_| Error::Unavailable("the store writer stopped".into()))?
     }
 
     /// Runs `f` on a read connection from the pool, on the blocking thread pool.
@@ -172,9 +181,10 @@ fn lock_data_dir(dir: &Path) -> Result<File> {
             dir.display(),
             path.display()
         ))),
-        Err(std::fs::TryLockError::Error(e)) => {
-            Err(Error::Database(format!("cannot lock {}: {e}", path.display())))
-        }
+        Err(std::fs::TryLockError::Error(e)) => Err(Error::Database(format!(
+            "cannot lock {}: {e}",
+            path.display()
+        ))),
     }
 }
 
@@ -214,7 +224,13 @@ impl Store for SqliteStore {
     async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue> {
         check_key(key)?;
         check_value(key, &value)?;
-        match self.write(WriteOp::Create { key: key.to_string(), value }).await? {
+        match self
+            .write(WriteOp::Create {
+                key: key.to_string(),
+                value,
+            })
+            .await?
+        {
             WriteOutcome::Put(kv) => Ok(kv),
             other => Err(unexpected(other)),
         }
@@ -223,7 +239,14 @@ impl Store for SqliteStore {
     async fn update(&self, key: &str, value: Bytes, expected: Revision) -> Result<KeyValue> {
         check_key(key)?;
         check_value(key, &value)?;
-        match self.write(WriteOp::Update { key: key.to_string(), value, expected }).await? {
+        match self
+            .write(WriteOp::Update {
+                key: key.to_string(),
+                value,
+                expected,
+            })
+            .await?
+        {
             WriteOutcome::Put(kv) => Ok(kv),
             other => Err(unexpected(other)),
         }
@@ -231,13 +254,24 @@ impl Store for SqliteStore {
 
     async fn delete(&self, key: &str, expected: Option<Revision>) -> Result<Deleted> {
         check_key(key)?;
-        match self.write(WriteOp::Delete { key: key.to_string(), expected }).await? {
+        match self
+            .write(WriteOp::Delete {
+                key: key.to_string(),
+                expected,
+            })
+            .await?
+        {
             WriteOutcome::Deleted(deleted) => Ok(deleted),
             other => Err(unexpected(other)),
         }
     }
 
-    async fn watch(&self, key: &str, prefix: bool, start_revision: Revision) -> Result<WatchStream> {
+    async fn watch(
+        &self,
+        key: &str,
+        prefix: bool,
+        start_revision: Revision,
+    ) -> Result<WatchStream> {
         if !prefix {
             check_key(key)?;
         }
@@ -250,7 +284,9 @@ impl Store for SqliteStore {
             .commands
             .send(Command::Compact(revision, reply))
             .map_err(|_| Error::Unavailable("the store is closed".into()))?;
-        outcome.await.map_err(|_| Error::Unavailable("the store writer stopped".into()))?
+        outcome
+            .await
+            .map_err(|_| Error::Unavailable("the store writer stopped".into()))?
     }
 }
 

@@ -64,12 +64,23 @@ pub(super) async fn start(
     } else {
         let compacted = store.read(|conn| schema::compact_revision(conn)).await?;
         if start_revision < compacted {
-            return Err(Error::Compacted { requested: start_revision, compacted });
+            return Err(Error::Compacted {
+                requested: start_revision,
+                compacted,
+            });
         }
         start_revision
     };
     let (sender, stream) = WatchStream::channel();
-    tokio::spawn(Watcher { store, range, next, sender }.run(batches));
+    tokio::spawn(
+        Watcher {
+            store,
+            range,
+            next,
+            sender,
+        }
+        .run(batches),
+    );
     Ok(stream)
 }
 
@@ -137,7 +148,11 @@ impl Watcher {
             return true;
         }
         let revision = events.last().map(Event::revision).unwrap_or(self.next - 1);
-        self.sender.tx.send(Ok(WatchResponse { events, revision })).await.is_ok()
+        self.sender
+            .tx
+            .send(Ok(WatchResponse { events, revision }))
+            .await
+            .is_ok()
     }
 
     /// Reads and sends the logged events from `next` to the newest commit. Returns false when
@@ -145,13 +160,21 @@ impl Watcher {
     async fn catch_up(&mut self) -> Result<bool> {
         loop {
             let (range, from) = (self.range.clone(), self.next);
-            let (events, newest) =
-                self.store.read(move |conn| read_log(conn, &range, from)).await?;
+            let (events, newest) = self
+                .store
+                .read(move |conn| read_log(conn, &range, from))
+                .await?;
             let done = events.len() < CATCH_UP_PAGE as usize;
             if let Some(last) = events.last() {
                 let revision = last.revision();
                 self.next = revision + 1;
-                if self.sender.tx.send(Ok(WatchResponse { events, revision })).await.is_err() {
+                if self
+                    .sender
+                    .tx
+                    .send(Ok(WatchResponse { events, revision }))
+                    .await
+                    .is_err()
+                {
                     return Ok(false);
                 }
             }
@@ -165,11 +188,18 @@ impl Watcher {
 
 /// Up to a page of logged events in `range` from revision `from` on, and the newest revision
 /// of the snapshot they were read from.
-fn read_log(conn: &mut Connection, range: &KeyRange, from: Revision) -> Result<(Vec<Event>, Revision)> {
+fn read_log(
+    conn: &mut Connection,
+    range: &KeyRange,
+    from: Revision,
+) -> Result<(Vec<Event>, Revision)> {
     let tx = conn.transaction().map_err(db_error)?;
     let compacted = schema::compact_revision(&tx)?;
     if from < compacted {
-        return Err(Error::Compacted { requested: from, compacted });
+        return Err(Error::Compacted {
+            requested: from,
+            compacted,
+        });
     }
     let newest = schema::current_revision(&tx)?;
     let mut stmt = tx
@@ -203,7 +233,13 @@ fn read_log(conn: &mut Connection, range: &KeyRange, from: Revision) -> Result<(
             _ => None,
         };
         let kv = if deleted {
-            KeyValue { key, value: Bytes::new(), create_revision: 0, mod_revision: revision, version: 0 }
+            KeyValue {
+                key,
+                value: Bytes::new(),
+                create_revision: 0,
+                mod_revision: revision,
+                version: 0,
+            }
         } else {
             KeyValue {
                 key,
@@ -213,7 +249,11 @@ fn read_log(conn: &mut Connection, range: &KeyRange, from: Revision) -> Result<(
                 version: r.get(3).map_err(db_error)?,
             }
         };
-        let kind = if deleted { EventKind::Delete } else { EventKind::Put };
+        let kind = if deleted {
+            EventKind::Delete
+        } else {
+            EventKind::Put
+        };
         events.push(Event { kind, kv, prev });
     }
     Ok((events, newest))

@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rkube_store::testing::EtcdServer;
-use rkube_store::{EtcdOptions, EtcdStore, Result, SqliteOptions, SqliteStore, Store, WatchResponse, WatchStream};
+use rkube_store::{
+    EtcdOptions, EtcdStore, Result, SqliteOptions, SqliteStore, Store, WatchResponse, WatchStream,
+};
 
 /// A store under test, with whatever keeps it alive (a temp dir, an etcd process).
 pub struct Fixture {
@@ -17,15 +19,23 @@ pub struct Fixture {
 pub fn sqlite() -> Fixture {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = SqliteStore::open(dir.path(), SqliteOptions::default()).expect("open sqlite store");
-    Fixture { store: Arc::new(store), _guard: Box::new(dir) }
+    Fixture {
+        store: Arc::new(store),
+        _guard: Box::new(dir),
+    }
 }
 
 pub async fn etcd() -> Fixture {
-    let server = tokio::task::spawn_blocking(EtcdServer::start).await.expect("start etcd");
+    let server = tokio::task::spawn_blocking(EtcdServer::start)
+        .await
+        .expect("start etcd");
     let store = EtcdStore::connect(EtcdOptions::new([server.client_url()]))
         .await
         .expect("connect to etcd");
-    Fixture { store: Arc::new(store), _guard: Box::new(server) }
+    Fixture {
+        store: Arc::new(store),
+        _guard: Box::new(server),
+    }
 }
 
 /// The next watch response, failing the test after 10 s.

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Runs every rkube test, on a fresh machine too: installs what is missing (Debian packages),
+# checks formatting and lints, then runs the whole workspace suite with cargo-nextest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+sudo=""
+if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+
+# What the suite needs from Debian: etcd for the store tests (they start their own on free
+# loopback ports), protoc for the gRPC code generation of etcd-client.
+missing=()
+command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
+command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler)
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "==> installing ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+echo "==> cargo fmt --check"
+cargo fmt --all -- --check
+
+echo "==> cargo clippy"
+cargo clippy --workspace --all-targets --all-features --quiet -- -D warnings
+
+echo "==> tests"
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --workspace --all-features --no-fail-fast
+else
+  cargo test --workspace --all-features --no-fail-fast
+fi
