@@ -26,10 +26,7 @@ pub struct Table {
 
 impl Table {
     pub fn new(header: &[&str]) -> Table {
-        Table {
-            header: header.iter().map(|h| h.to_string()).collect(),
-            rows: Vec::new(),
-        }
+        Table { header: header.iter().map(|h| h.to_string()).collect(), rows: Vec::new() }
     }
 
     pub fn row(&mut self, cells: Vec<String>) {
@@ -38,10 +35,7 @@ impl Table {
 
     pub fn markdown(&self) -> String {
         let line = |cells: &[String]| format!("| {} |", cells.join(" | "));
-        let mut out = vec![
-            line(&self.header),
-            line(&vec!["---".to_string(); self.header.len()]),
-        ];
+        let mut out = vec![line(&self.header), line(&vec!["---".to_string(); self.header.len()])];
         out.extend(self.rows.iter().map(|r| line(r)));
         out.join("\n")
     }
@@ -49,15 +43,11 @@ impl Table {
 
 /// One line saying what the figures were measured on.
 pub fn machine() -> String {
-    let cores = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(0);
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
     let memory = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|m| {
-            m.lines()
-                .next()
-                .map(|l| l.split_whitespace().nth(1).unwrap_or("0").to_string())
+            m.lines().next().map(|l| l.split_whitespace().nth(1).unwrap_or("0").to_string())
         })
         .and_then(|kb| kb.parse::<u64>().ok())
         .map(|kb| format!("{:.0} GiB", kb as f64 / 1024.0 / 1024.0))

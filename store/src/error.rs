@@ -27,17 +27,11 @@ pub enum Error {
 
     /// The revision asked for (or the next event a watcher needs) has been compacted.
     #[error("revision {requested} has been compacted; the oldest available is {compacted}")]
-    Compacted {
-        requested: Revision,
-        compacted: Revision,
-    },
+    Compacted { requested: Revision, compacted: Revision },
 
     /// The revision asked for is newer than the store's current revision.
     #[error("revision {requested} is newer than the current revision {current}")]
-    FutureRevision {
-        requested: Revision,
-        current: Revision,
-    },
+    FutureRevision { requested: Revision, current: Revision },
 
     /// An empty or otherwise unusable key.
     #[error("invalid key {key:?}: {reason}")]
@@ -45,11 +39,7 @@ pub enum Error {
 
     /// A value over [`MAX_VALUE_SIZE`](crate::MAX_VALUE_SIZE).
     #[error("value of {size} bytes for key {key:?} is over the limit of {limit} bytes")]
-    ValueTooLarge {
-        key: String,
-        size: usize,
-        limit: usize,
-    },
+    ValueTooLarge { key: String, size: usize, limit: usize },
 
     /// The backend cannot be reached (etcd down, the writer thread gone).
     #[error("store unavailable: {0}")]

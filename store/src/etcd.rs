@@ -50,9 +50,12 @@ pub struct EtcdStore {
     endpoints: String,
 }
 
-/// etcd refuses requests above `--max-request-bytes` (1.5 MiB by default); rkube's values go
-/// up to 3 MiB, so the client must accept and send somewhat more than that.
-const MAX_MESSAGE: usize = crate::types::MAX_VALUE_SIZE + 1024 * 1024;
+/// The largest request the client sends: a value of up to 3 MiB and its key. (etcd itself
+/// refuses requests above its `--max-request-bytes`, 1.5 MiB by default.)
+const MAX_REQUEST: usize = crate::types::MAX_VALUE_SIZE + 1024 * 1024;
+/// The largest response the client takes: a range or a watch response can hold many values,
+/// so, as kube-apiserver does, accept anything gRPC can carry.
+const MAX_RESPONSE: usize = i32::MAX as usize;
 
 impl EtcdStore {
     /// Connects, and checks that etcd answers: an unreachable etcd fails here with
@@ -79,10 +82,7 @@ impl EtcdStore {
         .await
         .map_err(|_| unreachable("connection timed out".into()))?
         .map_err(|e| unreachable(e.to_string()))?;
-        let store = EtcdStore {
-            client,
-            endpoints: endpoints.clone(),
-        };
+        let store = EtcdStore { client, endpoints: endpoints.clone() };
         tokio::time::timeout(options.connect_timeout, store.current_revision())
             .await
             .map_err(|_| unreachable("no answer".into()))?
@@ -93,8 +93,8 @@ impl EtcdStore {
     fn kv(&self) -> etcd_client::KvClient {
         self.client
             .kv_client()
-            .max_decoding_message_size(MAX_MESSAGE)
-            .max_encoding_message_size(MAX_MESSAGE)
+            .max_decoding_message_size(MAX_RESPONSE)
+            .max_encoding_message_size(MAX_REQUEST)
     }
 
     /// Maps an etcd error to a store error. `requested` is the revision the call asked for.
@@ -104,10 +104,7 @@ impl EtcdStore {
                 let message = status.message();
                 if message.contains("required revision has been compacted") {
                     // etcd does not say which revision it compacted to.
-                    Error::Compacted {
-                        requested,
-                        compacted: 0,
-                    }
+                    Error::Compacted { requested, compacted: 0 }
                 } else if message.contains("required revision is a future revision") {
                     let current = Box::pin(self.current_revision()).await.unwrap_or(0);
                     Error::FutureRevision { requested, current }
@@ -135,19 +132,15 @@ impl EtcdStore {
         compares: Vec<Compare>,
         then: TxnOp,
     ) -> Result<std::result::Result<(TxnOpResponse, Revision), Option<KeyValue>>> {
-        let txn = Txn::new()
-            .when(compares)
-            .and_then(vec![then])
-            .or_else(vec![TxnOp::get(key, None)]);
+        let txn =
+            Txn::new().when(compares).and_then(vec![then]).or_else(vec![TxnOp::get(key, None)]);
         let response = match self.kv().txn(txn).await {
             Ok(r) => r,
             Err(e) => return Err(self.error(e, 0).await),
         };
         let revision = response.header().map(|h| h.revision()).unwrap_or(0);
         let mut ops = response.op_responses().into_iter();
-        let first = ops
-            .next()
-            .ok_or_else(|| Error::Backend("empty etcd txn response".into()))?;
+        let first = ops.next().ok_or_else(|| Error::Backend("empty etcd txn response".into()))?;
         if response.succeeded() {
             return Ok(Ok((first, revision)));
         }
@@ -212,11 +205,7 @@ impl Store for EtcdStore {
             Ok(r) => r,
             Err(e) => return Err(self.error(e, revision).await),
         };
-        let at = if revision > 0 {
-            revision
-        } else {
-            header_revision(response.header())
-        };
+        let at = if revision > 0 { revision } else { header_revision(response.header()) };
         Ok(RangeResponse {
             kvs: response.kvs().iter().map(convert).collect(),
             more: response.more(),
@@ -226,14 +215,8 @@ impl Store for EtcdStore {
     }
 
     async fn count(&self, prefix: &str) -> Result<(i64, Revision)> {
-        let start = if prefix.is_empty() {
-            &[0u8][..]
-        } else {
-            prefix.as_bytes()
-        };
-        let options = GetOptions::new()
-            .with_range(range_end(prefix.as_bytes()))
-            .with_count_only();
+        let start = if prefix.is_empty() { &[0u8][..] } else { prefix.as_bytes() };
+        let options = GetOptions::new().with_range(range_end(prefix.as_bytes())).with_count_only();
         match self.kv().get(start, Some(options)).await {
             Ok(r) => Ok((r.count(), header_revision(r.header()))),
             Err(e) => Err(self.error(e, 0).await),
@@ -252,10 +235,7 @@ impl Store for EtcdStore {
         check_key(key)?;
         check_value(key, &value)?;
         let compare = vec![Compare::create_revision(key, CompareOp::Equal, 0)];
-        match self
-            .guarded(key, compare, TxnOp::put(key, value.to_vec(), None))
-            .await?
-        {
+        match self.guarded(key, compare, TxnOp::put(key, value.to_vec(), None)).await? {
             Ok((_, revision)) => Ok(KeyValue {
                 key: key.to_string(),
                 value,
@@ -310,9 +290,7 @@ impl Store for EtcdStore {
                 Ok(Deleted { revision, prev })
             }
             Ok(_) => Err(Error::Backend("unexpected etcd txn response".into())),
-            Err(None) if expected.is_none() => Err(Error::NotFound {
-                key: key.to_string(),
-            }),
+            Err(None) if expected.is_none() => Err(Error::NotFound { key: key.to_string() }),
             Err(current) => Err(Error::Conflict { current }),
         }
     }
@@ -326,17 +304,11 @@ impl Store for EtcdStore {
         if !prefix {
             check_key(key)?;
         }
-        let start = if key.is_empty() {
-            vec![0u8]
-        } else {
-            key.as_bytes().to_vec()
-        };
+        let start = if key.is_empty() { vec![0u8] } else { key.as_bytes().to_vec() };
         // etcd reports a compacted start revision only after the watch is created, and
         // asynchronously; a read at that revision tells at once.
         if start_revision > 0 {
-            let options = GetOptions::new()
-                .with_revision(start_revision)
-                .with_count_only();
+            let options = GetOptions::new().with_revision(start_revision).with_count_only();
             if let Err(e) = self.kv().get(start.clone(), Some(options)).await {
                 match self.error(e, start_revision).await {
                     Error::FutureRevision { .. } => {} // watching from the future is fine
@@ -344,18 +316,13 @@ impl Store for EtcdStore {
                 }
             }
         }
-        let mut options = WatchOptions::new()
-            .with_prev_key()
-            .with_start_revision(start_revision.max(0));
-        options = if prefix {
-            options.with_range(range_end(key.as_bytes()))
-        } else {
-            options
-        };
+        let mut options =
+            WatchOptions::new().with_prev_key().with_start_revision(start_revision.max(0));
+        options = if prefix { options.with_range(range_end(key.as_bytes())) } else { options };
         let mut etcd_stream = match self
             .client
             .watch_client()
-            .max_decoding_message_size(2 * MAX_MESSAGE)
+            .max_decoding_message_size(MAX_RESPONSE)
             .watch(start, Some(options))
             .await
         {
@@ -373,11 +340,7 @@ impl Store for EtcdStore {
                     next = header_revision(r.header()) + 1;
                 }
             }
-            Ok(_) => {
-                return Err(Error::Backend(
-                    "etcd watch ended before it was created".into(),
-                ))
-            }
+            Ok(_) => return Err(Error::Backend("etcd watch ended before it was created".into())),
             Err(e) => return Err(self.error(e, start_revision).await),
         }
         let (sender, stream) = WatchStream::channel();
@@ -387,11 +350,7 @@ impl Store for EtcdStore {
     }
 
     async fn compact(&self, revision: Revision) -> Result<()> {
-        match self
-            .kv()
-            .compact(revision, Some(CompactionOptions::new().with_physical()))
-            .await
-        {
+        match self.kv().compact(revision, Some(CompactionOptions::new().with_physical())).await {
             Ok(_) => Ok(()),
             Err(e) => Err(self.error(e, revision).await),
         }
@@ -400,15 +359,9 @@ impl Store for EtcdStore {
 
 fn watch_canceled(response: &etcd_client::WatchResponse, next: Revision) -> Error {
     if response.compact_revision() > 0 {
-        Error::Compacted {
-            requested: next,
-            compacted: response.compact_revision(),
-        }
+        Error::Compacted { requested: next, compacted: response.compact_revision() }
     } else {
-        Error::Backend(format!(
-            "etcd canceled the watch: {}",
-            response.cancel_reason()
-        ))
+        Error::Backend(format!("etcd canceled the watch: {}", response.cancel_reason()))
     }
 }
 
@@ -469,9 +422,5 @@ fn convert_event(event: &etcd_client::Event) -> Option<Event> {
         EventType::Put => EventKind::Put,
         EventType::Delete => EventKind::Delete,
     };
-    Some(Event {
-        kind,
-        kv: convert(kv),
-        prev: event.prev_kv().map(convert),
-    })
+    Some(Event { kind, kv: convert(kv), prev: event.prev_kv().map(convert) })
 }

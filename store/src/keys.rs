@@ -20,10 +20,7 @@ pub fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
 /// Rejects keys no backend can store.
 pub(crate) fn check_key(key: &str) -> Result<()> {
     if key.is_empty() {
-        return Err(Error::InvalidKey {
-            key: key.to_string(),
-            reason: "a key must not be empty",
-        });
+        return Err(Error::InvalidKey { key: key.to_string(), reason: "a key must not be empty" });
     }
     if key.contains('\0') {
         return Err(Error::InvalidKey {
@@ -52,10 +49,7 @@ mod tests {
 
     #[test]
     fn prefix_end_increments_last_byte() {
-        assert_eq!(
-            prefix_end(b"/registry/pods/"),
-            Some(b"/registry/pods0".to_vec())
-        );
+        assert_eq!(prefix_end(b"/registry/pods/"), Some(b"/registry/pods0".to_vec()));
         assert_eq!(prefix_end(b"a\xff"), Some(b"b".to_vec()));
         assert_eq!(prefix_end(b"\xff\xff"), None);
         assert_eq!(prefix_end(b""), None);

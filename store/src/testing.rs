@@ -15,9 +15,7 @@ pub struct EtcdServer {
 
 /// The etcd binary: `$RKUBE_ETCD_BIN`, else `etcd` on the `PATH`.
 pub fn etcd_binary() -> PathBuf {
-    std::env::var_os("RKUBE_ETCD_BIN")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("etcd"))
+    std::env::var_os("RKUBE_ETCD_BIN").map(PathBuf::from).unwrap_or_else(|| PathBuf::from("etcd"))
 }
 
 /// A TCP port on 127.0.0.1 that was free a moment ago.
@@ -87,11 +85,7 @@ impl EtcdServer {
             if health_ok(client) {
                 // Nobody reads etcd's stderr from here on: stop it blocking on a full pipe.
                 drop(child.stderr.take());
-                return Ok(EtcdServer {
-                    child,
-                    client_url,
-                    _data_dir: data_dir,
-                });
+                return Ok(EtcdServer { child, client_url, _data_dir: data_dir });
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -113,10 +107,7 @@ fn health_ok(port: u16) -> bool {
         return false;
     };
     let _ = conn.set_read_timeout(Some(Duration::from_secs(1)));
-    if conn
-        .write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")
-        .is_err()
-    {
+    if conn.write_all(b"GET /health HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").is_err() {
         return false;
     }
     let mut response = String::new();

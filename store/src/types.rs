@@ -48,10 +48,7 @@ pub struct RangeRequest<'a> {
 impl<'a> RangeRequest<'a> {
     /// Every key under `prefix`, at the latest revision.
     pub fn prefix(prefix: &'a str) -> Self {
-        RangeRequest {
-            prefix,
-            ..Default::default()
-        }
+        RangeRequest { prefix, ..Default::default() }
     }
 
     /// At most `limit` keys.

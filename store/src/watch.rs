@@ -28,13 +28,7 @@ impl WatchStream {
     pub(crate) fn channel() -> (WatchSender, WatchStream) {
         let (tx, rx) = mpsc::channel(WATCH_BUFFER);
         let progress = Arc::new(Notify::new());
-        (
-            WatchSender {
-                tx,
-                progress: progress.clone(),
-            },
-            WatchStream { rx, progress },
-        )
+        (WatchSender { tx, progress: progress.clone() }, WatchStream { rx, progress })
     }
 
     /// The next response; `None` once the watch has ended.

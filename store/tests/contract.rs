@@ -57,6 +57,7 @@ contract!(
     paged_list_at_compacted_revision_fails,
     progress_notification_reports_seen_revision,
     bad_input_is_rejected_and_damages_nothing,
+    ranges_and_watches_larger_than_a_grpc_message_come_back_whole,
 );
 
 async fn revisions_count_every_write_once(store: Arc<dyn Store>) {
@@ -67,14 +68,8 @@ async fn revisions_count_every_write_once(store: Arc<dyn Store>) {
     assert_eq!((a.create_revision, a.mod_revision, a.version), (2, 2, 1));
 
     // A failed write takes no revision.
-    assert!(matches!(
-        store.create("/k/a", b("x")).await,
-        Err(Error::AlreadyExists { .. })
-    ));
-    assert!(matches!(
-        store.update("/k/a", b("x"), 1).await,
-        Err(Error::Conflict { .. })
-    ));
+    assert!(matches!(store.create("/k/a", b("x")).await, Err(Error::AlreadyExists { .. })));
+    assert!(matches!(store.update("/k/a", b("x"), 1).await, Err(Error::Conflict { .. })));
     assert_eq!(store.current_revision().await.unwrap(), 2);
 
     let a2 = store.update("/k/a", b("2"), 2).await.unwrap();
@@ -86,38 +81,22 @@ async fn revisions_count_every_write_once(store: Arc<dyn Store>) {
 
     // A key created again starts over.
     let again = store.create("/k/a", b("3")).await.unwrap();
-    assert_eq!(
-        (again.create_revision, again.mod_revision, again.version),
-        (5, 5, 1)
-    );
+    assert_eq!((again.create_revision, again.mod_revision, again.version), (5, 5, 1));
     assert_eq!(store.current_revision().await.unwrap(), 5);
 }
 
 async fn reads_at_past_revisions(store: Arc<dyn Store>) {
     let v1 = store.create("/k/a", b("v1")).await.unwrap();
-    let v2 = store
-        .update("/k/a", b("v2"), v1.mod_revision)
-        .await
-        .unwrap();
+    let v2 = store.update("/k/a", b("v2"), v1.mod_revision).await.unwrap();
     let gone = store.delete("/k/a", None).await.unwrap();
 
     assert_eq!(
         store.get("/k/a", Some(v1.mod_revision)).await.unwrap(),
         (Some(v1.clone()), v1.mod_revision)
     );
-    assert_eq!(
-        store.get("/k/a", Some(v2.mod_revision)).await.unwrap().0,
-        Some(v2.clone())
-    );
-    assert_eq!(
-        store.get("/k/a", Some(gone.revision)).await.unwrap().0,
-        None
-    );
-    assert_eq!(
-        store.get("/k/a", Some(1)).await.unwrap().0,
-        None,
-        "before it existed"
-    );
+    assert_eq!(store.get("/k/a", Some(v2.mod_revision)).await.unwrap().0, Some(v2.clone()));
+    assert_eq!(store.get("/k/a", Some(gone.revision)).await.unwrap().0, None);
+    assert_eq!(store.get("/k/a", Some(1)).await.unwrap().0, None, "before it existed");
 
     match store.get("/k/a", Some(gone.revision + 10)).await {
         Err(Error::FutureRevision { requested, current }) => {
@@ -129,23 +108,14 @@ async fn reads_at_past_revisions(store: Arc<dyn Store>) {
 
 async fn range_pages_are_consistent_at_one_revision(store: Arc<dyn Store>) {
     for i in 0..25 {
-        store
-            .create(&format!("/r/pods/{i:03}"), b(&format!("v{i}")))
-            .await
-            .unwrap();
+        store.create(&format!("/r/pods/{i:03}"), b(&format!("v{i}"))).await.unwrap();
     }
-    store
-        .create("/r/pods0", b("outside: the next prefix"))
-        .await
-        .unwrap();
+    store.create("/r/pods0", b("outside: the next prefix")).await.unwrap();
     store.create("/r/pod", b("outside: shorter")).await.unwrap();
     let (count, _) = store.count("/r/pods/").await.unwrap();
     assert_eq!(count, 25);
 
-    let first = store
-        .range(RangeRequest::prefix("/r/pods/").limit(10))
-        .await
-        .unwrap();
+    let first = store.range(RangeRequest::prefix("/r/pods/").limit(10)).await.unwrap();
     assert_eq!(first.kvs.len(), 10);
     assert!(first.more);
     assert_eq!(first.count, 25);
@@ -156,10 +126,7 @@ async fn range_pages_are_consistent_at_one_revision(store: Arc<dyn Store>) {
     // Writes between pages do not show in later pages read at the first page's revision.
     let at = first.revision;
     let k15 = store.get("/r/pods/015", None).await.unwrap().0.unwrap();
-    store
-        .update("/r/pods/015", b("changed"), k15.mod_revision)
-        .await
-        .unwrap();
+    store.update("/r/pods/015", b("changed"), k15.mod_revision).await.unwrap();
     store.delete("/r/pods/020", None).await.unwrap();
     store.create("/r/pods/012a", b("new")).await.unwrap();
 
@@ -167,12 +134,7 @@ async fn range_pages_are_consistent_at_one_revision(store: Arc<dyn Store>) {
     let mut from = format!("{}\0", keys[9]);
     loop {
         let page = store
-            .range(
-                RangeRequest::prefix("/r/pods/")
-                    .limit(10)
-                    .continue_from(&from)
-                    .at_revision(at),
-            )
+            .range(RangeRequest::prefix("/r/pods/").limit(10).continue_from(&from).at_revision(at))
             .await
             .unwrap();
         assert_eq!(page.revision, at);
@@ -182,15 +144,8 @@ async fn range_pages_are_consistent_at_one_revision(store: Arc<dyn Store>) {
         }
         from = format!("{}\0", page.kvs.last().unwrap().key);
     }
-    assert_eq!(
-        all.len(),
-        25,
-        "the pages show the 25 keys of the first page's revision"
-    );
-    let values: BTreeMap<_, _> = all
-        .iter()
-        .map(|kv| (kv.key.clone(), kv.value.clone()))
-        .collect();
+    assert_eq!(all.len(), 25, "the pages show the 25 keys of the first page's revision");
+    let values: BTreeMap<_, _> = all.iter().map(|kv| (kv.key.clone(), kv.value.clone())).collect();
     assert_eq!(values["/r/pods/015"], b("v15"));
     assert_eq!(values["/r/pods/020"], b("v20"));
     assert!(!values.contains_key("/r/pods/012a"));
@@ -200,11 +155,8 @@ async fn range_pages_are_consistent_at_one_revision(store: Arc<dyn Store>) {
     assert_eq!(now.kvs.len(), 25);
     assert!(!now.more);
     assert!(now.revision > at);
-    let values: BTreeMap<_, _> = now
-        .kvs
-        .iter()
-        .map(|kv| (kv.key.clone(), kv.value.clone()))
-        .collect();
+    let values: BTreeMap<_, _> =
+        now.kvs.iter().map(|kv| (kv.key.clone(), kv.value.clone())).collect();
     assert_eq!(values["/r/pods/015"], b("changed"));
     assert!(values.contains_key("/r/pods/012a"));
 
@@ -219,18 +171,12 @@ async fn create_of_existing_key_returns_current_value(store: Arc<dyn Store>) {
         Err(Error::AlreadyExists { current }) => assert_eq!(current, first),
         other => panic!("expected AlreadyExists, got {other:?}"),
     }
-    assert_eq!(
-        store.get("/k/a", None).await.unwrap().0.unwrap().value,
-        b("first")
-    );
+    assert_eq!(store.get("/k/a", None).await.unwrap().0.unwrap().value, b("first"));
 }
 
 async fn guards_fail_with_the_current_value(store: Arc<dyn Store>) {
     let v1 = store.create("/k/a", b("v1")).await.unwrap();
-    let v2 = store
-        .update("/k/a", b("v2"), v1.mod_revision)
-        .await
-        .unwrap();
+    let v2 = store.update("/k/a", b("v2"), v1.mod_revision).await.unwrap();
 
     // A stale update answers with the current value.
     match store.update("/k/a", b("stale"), v1.mod_revision).await {
@@ -295,11 +241,7 @@ async fn concurrent_compare_and_swap_has_one_winner_per_round(store: Arc<dyn Sto
             winners_per_round[round] += 1;
         }
     }
-    assert_eq!(
-        winners_per_round,
-        vec![1; ROUNDS],
-        "exactly one winner each round"
-    );
+    assert_eq!(winners_per_round, vec![1; ROUNDS], "exactly one winner each round");
     let last = store.get("/cas/key", None).await.unwrap().0.unwrap();
     assert_eq!(last.version, 1 + ROUNDS as i64);
 }
@@ -315,10 +257,7 @@ async fn concurrent_increments_lose_no_update(store: Arc<dyn Store>) {
             let mut current = store.get("/cas/counter", None).await.unwrap().0.unwrap();
             for _ in 0..EACH {
                 loop {
-                    let n: u64 = std::str::from_utf8(&current.value)
-                        .unwrap()
-                        .parse()
-                        .unwrap();
+                    let n: u64 = std::str::from_utf8(&current.value).unwrap().parse().unwrap();
                     match store
                         .update(
                             "/cas/counter",
@@ -358,16 +297,10 @@ async fn watch_delivers_every_event_in_order_under_concurrent_writes(store: Arc<
             let mut kv = store.create(&key, b("0")).await.unwrap();
             acked.push(kv.mod_revision);
             for i in 1..EACH {
-                kv = store
-                    .update(&key, Bytes::from(i.to_string()), kv.mod_revision)
-                    .await
-                    .unwrap();
+                kv = store.update(&key, Bytes::from(i.to_string()), kv.mod_revision).await.unwrap();
                 acked.push(kv.mod_revision);
             }
-            store
-                .create(&format!("/other/{w}"), b("not watched"))
-                .await
-                .unwrap();
+            store.create(&format!("/other/{w}"), b("not watched")).await.unwrap();
             acked
         }));
     }
@@ -391,10 +324,7 @@ async fn watch_delivers_every_event_in_order_under_concurrent_writes(store: Arc<
             seen.push(event.revision());
         }
     }
-    assert!(
-        seen.windows(2).all(|w| w[0] < w[1]),
-        "revisions strictly increase: no duplicates"
-    );
+    assert!(seen.windows(2).all(|w| w[0] < w[1]), "revisions strictly increase: no duplicates");
     assert_eq!(
         seen.iter().copied().collect::<BTreeSet<_>>(),
         acked,
@@ -405,25 +335,13 @@ async fn watch_delivers_every_event_in_order_under_concurrent_writes(store: Arc<
 async fn watch_resumes_from_a_revision(store: Arc<dyn Store>) {
     let mut revisions = Vec::new();
     for i in 0..10 {
-        revisions.push(
-            store
-                .create(&format!("/res/{i}"), b("x"))
-                .await
-                .unwrap()
-                .mod_revision,
-        );
+        revisions.push(store.create(&format!("/res/{i}"), b("x")).await.unwrap().mod_revision);
     }
     // Resume from the sixth write: it and everything after, then live events.
     let mut watch = store.watch("/res/", true, revisions[5]).await.unwrap();
     let mut got: Vec<Revision> = Vec::new();
     while got.len() < 5 {
-        got.extend(
-            next_events(&mut watch)
-                .await
-                .events
-                .iter()
-                .map(|e| e.revision()),
-        );
+        got.extend(next_events(&mut watch).await.events.iter().map(|e| e.revision()));
     }
     assert_eq!(got, revisions[5..].to_vec());
     let live = store.create("/res/live", b("y")).await.unwrap();
@@ -446,10 +364,7 @@ async fn watch_of_one_key_sees_only_that_key(store: Arc<dyn Store>) {
 async fn watch_events_carry_previous_values(store: Arc<dyn Store>) {
     let mut watch = store.watch("/prev/", true, 0).await.unwrap();
     let v1 = store.create("/prev/a", b("v1")).await.unwrap();
-    let v2 = store
-        .update("/prev/a", b("v2"), v1.mod_revision)
-        .await
-        .unwrap();
+    let v2 = store.update("/prev/a", b("v2"), v1.mod_revision).await.unwrap();
     let gone = store.delete("/prev/a", None).await.unwrap();
     let mut events = Vec::new();
     while events.len() < 3 {
@@ -500,13 +415,7 @@ async fn slow_watcher_misses_nothing(store: Arc<dyn Store>) {
     }
     let mut seen = Vec::new();
     while seen.len() < acked.len() {
-        seen.extend(
-            next_events(&mut watch)
-                .await
-                .events
-                .iter()
-                .map(|e| e.revision()),
-        );
+        seen.extend(next_events(&mut watch).await.events.iter().map(|e| e.revision()));
     }
     assert!(seen.windows(2).all(|w| w[0] < w[1]));
     assert_eq!(seen.into_iter().collect::<BTreeSet<_>>(), acked);
@@ -515,29 +424,18 @@ async fn slow_watcher_misses_nothing(store: Arc<dyn Store>) {
 async fn compaction_drops_old_history_only(store: Arc<dyn Store>) {
     let a1 = store.create("/c/a", b("a1")).await.unwrap();
     let b1 = store.create("/c/b", b("b1")).await.unwrap();
-    let a2 = store
-        .update("/c/a", b("a2"), a1.mod_revision)
-        .await
-        .unwrap();
+    let a2 = store.update("/c/a", b("a2"), a1.mod_revision).await.unwrap();
     store.delete("/c/b", None).await.unwrap();
     let c1 = store.create("/c/c", b("c1")).await.unwrap();
-    let a3 = store
-        .update("/c/a", b("a3"), a2.mod_revision)
-        .await
-        .unwrap();
+    let a3 = store.update("/c/a", b("a3"), a2.mod_revision).await.unwrap();
     let at = c1.mod_revision;
 
     store.compact(at).await.unwrap();
 
     // Older revisions are gone for reads and watches.
+    assert!(matches!(store.get("/c/a", Some(a1.mod_revision)).await, Err(Error::Compacted { .. })));
     assert!(matches!(
-        store.get("/c/a", Some(a1.mod_revision)).await,
-        Err(Error::Compacted { .. })
-    ));
-    assert!(matches!(
-        store
-            .range(RangeRequest::prefix("/c/").at_revision(b1.mod_revision))
-            .await,
+        store.range(RangeRequest::prefix("/c/").at_revision(b1.mod_revision)).await,
         Err(Error::Compacted { .. })
     ));
     match store.watch("/c/", true, a2.mod_revision).await {
@@ -546,15 +444,8 @@ async fn compaction_drops_old_history_only(store: Arc<dyn Store>) {
         Ok(_) => panic!("expected Compacted, got a watch"),
     }
     // The compact revision itself and everything after stay.
-    let state = store
-        .range(RangeRequest::prefix("/c/").at_revision(at))
-        .await
-        .unwrap();
-    let keys: Vec<_> = state
-        .kvs
-        .iter()
-        .map(|kv| (kv.key.as_str(), kv.value.clone()))
-        .collect();
+    let state = store.range(RangeRequest::prefix("/c/").at_revision(at)).await.unwrap();
+    let keys: Vec<_> = state.kvs.iter().map(|kv| (kv.key.as_str(), kv.value.clone())).collect();
     assert_eq!(keys, vec![("/c/a", b("a2")), ("/c/c", b("c1"))]);
     assert_eq!(store.get("/c/a", None).await.unwrap().0, Some(a3.clone()));
     let mut watch = store.watch("/c/", true, at).await.unwrap();
@@ -564,22 +455,12 @@ async fn compaction_drops_old_history_only(store: Arc<dyn Store>) {
     }
     assert_eq!(events[0].kv, c1);
     assert_eq!(events[1].kv, a3);
-    assert_eq!(
-        events[1].prev,
-        Some(a2),
-        "the previous value survives compaction"
-    );
+    assert_eq!(events[1].prev, Some(a2), "the previous value survives compaction");
 
     // Compacting again to the same or an older revision, or to the future, fails.
-    assert!(matches!(
-        store.compact(at).await,
-        Err(Error::Compacted { .. })
-    ));
+    assert!(matches!(store.compact(at).await, Err(Error::Compacted { .. })));
     let current = store.current_revision().await.unwrap();
-    assert!(matches!(
-        store.compact(current + 5).await,
-        Err(Error::FutureRevision { .. })
-    ));
+    assert!(matches!(store.compact(current + 5).await, Err(Error::FutureRevision { .. })));
     store.compact(current).await.unwrap();
     assert_eq!(store.get("/c/a", None).await.unwrap().0, Some(a3));
     assert_eq!(store.count("/c/").await.unwrap().0, 2);
@@ -589,26 +470,17 @@ async fn paged_list_at_compacted_revision_fails(store: Arc<dyn Store>) {
     for i in 0..6 {
         store.create(&format!("/p/{i}"), b("x")).await.unwrap();
     }
-    let first = store
-        .range(RangeRequest::prefix("/p/").limit(2))
-        .await
-        .unwrap();
+    let first = store.range(RangeRequest::prefix("/p/").limit(2)).await.unwrap();
     let kv = store.get("/p/3", None).await.unwrap().0.unwrap();
     let later = store.update("/p/3", b("y"), kv.mod_revision).await.unwrap();
     store.compact(later.mod_revision).await.unwrap();
     let from = format!("{}\0", first.kvs[1].key);
     let next_page = store
         .range(
-            RangeRequest::prefix("/p/")
-                .limit(2)
-                .continue_from(&from)
-                .at_revision(first.revision),
+            RangeRequest::prefix("/p/").limit(2).continue_from(&from).at_revision(first.revision),
         )
         .await;
-    assert!(
-        matches!(next_page, Err(Error::Compacted { .. })),
-        "got {next_page:?}"
-    );
+    assert!(matches!(next_page, Err(Error::Compacted { .. })), "got {next_page:?}");
 }
 
 async fn progress_notification_reports_seen_revision(store: Arc<dyn Store>) {
@@ -621,10 +493,7 @@ async fn progress_notification_reports_seen_revision(store: Arc<dyn Store>) {
     loop {
         watch.request_progress();
         let response = next(&mut watch).await.unwrap();
-        assert!(
-            response.is_progress(),
-            "no events were written under the prefix"
-        );
+        assert!(response.is_progress(), "no events were written under the prefix");
         if response.revision >= other.mod_revision {
             break;
         }
@@ -644,18 +513,9 @@ async fn bad_input_is_rejected_and_damages_nothing(store: Arc<dyn Store>) {
     let kept = store.create("/bad/kept", b("safe")).await.unwrap();
     let before = store.current_revision().await.unwrap();
 
-    assert!(matches!(
-        store.create("", b("x")).await,
-        Err(Error::InvalidKey { .. })
-    ));
-    assert!(matches!(
-        store.update("", b("x"), 1).await,
-        Err(Error::InvalidKey { .. })
-    ));
-    assert!(matches!(
-        store.delete("", None).await,
-        Err(Error::InvalidKey { .. })
-    ));
+    assert!(matches!(store.create("", b("x")).await, Err(Error::InvalidKey { .. })));
+    assert!(matches!(store.update("", b("x"), 1).await, Err(Error::InvalidKey { .. })));
+    assert!(matches!(store.delete("", None).await, Err(Error::InvalidKey { .. })));
     let huge = Bytes::from(vec![b'z'; MAX_VALUE_SIZE + 1]);
     match store.create("/bad/huge", huge.clone()).await {
         Err(Error::ValueTooLarge { size, limit, .. }) => {
@@ -667,19 +527,35 @@ async fn bad_input_is_rejected_and_damages_nothing(store: Arc<dyn Store>) {
         store.update("/bad/kept", huge, kept.mod_revision).await,
         Err(Error::ValueTooLarge { .. })
     ));
-    assert_eq!(
-        store.current_revision().await.unwrap(),
-        before,
-        "nothing was written"
-    );
+    assert_eq!(store.current_revision().await.unwrap(), before, "nothing was written");
     assert_eq!(store.get("/bad/kept", None).await.unwrap().0, Some(kept));
     assert_eq!(store.get("/bad/huge", None).await.unwrap().0, None);
 
     // Exactly at the limit is fine, and comes back whole.
     let max = Bytes::from(vec![b'm'; MAX_VALUE_SIZE]);
     store.create("/bad/max", max.clone()).await.unwrap();
-    assert_eq!(
-        store.get("/bad/max", None).await.unwrap().0.unwrap().value,
-        max
-    );
+    assert_eq!(store.get("/bad/max", None).await.unwrap().0.unwrap().value, max);
+}
+
+async fn ranges_and_watches_larger_than_a_grpc_message_come_back_whole(store: Arc<dyn Store>) {
+    // Six values of 1 MiB: more than gRPC's default 4 MiB message limit in one answer.
+    let value = Bytes::from(vec![b'L'; 1 << 20]);
+    let mut first = 0;
+    for i in 0..6 {
+        let kv = store.create(&format!("/large/{i}"), value.clone()).await.unwrap();
+        if i == 0 {
+            first = kv.mod_revision;
+        }
+    }
+    let all = store.range(RangeRequest::prefix("/large/")).await.unwrap();
+    assert_eq!(all.kvs.len(), 6);
+    assert!(all.kvs.iter().all(|kv| kv.value == value));
+    let mut watch = store.watch("/large/", true, first).await.unwrap();
+    let mut seen = 0;
+    while seen < 6 {
+        let response = next_events(&mut watch).await;
+        assert!(response.events.iter().all(|e| e.kv.value == value));
+        seen += response.events.len();
+    }
+    assert_eq!(seen, 6);
 }

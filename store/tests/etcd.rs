@@ -22,11 +22,7 @@ async fn an_unreachable_etcd_is_reported_clearly_and_quickly() {
         Err(e) => panic!("expected Unavailable, got {e:?}"),
         Ok(_) => panic!("connected to nothing"),
     }
-    assert!(
-        started.elapsed() < Duration::from_secs(6),
-        "took {:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed() < Duration::from_secs(6), "took {:?}", started.elapsed());
 }
 
 #[tokio::test]
@@ -39,9 +35,7 @@ async fn no_endpoints_is_an_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn etcd_going_away_fails_calls_and_ends_watches() {
-    let server = tokio::task::spawn_blocking(EtcdServer::start)
-        .await
-        .unwrap();
+    let server = tokio::task::spawn_blocking(EtcdServer::start).await.unwrap();
     let mut options = EtcdOptions::new([server.client_url()]);
     options.request_timeout = Duration::from_secs(3);
     let store = EtcdStore::connect(options).await.unwrap();
@@ -51,17 +45,9 @@ async fn etcd_going_away_fails_calls_and_ends_watches() {
 
     let started = Instant::now();
     let result = store.create("/gone/b", Bytes::from("y")).await;
-    assert!(
-        matches!(result, Err(Error::Unavailable(_))),
-        "got {result:?}"
-    );
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "took {:?}",
-        started.elapsed()
-    );
-    let ended = tokio::time::timeout(Duration::from_secs(10), watch.recv())
-        .await
-        .expect("watch hung");
+    assert!(matches!(result, Err(Error::Unavailable(_))), "got {result:?}");
+    assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+    let ended =
+        tokio::time::timeout(Duration::from_secs(10), watch.recv()).await.expect("watch hung");
     assert!(matches!(ended, Some(Err(_)) | None), "got {ended:?}");
 }

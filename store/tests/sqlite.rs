@@ -31,10 +31,7 @@ async fn reopening_restores_everything() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path());
     let a = store.create("/x/a", Bytes::from("a1")).await.unwrap();
-    store
-        .update("/x/a", Bytes::from("a2"), a.mod_revision)
-        .await
-        .unwrap();
+    store.update("/x/a", Bytes::from("a2"), a.mod_revision).await.unwrap();
     store.create("/x/b", Bytes::from("b1")).await.unwrap();
     store.delete("/x/b", None).await.unwrap();
     let c = store.create("/x/c", Bytes::from("c1")).await.unwrap();
@@ -48,20 +45,10 @@ async fn reopening_restores_everything() {
     let after = store.range(RangeRequest::prefix("/x/")).await.unwrap();
     assert_eq!(after.kvs, before.kvs);
     assert_eq!(after.revision, before.revision);
-    assert_eq!(
-        store.get("/x/a", Some(c.mod_revision - 1)).await.unwrap(),
-        history
-    );
-    assert!(matches!(
-        store.get("/x/a", Some(a.mod_revision)).await,
-        Err(Error::Compacted { .. })
-    ));
+    assert_eq!(store.get("/x/a", Some(c.mod_revision - 1)).await.unwrap(), history);
+    assert!(matches!(store.get("/x/a", Some(a.mod_revision)).await, Err(Error::Compacted { .. })));
     let d = store.create("/x/d", Bytes::from("d1")).await.unwrap();
-    assert_eq!(
-        d.mod_revision,
-        before.revision + 1,
-        "revisions go on where they stopped"
-    );
+    assert_eq!(d.mod_revision, before.revision + 1, "revisions go on where they stopped");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -69,10 +56,7 @@ async fn a_second_store_on_the_same_data_dir_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let store = open(dir.path());
     let message = database_error(SqliteStore::open(dir.path(), SqliteOptions::default()));
-    assert!(
-        message.contains("in use by another rkube store"),
-        "{message}"
-    );
+    assert!(message.contains("in use by another rkube store"), "{message}");
     store.close().await.unwrap();
     // Once closed, the data dir can be opened again.
     drop(open(dir.path()));
@@ -85,19 +69,9 @@ fn a_corrupt_database_file_is_refused_and_left_alone() {
     let garbage: Vec<u8> = (0..16384u32).map(|i| (i * 7919 % 251) as u8).collect();
     std::fs::write(&path, &garbage).unwrap();
     let message = database_error(SqliteStore::open(dir.path(), SqliteOptions::default()));
-    assert!(
-        message.contains("not an SQLite database") || message.contains("damaged"),
-        "{message}"
-    );
-    assert!(
-        message.contains(&path.display().to_string()),
-        "names the file: {message}"
-    );
-    assert_eq!(
-        std::fs::read(&path).unwrap(),
-        garbage,
-        "the file is untouched"
-    );
+    assert!(message.contains("not an SQLite database") || message.contains("damaged"), "{message}");
+    assert!(message.contains(&path.display().to_string()), "names the file: {message}");
+    assert_eq!(std::fs::read(&path).unwrap(), garbage, "the file is untouched");
 }
 
 #[test]
@@ -112,15 +86,8 @@ fn a_foreign_sqlite_database_is_refused_and_left_alone() {
     let before = std::fs::read(&path).unwrap();
     let message = database_error(SqliteStore::open(dir.path(), SqliteOptions::default()));
     assert!(message.contains("another program"), "{message}");
-    assert_eq!(
-        std::fs::read(&path).unwrap(),
-        before,
-        "the file is untouched"
-    );
-    assert!(
-        !dir.path().join("state.db-wal").exists(),
-        "no WAL was started on it"
-    );
+    assert_eq!(std::fs::read(&path).unwrap(), before, "the file is untouched");
+    assert!(!dir.path().join("state.db-wal").exists(), "no WAL was started on it");
 }
 
 #[test]
@@ -144,12 +111,7 @@ fn a_data_dir_without_write_permission_is_refused() {
     std::fs::set_permissions(&data, std::fs::Permissions::from_mode(0o555)).unwrap();
     let mut child = Command::new(std::env::current_exe().unwrap());
     child
-        .args([
-            "--exact",
-            "unwritable_data_dir_child",
-            "--ignored",
-            "--nocapture",
-        ])
+        .args(["--exact", "unwritable_data_dir_child", "--ignored", "--nocapture"])
         .env("RKUBE_TEST_DATA_DIR", &data);
     if is_root() {
         child.uid(65534).gid(65534);
@@ -161,15 +123,8 @@ fn a_data_dir_without_write_permission_is_refused() {
         "child failed: {stdout}\n{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(
-        stdout.contains("Permission denied") || stdout.contains("readonly"),
-        "{stdout}"
-    );
-    assert_eq!(
-        std::fs::read_dir(&data).unwrap().count(),
-        0,
-        "nothing was created"
-    );
+    assert!(stdout.contains("Permission denied") || stdout.contains("readonly"), "{stdout}");
+    assert_eq!(std::fs::read_dir(&data).unwrap().count(), 0, "nothing was created");
 }
 
 fn is_root() -> bool {
@@ -191,31 +146,18 @@ fn unwritable_data_dir_child() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_watcher_that_overflows_the_event_channel_catches_up_from_the_log() {
     let dir = tempfile::tempdir().unwrap();
-    let options = SqliteOptions {
-        watch_channel_capacity: 2,
-        ..Default::default()
-    };
+    let options = SqliteOptions { watch_channel_capacity: 2, ..Default::default() };
     let store = Arc::new(SqliteStore::open(dir.path(), options).unwrap());
     let mut watch = store.watch("/lag/", true, 0).await.unwrap();
     let mut acked = Vec::new();
     for i in 0..600 {
         acked.push(
-            store
-                .create(&format!("/lag/{i:04}"), Bytes::from("x"))
-                .await
-                .unwrap()
-                .mod_revision,
+            store.create(&format!("/lag/{i:04}"), Bytes::from("x")).await.unwrap().mod_revision,
         );
     }
     let mut seen: Vec<Revision> = Vec::new();
     while seen.len() < acked.len() {
-        seen.extend(
-            next_events(&mut watch)
-                .await
-                .events
-                .iter()
-                .map(|e| e.revision()),
-        );
+        seen.extend(next_events(&mut watch).await.events.iter().map(|e| e.revision()));
     }
     assert_eq!(seen, acked);
 }
@@ -259,10 +201,7 @@ async fn sigkill_under_load_loses_no_acknowledged_write() {
         let deadline = Instant::now() + Duration::from_secs(60);
         let count_file = dir.path().join(format!("acks-{round}"));
         loop {
-            assert!(
-                Instant::now() < deadline,
-                "the writer child made too little progress"
-            );
+            assert!(Instant::now() < deadline, "the writer child made too little progress");
             let n: usize = std::fs::read_to_string(&count_file)
                 .ok()
                 .and_then(|s| s.trim().parse().ok())
@@ -278,24 +217,14 @@ async fn sigkill_under_load_loses_no_acknowledged_write() {
         child.kill().expect("SIGKILL the child"); // Child::kill sends SIGKILL
         child.wait().unwrap();
         let acked = reader.join().unwrap();
-        assert!(
-            acked.len() >= ACKS_PER_ROUND,
-            "round {round}: only {} acks read",
-            acked.len()
-        );
+        assert!(acked.len() >= ACKS_PER_ROUND, "round {round}: only {} acks read", acked.len());
 
         let store = open(dir.path());
         let current = store.current_revision().await.unwrap();
         let round_min = acked.iter().map(|a| a.1).min().unwrap();
         let round_max = acked.iter().map(|a| a.1).max().unwrap();
-        assert!(
-            round_min > last_max,
-            "revisions are never reused after a crash"
-        );
-        assert!(
-            current >= round_max,
-            "current revision {current} < acknowledged {round_max}"
-        );
+        assert!(round_min > last_max, "revisions are never reused after a crash");
+        assert!(current >= round_max, "current revision {current} < acknowledged {round_max}");
         last_max = current;
         for (key, revision, value) in acked {
             all_acked.insert((key, revision), value);
@@ -319,23 +248,16 @@ fn crash_writer_child() {
         return;
     };
     let round = std::env::var("RKUBE_CRASH_ROUND").unwrap();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let runtime =
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     runtime.block_on(async move {
         let store = Arc::new(open(Path::new(&dir)));
         let acks = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let count_file = Path::new(&dir).join(format!("acks-{round}"));
         let mut tasks = Vec::new();
         for w in 0..32 {
-            let (store, acks, round, count_file) = (
-                store.clone(),
-                acks.clone(),
-                round.clone(),
-                count_file.clone(),
-            );
+            let (store, acks, round, count_file) =
+                (store.clone(), acks.clone(), round.clone(), count_file.clone());
             tasks.push(tokio::spawn(async move {
                 // Each writer creates keys and keeps updating one key of its own.
                 let counter = format!("/crash/{round}/w{w}/counter");

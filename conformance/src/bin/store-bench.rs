@@ -60,7 +60,7 @@ impl Target {
             Target::RawEtcd(client) => {
                 let response = client
                     .kv_client()
-                    .max_decoding_message_size(64 << 20)
+                    .max_decoding_message_size(i32::MAX as usize)
                     .get(prefix, Some(GetOptions::new().with_prefix()))
                     .await?;
                 Ok(response.kvs().len())
@@ -149,12 +149,8 @@ async fn bench_writes(
     let barrier = Arc::new(Barrier::new(concurrency + 1));
     let mut tasks = Vec::new();
     for t in 0..concurrency {
-        let (target, value, barrier, tag) = (
-            target.clone(),
-            value.clone(),
-            barrier.clone(),
-            tag.to_string(),
-        );
+        let (target, value, barrier, tag) =
+            (target.clone(), value.clone(), barrier.clone(), tag.to_string());
         tasks.push(tokio::spawn(async move {
             barrier.wait().await;
             let end = Instant::now() + duration;
@@ -166,10 +162,7 @@ async fn bench_writes(
                     break;
                 }
                 target
-                    .create(
-                        &format!("/bench/write/{tag}/c{concurrency}/t{t}/{i}"),
-                        value.clone(),
-                    )
+                    .create(&format!("/bench/write/{tag}/c{concurrency}/t{t}/{i}"), value.clone())
                     .await?;
                 latencies.push(now.elapsed());
             }
@@ -199,9 +192,7 @@ async fn bench_range(target: &Target, keys: usize) -> Result<Duration> {
         let (target, value) = (target.clone(), value.clone());
         tasks.push(tokio::spawn(async move {
             for i in (t..keys).step_by(64) {
-                target
-                    .create(&format!("/bench/range/{i:06}"), value.clone())
-                    .await?;
+                target.create(&format!("/bench/range/{i:06}"), value.clone()).await?;
             }
             anyhow::Ok(())
         }));
@@ -241,9 +232,7 @@ async fn bench_watch(
                 let sent = base.elapsed().as_nanos() as u64;
                 let mut value = sent.to_be_bytes().to_vec();
                 value.resize(1024, b'w');
-                target
-                    .create(&format!("/bench/watch/{i:05}"), Bytes::from(value))
-                    .await?;
+                target.create(&format!("/bench/watch/{i:05}"), Bytes::from(value)).await?;
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
             anyhow::Ok(())
@@ -255,10 +244,7 @@ async fn bench_watch(
     while latencies.len() < expected {
         let remaining = deadline.saturating_duration_since(Instant::now());
         let Ok(Some((value, received))) = tokio::time::timeout(remaining, rx.recv()).await else {
-            bail!(
-                "watch: only {} of {expected} deliveries within 120 s",
-                latencies.len()
-            );
+            bail!("watch: only {} of {expected} deliveries within 120 s", latencies.len());
         };
         let sent = u64::from_be_bytes(value[..8].try_into().context("short value")?);
         let sent_at = base + Duration::from_nanos(sent);
@@ -266,10 +252,7 @@ async fn bench_watch(
     }
     writer.await??;
     latencies.sort();
-    Ok((
-        report::percentile(&latencies, 50.0),
-        report::percentile(&latencies, 99.0),
-    ))
+    Ok((report::percentile(&latencies, 50.0), report::percentile(&latencies, 99.0)))
 }
 
 async fn bench_target(name: &str, target: &Target, config: &Config) -> Result<Figures> {
@@ -285,11 +268,7 @@ async fn bench_target(name: &str, target: &Target, config: &Config) -> Result<Fi
         figures.writes.push((concurrency, f));
     }
     figures.range = bench_range(target, config.range_keys).await?;
-    eprintln!(
-        "  {name}: range of {} keys: {}",
-        config.range_keys,
-        report::ms(figures.range)
-    );
+    eprintln!("  {name}: range of {} keys: {}", config.range_keys, report::ms(figures.range));
     let (p50, p99) = bench_watch(target, config.watchers, config.watch_events).await?;
     eprintln!(
         "  {name}: watch, {} watchers: p50 {}, p99 {}",
@@ -327,9 +306,7 @@ async fn main() -> Result<()> {
         }
     };
 
-    let dir = tempfile::Builder::new()
-        .prefix("rkube-store-bench-")
-        .tempdir()?;
+    let dir = tempfile::Builder::new().prefix("rkube-store-bench-").tempdir()?;
     let mut results = Vec::new();
 
     eprintln!("sqlite store (data dir {})", dir.path().display());
@@ -340,10 +317,7 @@ async fn main() -> Result<()> {
     ));
     sqlite.close().await?;
 
-    for (label, tag) in [
-        ("rkube etcd store", "etcd"),
-        ("raw etcd (etcd-client)", "raw"),
-    ] {
+    for (label, tag) in [("rkube etcd store", "etcd"), ("raw etcd (etcd-client)", "raw")] {
         // A fresh etcd for each, so that neither inherits the other's data.
         let server = tokio::task::spawn_blocking(EtcdServer::start).await?;
         eprintln!("{label} ({})", server.client_url());
@@ -389,11 +363,7 @@ fn render(results: &[(&str, Figures)], config: &Config, quick: bool) -> String {
             row.push(format!("{} / {}", report::ms(w.p50), report::ms(w.p99)));
         }
         row.push(report::ms(f.range));
-        row.push(format!(
-            "{} / {}",
-            report::ms(f.watch_p50),
-            report::ms(f.watch_p99)
-        ));
+        row.push(format!("{} / {}", report::ms(f.watch_p50), report::ms(f.watch_p99)));
         table.row(row);
     }
     let sqlite128 = &results[0].1.writes[2].1;

@@ -35,6 +35,8 @@ use writer::{Command, WriteOp, WriteOutcome};
 
 /// The file name of the database inside the data dir.
 pub const DB_FILE: &str = "state.db";
+/// How many reads run at once, each on its own connection.
+const MAX_READERS: usize = 8;
 /// The lock file that keeps a second store off the data dir.
 const LOCK_FILE: &str = "state.lock";
 
@@ -50,10 +52,7 @@ pub struct SqliteOptions {
 
 impl Default for SqliteOptions {
     fn default() -> Self {
-        SqliteOptions {
-            max_batch: 1024,
-            watch_channel_capacity: 4096,
-        }
+        SqliteOptions { max_batch: 1024, watch_channel_capacity: 4096 }
     }
 }
 
@@ -69,6 +68,8 @@ pub(crate) struct Shared {
     commands: std::sync::mpsc::Sender<Command>,
     /// Idle read connections.
     readers: Mutex<Vec<Connection>>,
+    /// Bounds the reads running at once (and so the read connections open).
+    read_slots: tokio::sync::Semaphore,
     /// Batches of events, published by the writer after each commit.
     events: broadcast::Sender<Arc<writer::Batch>>,
     /// The revision of the last commit that was published; written by the writer only.
@@ -97,6 +98,7 @@ impl SqliteStore {
             path: path.clone(),
             commands,
             readers: Mutex::new(Vec::new()),
+            read_slots: tokio::sync::Semaphore::new(MAX_READERS),
             events: events.clone(),
             current: current.clone(),
         });
@@ -122,11 +124,7 @@ impl SqliteStore {
             return Ok(()); // already closed
         }
         let _ = done.await;
-        self.shared
-            .readers
-            .lock()
-            .expect("reader pool poisoned")
-            .clear();
+        self.shared.readers.lock().expect("reader pool poisoned").clear();
         Ok(())
     }
 
@@ -136,9 +134,7 @@ impl SqliteStore {
             .commands
             .send(Command::Write(op, reply))
             .map_err(|_| Error::Unavailable("the store is closed".into()))?;
-        outcome
-            .await
-            .map_err(|_| Error::Unavailable("the store writer stopped".into()))?
+        outcome.await.map_err(|_| Error::Unavailable("the store writer stopped".into()))?
     }
 
     /// Runs `f` on a read connection from the pool, on the blocking thread pool.
@@ -147,6 +143,12 @@ impl SqliteStore {
         f: impl FnOnce(&mut Connection) -> Result<T> + Send + 'static,
     ) -> Result<T> {
         let shared = self.shared.clone();
+        let _slot = self
+            .shared
+            .read_slots
+            .acquire()
+            .await
+            .map_err(|_| Error::Unavailable("the store is closed".into()))?;
         tokio::task::spawn_blocking(move || {
             let mut conn = match shared.readers.lock().expect("reader pool poisoned").pop() {
                 Some(conn) => conn,
@@ -154,7 +156,7 @@ impl SqliteStore {
             };
             let result = f(&mut conn);
             let mut pool = shared.readers.lock().expect("reader pool poisoned");
-            if pool.len() < 16 {
+            if pool.len() < MAX_READERS {
                 pool.push(conn);
             }
             result
@@ -181,10 +183,9 @@ fn lock_data_dir(dir: &Path) -> Result<File> {
             dir.display(),
             path.display()
         ))),
-        Err(std::fs::TryLockError::Error(e)) => Err(Error::Database(format!(
-            "cannot lock {}: {e}",
-            path.display()
-        ))),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(Error::Database(format!("cannot lock {}: {e}", path.display())))
+        }
     }
 }
 
@@ -224,13 +225,7 @@ impl Store for SqliteStore {
     async fn create(&self, key: &str, value: Bytes) -> Result<KeyValue> {
         check_key(key)?;
         check_value(key, &value)?;
-        match self
-            .write(WriteOp::Create {
-                key: key.to_string(),
-                value,
-            })
-            .await?
-        {
+        match self.write(WriteOp::Create { key: key.to_string(), value }).await? {
             WriteOutcome::Put(kv) => Ok(kv),
             other => Err(unexpected(other)),
         }
@@ -239,14 +234,7 @@ impl Store for SqliteStore {
     async fn update(&self, key: &str, value: Bytes, expected: Revision) -> Result<KeyValue> {
         check_key(key)?;
         check_value(key, &value)?;
-        match self
-            .write(WriteOp::Update {
-                key: key.to_string(),
-                value,
-                expected,
-            })
-            .await?
-        {
+        match self.write(WriteOp::Update { key: key.to_string(), value, expected }).await? {
             WriteOutcome::Put(kv) => Ok(kv),
             other => Err(unexpected(other)),
         }
@@ -254,13 +242,7 @@ impl Store for SqliteStore {
 
     async fn delete(&self, key: &str, expected: Option<Revision>) -> Result<Deleted> {
         check_key(key)?;
-        match self
-            .write(WriteOp::Delete {
-                key: key.to_string(),
-                expected,
-            })
-            .await?
-        {
+        match self.write(WriteOp::Delete { key: key.to_string(), expected }).await? {
             WriteOutcome::Deleted(deleted) => Ok(deleted),
             other => Err(unexpected(other)),
         }
@@ -284,9 +266,7 @@ impl Store for SqliteStore {
             .commands
             .send(Command::Compact(revision, reply))
             .map_err(|_| Error::Unavailable("the store is closed".into()))?;
-        outcome
-            .await
-            .map_err(|_| Error::Unavailable("the store writer stopped".into()))?
+        outcome.await.map_err(|_| Error::Unavailable("the store writer stopped".into()))?
     }
 }
 

@@ -23,12 +23,7 @@ impl From<&RangeRequest<'_>> for OwnedRange {
             Some(from) if from.as_bytes() > prefix.as_slice() => from.as_bytes().to_vec(),
             _ => prefix.clone(),
         };
-        OwnedRange {
-            prefix,
-            start,
-            limit: r.limit.unwrap_or(0),
-            revision: r.revision,
-        }
+        OwnedRange { prefix, start, limit: r.limit.unwrap_or(0), revision: r.revision }
     }
 }
 
@@ -38,17 +33,11 @@ fn read_revision(tx: &Transaction<'_>, requested: Option<Revision>) -> Result<Re
     match requested {
         None => Ok(current),
         Some(r) if r <= 0 => Ok(current),
-        Some(r) if r > current => Err(Error::FutureRevision {
-            requested: r,
-            current,
-        }),
+        Some(r) if r > current => Err(Error::FutureRevision { requested: r, current }),
         Some(r) => {
             let compacted = schema::compact_revision(tx)?;
             if r < compacted {
-                Err(Error::Compacted {
-                    requested: r,
-                    compacted,
-                })
+                Err(Error::Compacted { requested: r, compacted })
             } else {
                 Ok(r)
             }
@@ -130,11 +119,7 @@ pub(crate) fn range(conn: &mut Connection, request: &OwnedRange) -> Result<Range
     let tx = conn.transaction().map_err(db_error)?;
     let at = read_revision(&tx, request.revision)?;
     let end = prefix_end(&request.prefix);
-    let limit = if request.limit == 0 {
-        usize::MAX
-    } else {
-        request.limit
-    };
+    let limit = if request.limit == 0 { usize::MAX } else { request.limit };
     let mut found = Vec::new();
     let mut count = 0i64;
     scan_live(&tx, &request.start, end.as_deref(), at, |key, revision| {
@@ -161,12 +146,7 @@ pub(crate) fn range(conn: &mut Connection, request: &OwnedRange) -> Result<Range
             version,
         });
     }
-    Ok(RangeResponse {
-        kvs,
-        more,
-        count,
-        revision: at,
-    })
+    Ok(RangeResponse { kvs, more, count, revision: at })
 }
 
 pub(crate) fn count(conn: &mut Connection, prefix: &str) -> Result<(i64, Revision)> {

@@ -43,9 +43,7 @@ pub(crate) fn db_error(e: rusqlite::Error) -> Error {
 /// Opens the writing connection, creating the schema in a new file. A file that is not an
 /// rkube store is left exactly as it was.
 pub(crate) fn open_writer(path: &Path) -> Result<Connection> {
-    let existed = std::fs::metadata(path)
-        .map(|m| m.len() > 0)
-        .unwrap_or(false);
+    let existed = std::fs::metadata(path).map(|m| m.len() > 0).unwrap_or(false);
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE
@@ -57,26 +55,17 @@ pub(crate) fn open_writer(path: &Path) -> Result<Connection> {
         check_ours(path, &conn)?;
     }
     // Durable on commit: WAL, and fsync of the WAL at every commit.
-    conn.pragma_update(None, "journal_mode", "WAL")
-        .map_err(|e| open_error(path, e))?;
-    conn.pragma_update(None, "synchronous", "FULL")
-        .map_err(|e| open_error(path, e))?;
-    conn.busy_timeout(std::time::Duration::from_secs(10))
-        .map_err(db_error)?;
+    conn.pragma_update(None, "journal_mode", "WAL").map_err(|e| open_error(path, e))?;
+    conn.pragma_update(None, "synchronous", "FULL").map_err(|e| open_error(path, e))?;
+    conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(db_error)?;
     let has_schema: bool = conn
-        .query_row(
-            "SELECT COUNT(*) > 0 FROM sqlite_master WHERE name = 'kv'",
-            [],
-            |r| r.get(0),
-        )
+        .query_row("SELECT COUNT(*) > 0 FROM sqlite_master WHERE name = 'kv'", [], |r| r.get(0))
         .map_err(|e| open_error(path, e))?;
     if !has_schema {
         let tx = conn.unchecked_transaction().map_err(db_error)?;
         tx.execute_batch(SCHEMA).map_err(|e| open_error(path, e))?;
-        tx.pragma_update(None, "application_id", APPLICATION_ID)
-            .map_err(db_error)?;
-        tx.pragma_update(None, "user_version", SCHEMA_VERSION)
-            .map_err(db_error)?;
+        tx.pragma_update(None, "application_id", APPLICATION_ID).map_err(db_error)?;
+        tx.pragma_update(None, "user_version", SCHEMA_VERSION).map_err(db_error)?;
         tx.commit().map_err(|e| open_error(path, e))?;
     }
     Ok(conn)
@@ -89,10 +78,8 @@ pub(crate) fn open_reader(path: &Path) -> Result<Connection> {
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )
     .map_err(|e| open_error(path, e))?;
-    conn.pragma_update(None, "query_only", true)
-        .map_err(db_error)?;
-    conn.busy_timeout(std::time::Duration::from_secs(10))
-        .map_err(db_error)?;
+    conn.pragma_update(None, "query_only", true).map_err(db_error)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(db_error)?;
     Ok(conn)
 }
 
@@ -115,9 +102,8 @@ fn check_ours(path: &Path, conn: &Connection) -> Result<()> {
             path.display()
         )));
     }
-    let version: i64 = conn
-        .pragma_query_value(None, "user_version", |r| r.get(0))
-        .map_err(db_error)?;
+    let version: i64 =
+        conn.pragma_query_value(None, "user_version", |r| r.get(0)).map_err(db_error)?;
     if version != SCHEMA_VERSION {
         return Err(Error::Database(format!(
             "{} has store schema version {version}; this rkube reads version {SCHEMA_VERSION}",
@@ -155,18 +141,14 @@ fn open_error(path: &Path, e: rusqlite::Error) -> Error {
         _ => "",
     };
     let sep = if hint.is_empty() { "" } else { "; " };
-    Error::Database(format!(
-        "cannot open store {}: {e}{sep}{hint}",
-        path.display()
-    ))
+    Error::Database(format!("cannot open store {}: {e}{sep}{hint}", path.display()))
 }
 
 /// The store's current revision: the newest write, or the recorded one when there is none.
 /// Call inside a transaction to pair it with other reads.
 pub(crate) fn current_revision(conn: &Connection) -> Result<Revision> {
-    let newest: Option<Revision> = conn
-        .query_row("SELECT MAX(revision) FROM kv", [], |r| r.get(0))
-        .map_err(db_error)?;
+    let newest: Option<Revision> =
+        conn.query_row("SELECT MAX(revision) FROM kv", [], |r| r.get(0)).map_err(db_error)?;
     Ok(newest.unwrap_or(0).max(meta(conn, "revision")?))
 }
 
@@ -176,12 +158,10 @@ pub(crate) fn compact_revision(conn: &Connection) -> Result<Revision> {
 }
 
 pub(crate) fn meta(conn: &Connection, name: &str) -> Result<i64> {
-    conn.query_row("SELECT value FROM meta WHERE name = ?1", [name], |r| {
-        r.get(0)
-    })
-    .optional()
-    .map_err(db_error)
-    .map(|v| v.unwrap_or(0))
+    conn.query_row("SELECT value FROM meta WHERE name = ?1", [name], |r| r.get(0))
+        .optional()
+        .map_err(db_error)
+        .map(|v| v.unwrap_or(0))
 }
 
 pub(crate) fn set_meta(conn: &Connection, name: &str, value: i64) -> Result<()> {
@@ -192,4 +172,20 @@ pub(crate) fn set_meta(conn: &Connection, name: &str, value: i64) -> Result<()> 
     )
     .map_err(db_error)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_writer_commits_durably() {
+        let dir = tempfile::tempdir().unwrap();
+        let conn = open_writer(&dir.path().join("state.db")).unwrap();
+        let mode: String = conn.pragma_query_value(None, "journal_mode", |r| r.get(0)).unwrap();
+        let sync: i64 = conn.pragma_query_value(None, "synchronous", |r| r.get(0)).unwrap();
+        assert_eq!(mode, "wal");
+        assert_eq!(sync, 2, "synchronous=FULL: the WAL is fsync'd at every commit");
+        assert_eq!(current_revision(&conn).unwrap(), 1, "a new store is at revision 1");
+    }
 }

@@ -59,28 +59,21 @@ pub(super) async fn start(
     // Subscribe before reading anything, so that every batch committed after the reads below
     // is also in the channel.
     let batches = store.shared.events.subscribe();
+    let current = store.shared.current();
     let next = if start_revision <= 0 {
-        store.shared.current() + 1
+        current + 1
     } else {
         let compacted = store.read(|conn| schema::compact_revision(conn)).await?;
         if start_revision < compacted {
-            return Err(Error::Compacted {
-                requested: start_revision,
-                compacted,
-            });
+            return Err(Error::Compacted { requested: start_revision, compacted });
         }
         start_revision
     };
+    // Only history up to the current revision is read from the log; anything newer arrives
+    // in the batches.
+    let behind = next <= current;
     let (sender, stream) = WatchStream::channel();
-    tokio::spawn(
-        Watcher {
-            store,
-            range,
-            next,
-            sender,
-        }
-        .run(batches),
-    );
+    tokio::spawn(Watcher { store, range, next, sender }.run(batches, behind));
     Ok(stream)
 }
 
@@ -93,10 +86,14 @@ struct Watcher {
 }
 
 impl Watcher {
-    async fn run(mut self, mut batches: tokio::sync::broadcast::Receiver<Arc<Batch>>) {
+    async fn run(
+        mut self,
+        mut batches: tokio::sync::broadcast::Receiver<Arc<Batch>>,
+        mut behind: bool,
+    ) {
         let progress = self.sender.progress.clone();
-        // Catch up from the log first (and again whenever the batch channel overflowed).
-        let mut behind = true;
+        // Catch up from the log first when asked for history (and again whenever the batch
+        // channel overflowed).
         loop {
             if behind {
                 match self.catch_up().await {
@@ -148,11 +145,7 @@ impl Watcher {
             return true;
         }
         let revision = events.last().map(Event::revision).unwrap_or(self.next - 1);
-        self.sender
-            .tx
-            .send(Ok(WatchResponse { events, revision }))
-            .await
-            .is_ok()
+        self.sender.tx.send(Ok(WatchResponse { events, revision })).await.is_ok()
     }
 
     /// Reads and sends the logged events from `next` to the newest commit. Returns false when
@@ -160,21 +153,13 @@ impl Watcher {
     async fn catch_up(&mut self) -> Result<bool> {
         loop {
             let (range, from) = (self.range.clone(), self.next);
-            let (events, newest) = self
-                .store
-                .read(move |conn| read_log(conn, &range, from))
-                .await?;
+            let (events, newest) =
+                self.store.read(move |conn| read_log(conn, &range, from)).await?;
             let done = events.len() < CATCH_UP_PAGE as usize;
             if let Some(last) = events.last() {
                 let revision = last.revision();
                 self.next = revision + 1;
-                if self
-                    .sender
-                    .tx
-                    .send(Ok(WatchResponse { events, revision }))
-                    .await
-                    .is_err()
-                {
+                if self.sender.tx.send(Ok(WatchResponse { events, revision })).await.is_err() {
                     return Ok(false);
                 }
             }
@@ -196,10 +181,7 @@ fn read_log(
     let tx = conn.transaction().map_err(db_error)?;
     let compacted = schema::compact_revision(&tx)?;
     if from < compacted {
-        return Err(Error::Compacted {
-            requested: from,
-            compacted,
-        });
+        return Err(Error::Compacted { requested: from, compacted });
     }
     let newest = schema::current_revision(&tx)?;
     let mut stmt = tx
@@ -211,9 +193,8 @@ fn read_log(
              ORDER BY e.revision LIMIT ?4",
         )
         .map_err(db_error)?;
-    let mut rows = stmt
-        .query(params![from, range.start, range.end, CATCH_UP_PAGE])
-        .map_err(db_error)?;
+    let mut rows =
+        stmt.query(params![from, range.start, range.end, CATCH_UP_PAGE]).map_err(db_error)?;
     let mut events = Vec::new();
     while let Some(r) = rows.next().map_err(db_error)? {
         let revision: Revision = r.get(0).map_err(db_error)?;
@@ -249,11 +230,7 @@ fn read_log(
                 version: r.get(3).map_err(db_error)?,
             }
         };
-        let kind = if deleted {
-            EventKind::Delete
-        } else {
-            EventKind::Put
-        };
+        let kind = if deleted { EventKind::Delete } else { EventKind::Put };
         events.push(Event { kind, kv, prev });
     }
     Ok((events, newest))

@@ -22,19 +22,9 @@ use crate::types::{Deleted, Event, EventKind, KeyValue, Revision};
 /// A write the writer applies.
 #[derive(Debug)]
 pub(crate) enum WriteOp {
-    Create {
-        key: String,
-        value: Bytes,
-    },
-    Update {
-        key: String,
-        value: Bytes,
-        expected: Revision,
-    },
-    Delete {
-        key: String,
-        expected: Option<Revision>,
-    },
+    Create { key: String, value: Bytes },
+    Update { key: String, value: Bytes, expected: Revision },
+    Delete { key: String, expected: Option<Revision> },
 }
 
 /// What a successful write did.
@@ -86,14 +76,7 @@ impl Writer {
         lock: File,
     ) -> Writer {
         let revision = current.load(Ordering::SeqCst);
-        Writer {
-            conn,
-            revision,
-            current,
-            max_batch: max_batch.max(1),
-            events,
-            _lock: lock,
-        }
+        Writer { conn, revision, current, max_batch: max_batch.max(1), events, _lock: lock }
     }
 
     /// Serves commands until shut down or until every store handle is gone.
@@ -159,10 +142,7 @@ impl Writer {
         if self.revision != start {
             self.current.store(self.revision, Ordering::SeqCst);
             // No receivers is fine: nobody watches.
-            let _ = self.events.send(Arc::new(Batch {
-                events,
-                last_revision: self.revision,
-            }));
+            let _ = self.events.send(Arc::new(Batch { events, last_revision: self.revision }));
         }
         for ((_, reply), result) in pending.drain(..).zip(results) {
             let _ = reply.send(result);
@@ -173,16 +153,10 @@ impl Writer {
     fn compact(&mut self, revision: Revision) -> Result<()> {
         let compacted = schema::compact_revision(&self.conn)?;
         if revision <= compacted {
-            return Err(Error::Compacted {
-                requested: revision,
-                compacted,
-            });
+            return Err(Error::Compacted { requested: revision, compacted });
         }
         if revision > self.revision {
-            return Err(Error::FutureRevision {
-                requested: revision,
-                current: self.revision,
-            });
+            return Err(Error::FutureRevision { requested: revision, current: self.revision });
         }
         const CHUNK: i64 = 10_000;
         let mut from = compacted.max(0);
@@ -236,36 +210,16 @@ fn apply(
                 mod_revision: next,
                 version: 1,
             };
-            let event = Event {
-                kind: EventKind::Put,
-                kv: kv.clone(),
-                prev: None,
-            };
+            let event = Event { kind: EventKind::Put, kv: kv.clone(), prev: None };
             Ok(Ok((WriteOutcome::Put(kv), event)))
         }
-        (WriteOp::Create { .. }, Some(row)) => Ok(Err(Error::AlreadyExists {
-            current: load(tx, key, &row)?,
-        })),
-        (
-            WriteOp::Update {
-                key,
-                value,
-                expected,
-            },
-            Some(row),
-        ) if row.revision == *expected => {
+        (WriteOp::Create { .. }, Some(row)) => {
+            Ok(Err(Error::AlreadyExists { current: load(tx, key, &row)? }))
+        }
+        (WriteOp::Update { key, value, expected }, Some(row)) if row.revision == *expected => {
             let prev = load(tx, key, &row)?;
             let next = *revision + 1;
-            insert(
-                tx,
-                next,
-                key,
-                row.created,
-                row.version + 1,
-                false,
-                row.revision,
-                value,
-            )?;
+            insert(tx, next, key, row.created, row.version + 1, false, row.revision, value)?;
             *revision = next;
             let kv = KeyValue {
                 key: key.clone(),
@@ -274,11 +228,7 @@ fn apply(
                 mod_revision: next,
                 version: row.version + 1,
             };
-            let event = Event {
-                kind: EventKind::Put,
-                kv: kv.clone(),
-                prev: Some(prev),
-            };
+            let event = Event { kind: EventKind::Put, kv: kv.clone(), prev: Some(prev) };
             Ok(Ok((WriteOutcome::Put(kv), event)))
         }
         (WriteOp::Delete { key, expected }, Some(row))
@@ -286,16 +236,7 @@ fn apply(
         {
             let prev = load(tx, key, &row)?;
             let next = *revision + 1;
-            insert(
-                tx,
-                next,
-                key,
-                row.created,
-                row.version,
-                true,
-                row.revision,
-                &Bytes::new(),
-            )?;
+            insert(tx, next, key, row.created, row.version, true, row.revision, &Bytes::new())?;
             *revision = next;
             let event = Event {
                 kind: EventKind::Delete,
@@ -308,24 +249,12 @@ fn apply(
                 },
                 prev: Some(prev.clone()),
             };
-            Ok(Ok((
-                WriteOutcome::Deleted(Deleted {
-                    revision: next,
-                    prev,
-                }),
-                event,
-            )))
+            Ok(Ok((WriteOutcome::Deleted(Deleted { revision: next, prev }), event)))
         }
-        (
-            WriteOp::Delete {
-                key,
-                expected: None,
-            },
-            None,
-        ) => Ok(Err(Error::NotFound { key: key.clone() })),
-        (_, Some(row)) => Ok(Err(Error::Conflict {
-            current: Some(load(tx, key, &row)?),
-        })),
+        (WriteOp::Delete { key, expected: None }, None) => {
+            Ok(Err(Error::NotFound { key: key.clone() }))
+        }
+        (_, Some(row)) => Ok(Err(Error::Conflict { current: Some(load(tx, key, &row)?) })),
         (_, None) => Ok(Err(Error::Conflict { current: None })),
     }
 }
@@ -338,12 +267,7 @@ fn latest_row(tx: &Transaction<'_>, key: &str) -> Result<Option<Row>> {
         )
         .map_err(db_error)?;
     stmt.query_row([key.as_bytes()], |r| {
-        Ok(Row {
-            revision: r.get(0)?,
-            created: r.get(1)?,
-            version: r.get(2)?,
-            deleted: r.get(3)?,
-        })
+        Ok(Row { revision: r.get(0)?, created: r.get(1)?, version: r.get(2)?, deleted: r.get(3)? })
     })
     .optional()
     .map_err(db_error)
@@ -351,12 +275,9 @@ fn latest_row(tx: &Transaction<'_>, key: &str) -> Result<Option<Row>> {
 
 /// The full key-value of a row found by [`latest_row`].
 fn load(tx: &Transaction<'_>, key: &str, row: &Row) -> Result<KeyValue> {
-    let mut stmt = tx
-        .prepare_cached("SELECT value FROM kv WHERE revision = ?1")
-        .map_err(db_error)?;
-    let value: Vec<u8> = stmt
-        .query_row([row.revision], |r| r.get(0))
-        .map_err(db_error)?;
+    let mut stmt =
+        tx.prepare_cached("SELECT value FROM kv WHERE revision = ?1").map_err(db_error)?;
+    let value: Vec<u8> = stmt.query_row([row.revision], |r| r.get(0)).map_err(db_error)?;
     Ok(KeyValue {
         key: key.to_string(),
         value: Bytes::from(value),

@@ -19,23 +19,14 @@ pub struct Fixture {
 pub fn sqlite() -> Fixture {
     let dir = tempfile::tempdir().expect("temp dir");
     let store = SqliteStore::open(dir.path(), SqliteOptions::default()).expect("open sqlite store");
-    Fixture {
-        store: Arc::new(store),
-        _guard: Box::new(dir),
-    }
+    Fixture { store: Arc::new(store), _guard: Box::new(dir) }
 }
 
 pub async fn etcd() -> Fixture {
-    let server = tokio::task::spawn_blocking(EtcdServer::start)
-        .await
-        .expect("start etcd");
-    let store = EtcdStore::connect(EtcdOptions::new([server.client_url()]))
-        .await
-        .expect("connect to etcd");
-    Fixture {
-        store: Arc::new(store),
-        _guard: Box::new(server),
-    }
+    let server = tokio::task::spawn_blocking(EtcdServer::start).await.expect("start etcd");
+    let store =
+        EtcdStore::connect(EtcdOptions::new([server.client_url()])).await.expect("connect to etcd");
+    Fixture { store: Arc::new(store), _guard: Box::new(server) }
 }
 
 /// The next watch response, failing the test after 10 s.
