@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use common::{next, next_events};
-use rkube_store::{Error, EventKind, RangeRequest, Revision, Store, MAX_VALUE_SIZE};
+use rkube_store::{Compactor, Error, EventKind, RangeRequest, Revision, Store, MAX_VALUE_SIZE};
 use tokio::sync::Barrier;
 
 fn b(s: &str) -> Bytes {
@@ -58,6 +58,7 @@ contract!(
     progress_notification_reports_seen_revision,
     bad_input_is_rejected_and_damages_nothing,
     ranges_and_watches_larger_than_a_grpc_message_come_back_whole,
+    the_compactor_compacts_on_its_timer,
 );
 
 async fn revisions_count_every_write_once(store: Arc<dyn Store>) {
@@ -558,4 +559,23 @@ async fn ranges_and_watches_larger_than_a_grpc_message_come_back_whole(store: Ar
         seen += response.events.len();
     }
     assert_eq!(seen, 6);
+}
+
+async fn the_compactor_compacts_on_its_timer(store: Arc<dyn Store>) {
+    let old = store.create("/timer/a", b("old")).await.unwrap();
+    let new = store.update("/timer/a", b("new"), old.mod_revision).await.unwrap();
+    store.create("/timer/b", b("later")).await.unwrap();
+    let _compactor = Compactor::spawn(store.clone(), Duration::from_millis(100));
+    // Each tick compacts to the revision of the tick before: soon the first write is history.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match store.get("/timer/a", Some(old.mod_revision)).await {
+            Err(Error::Compacted { .. }) => break,
+            Ok(_) => {}
+            Err(e) => panic!("unexpected error {e}"),
+        }
+        assert!(Instant::now() < deadline, "the compactor did not compact within 10 s");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(store.get("/timer/a", None).await.unwrap().0, Some(new));
 }

@@ -39,6 +39,7 @@ async fn reopening_restores_everything() {
     let before = store.range(RangeRequest::prefix("/x/")).await.unwrap();
     let history = store.get("/x/a", Some(c.mod_revision - 1)).await.unwrap();
     store.close().await.unwrap();
+    assert!(matches!(store.create("/x/e", Bytes::from("late")).await, Err(Error::Unavailable(_))));
     drop(store);
 
     let store = open(dir.path());
