@@ -8,10 +8,13 @@ sudo=""
 if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
 
 # What the suite needs from Debian: etcd for the store tests (they start their own on free
-# loopback ports), protoc for the gRPC code generation of etcd-client.
+# loopback ports), protoc for the gRPC code generation of etcd-client, OpenSSL headers for the
+# TLS and PKI code, and the stock kubectl the system tests drive.
 missing=()
 command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
 command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler)
+command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+pkg-config --exists openssl 2>/dev/null || missing+=(libssl-dev)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "==> installing ${missing[*]}"
   $sudo apt-get update -qq
@@ -31,6 +34,14 @@ if cargo clippy --version >/dev/null 2>&1; then
 else
   echo "==> clippy is not installed: lints not checked"
 fi
+
+if [ ! -x "${KUBECTL:-/usr/bin/kubectl}" ]; then
+  echo "stock kubectl not found at ${KUBECTL:-/usr/bin/kubectl}: the system tests need it" >&2
+  exit 1
+fi
+
+echo "==> build (the system tests run the real rkube binary)"
+cargo build --quiet -p rkube
 
 echo "==> tests"
 if cargo nextest --version >/dev/null 2>&1; then

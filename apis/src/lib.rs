@@ -8,3 +8,17 @@
 //!
 //! Nothing here is implemented yet: the API server core (issue 3) fills it in. It depends on
 //! no other rkube crate, so that the server, the controllers and the tools can all use it.
+
+pub mod defaults;
+pub mod openapi;
+pub mod patch;
+pub mod resources;
+pub mod selectors;
+pub mod strategy;
+pub mod tables;
+mod validate_kinds;
+pub mod validation;
+
+/// The Kubernetes version rkube implements.
+pub const KUBERNETES_VERSION: &str = "v1.33.0";
+pub mod protobuf;

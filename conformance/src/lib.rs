@@ -5,4 +5,5 @@
 //! print a table of figures and write it to their section of `docs/benchmarks.md`; start with
 //! `store-bench` for the storage layer. [`report`] holds what they share.
 
+pub mod cluster;
 pub mod report;

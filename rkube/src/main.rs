@@ -1,18 +1,194 @@
-//! `rkube`: the single binary of rkube, with one subcommand per component (`server`, `agent`,
-//! `apiserver`, `scheduler`, `kubelet`, ...).
+//! `rkube`: the single binary of rkube, with one subcommand per component.
 //!
-//! Today only the storage layer exists (the `rkube-store` crate); the subcommands come with the
-//! API server core. Until then the binary says so and exits with status 2.
+//! Today: `rkube server`, the API server on the embedded SQLite store (or etcd), with the
+//! cluster PKI and an admin kubeconfig. The scheduler, controllers, kubelet and proxy join it
+//! as their issues land (see docs/features.md).
 
-fn main() {
-    let version = env!("CARGO_PKG_VERSION");
-    if std::env::args().nth(1).as_deref() == Some("--version") {
-        println!("rkube {version}");
-        return;
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use rkube_certs::{Pki, PkiOptions};
+use rkube_store::{Compactor, EtcdOptions, EtcdStore, SqliteOptions, SqliteStore, Store};
+
+#[derive(Parser)]
+#[command(name = "rkube", version, about = "A Kubernetes-compatible cluster in one binary")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the cluster on this machine: the API server on the embedded store (or etcd).
+    Server(ServerArgs),
+}
+
+#[derive(clap::Args)]
+struct ServerArgs {
+    /// Where the store, the PKI and the admin kubeconfig live.
+    #[arg(long, default_value = "/var/lib/rkube")]
+    data_dir: PathBuf,
+    /// etcd client URLs (comma-separated); without it, the embedded SQLite store in the data dir.
+    #[arg(long, value_delimiter = ',')]
+    etcd_servers: Vec<String>,
+    /// The address to listen on.
+    #[arg(long, default_value = "0.0.0.0")]
+    bind_address: IpAddr,
+    /// The HTTPS port.
+    #[arg(long, default_value_t = 6443)]
+    secure_port: u16,
+    /// The address written into the admin kubeconfig and served in `/api`.
+    #[arg(long, default_value = "127.0.0.1")]
+    advertise_address: IpAddr,
+    /// The service CIDR; its first address is the `kubernetes` service's and is in the
+    /// serving certificate.
+    #[arg(long, default_value = "10.43.0.0/16")]
+    service_cluster_ip_range: String,
+    /// The NodePort range.
+    #[arg(long, default_value = "30000-32767", value_parser = parse_port_range)]
+    service_node_port_range: (u16, u16),
+    /// Extra names or IPs for the serving certificate (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    tls_san: Vec<String>,
+    /// How often old revisions are compacted.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    etcd_compaction_interval: Duration,
+}
+
+fn parse_duration(s: &str) -> Result<Duration, String> {
+    let (number, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
+    let n: u64 =
+        number.parse().map_err(|_| format!("invalid duration {s:?} (e.g. 30s, 5m, 1h)"))?;
+    match unit {
+        "s" | "" => Ok(Duration::from_secs(n)),
+        "m" => Ok(Duration::from_secs(n * 60)),
+        "h" => Ok(Duration::from_secs(n * 3600)),
+        _ => Err(format!("invalid duration {s:?} (e.g. 30s, 5m, 1h)")),
     }
-    eprintln!(
-        "rkube {version}: no subcommands yet. The storage layer is built (see the README); \
-         `rkube server` comes with the API server core."
+}
+
+fn parse_port_range(s: &str) -> Result<(u16, u16), String> {
+    let bad = || format!("invalid port range {s:?} (e.g. 30000-32767)");
+    let (low, high) = s.split_once('-').ok_or_else(bad)?;
+    let (low, high): (u16, u16) =
+        (low.parse().map_err(|_| bad())?, high.parse().map_err(|_| bad())?);
+    if low == 0 || low > high {
+        return Err(bad());
+    }
+    Ok((low, high))
+}
+
+/// The first usable address of a CIDR (the `kubernetes` service IP).
+fn first_service_ip(cidr: &str) -> anyhow::Result<IpAddr> {
+    let (addr, bits) = cidr.split_once('/').with_context(|| format!("invalid CIDR {cidr:?}"))?;
+    let addr: std::net::Ipv4Addr =
+        addr.parse().with_context(|| format!("invalid CIDR {cidr:?}"))?;
+    let bits: u32 = bits.parse().with_context(|| format!("invalid CIDR {cidr:?}"))?;
+    anyhow::ensure!(
+        (8..=30).contains(&bits),
+        "service CIDR {cidr:?} must have a prefix between /8 and /30"
     );
-    std::process::exit(2);
+    let network = u32::from(addr) & (u32::MAX << (32 - bits));
+    Ok(IpAddr::V4(std::net::Ipv4Addr::from(network + 1)))
+}
+
+#[tokio::main]
+async fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Server(args) => server(args).await,
+    };
+    if let Err(e) = result {
+        eprintln!("rkube: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+async fn server(args: ServerArgs) -> anyhow::Result<()> {
+    let started = std::time::Instant::now();
+    std::fs::create_dir_all(&args.data_dir)
+        .with_context(|| format!("cannot create data dir {}", args.data_dir.display()))?;
+    let store: Arc<dyn Store> = if args.etcd_servers.is_empty() {
+        eprintln!("rkube: opening the embedded store in {}", args.data_dir.join("db").display());
+        Arc::new(SqliteStore::open(args.data_dir.join("db"), SqliteOptions::default())?)
+    } else {
+        eprintln!("rkube: connecting to etcd at {}", args.etcd_servers.join(","));
+        Arc::new(EtcdStore::connect(EtcdOptions::new(args.etcd_servers.clone())).await?)
+    };
+    let _compactor = Compactor::spawn(store.clone(), args.etcd_compaction_interval);
+
+    let mut pki_options = PkiOptions::new(args.data_dir.join("pki"));
+    pki_options.service_ip = first_service_ip(&args.service_cluster_ip_range)?;
+    pki_options.extra_sans = args.tls_san.clone();
+    if !args.advertise_address.is_loopback() {
+        pki_options.extra_sans.push(args.advertise_address.to_string());
+    }
+    if let Ok(host) = std::fs::read_to_string("/proc/sys/kernel/hostname") {
+        let host = host.trim().to_ascii_lowercase();
+        if !host.is_empty() && rkube_certs::San::parse(&host).is_ok() {
+            pki_options.extra_sans.push(host);
+        }
+    }
+    let pki = Pki::load_or_create(&pki_options)?;
+    for change in pki.changes() {
+        eprintln!("rkube: {change}");
+    }
+
+    let bind = SocketAddr::new(args.bind_address, args.secure_port);
+    let advertise = SocketAddr::new(args.advertise_address, args.secure_port);
+    let server = rkube_server::Server::start(rkube_server::ServerConfig {
+        bind,
+        advertise_address: advertise.to_string(),
+        tls: rkube_server::TlsMaterial {
+            cert_pem: pki.apiserver().cert_pem.as_bytes().to_vec(),
+            key_pem: pki.apiserver().key_pem.as_bytes().to_vec(),
+            client_ca_pem: pki.ca_cert_pem().as_bytes().to_vec(),
+        },
+        store,
+        service_ranges: rkube_server::services::ServiceRanges::parse(
+            &args.service_cluster_ip_range,
+            args.service_node_port_range,
+        )?,
+    })
+    .await?;
+
+    let port = server.local_addr.port();
+    let url = match advertise.ip() {
+        IpAddr::V6(ip) => format!("https://[{ip}]:{port}"),
+        IpAddr::V4(ip) => format!("https://{ip}:{port}"),
+    };
+    let kubeconfig = args.data_dir.join("admin.kubeconfig");
+    rkube_certs::write_kubeconfig(&kubeconfig, &pki.admin_kubeconfig(&url))?;
+    let kubeconfig = std::fs::canonicalize(&kubeconfig).unwrap_or(kubeconfig);
+    eprintln!(
+        "rkube: API server ready at {url} (started in {:.1}s)",
+        started.elapsed().as_secs_f64()
+    );
+    eprintln!("rkube: no Docker engine is used yet: this server has no nodes (the kubelet is not built yet)");
+    println!("export KUBECONFIG={}", kubeconfig.display());
+
+    shutdown_signal().await;
+    eprintln!("rkube: shutting down");
+    server.stop();
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .expect("SIGTERM handler");
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
 }

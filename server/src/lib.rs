@@ -1,8 +1,302 @@
 //! The rkube API server.
 //!
-//! This crate will hold the REST facade (axum) and the gRPC facade (tonic), authentication,
-//! authorization, the request pipeline, the one generic registry over [`rkube-store`] with its
-//! in-memory watch cache, discovery, OpenAPI, subresources and the proxy to kubelets. See
-//! `ARCHITECTURE.md`, section "The request path".
-//!
-//! Not implemented yet: the API server core is issue 3.
+//! Start at [`Server::start`]: it takes a store and the TLS material, bootstraps what every
+//! cluster has (the default namespaces), and serves HTTPS. A request goes through
+//! [`listener`] (TLS, client certificate → [`auth::UserInfo`]), then the axum router: the
+//! health and version endpoints here, everything under `/api` and `/apis` in [`api`], which
+//! reads the request ([`request`]), negotiates the encoding ([`negotiate`]) and calls the one
+//! generic [`registry`] (per-kind behaviour lives in `rkube_apis::strategy`), answering
+//! errors as `Status` objects ([`status`]). Watches stream from [`watch`]; discovery is in
+//! [`discovery`]; `kubectl get` tables in [`table`].
+
+pub mod api;
+pub mod auth;
+pub mod cache;
+pub mod discovery;
+pub mod listener;
+pub mod negotiate;
+pub mod object;
+pub mod registry;
+pub mod request;
+pub mod services;
+pub mod status;
+pub mod table;
+pub mod watch;
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::extract::{Query as AxumQuery, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use rkube_store::Store;
+use serde_json::json;
+
+pub use listener::TlsMaterial;
+
+/// The Kubernetes version rkube serves (`/version`).
+pub use rkube_apis::KUBERNETES_VERSION;
+
+/// What the API server needs to run.
+pub struct ServerConfig {
+    pub bind: SocketAddr,
+    /// The address clients reach the server at, for `/api` (e.g. `127.0.0.1:6443`).
+    pub advertise_address: String,
+    pub tls: TlsMaterial,
+    pub store: Arc<dyn Store>,
+    /// `--service-cluster-ip-range` and `--service-node-port-range`.
+    pub service_ranges: services::ServiceRanges,
+}
+
+/// A running API server.
+pub struct Server {
+    pub local_addr: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+struct Health {
+    ready: AtomicBool,
+    started: Instant,
+    store: Arc<dyn Store>,
+}
+
+impl Server {
+    /// Binds, bootstraps the cluster's default objects and starts serving.
+    pub async fn start(config: ServerConfig) -> anyhow::Result<Server> {
+        let mut registry =
+            registry::Registry::new(config.store.clone(), config.service_ranges.clone());
+        registry
+            .start_caches()
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot start the watch caches: {}", e.message))?;
+        let registry = Arc::new(registry);
+        bootstrap(&registry, &config).await?;
+        let acceptor = listener::acceptor(&config.tls)?;
+        let tcp = tokio::net::TcpListener::bind(config.bind)
+            .await
+            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.bind))?;
+        let local_addr = tcp.local_addr()?;
+        let health = Arc::new(Health {
+            ready: AtomicBool::new(true),
+            started: Instant::now(),
+            store: config.store.clone(),
+        });
+        let api_state = Arc::new(api::ApiState {
+            registry,
+            resources: rkube_apis::resources::Resources::builtin(),
+            server_address: config.advertise_address.clone(),
+        });
+        let router = Router::new()
+            .route("/healthz", get(healthz))
+            .route("/livez", get(healthz))
+            .route("/readyz", get(readyz))
+            .route("/version", get(version))
+            .route("/openapi/v2", get(openapi_v2))
+            .route("/openapi/v3", get(openapi_v3_index))
+            .route("/openapi/v3/{*path}", get(openapi_v3))
+            .with_state(health)
+            .fallback(api::handle)
+            .with_state(api_state);
+        // Build the OpenAPI documents now rather than on kubectl's first request.
+        tokio::task::spawn_blocking(|| {
+            rkube_apis::openapi::Documents::builtin();
+        });
+        let task = tokio::spawn(listener::serve(tcp, acceptor, router));
+        tracing::info!(%local_addr, "API server listening");
+        Ok(Server { local_addr, task })
+    }
+
+    /// Stops accepting connections.
+    pub fn stop(&self) {
+        self.task.abort();
+    }
+}
+
+/// What every cluster has: the default namespaces, and the `kubernetes` Service in
+/// `default` with its Endpoints and EndpointSlice pointing at this API server.
+async fn bootstrap(registry: &registry::Registry, config: &ServerConfig) -> anyhow::Result<()> {
+    let resources = registry.resources;
+    let options = registry::WriteOptions::default();
+    let ensure = |group: &'static str,
+                  version: &'static str,
+                  plural: &'static str,
+                  obj: serde_json::Value| {
+        let info = resources.get(group, version, plural).expect("built-in resource");
+        let namespace = obj["metadata"]["namespace"].as_str().map(String::from);
+        let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
+        let options = options.clone();
+        async move {
+            match registry.create(info, namespace.as_deref(), obj, &options).await {
+                Ok(_) => {
+                    tracing::info!(resource = plural, name, "created");
+                    Ok(())
+                }
+                Err(e) if e.reason == "AlreadyExists" => Ok(()),
+                Err(e) => Err(anyhow::anyhow!("cannot create {plural} {name}: {}", e.message)),
+            }
+        }
+    };
+    for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+        ensure(
+            "",
+            "v1",
+            "namespaces",
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
+        )
+        .await?;
+    }
+    let ip = config.service_ranges.first().to_string();
+    let (host, port) = match config.advertise_address.rsplit_once(':') {
+        Some((h, p)) => {
+            (h.trim_matches(|c| c == '[' || c == ']').to_string(), p.parse::<u16>().unwrap_or(6443))
+        }
+        None => (config.advertise_address.clone(), 6443),
+    };
+    ensure("", "v1", "services", json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"component": "apiserver", "provider": "kubernetes"}},
+        "spec": {"type": "ClusterIP", "clusterIP": ip, "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]},
+    }))
+    .await?;
+    ensure("", "v1", "endpoints", json!({
+        "apiVersion": "v1", "kind": "Endpoints",
+        "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
+        "subsets": [{"addresses": [{"ip": host}], "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}],
+    }))
+    .await?;
+    ensure("discovery.k8s.io", "v1", "endpointslices", json!({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"kubernetes.io/service-name": "kubernetes", "endpointslice.kubernetes.io/managed-by": "endpointslicemirroring-controller.k8s.io"}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": [host], "conditions": {"ready": true}}],
+        "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
+    }))
+    .await?;
+    Ok(())
+}
+
+#[derive(serde::Deserialize)]
+struct HealthQuery {
+    verbose: Option<String>,
+}
+
+/// The checks behind `/livez` and `/readyz`: name and result.
+async fn checks(health: &Health) -> Vec<(&'static str, Result<(), String>)> {
+    let store = match tokio::time::timeout(
+        std::time::Duration::from_secs(2),
+        health.store.current_revision(),
+    )
+    .await
+    {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("the store did not answer within 2s".to_string()),
+    };
+    let ready = if health.ready.load(Ordering::SeqCst) { Ok(()) } else { Err("not ready".into()) };
+    vec![("ping", Ok(())), ("etcd", store), ("poststarthook/bootstrap-controller", ready)]
+}
+
+async fn health_response(health: &Health, verbose: bool, what: &str) -> Response {
+    let results = checks(health).await;
+    let ok = results.iter().all(|(_, r)| r.is_ok());
+    let body = if verbose || !ok {
+        let mut lines: Vec<String> = results
+            .iter()
+            .map(|(name, r)| match r {
+                Ok(()) => format!("[+]{name} ok"),
+                Err(_) => format!("[-]{name} failed: reason withheld"),
+            })
+            .collect();
+        lines.push(if ok {
+            format!("{what} check passed")
+        } else {
+            format!("{what} check failed")
+        });
+        lines.join("\n") + "\n"
+    } else {
+        "ok".to_string()
+    };
+    let code = if ok { http::StatusCode::OK } else { http::StatusCode::INTERNAL_SERVER_ERROR };
+    let mut response = (code, body).into_response();
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+async fn healthz(
+    State(health): State<Arc<Health>>,
+    AxumQuery(q): AxumQuery<HealthQuery>,
+) -> Response {
+    health_response(&health, q.verbose.is_some(), "livez").await
+}
+
+async fn readyz(
+    State(health): State<Arc<Health>>,
+    AxumQuery(q): AxumQuery<HealthQuery>,
+) -> Response {
+    health_response(&health, q.verbose.is_some(), "readyz").await
+}
+
+async fn version(State(health): State<Arc<Health>>) -> Response {
+    let _ = health.started;
+    let body = json!({
+        "major": "1",
+        "minor": "33",
+        "emulationMajor": "1",
+        "emulationMinor": "33",
+        "minCompatibilityMajor": "1",
+        "minCompatibilityMinor": "32",
+        "gitVersion": KUBERNETES_VERSION,
+        "gitCommit": env!("CARGO_PKG_VERSION"),
+        "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": "rust",
+        "compiler": "rustc",
+        "platform": format!("{}/{}", std::env::consts::OS, if std::env::consts::ARCH == "x86_64" { "amd64" } else { std::env::consts::ARCH }),
+    });
+    negotiate::respond(http::StatusCode::OK, &body, negotiate::Output::Json, &[])
+}
+
+async fn openapi_v3_index() -> Response {
+    let index = rkube_apis::openapi::Documents::builtin().v3_index();
+    negotiate::respond(http::StatusCode::OK, &index, negotiate::Output::Json, &[])
+}
+
+async fn openapi_v3(axum::extract::Path(path): axum::extract::Path<String>) -> Response {
+    match rkube_apis::openapi::Documents::builtin().v3.get(path.trim_matches('/')) {
+        Some(doc) => {
+            let mut response = (http::StatusCode::OK, doc.body.clone()).into_response();
+            let headers = response.headers_mut();
+            headers.insert(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static("application/json"),
+            );
+            if let Ok(etag) = http::HeaderValue::from_str(&format!("\"{}\"", doc.hash)) {
+                headers.insert(http::header::ETAG, etag);
+            }
+            response
+        }
+        None => status::ApiError::path_not_found().into_response(),
+    }
+}
+
+/// Swagger 2.0 as JSON. Clients that accept only the protobuf form get 406 (not served yet).
+async fn openapi_v2(headers: http::HeaderMap) -> Response {
+    let accept = headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let json_ok = accept.is_empty() || accept.contains("json") || accept.contains("*/*");
+    if !json_ok {
+        return status::ApiError::not_acceptable("only application/json is served for /openapi/v2")
+            .into_response();
+    }
+    let mut response = (http::StatusCode::OK, rkube_apis::openapi::Documents::builtin().v2.clone())
+        .into_response();
+    response
+        .headers_mut()
+        .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    response
+}

@@ -1,0 +1,238 @@
+//! Defaulting: the values kube-apiserver fills in for fields a client leaves out, so that
+//! `kubectl get -o yaml` shows what it shows against a real cluster.
+
+use serde_json::{json, Value};
+
+use crate::resources::ResourceInfo;
+
+/// Sets `obj[key]` to `value` when it is missing or null.
+fn default(obj: &mut Value, key: &str, value: Value) {
+    if obj.is_object() && obj.get(key).is_none_or(Value::is_null) {
+        obj[key] = value;
+    }
+}
+
+/// The field `key` of an object, when it is there: unlike `obj[key]` on a mutable value, this
+/// never inserts a null.
+fn field<'a>(obj: &'a mut Value, key: &str) -> Option<&'a mut Value> {
+    obj.get_mut(key).filter(|v| !v.is_null())
+}
+
+/// Applies the defaults of the object's kind.
+pub fn apply(info: &ResourceInfo, obj: &mut Value) {
+    match (info.group, info.plural) {
+        ("", "pods") => field(obj, "spec").into_iter().for_each(pod_spec),
+        ("", "podtemplates") => field(obj, "template").into_iter().for_each(pod_template),
+        ("", "replicationcontrollers") => {
+            if let Some(spec) = field(obj, "spec") {
+                default(spec, "replicas", json!(1));
+                default(spec, "minReadySeconds", json!(0));
+                field(spec, "template").into_iter().for_each(pod_template);
+            }
+        }
+        ("apps", "deployments") => {
+            if let Some(spec) = field(obj, "spec") {
+                default(spec, "replicas", json!(1));
+                default(
+                    spec,
+                    "strategy",
+                    json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}),
+                );
+                if spec["strategy"]["type"] == "RollingUpdate" {
+                    if let Some(strategy) = field(spec, "strategy") {
+                        default(strategy, "rollingUpdate", json!({}));
+                        if let Some(rolling) = field(strategy, "rollingUpdate") {
+                            default(rolling, "maxUnavailable", json!("25%"));
+                            default(rolling, "maxSurge", json!("25%"));
+                        }
+                    }
+                }
+                default(spec, "revisionHistoryLimit", json!(10));
+                default(spec, "progressDeadlineSeconds", json!(600));
+                field(spec, "template").into_iter().for_each(pod_template);
+            }
+        }
+        ("apps", "replicasets") => {
+            if let Some(spec) = field(obj, "spec") {
+                default(spec, "replicas", json!(1));
+                field(spec, "template").into_iter().for_each(pod_template);
+            }
+        }
+        ("apps", "statefulsets") => {
+            if let Some(spec) = field(obj, "spec") {
+                default(spec, "replicas", json!(1));
+                default(spec, "podManagementPolicy", json!("OrderedReady"));
+                default(
+                    spec,
+                    "updateStrategy",
+                    json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}),
+                );
+                default(spec, "revisionHistoryLimit", json!(10));
+                default(
+                    spec,
+                    "persistentVolumeClaimRetentionPolicy",
+                    json!({"whenDeleted": "Retain", "whenScaled": "Retain"}),
+                );
+                field(spec, "template").into_iter().for_each(pod_template);
+            }
+        }
+        ("apps", "daemonsets") => {
+            if let Some(spec) = field(obj, "spec") {
+                default(
+                    spec,
+                    "updateStrategy",
+                    json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}),
+                );
+                default(spec, "revisionHistoryLimit", json!(10));
+                field(spec, "template").into_iter().for_each(pod_template);
+            }
+        }
+        ("batch", "jobs") => field(obj, "spec").into_iter().for_each(job_spec),
+        ("batch", "cronjobs") => {
+            if let Some(spec) = field(obj, "spec") {
+                default(spec, "concurrencyPolicy", json!("Allow"));
+                default(spec, "suspend", json!(false));
+                default(spec, "successfulJobsHistoryLimit", json!(3));
+                default(spec, "failedJobsHistoryLimit", json!(1));
+                if let Some(template) = field(spec, "jobTemplate") {
+                    field(template, "spec").into_iter().for_each(job_spec);
+                }
+            }
+        }
+        ("", "services") => field(obj, "spec").into_iter().for_each(service_spec),
+        ("", "secrets") => default(obj, "type", json!("Opaque")),
+        ("", "persistentvolumeclaims") => field(obj, "spec")
+            .into_iter()
+            .for_each(|s| default(s, "volumeMode", json!("Filesystem"))),
+        ("", "persistentvolumes") => {
+            if let Some(spec) = field(obj, "spec") {
+                default(spec, "persistentVolumeReclaimPolicy", json!("Retain"));
+                default(spec, "volumeMode", json!("Filesystem"));
+            }
+        }
+        _ => {}
+    }
+}
+
+fn pod_template(template: &mut Value) {
+    field(template, "spec").into_iter().for_each(pod_spec);
+}
+
+fn job_spec(spec: &mut Value) {
+    if !spec.is_object() {
+        return;
+    }
+    if spec.get("completions").is_none_or(Value::is_null)
+        && spec.get("parallelism").is_none_or(Value::is_null)
+    {
+        spec["completions"] = json!(1);
+        spec["parallelism"] = json!(1);
+    }
+    default(spec, "parallelism", json!(1));
+    default(spec, "backoffLimit", json!(6));
+    default(spec, "completionMode", json!("NonIndexed"));
+    default(spec, "suspend", json!(false));
+    default(spec, "podReplacementPolicy", json!("TerminatingOrFailed"));
+    field(spec, "template").into_iter().for_each(pod_template);
+}
+
+/// Pod spec defaults (also inside every workload's pod template).
+pub fn pod_spec(spec: &mut Value) {
+    if !spec.is_object() {
+        return;
+    }
+    default(spec, "restartPolicy", json!("Always"));
+    default(spec, "terminationGracePeriodSeconds", json!(30));
+    default(spec, "dnsPolicy", json!("ClusterFirst"));
+    default(spec, "securityContext", json!({}));
+    default(spec, "schedulerName", json!("default-scheduler"));
+    default(spec, "enableServiceLinks", json!(true));
+    default(spec, "preemptionPolicy", json!("PreemptLowerPriority"));
+    for list in ["initContainers", "containers"] {
+        if let Some(containers) = spec.get_mut(list).and_then(Value::as_array_mut) {
+            for c in containers {
+                container(c);
+            }
+        }
+    }
+}
+
+fn container(c: &mut Value) {
+    if !c.is_object() {
+        return;
+    }
+    let image = c["image"].as_str().unwrap_or("");
+    // `:latest`, or no tag and no digest, means Always.
+    let last = image.rsplit('/').next().unwrap_or("");
+    let always = !image.contains('@') && (!last.contains(':') || last.ends_with(":latest"));
+    default(c, "imagePullPolicy", json!(if always { "Always" } else { "IfNotPresent" }));
+    default(c, "terminationMessagePath", json!("/dev/termination-log"));
+    default(c, "terminationMessagePolicy", json!("File"));
+    default(c, "resources", json!({}));
+    if let Some(ports) = c.get_mut("ports").and_then(Value::as_array_mut) {
+        for p in ports {
+            default(p, "protocol", json!("TCP"));
+        }
+    }
+}
+
+fn service_spec(spec: &mut Value) {
+    if !spec.is_object() {
+        return;
+    }
+    default(spec, "type", json!("ClusterIP"));
+    default(spec, "sessionAffinity", json!("None"));
+    if spec["type"] != "ExternalName" {
+        default(spec, "ipFamilyPolicy", json!("SingleStack"));
+        default(spec, "ipFamilies", json!(["IPv4"]));
+        default(spec, "internalTrafficPolicy", json!("Cluster"));
+    }
+    if matches!(spec["type"].as_str(), Some("NodePort" | "LoadBalancer")) {
+        default(spec, "externalTrafficPolicy", json!("Cluster"));
+    }
+    if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
+        for p in ports {
+            default(p, "protocol", json!("TCP"));
+            let port = p["port"].clone();
+            default(p, "targetPort", port);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::Resources;
+
+    #[test]
+    fn deployments_get_upstream_defaults() {
+        let info = Resources::builtin().get("apps", "v1", "deployments").unwrap();
+        let mut d = json!({"spec": {"selector": {"matchLabels": {"app": "a"}}, "template": {"metadata": {"labels": {"app": "a"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}});
+        apply(info, &mut d);
+        assert_eq!(d["spec"]["replicas"], 1);
+        assert_eq!(d["spec"]["strategy"]["rollingUpdate"]["maxSurge"], "25%");
+        let c = &d["spec"]["template"]["spec"]["containers"][0];
+        assert_eq!(c["imagePullPolicy"], "Always");
+        assert_eq!(d["spec"]["template"]["spec"]["restartPolicy"], "Always");
+        assert!(
+            c.get("ports").is_none()
+                && d["spec"]["template"]["spec"].get("initContainers").is_none(),
+            "no nulls added: {d}"
+        );
+    }
+
+    #[test]
+    fn image_pull_policy_follows_the_tag() {
+        for (image, policy) in [
+            ("busybox:1.36", "IfNotPresent"),
+            ("busybox", "Always"),
+            ("busybox:latest", "Always"),
+            ("reg:5000/busybox", "Always"),
+            ("reg:5000/busybox:1", "IfNotPresent"),
+        ] {
+            let mut c = json!({"image": image});
+            container(&mut c);
+            assert_eq!(c["imagePullPolicy"], policy, "{image}");
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! Per-type strategic-merge-patch metadata: for each OpenAPI definition, which properties lead
+//! to which definitions and which carry `x-kubernetes-patch-strategy` /
+//! `x-kubernetes-patch-merge-key`.
+//!
+//! [`PatchSchema::builtin`] is compiled in from `apis/data/patch-schema.json`, a digest that
+//! `apis/tools/gen-patch-schema.py` writes from the upstream OpenAPI v2 document;
+//! [`PatchSchema::from_openapi_v2`] reads such a document directly.
+//!
+//! A type reference is a definition name (`io.k8s.api.core.v1.PodSpec`) or `map:` followed by
+//! the type of a map's values. For a list property the reference names the items' type.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::OnceLock;
+
+use serde_json::{Map, Value};
+
+const MAP_PREFIX: &str = "map:";
+const REF_PREFIX: &str = "#/definitions/";
+
+/// Patch metadata of one property of a definition.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct FieldPatchMeta {
+    /// `x-kubernetes-patch-strategy`, e.g. `merge`, `retainKeys`, `merge,retainKeys`, `replace`.
+    pub strategy: Option<String>,
+    /// `x-kubernetes-patch-merge-key`, e.g. `name` for containers.
+    pub merge_key: Option<String>,
+    /// The type the value leads to (for lists: the items' type), when it is not a primitive.
+    pub value_type: Option<String>,
+}
+
+/// What a lookup of one key under a type reference finds (empty when nothing is known).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FieldLookup<'a> {
+    /// The patch strategy string, if any.
+    pub strategy: Option<&'a str>,
+    /// The merge key, if any.
+    pub merge_key: Option<&'a str>,
+    /// The type reference of the value (list items for lists).
+    pub value_type: Option<&'a str>,
+}
+
+impl<'a> FieldLookup<'a> {
+    /// The strategies, split on `,` as upstream does.
+    pub fn strategies(&self) -> Vec<&'a str> {
+        self.strategy.map(|s| s.split(',').collect()).unwrap_or_default()
+    }
+}
+
+/// A document that could not be read as an OpenAPI v2 document or a patch-schema digest.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid patch schema document: {0}")]
+pub struct SchemaError(String);
+
+/// Strategic-merge-patch metadata for a set of types, and the definition name of each kind.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PatchSchema {
+    definitions: HashMap<String, BTreeMap<String, FieldPatchMeta>>,
+    kinds: HashMap<String, String>,
+}
+
+static BUILTIN: OnceLock<PatchSchema> = OnceLock::new();
+
+impl PatchSchema {
+    /// The schema of every built-in type, from the compiled-in digest (parsed once).
+    pub fn builtin() -> &'static PatchSchema {
+        BUILTIN.get_or_init(|| {
+            let text = include_str!("../../data/patch-schema.json");
+            let digest: Value =
+                serde_json::from_str(text).expect("apis/data/patch-schema.json is valid JSON");
+            PatchSchema::from_digest(&digest).expect("apis/data/patch-schema.json is a digest")
+        })
+    }
+
+    /// Reads an OpenAPI v2 document: `definitions` → `properties` → `$ref`, `items`,
+    /// `additionalProperties`, `x-kubernetes-patch-strategy`, `x-kubernetes-patch-merge-key`,
+    /// and each definition's `x-kubernetes-group-version-kind`.
+    pub fn from_openapi_v2(document: &Value) -> Result<PatchSchema, SchemaError> {
+        let definitions = document
+            .get("definitions")
+            .and_then(Value::as_object)
+            .ok_or_else(|| SchemaError("no `definitions` object".to_string()))?;
+        let mut schema = PatchSchema::default();
+        for (name, definition) in definitions {
+            schema.definitions.insert(name.clone(), openapi_fields(definition));
+            for api_version_kind in openapi_kinds(definition) {
+                schema.kinds.entry(api_version_kind).or_insert_with(|| name.clone());
+            }
+        }
+        Ok(schema)
+    }
+
+    /// Reads the digest `apis/tools/gen-patch-schema.py` writes: `kinds` maps
+    /// `apiVersion/Kind` to a definition name, `definitions` maps a definition name to its
+    /// properties, each with optional `type`, `strategy` and `mergeKey`.
+    pub fn from_digest(digest: &Value) -> Result<PatchSchema, SchemaError> {
+        let object = |key: &str| {
+            digest
+                .get(key)
+                .and_then(Value::as_object)
+                .ok_or_else(|| SchemaError(format!("no `{key}` object")))
+        };
+        let mut schema = PatchSchema::default();
+        for (key, name) in object("kinds")? {
+            let name = name.as_str().ok_or_else(|| SchemaError(format!("kind {key}")))?;
+            schema.kinds.insert(key.clone(), name.to_string());
+        }
+        for (name, properties) in object("definitions")? {
+            let properties = properties
+                .as_object()
+                .ok_or_else(|| SchemaError(format!("definition {name} is not an object")))?;
+            schema.definitions.insert(name.clone(), digest_fields(properties));
+        }
+        Ok(schema)
+    }
+
+    /// The definition name of a kind, e.g. `("apps", "v1", "Deployment")` →
+    /// `io.k8s.api.apps.v1.Deployment`; the core group is `""`.
+    pub fn definition_for(&self, group: &str, version: &str, kind: &str) -> Option<&str> {
+        let key = if group.is_empty() {
+            format!("{version}/{kind}")
+        } else {
+            format!("{group}/{version}/{kind}")
+        };
+        self.kinds.get(&key).map(String::as_str)
+    }
+
+    /// Every definition the schema records.
+    pub fn definition_names(&self) -> impl Iterator<Item = &str> {
+        self.definitions.keys().map(String::as_str)
+    }
+
+    /// Every kind the schema knows, as (`apiVersion/Kind`, definition name); the core group's
+    /// apiVersion is just the version (`v1/Pod`).
+    pub fn kinds(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.kinds.iter().map(|(kind, name)| (kind.as_str(), name.as_str()))
+    }
+
+    /// The properties recorded for a definition. The built-in digest only records properties
+    /// that matter to strategic merge patch; a definition with none is absent.
+    pub fn fields(&self, definition: &str) -> Option<&BTreeMap<String, FieldPatchMeta>> {
+        self.definitions.get(definition)
+    }
+
+    /// The metadata of `key` under the type `type_ref` (a definition name or `map:<type>`);
+    /// empty when the type or the key is unknown, as for primitives.
+    pub fn lookup<'a>(&'a self, type_ref: Option<&'a str>, key: &str) -> FieldLookup<'a> {
+        let Some(type_ref) = type_ref else { return FieldLookup::default() };
+        if let Some(value_type) = type_ref.strip_prefix(MAP_PREFIX) {
+            return FieldLookup { value_type: Some(value_type), ..FieldLookup::default() };
+        }
+        let Some(field) = self.definitions.get(type_ref).and_then(|f| f.get(key)) else {
+            return FieldLookup::default();
+        };
+        FieldLookup {
+            strategy: field.strategy.as_deref(),
+            merge_key: field.merge_key.as_deref(),
+            value_type: field.value_type.as_deref(),
+        }
+    }
+
+    /// The schema's own copy of a definition name, so lookups can borrow from the schema.
+    pub(crate) fn root<'a>(&'a self, definition: &str) -> Option<&'a str> {
+        self.definitions.get_key_value(definition).map(|(name, _)| name.as_str())
+    }
+}
+
+fn openapi_fields(definition: &Value) -> BTreeMap<String, FieldPatchMeta> {
+    let Some(properties) = definition.get("properties").and_then(Value::as_object) else {
+        return BTreeMap::new();
+    };
+    properties
+        .iter()
+        .filter_map(|(name, property)| {
+            let meta = FieldPatchMeta {
+                strategy: string_at(property, "x-kubernetes-patch-strategy"),
+                merge_key: string_at(property, "x-kubernetes-patch-merge-key"),
+                value_type: openapi_value_type(property),
+            };
+            (meta != FieldPatchMeta::default()).then(|| (name.clone(), meta))
+        })
+        .collect()
+}
+
+/// The definition a property leads to: its `$ref`, its items' type for arrays (none for lists
+/// of lists), `map:` + the values' type for maps; none for primitives.
+fn openapi_value_type(property: &Value) -> Option<String> {
+    if let Some(reference) = property.get("$ref").and_then(Value::as_str) {
+        return Some(reference.strip_prefix(REF_PREFIX).unwrap_or(reference).to_string());
+    }
+    if property.get("type").and_then(Value::as_str) == Some("array") {
+        let items = property.get("items")?;
+        if items.get("type").and_then(Value::as_str) == Some("array") {
+            return None;
+        }
+        return openapi_value_type(items);
+    }
+    let values = property.get("additionalProperties").filter(|v| v.is_object())?;
+    openapi_value_type(values).map(|inner| format!("{MAP_PREFIX}{inner}"))
+}
+
+fn openapi_kinds(definition: &Value) -> Vec<String> {
+    let Some(gvks) = definition.get("x-kubernetes-group-version-kind").and_then(Value::as_array)
+    else {
+        return Vec::new();
+    };
+    gvks.iter()
+        .filter_map(|gvk| {
+            let group = gvk.get("group").and_then(Value::as_str).unwrap_or_default();
+            let version = gvk.get("version").and_then(Value::as_str)?;
+            let kind = gvk.get("kind").and_then(Value::as_str)?;
+            Some(if group.is_empty() {
+                format!("{version}/{kind}")
+            } else {
+                format!("{group}/{version}/{kind}")
+            })
+        })
+        .collect()
+}
+
+fn digest_fields(properties: &Map<String, Value>) -> BTreeMap<String, FieldPatchMeta> {
+    properties
+        .iter()
+        .map(|(name, entry)| {
+            let meta = FieldPatchMeta {
+                strategy: string_at(entry, "strategy"),
+                merge_key: string_at(entry, "mergeKey"),
+                value_type: string_at(entry, "type"),
+            };
+            (name.clone(), meta)
+        })
+        .collect()
+}
+
+fn string_at(value: &Value, key: &str) -> Option<String> {
+    value.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_answers_common_questions() {
+        let schema = PatchSchema::builtin();
+        assert_eq!(schema.definition_for("", "v1", "Pod"), Some("io.k8s.api.core.v1.Pod"));
+        assert_eq!(
+            schema.definition_for("apps", "v1", "Deployment"),
+            Some("io.k8s.api.apps.v1.Deployment")
+        );
+        let containers = schema.lookup(Some("io.k8s.api.core.v1.PodSpec"), "containers");
+        assert_eq!(containers.strategy, Some("merge"));
+        assert_eq!(containers.merge_key, Some("name"));
+        assert_eq!(containers.value_type, Some("io.k8s.api.core.v1.Container"));
+        let map = schema.lookup(Some("map:io.k8s.api.core.v1.Container"), "anything");
+        assert_eq!(map.value_type, Some("io.k8s.api.core.v1.Container"));
+        assert_eq!(schema.lookup(None, "x"), FieldLookup::default());
+    }
+}

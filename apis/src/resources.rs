@@ -1,0 +1,506 @@
+//! The built-in resources rkube serves: what discovery says of each one, and where it lives
+//! in the store.
+//!
+//! Group, version, kind, list kind, plural and scope come from the `k8s-openapi` types (its
+//! `Resource` trait), so they cannot drift from the types; what the types do not carry
+//! (verbs, short names, categories, subresources) is a table per resource below, as
+//! kube-apiserver v1.33 reports it.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use k8s_openapi::api;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
+use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apiregistration;
+
+/// See [`ResourceInfo::normalize`]: the normalized object and the unknown fields, or the
+/// type error.
+pub type NormalizeFn = fn(&serde_json::Value) -> Result<(serde_json::Value, Vec<String>), String>;
+
+/// One resource of one group version.
+#[derive(Clone, Debug)]
+pub struct ResourceInfo {
+    /// `""` for the core group.
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: &'static str,
+    pub list_kind: &'static str,
+    /// The URL segment, e.g. `pods`.
+    pub plural: &'static str,
+    /// The lower-case kind, e.g. `pod`.
+    pub singular: String,
+    pub namespaced: bool,
+    pub verbs: &'static [&'static str],
+    pub short_names: &'static [&'static str],
+    pub categories: &'static [&'static str],
+    /// Subresources served under `<plural>/<name>/<subresource>`.
+    pub subresources: &'static [&'static str],
+    /// True when this version is where objects are stored (one per group and resource).
+    pub storage_version: bool,
+    /// Reads an object as this kind's `k8s-openapi` type and writes it back, as kube-apiserver
+    /// decodes into its Go types: a type error is `Err`; fields the type does not have are
+    /// dropped, and their paths (`spec.foo`) returned, for the API's `fieldValidation`.
+    pub normalize: NormalizeFn,
+    /// The kind's JSON schema (a `$ref` into the generator's definitions), for OpenAPI.
+    pub schema: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
+}
+
+impl ResourceInfo {
+    /// `v1` or `apps/v1`.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_string()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// `pods` or `deployments.apps`: how kubectl and errors name the resource.
+    pub fn group_resource(&self) -> String {
+        if self.group.is_empty() {
+            self.plural.to_string()
+        } else {
+            format!("{}.{}", self.plural, self.group)
+        }
+    }
+
+    pub fn has_subresource(&self, name: &str) -> bool {
+        self.subresources.contains(&name)
+    }
+
+    pub fn has_verb(&self, verb: &str) -> bool {
+        self.verbs.contains(&verb)
+    }
+
+    /// The store prefix of every object of this resource, as kube-apiserver lays out etcd:
+    /// `/registry/<resource>/` for the core group, `/registry/<group>/<resource>/` otherwise.
+    /// Every served version of a resource shares it.
+    pub fn key_prefix(&self) -> String {
+        if self.group.is_empty() {
+            format!("/registry/{}/", self.plural)
+        } else {
+            format!("/registry/{}/{}/", self.group, self.plural)
+        }
+    }
+
+    /// The store key of one object.
+    pub fn key(&self, namespace: Option<&str>, name: &str) -> String {
+        match namespace.filter(|_| self.namespaced) {
+            Some(ns) => format!("{}{ns}/{name}", self.key_prefix()),
+            None => format!("{}{name}", self.key_prefix()),
+        }
+    }
+
+    /// The store prefix of the objects in one namespace (or all, with `None`).
+    pub fn namespace_prefix(&self, namespace: Option<&str>) -> String {
+        match namespace.filter(|_| self.namespaced) {
+            Some(ns) => format!("{}{ns}/", self.key_prefix()),
+            None => self.key_prefix(),
+        }
+    }
+}
+
+/// Standard verbs of a resource that is stored.
+pub const STANDARD_VERBS: &[&str] =
+    &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+const CREATE_ONLY: &[&str] = &["create"];
+const READ_ONLY: &[&str] = &["get", "list"];
+
+/// What the k8s-openapi types do not say about a resource.
+struct Extra {
+    verbs: &'static [&'static str],
+    short_names: &'static [&'static str],
+    categories: &'static [&'static str],
+    subresources: &'static [&'static str],
+    storage_version: bool,
+}
+
+const fn extra(
+    short_names: &'static [&'static str],
+    categories: &'static [&'static str],
+    subresources: &'static [&'static str],
+) -> Extra {
+    Extra { verbs: STANDARD_VERBS, short_names, categories, subresources, storage_version: true }
+}
+
+const ALL: &[&str] = &["all"];
+const API_EXTENSIONS: &[&str] = &["api-extensions"];
+const NONE: &[&str] = &[];
+const STATUS: &[&str] = &["status"];
+const SCALE_STATUS: &[&str] = &["scale", "status"];
+
+/// Whether a `k8s-openapi` scope type is namespaced.
+trait Scope {
+    const NAMESPACED: bool;
+}
+impl Scope for k8s_openapi::NamespaceResourceScope {
+    const NAMESPACED: bool = true;
+}
+impl Scope for k8s_openapi::ClusterResourceScope {
+    const NAMESPACED: bool = false;
+}
+
+/// Deserializes `value` as `T` and serializes it again, collecting the fields `T` does not
+/// know.
+fn normalize<T: serde::de::DeserializeOwned + serde::Serialize>(
+    value: &serde_json::Value,
+) -> Result<(serde_json::Value, Vec<String>), String> {
+    let mut unknown = Vec::new();
+    let typed: T = serde_ignored::deserialize(value, |path| {
+        let field = field_path(&path);
+        if !field.is_empty() {
+            unknown.push(field);
+        }
+    })
+    .map_err(|e| e.to_string())?;
+    let normalized = serde_json::to_value(&typed).map_err(|e| e.to_string())?;
+    Ok((normalized, unknown))
+}
+
+/// `spec.containers[0].foo`, the way upstream names fields in errors.
+fn field_path(path: &serde_ignored::Path<'_>) -> String {
+    use serde_ignored::Path;
+    match path {
+        Path::Root => String::new(),
+        Path::Seq { parent, index } => format!("{}[{index}]", field_path(parent)),
+        Path::Map { parent, key } => {
+            let p = field_path(parent);
+            if p.is_empty() {
+                key.clone()
+            } else {
+                format!("{p}.{key}")
+            }
+        }
+        Path::Some { parent }
+        | Path::NewtypeStruct { parent }
+        | Path::NewtypeVariant { parent } => field_path(parent),
+    }
+}
+
+fn info<T>(extra: Extra) -> ResourceInfo
+where
+    T: k8s_openapi::Resource
+        + k8s_openapi::ListableResource
+        + serde::de::DeserializeOwned
+        + serde::Serialize
+        + schemars::JsonSchema,
+    T::Scope: Scope,
+{
+    ResourceInfo {
+        group: T::GROUP,
+        version: T::VERSION,
+        kind: T::KIND,
+        list_kind: T::LIST_KIND,
+        plural: T::URL_PATH_SEGMENT,
+        singular: T::KIND.to_ascii_lowercase(),
+        namespaced: <T::Scope as Scope>::NAMESPACED,
+        verbs: extra.verbs,
+        short_names: extra.short_names,
+        categories: extra.categories,
+        subresources: extra.subresources,
+        storage_version: extra.storage_version,
+        normalize: normalize::<T>,
+        schema: |generator| generator.subschema_for::<T>(),
+    }
+}
+
+/// A resource that is only ever created and answered, never stored (reviews, bindings).
+fn create_only<T>(namespaced: bool) -> ResourceInfo
+where
+    T: k8s_openapi::Resource
+        + serde::de::DeserializeOwned
+        + serde::Serialize
+        + schemars::JsonSchema,
+{
+    ResourceInfo {
+        group: T::GROUP,
+        version: T::VERSION,
+        kind: T::KIND,
+        list_kind: "",
+        plural: T::URL_PATH_SEGMENT,
+        singular: T::KIND.to_ascii_lowercase(),
+        namespaced,
+        verbs: CREATE_ONLY,
+        short_names: NONE,
+        categories: NONE,
+        subresources: NONE,
+        storage_version: false,
+        normalize: normalize::<T>,
+        schema: |generator| generator.subschema_for::<T>(),
+    }
+}
+
+fn build() -> Vec<ResourceInfo> {
+    use api::{
+        admissionregistration::v1 as admission, apps::v1 as apps, authentication::v1 as authn,
+        authorization::v1 as authz, autoscaling::v1 as autoscaling1,
+        autoscaling::v2 as autoscaling2, batch::v1 as batch, certificates::v1 as certificates,
+        coordination::v1 as coordination, core::v1 as core, discovery::v1 as discovery,
+        events::v1 as events, flowcontrol::v1 as flowcontrol, networking::v1 as networking,
+        node::v1 as node, policy::v1 as policy, rbac::v1 as rbac, scheduling::v1 as scheduling,
+        storage::v1 as storage,
+    };
+    let mut all = vec![
+        // core
+        create_only::<core::Binding>(true),
+        ResourceInfo {
+            verbs: READ_ONLY,
+            ..info::<core::ComponentStatus>(extra(&["cs"], NONE, NONE))
+        },
+        info::<core::ConfigMap>(extra(&["cm"], NONE, NONE)),
+        info::<core::Endpoints>(extra(&["ep"], NONE, NONE)),
+        info::<core::Event>(extra(&["ev"], NONE, NONE)),
+        info::<core::LimitRange>(extra(&["limits"], NONE, NONE)),
+        info::<core::Namespace>(extra(&["ns"], NONE, &["finalize", "status"])),
+        info::<core::Node>(extra(&["no"], NONE, &["proxy", "status"])),
+        info::<core::PersistentVolume>(extra(&["pv"], NONE, STATUS)),
+        info::<core::PersistentVolumeClaim>(extra(&["pvc"], NONE, STATUS)),
+        info::<core::Pod>(extra(
+            &["po"],
+            ALL,
+            &[
+                "attach",
+                "binding",
+                "ephemeralcontainers",
+                "eviction",
+                "exec",
+                "log",
+                "portforward",
+                "proxy",
+                "resize",
+                "status",
+            ],
+        )),
+        info::<core::PodTemplate>(extra(NONE, NONE, NONE)),
+        info::<core::ReplicationController>(extra(&["rc"], ALL, SCALE_STATUS)),
+        info::<core::ResourceQuota>(extra(&["quota"], NONE, STATUS)),
+        info::<core::Secret>(extra(NONE, NONE, NONE)),
+        info::<core::ServiceAccount>(extra(&["sa"], NONE, &["token"])),
+        info::<core::Service>(extra(&["svc"], ALL, &["proxy", "status"])),
+        // apps
+        info::<apps::ControllerRevision>(extra(NONE, NONE, NONE)),
+        info::<apps::DaemonSet>(extra(&["ds"], ALL, STATUS)),
+        info::<apps::Deployment>(extra(&["deploy"], ALL, SCALE_STATUS)),
+        info::<apps::ReplicaSet>(extra(&["rs"], ALL, SCALE_STATUS)),
+        info::<apps::StatefulSet>(extra(&["sts"], ALL, SCALE_STATUS)),
+        // batch
+        info::<batch::CronJob>(extra(&["cj"], ALL, STATUS)),
+        info::<batch::Job>(extra(NONE, ALL, STATUS)),
+        // autoscaling: v2 is stored, v1 served from it
+        ResourceInfo {
+            storage_version: false,
+            ..info::<autoscaling1::HorizontalPodAutoscaler>(extra(&["hpa"], ALL, STATUS))
+        },
+        info::<autoscaling2::HorizontalPodAutoscaler>(extra(&["hpa"], ALL, STATUS)),
+        // policy
+        info::<policy::PodDisruptionBudget>(extra(&["pdb"], NONE, STATUS)),
+        // networking.k8s.io
+        info::<networking::IngressClass>(extra(NONE, NONE, NONE)),
+        info::<networking::Ingress>(extra(&["ing"], NONE, STATUS)),
+        info::<networking::IPAddress>(extra(&["ip"], NONE, NONE)),
+        info::<networking::NetworkPolicy>(extra(&["netpol"], NONE, NONE)),
+        info::<networking::ServiceCIDR>(extra(NONE, NONE, STATUS)),
+        // discovery.k8s.io, events.k8s.io, coordination.k8s.io
+        info::<discovery::EndpointSlice>(extra(NONE, NONE, NONE)),
+        info::<events::Event>(extra(&["ev"], NONE, NONE)),
+        info::<coordination::Lease>(extra(NONE, NONE, NONE)),
+        // rbac.authorization.k8s.io
+        info::<rbac::ClusterRoleBinding>(extra(NONE, NONE, NONE)),
+        info::<rbac::ClusterRole>(extra(NONE, NONE, NONE)),
+        info::<rbac::RoleBinding>(extra(NONE, NONE, NONE)),
+        info::<rbac::Role>(extra(NONE, NONE, NONE)),
+        // storage.k8s.io
+        info::<storage::CSIDriver>(extra(NONE, NONE, NONE)),
+        info::<storage::CSINode>(extra(NONE, NONE, NONE)),
+        info::<storage::CSIStorageCapacity>(extra(NONE, NONE, NONE)),
+        info::<storage::StorageClass>(extra(&["sc"], NONE, NONE)),
+        info::<storage::VolumeAttachment>(extra(NONE, NONE, STATUS)),
+        // scheduling.k8s.io, node.k8s.io, certificates.k8s.io
+        info::<scheduling::PriorityClass>(extra(&["pc"], NONE, NONE)),
+        info::<node::RuntimeClass>(extra(NONE, NONE, NONE)),
+        info::<certificates::CertificateSigningRequest>(extra(
+            &["csr"],
+            NONE,
+            &["approval", "status"],
+        )),
+        // admissionregistration.k8s.io
+        info::<admission::MutatingWebhookConfiguration>(extra(NONE, API_EXTENSIONS, NONE)),
+        info::<admission::ValidatingAdmissionPolicy>(extra(NONE, API_EXTENSIONS, STATUS)),
+        info::<admission::ValidatingAdmissionPolicyBinding>(extra(NONE, API_EXTENSIONS, NONE)),
+        info::<admission::ValidatingWebhookConfiguration>(extra(NONE, API_EXTENSIONS, NONE)),
+        // apiextensions.k8s.io, apiregistration.k8s.io
+        info::<apiextensions::CustomResourceDefinition>(extra(
+            &["crd", "crds"],
+            API_EXTENSIONS,
+            STATUS,
+        )),
+        info::<apiregistration::APIService>(extra(NONE, API_EXTENSIONS, STATUS)),
+        // flowcontrol.apiserver.k8s.io
+        info::<flowcontrol::FlowSchema>(extra(NONE, NONE, STATUS)),
+        info::<flowcontrol::PriorityLevelConfiguration>(extra(NONE, NONE, STATUS)),
+        // authentication and authorization: reviews answered on create
+        create_only::<authn::SelfSubjectReview>(false),
+        create_only::<authn::TokenReview>(false),
+        create_only::<authz::LocalSubjectAccessReview>(true),
+        create_only::<authz::SelfSubjectAccessReview>(false),
+        create_only::<authz::SelfSubjectRulesReview>(false),
+        create_only::<authz::SubjectAccessReview>(false),
+    ];
+    // The event kinds share a plural across groups; nothing else does.
+    all.sort_by(|a, b| (a.group, a.version, a.plural).cmp(&(b.group, b.version, b.plural)));
+    all
+}
+
+/// Every built-in resource, with lookups.
+pub struct Resources {
+    all: Vec<ResourceInfo>,
+    by_gvr: HashMap<(&'static str, &'static str, &'static str), usize>,
+}
+
+impl Resources {
+    /// The built-in resources of Kubernetes v1.33, built once.
+    pub fn builtin() -> &'static Resources {
+        static RESOURCES: OnceLock<Resources> = OnceLock::new();
+        RESOURCES.get_or_init(|| {
+            let all = build();
+            let by_gvr =
+                all.iter().enumerate().map(|(i, r)| ((r.group, r.version, r.plural), i)).collect();
+            Resources { all, by_gvr }
+        })
+    }
+
+    pub fn all(&self) -> &[ResourceInfo] {
+        &self.all
+    }
+
+    /// The resource served at `/apis/<group>/<version>/<plural>`.
+    pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<&ResourceInfo> {
+        self.by_gvr.get(&(group, version, plural)).map(|&i| &self.all[i])
+    }
+
+    /// The served groups with their versions, preferred (first) version first, in the order
+    /// kube-apiserver lists them: the core group, then the others.
+    pub fn groups(&self) -> Vec<(&'static str, Vec<&'static str>)> {
+        let mut groups: Vec<(&'static str, Vec<&'static str>)> = Vec::new();
+        for r in &self.all {
+            match groups.iter_mut().find(|(g, _)| *g == r.group) {
+                Some((_, versions)) if !versions.contains(&r.version) => versions.push(r.version),
+                Some(_) => {}
+                None => groups.push((r.group, vec![r.version])),
+            }
+        }
+        for (_, versions) in &mut groups {
+            // Newest first: v2 before v1, v1 before v1beta1.
+            versions.sort_by_key(|v| std::cmp::Reverse(version_priority(v)));
+        }
+        groups.sort_by_key(|(g, _)| group_order(g));
+        groups
+    }
+
+    /// The resources of one group version.
+    pub fn in_group_version<'a>(
+        &'a self,
+        group: &'a str,
+        version: &'a str,
+    ) -> impl Iterator<Item = &'a ResourceInfo> + 'a {
+        self.all.iter().filter(move |r| r.group == group && r.version == version)
+    }
+
+    /// The version objects of this group and resource are stored in.
+    pub fn storage_version_of(&self, group: &str, plural: &str) -> Option<&ResourceInfo> {
+        self.all.iter().find(|r| r.group == group && r.plural == plural && r.storage_version)
+    }
+}
+
+/// Kubernetes version priority: GA > beta > alpha, then by number.
+fn version_priority(v: &str) -> (u8, u32, u32) {
+    let rest = v.trim_start_matches('v');
+    let digits: String = rest.chars().take_while(|c| c.is_ascii_digit()).collect();
+    let major = digits.parse().unwrap_or(0);
+    let tail = &rest[digits.len()..];
+    let (level, minor) = if let Some(n) = tail.strip_prefix("beta") {
+        (1, n.parse().unwrap_or(0))
+    } else if let Some(n) = tail.strip_prefix("alpha") {
+        (0, n.parse().unwrap_or(0))
+    } else {
+        (2, 0)
+    };
+    (level, major, minor)
+}
+
+/// The order of groups in `/apis`, as kube-apiserver v1.33 lists them.
+fn group_order(group: &str) -> usize {
+    const ORDER: &[&str] = &[
+        "",
+        "apiregistration.k8s.io",
+        "apps",
+        "events.k8s.io",
+        "authentication.k8s.io",
+        "authorization.k8s.io",
+        "autoscaling",
+        "batch",
+        "certificates.k8s.io",
+        "networking.k8s.io",
+        "policy",
+        "rbac.authorization.k8s.io",
+        "storage.k8s.io",
+        "admissionregistration.k8s.io",
+        "apiextensions.k8s.io",
+        "scheduling.k8s.io",
+        "coordination.k8s.io",
+        "node.k8s.io",
+        "discovery.k8s.io",
+        "flowcontrol.apiserver.k8s.io",
+    ];
+    ORDER.iter().position(|g| *g == group).unwrap_or(ORDER.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pods_are_namespaced_core_resources_with_subresources() {
+        let pods = Resources::builtin().get("", "v1", "pods").unwrap();
+        assert_eq!((pods.kind, pods.list_kind, pods.singular.as_str()), ("Pod", "PodList", "pod"));
+        assert!(pods.namespaced);
+        assert!(pods.has_subresource("status") && pods.has_subresource("binding"));
+        assert_eq!(pods.key(Some("default"), "web"), "/registry/pods/default/web");
+        let nodes = Resources::builtin().get("", "v1", "nodes").unwrap();
+        assert!(!nodes.namespaced);
+        assert_eq!(nodes.key(None, "n1"), "/registry/nodes/n1");
+        let deploy = Resources::builtin().get("apps", "v1", "deployments").unwrap();
+        assert_eq!(deploy.key(Some("ns"), "d"), "/registry/apps/deployments/ns/d");
+        assert_eq!(deploy.short_names, &["deploy"]);
+    }
+
+    #[test]
+    fn normalize_drops_unknown_fields_and_rejects_type_errors() {
+        let pods = Resources::builtin().get("", "v1", "pods").unwrap();
+        let pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": "i", "bogus": 1}], "extra": true}});
+        let (normalized, unknown) = (pods.normalize)(&pod).unwrap();
+        assert_eq!(unknown, vec!["spec.containers[0].bogus", "spec.extra"]);
+        assert!(normalized["spec"].get("extra").is_none());
+        assert!(normalized["spec"]["containers"][0].get("bogus").is_none());
+        assert_eq!(normalized["spec"]["containers"][0]["image"], "i");
+        let bad = serde_json::json!({"spec": {"containers": "not a list"}});
+        assert!((pods.normalize)(&bad).is_err());
+    }
+
+    #[test]
+    fn both_autoscaling_versions_share_one_storage_version() {
+        let r = Resources::builtin();
+        let v1 = r.get("autoscaling", "v1", "horizontalpodautoscalers").unwrap();
+        let v2 = r.get("autoscaling", "v2", "horizontalpodautoscalers").unwrap();
+        assert_eq!(v1.key_prefix(), v2.key_prefix());
+        assert_eq!(
+            r.storage_version_of("autoscaling", "horizontalpodautoscalers").unwrap().version,
+            "v2"
+        );
+        let groups = r.groups();
+        let autoscaling = groups.iter().find(|(g, _)| *g == "autoscaling").unwrap();
+        assert_eq!(autoscaling.1, vec!["v2", "v1"]);
+        assert_eq!(groups[0].0, "");
+    }
+}

@@ -1,0 +1,795 @@
+//! API server benchmark: the real `rkube server` over HTTPS, driven with kube-rs from this
+//! process, with the raw SQLite store measured in the same run for comparison.
+//!
+//! ```text
+//! cargo build --release -p rkube -p rkube-conformance
+//! target/release/api-bench [--quick] [--output FILE]
+//! ```
+//!
+//! It starts `rkube server` (the binary next to this one, or `$RKUBE_BIN`) on a free loopback
+//! port with its own data dir, and writes the figures to the `api-bench` section of
+//! `docs/benchmarks.md` (or `--output`); `--quick` runs a smaller version and only prints.
+//!
+//! - creates: typed `Api::create` of ConfigMaps (1 KiB of data) and of Pods (one busybox
+//!   container) from 64 tasks for a fixed time: ops/s and p50/p99 latency. The raw store
+//!   figure is `SqliteStore::create` in this process, at the same concurrency, with values the
+//!   size of the stored ConfigMap's JSON.
+//! - list: one GET of all 10,000 Pods of a namespace, read as bytes (no client-side decoding):
+//!   median and max of 5.
+//! - watch: 1,000 watches of ConfigMaps in one namespace (each its own HTTPS connection), then
+//!   200 creates 5 ms apart: p50/p99 time from the start of a create to its event reaching a
+//!   watcher, over all 200,000 deliveries.
+//! - memory: the server's RSS before and after creating 100,000 small ConfigMaps (a second,
+//!   fresh server), less the JSON of those objects: the overhead per stored object.
+//! - start to ready: from spawning the server to `/readyz` answering `ok`.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use bytes::Bytes;
+use futures_util::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{ConfigMap, Container, Namespace, Pod, PodSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
+use kube::{Client, Config as KubeConfig};
+use rkube_conformance::cluster::RkubeServer;
+use rkube_conformance::report::{self, Table};
+use rkube_store::{SqliteOptions, SqliteStore, Store};
+
+/// Concurrent requests in the create and fill phases.
+const CONCURRENCY: usize = 64;
+/// A bound on the operations of one timed create phase.
+const MAX_TIMED_OPS: usize = 1_000_000;
+/// How long filling a namespace may take before the run fails.
+const FILL_TIMEOUT: Duration = Duration::from_secs(600);
+/// How long the watch phase waits for every delivery.
+const WATCH_TIMEOUT: Duration = Duration::from_secs(120);
+/// Data of the ConfigMaps in the create and watch phases.
+const CREATE_DATA: usize = 1024;
+/// Data of the ConfigMaps in the memory phase.
+const RSS_DATA: usize = 200;
+/// Lists timed per run.
+const LIST_RUNS: usize = 5;
+/// Objects sampled to estimate the stored JSON in the memory phase.
+const JSON_SAMPLE: usize = 100;
+
+struct Config {
+    create_duration: Duration,
+    list_pods: usize,
+    watchers: usize,
+    watch_events: usize,
+    rss_objects: usize,
+}
+
+/// Latencies of one concurrent phase.
+struct Run {
+    /// Sorted.
+    latencies: Vec<Duration>,
+    elapsed: Duration,
+}
+
+impl Run {
+    fn ops_per_sec(&self) -> f64 {
+        self.latencies.len() as f64 / self.elapsed.as_secs_f64()
+    }
+    fn p50(&self) -> Duration {
+        report::percentile(&self.latencies, 50.0)
+    }
+    fn p99(&self) -> Duration {
+        report::percentile(&self.latencies, 99.0)
+    }
+    fn summary(&self) -> String {
+        format!(
+            "{:.0}/s ({} in {:.1} s), p50 {}, p99 {}",
+            self.ops_per_sec(),
+            self.latencies.len(),
+            self.elapsed.as_secs_f64(),
+            report::ms(self.p50()),
+            report::ms(self.p99())
+        )
+    }
+}
+
+/// Runs `op(0)`, `op(1)`, ... from [`CONCURRENCY`] tasks until `count` have started or
+/// `duration` has passed, keeping every latency. The first error stops every task.
+async fn run<F, Fut>(count: usize, duration: Duration, op: F) -> Result<Run>
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<()>> + Send + 'static,
+{
+    let op = Arc::new(op);
+    let next = Arc::new(AtomicUsize::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let started = Instant::now();
+    let end = started + duration;
+    let mut tasks = Vec::new();
+    for _ in 0..CONCURRENCY {
+        let (op, next, stop) = (op.clone(), next.clone(), stop.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut latencies = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                let now = Instant::now();
+                if now >= end {
+                    break;
+                }
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= count {
+                    break;
+                }
+                if let Err(e) = op(i).await {
+                    stop.store(true, Ordering::Relaxed);
+                    return Err(e.context(format!("operation {i}")));
+                }
+                latencies.push(now.elapsed());
+            }
+            anyhow::Ok(latencies)
+        }));
+    }
+    let mut latencies = Vec::new();
+    let mut first_error = None;
+    for task in tasks {
+        match task.await? {
+            Ok(l) => latencies.extend(l),
+            Err(e) => {
+                first_error.get_or_insert(e);
+            }
+        }
+    }
+    if let Some(e) = first_error {
+        return Err(e);
+    }
+    let elapsed = started.elapsed();
+    latencies.sort();
+    Ok(Run { latencies, elapsed })
+}
+
+/// Creates exactly `count` objects with `op`, failing after [`FILL_TIMEOUT`].
+async fn fill<F, Fut>(what: &str, count: usize, op: F) -> Result<Run>
+where
+    F: Fn(usize) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<()>> + Send + 'static,
+{
+    let r = run(count, FILL_TIMEOUT, op).await.with_context(|| format!("creating {what}"))?;
+    if r.latencies.len() != count {
+        bail!(
+            "created only {} of {count} {what} within {} s",
+            r.latencies.len(),
+            FILL_TIMEOUT.as_secs()
+        );
+    }
+    Ok(r)
+}
+
+async fn client(server: &RkubeServer) -> Result<Client> {
+    let kubeconfig = kube::config::Kubeconfig::read_from(&server.kubeconfig)
+        .with_context(|| format!("reading {}", server.kubeconfig.display()))?;
+    let config = KubeConfig::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+    Ok(Client::try_from(config)?)
+}
+
+async fn create_namespace(client: &Client, name: &str) -> Result<()> {
+    let ns = Namespace {
+        metadata: ObjectMeta { name: Some(name.to_string()), ..Default::default() },
+        ..Default::default()
+    };
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .with_context(|| format!("creating namespace {name}"))?;
+    Ok(())
+}
+
+fn configmap(name: String, data: BTreeMap<String, String>) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta { name: Some(name), ..Default::default() },
+        data: Some(data),
+        ..Default::default()
+    }
+}
+
+fn padded_configmap(name: String, size: usize) -> ConfigMap {
+    configmap(name, BTreeMap::from([("value".to_string(), "x".repeat(size))]))
+}
+
+fn pod(name: String) -> Pod {
+    Pod {
+        metadata: ObjectMeta { name: Some(name), ..Default::default() },
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: "main".to_string(),
+                image: Some("busybox".to_string()),
+                command: Some(vec!["sleep".to_string(), "3600".to_string()]),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+/// GET of `path` as text, as the server sent it.
+async fn get_raw(client: &Client, path: &str) -> Result<String> {
+    let request = http::Request::get(path).header("Accept", "application/json").body(Vec::new())?;
+    client.request_text(request).await.with_context(|| format!("GET {path}"))
+}
+
+/// Creates of ConfigMaps (1 KiB of data) at concurrency 64 for `duration`; also returns the
+/// size of one stored ConfigMap's JSON as GET returns it.
+async fn bench_configmap_creates(client: &Client, duration: Duration) -> Result<(Run, usize)> {
+    let ns = "bench-create-configmaps";
+    create_namespace(client, ns).await?;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    // Open the 64 connections (TLS handshakes) before measuring.
+    let warm = api.clone();
+    run(CONCURRENCY * 4, Duration::from_secs(30), move |i| {
+        let api = warm.clone();
+        async move {
+            api.create(&PostParams::default(), &padded_configmap(format!("warm-{i}"), CREATE_DATA))
+                .await?;
+            Ok(())
+        }
+    })
+    .await
+    .context("warming up")?;
+    let timed = api.clone();
+    let r = run(MAX_TIMED_OPS, duration, move |i| {
+        let api = timed.clone();
+        async move {
+            api.create(
+                &PostParams::default(),
+                &padded_configmap(format!("cm-{i:07}"), CREATE_DATA),
+            )
+            .await?;
+            Ok(())
+        }
+    })
+    .await
+    .context("ConfigMap creates")?;
+    let stored = get_raw(client, &format!("/api/v1/namespaces/{ns}/configmaps/cm-0000000")).await?;
+    Ok((r, stored.len()))
+}
+
+async fn bench_pod_creates(client: &Client, duration: Duration) -> Result<Run> {
+    let ns = "bench-create-pods";
+    create_namespace(client, ns).await?;
+    let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+    run(MAX_TIMED_OPS, duration, move |i| {
+        let api = api.clone();
+        async move {
+            api.create(&PostParams::default(), &pod(format!("pod-{i:07}"))).await?;
+            Ok(())
+        }
+    })
+    .await
+    .context("Pod creates")
+}
+
+/// The raw store: `SqliteStore::create` of new keys in this process.
+async fn bench_raw_store(value_size: usize, duration: Duration) -> Result<Run> {
+    let dir = tempfile::Builder::new().prefix("rkube-api-bench-store-").tempdir()?;
+    let store = SqliteStore::open(dir.path().join("db"), SqliteOptions::default())?;
+    let value = Bytes::from(vec![b'v'; value_size]);
+    let s = store.clone();
+    let r = run(MAX_TIMED_OPS, duration, move |i| {
+        let (store, value) = (s.clone(), value.clone());
+        async move {
+            store.create(&format!("/registry/configmaps/bench/cm-{i:07}"), value).await?;
+            Ok(())
+        }
+    })
+    .await
+    .context("raw store creates")?;
+    store.close().await?;
+    Ok(r)
+}
+
+struct ListFigures {
+    fill: Run,
+    median: Duration,
+    max: Duration,
+    bytes: usize,
+}
+
+async fn bench_list(client: &Client, pods: usize) -> Result<ListFigures> {
+    let ns = "bench-list";
+    create_namespace(client, ns).await?;
+    let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let fill = fill("pods", pods, move |i| {
+        let api = api.clone();
+        async move {
+            api.create(&PostParams::default(), &pod(format!("pod-{i:06}"))).await?;
+            Ok(())
+        }
+    })
+    .await?;
+    let path = format!("/api/v1/namespaces/{ns}/pods");
+    let mut times = Vec::new();
+    let mut bytes = 0;
+    for run in 0..LIST_RUNS {
+        let started = Instant::now();
+        let body = get_raw(client, &path).await?;
+        times.push(started.elapsed());
+        bytes = body.len();
+        if run == 0 {
+            // Check the answer once, outside the timing.
+            let list: serde_json::Value =
+                serde_json::from_str(&body).context("list is not JSON")?;
+            let n = list["items"].as_array().map_or(0, |items| items.len());
+            if n != pods {
+                bail!("list returned {n} pods, expected {pods}");
+            }
+        }
+    }
+    times.sort();
+    Ok(ListFigures { fill, median: times[times.len() / 2], max: times[times.len() - 1], bytes })
+}
+
+struct WatchFigures {
+    established: Duration,
+    p50: Duration,
+    p99: Duration,
+    deliveries: usize,
+}
+
+async fn bench_watch(client: &Client, watchers: usize, events: usize) -> Result<WatchFigures> {
+    let ns = "bench-watch";
+    create_namespace(client, ns).await?;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    let rv = api
+        .list(&ListParams::default())
+        .await?
+        .metadata
+        .resource_version
+        .context("the list has no resourceVersion")?;
+
+    // Open every watch (each a request on its own connection) before the first create; the
+    // server registers a watch before it answers, so an open stream sees every later event.
+    let started = Instant::now();
+    let params = WatchParams::default().timeout(290);
+    let streams: Vec<_> = tokio::time::timeout(
+        Duration::from_secs(120),
+        futures_util::stream::iter(0..watchers)
+            .map(|_| {
+                let (api, rv, params) = (api.clone(), rv.clone(), params.clone());
+                async move { api.watch(&params, &rv).await.map(|s| s.boxed()) }
+            })
+            .buffer_unordered(16)
+            .try_collect(),
+    )
+    .await
+    .context("opening the watches took over 120 s")?
+    .context("opening a watch")?;
+    let established = started.elapsed();
+    eprintln!("  {watchers} watches open in {:.1} s", established.as_secs_f64());
+
+    let base = Instant::now();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(u64, Instant)>();
+    let failures = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let mut tasks = Vec::new();
+    for mut stream in streams {
+        let (tx, failures) = (tx.clone(), failures.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut seen = 0;
+            while seen < events {
+                let Some(event) = stream.next().await else {
+                    failures.lock().unwrap().push(format!("stream ended after {seen} events"));
+                    return;
+                };
+                let received = Instant::now();
+                match event {
+                    Ok(WatchEvent::Added(cm)) => {
+                        let sent = cm.data.as_ref().and_then(|d| d.get("sent")?.parse().ok());
+                        if let Some(sent) = sent {
+                            seen += 1;
+                            if tx.send((sent, received)).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                    Ok(WatchEvent::Error(status)) => {
+                        failures.lock().unwrap().push(format!("ERROR event: {status}"));
+                        return;
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        failures.lock().unwrap().push(format!("stream error: {e}"));
+                        return;
+                    }
+                }
+            }
+        }));
+    }
+    drop(tx);
+
+    let writer = {
+        let api = api.clone();
+        tokio::spawn(async move {
+            for i in 0..events {
+                // The object carries the moment its create started.
+                let sent = base.elapsed().as_nanos() as u64;
+                let data = BTreeMap::from([
+                    ("sent".to_string(), sent.to_string()),
+                    ("value".to_string(), "w".repeat(CREATE_DATA)),
+                ]);
+                api.create(&PostParams::default(), &configmap(format!("w-{i:05}"), data)).await?;
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            anyhow::Ok(())
+        })
+    };
+
+    let expected = watchers * events;
+    let mut latencies = Vec::with_capacity(expected);
+    let deadline = tokio::time::Instant::now() + WATCH_TIMEOUT;
+    let outcome = loop {
+        if latencies.len() == expected {
+            break Ok(());
+        }
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some((sent, received))) => {
+                let sent_at = base + Duration::from_nanos(sent);
+                latencies.push(received.saturating_duration_since(sent_at));
+            }
+            Ok(None) => break Err("every watch stream ended"),
+            Err(_) => break Err("the deadline passed"),
+        }
+    };
+    for task in &tasks {
+        task.abort();
+    }
+    writer.await?.context("watch phase creates")?;
+    if let Err(why) = outcome {
+        let failures = failures.lock().unwrap();
+        bail!(
+            "watch: only {} of {expected} deliveries within {} s ({why}); {} of {watchers} \
+             watches failed{}",
+            latencies.len(),
+            WATCH_TIMEOUT.as_secs(),
+            failures.len(),
+            failures.first().map(|f| format!(", first: {f}")).unwrap_or_default()
+        );
+    }
+    latencies.sort();
+    Ok(WatchFigures {
+        established,
+        p50: report::percentile(&latencies, 50.0),
+        p99: report::percentile(&latencies, 99.0),
+        deliveries: latencies.len(),
+    })
+}
+
+/// Memory figures of `/proc/<pid>/status`, in KiB.
+#[derive(Clone, Copy, Default)]
+struct Rss {
+    total: u64,
+    anon: u64,
+    file: u64,
+}
+
+fn rss(pid: u32) -> Result<Rss> {
+    let path = format!("/proc/{pid}/status");
+    let status = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    let field = |name: &str| -> Result<u64> {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|kb| kb.parse().ok())
+            .with_context(|| format!("no {name} in {path}"))
+    };
+    Ok(Rss { total: field("VmRSS:")?, anon: field("RssAnon:")?, file: field("RssFile:")? })
+}
+
+struct MemoryFigures {
+    objects: usize,
+    before: Rss,
+    after: Rss,
+    /// Average JSON size of a sampled object, as GET returns it.
+    json_per_object: f64,
+    fill: Run,
+}
+
+impl MemoryFigures {
+    fn json_bytes(&self) -> f64 {
+        self.json_per_object * self.objects as f64
+    }
+    fn overhead_per_object(&self) -> f64 {
+        let grown = (self.after.total as f64 - self.before.total as f64) * 1024.0;
+        (grown - self.json_bytes()) / self.objects as f64
+    }
+}
+
+async fn bench_memory(server: &RkubeServer, objects: usize) -> Result<MemoryFigures> {
+    let client = client(server).await?;
+    let ns = "bench-memory";
+    create_namespace(&client, ns).await?;
+    let before = rss(server.pid())?;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    let fill = fill("ConfigMaps", objects, move |i| {
+        let api = api.clone();
+        async move {
+            api.create(&PostParams::default(), &padded_configmap(format!("cm-{i:06}"), RSS_DATA))
+                .await?;
+            Ok(())
+        }
+    })
+    .await?;
+    let after = rss(server.pid())?;
+    let mut json = 0usize;
+    let step = (objects / JSON_SAMPLE).max(1);
+    let mut sampled = 0;
+    for i in (0..objects).step_by(step).take(JSON_SAMPLE) {
+        json +=
+            get_raw(&client, &format!("/api/v1/namespaces/{ns}/configmaps/cm-{i:06}")).await?.len();
+        sampled += 1;
+    }
+    Ok(MemoryFigures {
+        objects,
+        before,
+        after,
+        json_per_object: json as f64 / sampled as f64,
+        fill,
+    })
+}
+
+struct Figures {
+    ready_after: Duration,
+    kubectl_call: Duration,
+    configmaps: Run,
+    configmap_json: usize,
+    pods: Run,
+    raw: Run,
+    list: ListFigures,
+    watch: WatchFigures,
+    memory: MemoryFigures,
+}
+
+/// Runs `phase`, adding the end of the server's log to its error.
+async fn with_log<T>(server: &RkubeServer, phase: impl Future<Output = Result<T>>) -> Result<T> {
+    phase.await.map_err(|e| {
+        let log = server.log();
+        let lines: Vec<&str> = log.lines().collect();
+        let tail = lines[lines.len().saturating_sub(20)..].join("\n");
+        e.context(format!("server log (last 20 lines):\n{tail}"))
+    })
+}
+
+async fn bench(config: &Config) -> Result<Figures> {
+    eprintln!("starting rkube server");
+    let server = tokio::task::spawn_blocking(RkubeServer::start)
+        .await
+        .context("the rkube server did not start")?;
+    let ready_after = server.ready_after;
+    // What one kubectl run adds to the start-to-ready figure.
+    let kubectl_started = Instant::now();
+    tokio::task::block_in_place(|| server.ok(&["get", "--raw", "/readyz"]));
+    let kubectl_call = kubectl_started.elapsed();
+    eprintln!(
+        "  ready after {} (one kubectl call: {}), pid {}, port {}",
+        report::ms(ready_after),
+        report::ms(kubectl_call),
+        server.pid(),
+        server.port
+    );
+    let client = client(&server).await?;
+
+    let duration = config.create_duration;
+    let (configmaps, configmap_json) =
+        with_log(&server, bench_configmap_creates(&client, duration)).await?;
+    eprintln!("  ConfigMap creates: {} ({configmap_json}-byte JSON)", configmaps.summary());
+    let raw = bench_raw_store(configmap_json, duration).await?;
+    eprintln!("  raw store creates: {}", raw.summary());
+    let pods = with_log(&server, bench_pod_creates(&client, duration)).await?;
+    eprintln!("  Pod creates: {}", pods.summary());
+    let list = with_log(&server, bench_list(&client, config.list_pods)).await?;
+    eprintln!(
+        "  list of {} pods: median {}, max {}, {} bytes (filled at {})",
+        config.list_pods,
+        report::ms(list.median),
+        report::ms(list.max),
+        list.bytes,
+        list.fill.summary()
+    );
+    let watch =
+        with_log(&server, bench_watch(&client, config.watchers, config.watch_events)).await?;
+    eprintln!(
+        "  watch: {} deliveries, p50 {}, p99 {}",
+        watch.deliveries,
+        report::ms(watch.p50),
+        report::ms(watch.p99)
+    );
+    drop(client);
+    drop(server);
+
+    // A fresh server, so that its memory holds only what this phase stores.
+    eprintln!("starting a second rkube server for the memory phase");
+    let server = tokio::task::spawn_blocking(RkubeServer::start)
+        .await
+        .context("the rkube server did not start")?;
+    let memory = with_log(&server, bench_memory(&server, config.rss_objects)).await?;
+    eprintln!(
+        "  RSS {} -> {} MiB with {} ConfigMaps (filled at {})",
+        memory.before.total / 1024,
+        memory.after.total / 1024,
+        memory.objects,
+        memory.fill.summary()
+    );
+    Ok(Figures {
+        ready_after,
+        kubectl_call,
+        configmaps,
+        configmap_json,
+        pods,
+        raw,
+        list,
+        watch,
+        memory,
+    })
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let output = args
+        .iter()
+        .position(|a| a == "--output")
+        .and_then(|i| args.get(i + 1).cloned())
+        .unwrap_or_else(report::default_benchmarks_file);
+    let config = if quick {
+        Config {
+            create_duration: Duration::from_secs(1),
+            list_pods: 1_000,
+            watchers: 100,
+            watch_events: 20,
+            rss_objects: 5_000,
+        }
+    } else {
+        Config {
+            create_duration: Duration::from_secs(5),
+            list_pods: 10_000,
+            watchers: 1_000,
+            watch_events: 200,
+            rss_objects: 100_000,
+        }
+    };
+    let started = Instant::now();
+    let figures = bench(&config).await?;
+    eprintln!("done in {:.0} s", started.elapsed().as_secs_f64());
+    let markdown = render(&figures, &config, quick);
+    println!("{markdown}");
+    if !quick {
+        report::write_section(&output, "api-bench", &markdown)
+            .with_context(|| format!("writing {output}"))?;
+        eprintln!("wrote {output}");
+    }
+    Ok(())
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.1} MiB", kib as f64 / 1024.0)
+}
+
+fn render(f: &Figures, config: &Config, quick: bool) -> String {
+    let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
+    let create_row = |what: &str, r: &Run| {
+        vec![
+            what.to_string(),
+            format!("{:.0}/s", r.ops_per_sec()),
+            format!("{} / {}", report::ms(r.p50()), report::ms(r.p99())),
+        ]
+    };
+    let mut table = Table::new(&["measurement", "result", "latency p50 / p99"]);
+    table.row(create_row("ConfigMap creates, HTTPS, c=64", &f.configmaps));
+    table.row(create_row("Pod creates, HTTPS, c=64", &f.pods));
+    table.row(create_row(
+        &format!("raw SQLite store creates, c=64 ({}-byte values)", f.configmap_json),
+        &f.raw,
+    ));
+    table.row(vec![
+        format!("list of {} pods ({:.1} MiB)", config.list_pods, f.list.bytes as f64 / 1048576.0),
+        format!("median {}, max {}", report::ms(f.list.median), report::ms(f.list.max)),
+        "-".to_string(),
+    ]);
+    table.row(vec![
+        format!("watch fan-out, {} watchers x {} creates", config.watchers, config.watch_events),
+        format!("{} deliveries", f.watch.deliveries),
+        format!("{} / {}", report::ms(f.watch.p50), report::ms(f.watch.p99)),
+    ]);
+    let m = &f.memory;
+    table.row(vec![
+        format!("RSS with {} ConfigMaps", m.objects),
+        format!(
+            "{} -> {}; {:.0} B/object beyond its JSON",
+            mib(m.before.total),
+            mib(m.after.total),
+            m.overhead_per_object()
+        ),
+        "-".to_string(),
+    ]);
+    table.row(vec!["start to ready".to_string(), report::ms(f.ready_after), "-".to_string()]);
+
+    let raw_rate = f.raw.ops_per_sec();
+    let cm_ratio = f.configmaps.ops_per_sec() / raw_rate;
+    let pod_ratio = f.pods.ops_per_sec() / raw_rate;
+    let p99_limit = Duration::from_millis(25);
+    let targets = [
+        format!(
+            "ConfigMap create rate at least half the raw store's: {:.2}x ({})",
+            cm_ratio,
+            verdict(cm_ratio >= 0.5)
+        ),
+        format!(
+            "Pod create rate at least half the raw store's: {:.2}x ({})",
+            pod_ratio,
+            verdict(pod_ratio >= 0.5)
+        ),
+        format!(
+            "p99 create latency at c=64 under 25 ms: ConfigMaps {} ({}), Pods {} ({})",
+            report::ms(f.configmaps.p99()),
+            verdict(f.configmaps.p99() < p99_limit),
+            report::ms(f.pods.p99()),
+            verdict(f.pods.p99() < p99_limit)
+        ),
+        format!(
+            "list of {} pods under 300 ms (median): {} ({})",
+            config.list_pods,
+            report::ms(f.list.median),
+            verdict(f.list.median < Duration::from_millis(300))
+        ),
+        format!(
+            "RSS under 2 KiB per object beyond its JSON: {:.0} B ({})",
+            m.overhead_per_object(),
+            verdict(m.overhead_per_object() < 2048.0)
+        ),
+    ];
+    format!(
+        "## API server (`api-bench`{quick})\n\n{table}\n\n\
+         The real `rkube server` (embedded SQLite store) on loopback, driven by kube-rs from \
+         another process on the same machine over HTTPS (HTTP/1.1, one connection per request \
+         in flight). Creates: typed `Api::create` from 64 tasks for {secs} s each, ConfigMaps \
+         with {create_data} bytes of data ({cm_json} bytes stored as JSON), Pods with one \
+         busybox container; every create is durable when answered. The raw store row is \
+         `SqliteStore::create` in the benchmark's own process, same concurrency and duration, \
+         values the size of the stored ConfigMap. List: one GET of all {pods} pods of a \
+         namespace read as bytes (not decoded), {runs} runs. Watch: {watchers} watches of \
+         ConfigMaps in one namespace, each on its own connection (opened in {open:.1} s), \
+         then {events} creates 5 ms apart; latency from the start of a create to the event \
+         decoded by each watcher. Memory: a fresh server, VmRSS before and after creating \
+         {objects} ConfigMaps with {rss_data} bytes of data (RssAnon {anon_before} -> \
+         {anon_after}, RssFile {file_before} -> {file_after}); their JSON, {json:.1} MiB, is \
+         estimated from {sample} objects read back ({per:.0} bytes each) and subtracted. The \
+         fill ran at {fill_rate:.0}/s (p99 {fill_p99}). Start to ready: spawning the process \
+         to `/readyz` answering `ok`, polled with kubectl (one kubectl call takes {kubectl} \
+         here).\n\n\
+         Targets:\n\n{targets}\n\n{machine}\n",
+        quick = if quick { ", quick run" } else { "" },
+        table = table.markdown(),
+        secs = config.create_duration.as_secs_f64(),
+        create_data = CREATE_DATA,
+        cm_json = f.configmap_json,
+        pods = config.list_pods,
+        runs = LIST_RUNS,
+        watchers = config.watchers,
+        open = f.watch.established.as_secs_f64(),
+        events = config.watch_events,
+        objects = m.objects,
+        rss_data = RSS_DATA,
+        anon_before = mib(m.before.anon),
+        anon_after = mib(m.after.anon),
+        file_before = mib(m.before.file),
+        file_after = mib(m.after.file),
+        json = m.json_bytes() / 1048576.0,
+        sample = JSON_SAMPLE.min(m.objects),
+        per = m.json_per_object,
+        fill_rate = m.fill.ops_per_sec(),
+        fill_p99 = report::ms(m.fill.p99()),
+        kubectl = report::ms(f.kubectl_call),
+        targets = targets.iter().map(|t| format!("- {t}")).collect::<Vec<_>>().join("\n"),
+        machine = report::machine(),
+    )
+}

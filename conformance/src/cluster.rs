@@ -1,0 +1,241 @@
+//! A real `rkube server` for system tests: the built binary, started on a free loopback port
+//! with its own data dir, driven with stock kubectl, killed when dropped.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use rkube_store::testing::free_port;
+
+/// The `rkube` binary: `$RKUBE_BIN`, else next to the test binary's `deps/` directory (where
+/// `cargo test --workspace` and nextest build it).
+pub fn rkube_binary() -> PathBuf {
+    if let Some(bin) = std::env::var_os("RKUBE_BIN") {
+        return PathBuf::from(bin);
+    }
+    let exe = std::env::current_exe().expect("current exe");
+    let dir = exe.parent().expect("deps dir");
+    let dir = if dir.ends_with("deps") { dir.parent().expect("target dir") } else { dir };
+    dir.join("rkube")
+}
+
+/// The stock kubectl: `$KUBECTL`, else `/usr/bin/kubectl` (1.32 on the project's machines).
+pub fn kubectl_binary() -> PathBuf {
+    std::env::var_os("KUBECTL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/bin/kubectl"))
+}
+
+/// A running `rkube server`.
+pub struct RkubeServer {
+    child: Child,
+    pub port: u16,
+    pub data_dir: tempfile::TempDir,
+    pub kubeconfig: PathBuf,
+    pub kubectl: PathBuf,
+    /// From spawning the process to `/readyz` answering `ok` (polled with kubectl, so an upper
+    /// bound by one kubectl run).
+    pub ready_after: Duration,
+    log: PathBuf,
+}
+
+impl RkubeServer {
+    /// Starts the server with extra arguments and waits (up to 60 s) until `/readyz` answers.
+    pub fn start_with(extra_args: &[&str]) -> RkubeServer {
+        let data_dir = tempfile::Builder::new().prefix("rkube-test-").tempdir().expect("temp dir");
+        let port = free_port();
+        let log = data_dir.path().join("server.log");
+        let log_file = std::fs::File::create(&log).expect("log file");
+        let binary = rkube_binary();
+        let spawned = Instant::now();
+        assert!(
+            binary.exists(),
+            "no rkube binary at {} (build the workspace first)",
+            binary.display()
+        );
+        let mut child = Command::new(&binary)
+            .arg("server")
+            .arg("--data-dir")
+            .arg(data_dir.path())
+            .args(["--bind-address", "127.0.0.1", "--secure-port", &port.to_string()])
+            .args(extra_args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(log_file)
+            .spawn()
+            .expect("start rkube server");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let kubeconfig = loop {
+            if let Ok(line) = rx.recv_timeout(Duration::from_millis(100)) {
+                if let Some(path) = line.strip_prefix("export KUBECONFIG=") {
+                    break PathBuf::from(path);
+                }
+            }
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!(
+                    "rkube server exited with {status}:\n{}",
+                    std::fs::read_to_string(&log).unwrap_or_default()
+                );
+            }
+            assert!(
+                Instant::now() < deadline,
+                "rkube server did not print its kubeconfig within 60 s"
+            );
+        };
+        let mut server = RkubeServer {
+            child,
+            port,
+            data_dir,
+            kubeconfig,
+            kubectl: kubectl_binary(),
+            ready_after: Duration::ZERO,
+            log,
+        };
+        server.wait_ready(deadline);
+        server.ready_after = spawned.elapsed();
+        server
+    }
+
+    pub fn start() -> RkubeServer {
+        Self::start_with(&[])
+    }
+
+    fn wait_ready(&self, deadline: Instant) {
+        loop {
+            let out = self.kubectl(&["get", "--raw", "/readyz"]);
+            if out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "ok" {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "rkube server not ready within 60 s: {}",
+                self.log()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The server's log so far (for failure messages).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Runs kubectl against this server (60 s at most).
+    pub fn kubectl(&self, args: &[&str]) -> Output {
+        self.kubectl_with(&self.kubectl, args, None)
+    }
+
+    /// Runs a given kubectl binary, with `stdin` fed when given.
+    pub fn kubectl_with(&self, kubectl: &Path, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut child = Command::new(kubectl)
+            .args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .env("HOME", self.data_dir.path())
+            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot run {}: {e}", kubectl.display()));
+        if let Some(input) = stdin {
+            use std::io::Write;
+            let mut pipe = child.stdin.take().expect("stdin");
+            pipe.write_all(input.as_bytes()).expect("write stdin");
+        }
+        wait_with_timeout(child, Duration::from_secs(60))
+    }
+
+    /// kubectl that must succeed; returns its stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(
+            out.status.success(),
+            "kubectl {} failed ({}):\n{}\n{}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// kubectl with stdin that must succeed.
+    pub fn ok_stdin(&self, args: &[&str], stdin: &str) -> String {
+        let out = self.kubectl_with(&self.kubectl, args, Some(stdin));
+        assert!(
+            out.status.success(),
+            "kubectl {} failed ({}):\n{}\n{}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// kubectl with stdin that must fail; returns its stderr.
+    pub fn fails_stdin(&self, args: &[&str], stdin: &str) -> String {
+        let out = self.kubectl_with(&self.kubectl, args, Some(stdin));
+        assert!(
+            !out.status.success(),
+            "kubectl {} succeeded:\n{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+
+    /// kubectl that must fail; returns its stderr.
+    pub fn fails(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(
+            !out.status.success(),
+            "kubectl {} succeeded:\n{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+}
+
+/// Waits for a child, killing it after `timeout`. Its output is read while it runs, so a
+/// child that prints a lot never blocks on a full pipe.
+pub fn wait_with_timeout(child: Child, timeout: Duration) -> Output {
+    let pid = child.id();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(timeout) {
+        Ok(output) => output.expect("collect output"),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            let out = rx.recv().expect("child output").expect("collect output");
+            panic!(
+                "command timed out after {timeout:?}:\n{}\n{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+}
+
+impl Drop for RkubeServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,270 @@
+//! Stock kubectl workflows against the real `rkube server`: watching, describing, editing,
+//! diffing, waiting, deleting; and the same basics with other kubectl versions.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rkube_conformance::cluster::RkubeServer;
+use serde_json::Value;
+
+const POD: &str = r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  labels:
+    app: web
+spec:
+  containers:
+  - name: c
+    image: busybox:1.36
+    command: ["sleep", "3600"]
+"#;
+
+fn json(out: &str) -> Value {
+    serde_json::from_str(out).unwrap_or_else(|e| panic!("not JSON ({e}):\n{out}"))
+}
+
+#[test]
+fn get_watch_streams_changes() {
+    let s = RkubeServer::start();
+    s.ok_stdin(&["apply", "-f", "-"], POD);
+    let mut watch = Command::new(&s.kubectl)
+        .args(["get", "pods", "-w", "--output-watch-events"])
+        .env("KUBECONFIG", &s.kubeconfig)
+        .env("HOME", s.data_dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait for the initial row before changing anything.
+    let mut stdout = watch.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 || tx.send(String::from_utf8_lossy(&buf[..n]).into_owned()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = String::new();
+    let wait_for = |seen: &mut String, what: &str| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !seen.contains(what) {
+            assert!(Instant::now() < deadline, "no {what:?} in the watch output:\n{seen}");
+            if let Ok(chunk) = rx.recv_timeout(Duration::from_millis(100)) {
+                seen.push_str(&chunk);
+            }
+        }
+    };
+    wait_for(&mut seen, "ADDED");
+    s.ok(&["label", "pod", "web", "tier=front"]);
+    wait_for(&mut seen, "MODIFIED");
+    s.ok(&["delete", "pod", "web"]);
+    wait_for(&mut seen, "DELETED");
+    let _ = watch.kill();
+    let _ = watch.wait();
+    let header = seen.lines().next().unwrap_or("");
+    assert!(
+        header.split_whitespace().collect::<Vec<_>>()
+            == ["EVENT", "NAME", "READY", "STATUS", "RESTARTS", "AGE"],
+        "{seen}"
+    );
+}
+
+#[test]
+fn watch_from_an_old_resource_version_is_gone() {
+    let s = RkubeServer::start();
+    // Within the window: the events after the resourceVersion come back.
+    s.ok(&["create", "namespace", "w"]);
+    let rv = json(&s.ok(&["get", "ns", "w", "-o", "json"]))["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    s.ok_stdin(&["apply", "-n", "w", "-f", "-"], POD);
+    let out = s.ok(&[
+        "get",
+        "--raw",
+        &format!("/api/v1/namespaces/w/pods?watch=true&resourceVersion={rv}&timeoutSeconds=1"),
+    ]);
+    let first: Value = json(out.lines().next().unwrap());
+    assert_eq!(first["type"], "ADDED");
+    assert_eq!(first["object"]["metadata"]["name"], "web");
+}
+
+#[test]
+fn describe_shows_the_object() {
+    let s = RkubeServer::start();
+    s.ok_stdin(&["apply", "-f", "-"], POD);
+    let out = s.ok(&["describe", "pod", "web"]);
+    for line in [
+        "Name:",
+        "Namespace:    default",
+        "Status:       Pending",
+        "Image:      busybox:1.36",
+        "QoS Class:        BestEffort",
+    ] {
+        assert!(out.contains(line), "{line:?} missing:\n{out}");
+    }
+    let out = s.ok(&["describe", "namespace", "default"]);
+    assert!(out.contains("Status:       Active"), "{out}");
+}
+
+#[test]
+fn edit_diff_set_image_and_wait() {
+    let s = RkubeServer::start();
+    s.ok_stdin(&["apply", "-f", "-"], POD);
+    let editor = s.data_dir.path().join("editor.sh");
+    std::fs::write(&editor, "#!/bin/sh\nsed -i 's/app: web/app: edited/' \"$1\"\n").unwrap();
+    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let out = Command::new(&s.kubectl)
+        .args(["edit", "pod", "web"])
+        .env("KUBECONFIG", &s.kubeconfig)
+        .env("HOME", s.data_dir.path())
+        .env("KUBE_EDITOR", &editor)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(s.ok(&["get", "pod", "web", "-o", "jsonpath={.metadata.labels.app}"]), "edited");
+
+    // diff exits 1 and shows the change; the live object is untouched (server dry-run).
+    let changed = POD.replace("busybox:1.36", "busybox:1.37");
+    let out = s.kubectl_with(&s.kubectl, &["diff", "-f", "-"], Some(&changed));
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let diff = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        diff.contains("-    image: busybox:1.36") && diff.contains("+    image: busybox:1.37"),
+        "{diff}"
+    );
+    assert_eq!(
+        s.ok(&["get", "pod", "web", "-o", "jsonpath={.spec.containers[0].image}"]),
+        "busybox:1.36"
+    );
+
+    s.ok(&["set", "image", "pod/web", "c=busybox:1.38"]);
+    s.ok(&[
+        "wait",
+        "--for=jsonpath={.spec.containers[0].image}=busybox:1.38",
+        "pod/web",
+        "--timeout=10s",
+    ]);
+    let err = s.fails(&[
+        "wait",
+        "--for=jsonpath={.spec.containers[0].image}=nope",
+        "pod/web",
+        "--timeout=1s",
+    ]);
+    assert!(err.contains("timed out"), "{err}");
+}
+
+#[test]
+fn output_formats() {
+    let s = RkubeServer::start();
+    s.ok_stdin(&["apply", "-f", "-"], POD);
+    let wide = s.ok(&["get", "pods", "-o", "wide"]);
+    let header: Vec<&str> = wide.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "NAME",
+            "READY",
+            "STATUS",
+            "RESTARTS",
+            "AGE",
+            "IP",
+            "NODE",
+            "NOMINATED",
+            "NODE",
+            "READINESS",
+            "GATES"
+        ]
+    );
+    assert!(wide.lines().nth(1).unwrap().starts_with("web "), "{wide}");
+    assert_eq!(s.ok(&["get", "pods", "-o", "name"]).trim(), "pod/web");
+    let yaml = s.ok(&["get", "pod", "web", "-o", "yaml"]);
+    assert!(yaml.contains("kind: Pod") && yaml.contains("restartPolicy: Always"), "{yaml}");
+    let all = s.ok(&["get", "all"]);
+    assert!(all.contains("pod/web") && all.contains("service/kubernetes"), "{all}");
+    let svc = s.ok(&["get", "svc", "kubernetes", "--no-headers"]);
+    let cells: Vec<&str> = svc.split_whitespace().collect();
+    assert_eq!(&cells[..5], ["kubernetes", "ClusterIP", "10.43.0.1", "<none>", "443/TCP"], "{svc}");
+}
+
+#[test]
+fn delete_with_wait_and_cascade_flags() {
+    let s = RkubeServer::start();
+    s.ok(&["create", "namespace", "gone"]);
+    for name in ["a", "b", "c"] {
+        let manifest = POD.replace("name: web", &format!("name: {name}"));
+        s.ok_stdin(&["apply", "-f", "-"], &manifest);
+    }
+    // Background (the default) deletes at once, and --wait sees it gone.
+    let out = s.ok(&["delete", "pod", "a", "--cascade=background", "--wait=true", "--timeout=20s"]);
+    assert_eq!(out.trim(), "pod \"a\" deleted");
+    // Orphan and foreground put their finalizer on the object; the garbage collector (not built
+    // yet) removes it. The objects are marked for deletion meanwhile.
+    s.ok(&["delete", "pod", "b", "--cascade=orphan", "--wait=false"]);
+    s.ok(&["delete", "pod", "c", "--cascade=foreground", "--wait=false"]);
+    let c = json(&s.ok(&["get", "pod", "c", "-o", "json"]));
+    assert_eq!(c["metadata"]["finalizers"], serde_json::json!(["foregroundDeletion"]));
+    let b = json(&s.ok(&["get", "pod", "b", "-o", "json"]));
+    assert!(b["metadata"]["deletionTimestamp"].is_string());
+    assert_eq!(b["metadata"]["finalizers"], serde_json::json!(["orphan"]));
+    let err = s.fails(&["get", "pod", "a"]);
+    assert!(err.contains("NotFound"), "{err}");
+}
+
+#[test]
+fn explain_uses_the_openapi_document() {
+    let s = RkubeServer::start();
+    let out = s.ok(&["explain", "deployment.spec.strategy"]);
+    assert!(
+        out.contains("KIND:       Deployment")
+            && out.contains("FIELD: strategy <DeploymentStrategy>"),
+        "{out}"
+    );
+    let out = s.ok(&["explain", "pods.spec.containers.image"]);
+    assert!(out.contains("FIELD: image <string>"), "{out}");
+}
+
+/// Every other stock kubectl on the machine does the basics too. kubectl 1.27 and 1.28
+/// validate `apply` against the protobuf form of `/openapi/v2`, which rkube does not serve yet
+/// (see docs/features.md): they are left out here until it does.
+#[test]
+fn other_kubectl_versions() {
+    let s = RkubeServer::start();
+    let mut tried = 0;
+    for minor in 29..=33 {
+        let kubectl =
+            std::path::PathBuf::from(format!("/usr/lib/google-cloud-sdk/bin/kubectl.1.{minor}"));
+        if !kubectl.exists() {
+            continue;
+        }
+        tried += 1;
+        let run = |args: &[&str], stdin: Option<&str>| {
+            let out = s.kubectl_with(&kubectl, args, stdin);
+            assert!(
+                out.status.success(),
+                "kubectl 1.{minor} {} failed:\n{}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let ns = format!("v{minor}");
+        run(&["create", "namespace", &ns], None);
+        run(&["apply", "-n", &ns, "-f", "-"], Some(POD));
+        let table = run(&["get", "pods", "-n", &ns], None);
+        assert!(table.lines().nth(1).is_some_and(|l| l.starts_with("web ")), "1.{minor}:\n{table}");
+        run(&["label", "-n", &ns, "pod", "web", "v=1"], None);
+        run(&["create", "configmap", "-n", &ns, "cm", "--from-literal=a=b"], None);
+        let version = json(&run(&["version", "-o", "json"], None));
+        assert_eq!(version["serverVersion"]["gitVersion"], "v1.33.0");
+        run(&["delete", "-n", &ns, "pod", "web"], None);
+    }
+    assert!(
+        tried >= 2,
+        "fewer than two other kubectl versions found under /usr/lib/google-cloud-sdk/bin"
+    );
+}

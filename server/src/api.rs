@@ -1,0 +1,828 @@
+//! The `/api` and `/apis` handler: request info, authorization, then discovery or one of the
+//! verbs on the generic registry, with the response in the form the client asked for.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::State;
+use axum::response::{IntoResponse, Response};
+use http::{HeaderMap, Method, StatusCode};
+use rkube_apis::patch::{apply_patch, decode_patch_body, PatchError, PatchSchema, PatchType};
+use rkube_apis::resources::{ResourceInfo, Resources};
+use rkube_apis::selectors::{FieldSelector, LabelSelector};
+use rkube_apis::strategy;
+use serde_json::{json, Value};
+
+use crate::auth::UserInfo;
+use crate::discovery;
+use crate::negotiate::{self, Output};
+use crate::object;
+use crate::registry::{DeleteOptions, Filter, FilterView, ListOptions, Registry, WriteOptions};
+use crate::request::{self, query_bool, Query, ResourceRequest, Target};
+use crate::status::{ApiError, ApiResult};
+use crate::table::{self, IncludeObject};
+use crate::watch::{self, WatchRequest};
+
+/// What every API request shares.
+pub struct ApiState {
+    pub registry: Arc<Registry>,
+    pub resources: &'static Resources,
+    /// `host:port` clients reach this server at, for `/api`.
+    pub server_address: String,
+}
+
+/// Axum fallback handler for every `/api` and `/apis` path.
+pub async fn handle(State(state): State<Arc<ApiState>>, request: http::Request<Body>) -> Response {
+    let (parts, body) = request.into_parts();
+    let user = parts.extensions.get::<UserInfo>().cloned().unwrap_or_else(UserInfo::anonymous);
+    let query = request::parse_query(parts.uri.query());
+    let Some(target) = request::parse(&parts.method, parts.uri.path(), &query) else {
+        return ApiError::path_not_found().into_response();
+    };
+    if user.is_anonymous() {
+        return forbidden(&user, &target, parts.uri.path()).into_response();
+    }
+    let body = match axum::body::to_bytes(body, negotiate::MAX_BODY + 1).await {
+        Ok(b) => b,
+        Err(_) => {
+            return ApiError::too_large("Request entity too large: limit is 3145728")
+                .into_response()
+        }
+    };
+    let result = match target {
+        Target::CoreVersions => discovery_response(
+            &parts.headers,
+            || Some(discovery::core_versions(&state.server_address)),
+            Some(true),
+            state.resources,
+        ),
+        Target::Groups => discovery_response(
+            &parts.headers,
+            || Some(discovery::group_list(state.resources)),
+            Some(false),
+            state.resources,
+        ),
+        Target::Group(g) => discovery_response(
+            &parts.headers,
+            || discovery::group(state.resources, &g),
+            None,
+            state.resources,
+        ),
+        Target::GroupVersion { group, version } => discovery_response(
+            &parts.headers,
+            || discovery::resource_list(state.resources, &group, &version),
+            None,
+            state.resources,
+        ),
+        Target::NotFound => Err(ApiError::path_not_found()),
+        Target::Resource(r) => {
+            resource(&state, &parts.method, &parts.headers, &query, r, &body).await
+        }
+    };
+    result.unwrap_or_else(IntoResponse::into_response)
+}
+
+/// Until RBAC: authenticated users may do anything, anonymous users nothing here.
+fn forbidden(user: &UserInfo, target: &Target, path: &str) -> ApiError {
+    match target {
+        Target::Resource(r) => {
+            let scope = match &r.namespace {
+                Some(ns) => format!(" in the namespace {ns:?}"),
+                None => " at the cluster scope".to_string(),
+            };
+            let resource = match &r.subresource {
+                Some(sub) => format!("{}/{sub}", r.resource),
+                None => r.resource.clone(),
+            };
+            let what = match &r.name {
+                Some(name) => format!("{resource} {name:?}"),
+                None => resource.clone(),
+            };
+            ApiError::forbidden(format!(
+                "{what} is forbidden: User {:?} cannot {} resource {resource:?} in API group {:?}{scope}",
+                user.name, r.verb, r.group
+            ))
+        }
+        _ => {
+            ApiError::forbidden(format!("forbidden: User {:?} cannot get path {path:?}", user.name))
+        }
+    }
+}
+
+fn discovery_response(
+    headers: &HeaderMap,
+    legacy: impl FnOnce() -> Option<Value>,
+    aggregated_core: Option<bool>,
+    resources: &Resources,
+) -> ApiResult<Response> {
+    let accept = headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if let (Some(core), Some(content_type)) = (aggregated_core, discovery::wants_aggregated(accept))
+    {
+        let body = serde_json::to_vec(&discovery::aggregated(resources, core, content_type))
+            .unwrap_or_default();
+        let mut response = (StatusCode::OK, body).into_response();
+        response
+            .headers_mut()
+            .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static(content_type));
+        return Ok(response);
+    }
+    let value = legacy().ok_or_else(ApiError::path_not_found)?;
+    Ok(negotiate::respond(StatusCode::OK, &value, Output::Json, &[]))
+}
+
+async fn resource(
+    state: &ApiState,
+    method: &Method,
+    headers: &HeaderMap,
+    query: &Query,
+    r: ResourceRequest,
+    body: &[u8],
+) -> ApiResult<Response> {
+    let info = state
+        .resources
+        .get(&r.group, &r.version, &r.resource)
+        .ok_or_else(ApiError::path_not_found)?;
+    // Namespaced resources need a namespace except for list and watch across all of them;
+    // cluster-scoped ones take none.
+    match (info.namespaced, &r.namespace) {
+        (true, None) if !matches!(r.verb, "list" | "watch") => {
+            return Err(ApiError::path_not_found())
+        }
+        (false, Some(_)) => return Err(ApiError::path_not_found()),
+        _ => {}
+    }
+    if let Some(sub) = &r.subresource {
+        if !info.has_subresource(sub) {
+            return Err(ApiError::path_not_found());
+        }
+        return subresource(state, headers, query, info, &r, sub, body).await;
+    }
+    if !info.has_verb(r.verb) || *method == Method::HEAD && r.verb != "get" {
+        return Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        ));
+    }
+    let registry = &state.registry;
+    let ns = r.namespace.as_deref();
+    match r.verb {
+        "get" => {
+            let output = negotiate::output(headers)?;
+            let obj = registry.get(info, ns, r.name.as_deref().unwrap_or("")).await?;
+            Ok(object_response(StatusCode::OK, info, obj, output, query))
+        }
+        "list" => list(state, headers, query, info, ns).await,
+        "watch" => {
+            let output = negotiate::output(headers)?;
+            let filter = filter_for(info, query, r.name.as_deref())?;
+            let timeout = query
+                .get("timeoutSeconds")
+                .and_then(|t| t.parse::<u64>().ok())
+                .map(Duration::from_secs)
+                .unwrap_or_else(default_watch_timeout);
+            watch::watch(
+                registry.clone(),
+                info_static(state, info),
+                r.namespace.clone(),
+                WatchRequest {
+                    resource_version: query.get("resourceVersion").cloned(),
+                    allow_bookmarks: query_bool(query, "allowWatchBookmarks"),
+                    send_initial_events: query
+                        .get("sendInitialEvents")
+                        .map(|_| query_bool(query, "sendInitialEvents")),
+                    timeout,
+                    output,
+                    include: IncludeObject::parse(query.get("includeObject").map(String::as_str)),
+                },
+                filter,
+            )
+            .await
+        }
+        "create" => {
+            let output = negotiate::output(headers)?;
+            let (obj, warnings) = decode_object(info, headers, query, body)?;
+            let created = registry.create(info, ns, obj, &write_options(query)?).await?;
+            let mut response = object_response(StatusCode::CREATED, info, created, output, query);
+            negotiate::add_warnings(&mut response, &warnings);
+            Ok(response)
+        }
+        "update" => {
+            let output = negotiate::output(headers)?;
+            let (obj, warnings) = decode_object(info, headers, query, body)?;
+            let name = r.name.as_deref().unwrap_or("");
+            let updated =
+                registry.update(info, ns, name, None, obj, &write_options(query)?).await?;
+            let mut response = object_response(StatusCode::OK, info, updated, output, query);
+            negotiate::add_warnings(&mut response, &warnings);
+            Ok(response)
+        }
+        "patch" => {
+            let output = negotiate::output(headers)?;
+            let name = r.name.as_deref().unwrap_or("");
+            let (patched, warnings) =
+                patch(registry, headers, query, info, ns, name, None, body).await?;
+            let mut response = object_response(StatusCode::OK, info, patched, output, query);
+            negotiate::add_warnings(&mut response, &warnings);
+            Ok(response)
+        }
+        "delete" => {
+            let output = negotiate::output(headers)?;
+            let name = r.name.as_deref().unwrap_or("");
+            let options = delete_options(query, body)?;
+            let deleted = registry.delete(info, ns, name, &options).await?;
+            if deleted.gone && !returns_deleted_object(info) {
+                let status = json!({
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "status": "Success",
+                    "details": {
+                        "name": name,
+                        "group": info.group,
+                        "kind": info.plural,
+                        "uid": object::uid(&deleted.object).unwrap_or(""),
+                    },
+                });
+                return Ok(negotiate::respond(StatusCode::OK, &status, Output::Json, &[]));
+            }
+            Ok(object_response(StatusCode::OK, info, deleted.object, output, query))
+        }
+        "deletecollection" => {
+            let filter = filter_for(info, query, None)?;
+            let options = delete_options(query, body)?;
+            let page = registry.list(info, ns, &ListOptions::default(), &filter).await?;
+            let mut deleted = Vec::new();
+            for obj in page.items {
+                let name = object::name(&obj).unwrap_or("").to_string();
+                let obj_ns = object::namespace(&obj).map(String::from);
+                match registry.delete(info, obj_ns.as_deref(), &name, &options).await {
+                    Ok(d) => deleted.push(d.object),
+                    Err(e) if e.code == StatusCode::NOT_FOUND => {}
+                    Err(e) => return Err(e),
+                }
+            }
+            let list = json!({
+                "kind": info.list_kind,
+                "apiVersion": info.api_version(),
+                "metadata": {"resourceVersion": page.resource_version.to_string()},
+                "items": deleted,
+            });
+            Ok(negotiate::respond(StatusCode::OK, &list, Output::Json, &[]))
+        }
+        _ => Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        )),
+    }
+}
+
+/// The `&'static` entry of a resource (watch streams outlive the request).
+fn info_static(state: &ApiState, info: &ResourceInfo) -> &'static ResourceInfo {
+    state.resources.get(info.group, info.version, info.plural).expect("known resource")
+}
+
+/// kube-apiserver's default watch timeout: between the minimum request timeout (30 min) and
+/// twice that, at random, so that watches do not all end at once.
+fn default_watch_timeout() -> Duration {
+    use rand::RngExt;
+    Duration::from_secs(rand::rng().random_range(1800..3600))
+}
+
+/// Resources whose delete answers with the deleted object rather than a Status.
+fn returns_deleted_object(info: &ResourceInfo) -> bool {
+    matches!((info.group, info.plural), ("", "pods") | ("", "namespaces") | ("", "services"))
+}
+
+fn object_response(
+    status: StatusCode,
+    info: &ResourceInfo,
+    obj: Value,
+    output: Output,
+    query: &Query,
+) -> Response {
+    match output {
+        Output::Table { v1beta1 } => {
+            let include = IncludeObject::parse(query.get("includeObject").map(String::as_str));
+            let rv = object::resource_version(&obj).map(String::from);
+            let t = table::table(
+                info,
+                std::slice::from_ref(&obj),
+                include,
+                v1beta1,
+                true,
+                rv,
+                None,
+                None,
+            );
+            negotiate::respond(status, &t, Output::Json, &[])
+        }
+        other => negotiate::respond(status, &obj, other, &[]),
+    }
+}
+
+async fn list(
+    state: &ApiState,
+    headers: &HeaderMap,
+    query: &Query,
+    info: &ResourceInfo,
+    ns: Option<&str>,
+) -> ApiResult<Response> {
+    let output = negotiate::output(headers)?;
+    let filter = filter_for(info, query, None)?;
+    let options = ListOptions {
+        limit: match query.get("limit") {
+            Some(l) => Some(
+                l.parse::<usize>()
+                    .map_err(|_| ApiError::bad_request(format!("invalid limit {l:?}")))?,
+            ),
+            None => None,
+        },
+        continue_token: query.get("continue").filter(|c| !c.is_empty()).cloned(),
+        resource_version: query.get("resourceVersion").cloned(),
+        resource_version_match: query
+            .get("resourceVersionMatch")
+            .filter(|m| !m.is_empty())
+            .cloned(),
+    };
+    if options.continue_token.is_some()
+        && options.resource_version.as_deref().is_some_and(|rv| !rv.is_empty())
+    {
+        return Err(ApiError::bad_request(
+            "specifying resource version is not allowed when using continue",
+        ));
+    }
+    // Whole lists come from the watch cache; pages (and exact revisions) from the store, so
+    // that every page is consistent at one revision.
+    let from_cache = options.limit.is_none_or(|l| l == 0)
+        && options.continue_token.is_none()
+        && options.resource_version_match.as_deref() != Some("Exact");
+    if from_cache {
+        return list_from_cache(state, query, info, ns, output, &options, &filter).await;
+    }
+    let page = state.registry.list(info, ns, &options, &filter).await?;
+    let rv = page.resource_version.to_string();
+    if let Output::Table { v1beta1 } = output {
+        let include = IncludeObject::parse(query.get("includeObject").map(String::as_str));
+        let t = table::table(
+            info,
+            &page.items,
+            include,
+            v1beta1,
+            true,
+            Some(rv),
+            page.continue_token,
+            page.remaining,
+        );
+        return Ok(negotiate::respond(StatusCode::OK, &t, Output::Json, &[]));
+    }
+    let mut metadata = json!({"resourceVersion": rv});
+    if let Some(token) = page.continue_token {
+        metadata["continue"] = json!(token);
+    }
+    if let Some(remaining) = page.remaining {
+        metadata["remainingItemCount"] = json!(remaining);
+    }
+    let list = json!({
+        "kind": info.list_kind,
+        "apiVersion": info.api_version(),
+        "metadata": metadata,
+        "items": page.items,
+    });
+    Ok(negotiate::respond(StatusCode::OK, &list, output, &[]))
+}
+
+/// A whole list from the watch cache, once the cache has caught up with what the client
+/// asked for: with no resourceVersion, everything written before the request (a consistent
+/// read); with `0`, whatever the cache has; with N, at least N.
+#[allow(clippy::too_many_arguments)]
+async fn list_from_cache(
+    state: &ApiState,
+    query: &Query,
+    info: &ResourceInfo,
+    ns: Option<&str>,
+    output: Output,
+    options: &ListOptions,
+    filter: &Filter,
+) -> ApiResult<Response> {
+    let registry = &state.registry;
+    let cache = registry.cache(info)?;
+    match options.resource_version.as_deref().filter(|rv| !rv.is_empty()) {
+        None => {
+            cache.wait_fresh(registry.store.as_ref()).await?;
+        }
+        Some("0") => {}
+        Some(rv) => {
+            let rv: i64 = rv
+                .parse()
+                .map_err(|_| ApiError::bad_request(format!("invalid resource version {rv:?}")))?;
+            cache.wait_for(rv).await?;
+        }
+    }
+    let (objects, revision) = cache.list(&registry.prefix(info, ns), filter);
+    let same_version = info.version == cache.info().version;
+    if let (Output::Json, true) = (output, same_version) {
+        // The cached bytes go out as they are.
+        let head = json!({"kind": info.list_kind, "apiVersion": info.api_version(), "metadata": {"resourceVersion": revision.to_string()}});
+        let mut body = serde_json::to_vec(&head).unwrap_or_default();
+        body.pop(); // the closing brace
+        body.extend_from_slice(b",\"items\":[");
+        for (i, o) in objects.iter().enumerate() {
+            if i > 0 {
+                body.push(b',');
+            }
+            body.extend_from_slice(&o.json);
+        }
+        body.extend_from_slice(b"]}");
+        let mut response = (StatusCode::OK, body).into_response();
+        response
+            .headers_mut()
+            .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+        return Ok(response);
+    }
+    let items: Vec<Value> =
+        objects.iter().map(|o| crate::registry::convert(o.value(), info)).collect();
+    if let Output::Table { v1beta1 } = output {
+        let include = IncludeObject::parse(query.get("includeObject").map(String::as_str));
+        let t = table::table(
+            info,
+            &items,
+            include,
+            v1beta1,
+            true,
+            Some(revision.to_string()),
+            None,
+            None,
+        );
+        return Ok(negotiate::respond(StatusCode::OK, &t, Output::Json, &[]));
+    }
+    let list = json!({
+        "kind": info.list_kind,
+        "apiVersion": info.api_version(),
+        "metadata": {"resourceVersion": revision.to_string()},
+        "items": items,
+    });
+    Ok(negotiate::respond(StatusCode::OK, &list, output, &[]))
+}
+
+/// The label and field selectors of a list or watch, checked: a field the resource does not
+/// support is a 400, as upstream.
+fn filter_for(info: &ResourceInfo, query: &Query, name: Option<&str>) -> ApiResult<Filter> {
+    let labels = match query.get("labelSelector").filter(|s| !s.is_empty()) {
+        Some(s) => Some(LabelSelector::parse(s).map_err(|e| ApiError::bad_request(e.to_string()))?),
+        None => None,
+    };
+    let fields = match query.get("fieldSelector").filter(|s| !s.is_empty()) {
+        Some(s) => Some(FieldSelector::parse(s).map_err(|e| ApiError::bad_request(e.to_string()))?),
+        None => None,
+    };
+    if let Some(fields) = &fields {
+        let supported: Vec<&str> =
+            strategy::field_values(info, &json!({})).into_iter().map(|(f, _)| f).collect();
+        for requirement in fields.requirements() {
+            if !supported.contains(&requirement.field.as_str()) {
+                return Err(ApiError::bad_request(format!(
+                    "field label not supported: {}",
+                    requirement.field
+                )));
+            }
+        }
+    }
+    let name = name.map(String::from);
+    Ok(Arc::new(move |view: &FilterView<'_>| {
+        if name.as_deref().is_some_and(|n| n != view.name) {
+            return false;
+        }
+        if labels.as_ref().is_some_and(|l| !l.matches(view.labels)) {
+            return false;
+        }
+        if let Some(fields) = &fields {
+            let found =
+                |field: &str| view.fields.iter().find(|(f, _)| *f == field).map(|(_, v)| v.clone());
+            if !fields.matches_with(found) {
+                return false;
+            }
+        }
+        true
+    }))
+}
+
+fn write_options(query: &Query) -> ApiResult<WriteOptions> {
+    let dry_run = match query.get("dryRun").map(String::as_str) {
+        None | Some("") => false,
+        Some("All") => true,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "Invalid dry run value: {other:?}: supported values: \"All\""
+            )))
+        }
+    };
+    Ok(WriteOptions { dry_run })
+}
+
+/// The body of a create or update, decoded and normalized (see [`normalize_object`]).
+fn decode_object(
+    info: &ResourceInfo,
+    headers: &HeaderMap,
+    query: &Query,
+    body: &[u8],
+) -> ApiResult<(Value, Vec<String>)> {
+    let obj = negotiate::decode_body(headers, body)?;
+    normalize_object(info, query, obj)
+}
+
+/// Reads an object as its kind's type, the way kube-apiserver decodes into its Go types: a
+/// wrong type is a 400, fields the type does not have are dropped, and reported as
+/// `fieldValidation` says (Strict: 400; Warn, the default: warnings; Ignore: nothing).
+fn normalize_object(
+    info: &ResourceInfo,
+    query: &Query,
+    mut obj: Value,
+) -> ApiResult<(Value, Vec<String>)> {
+    let mode = query.get("fieldValidation").map(String::as_str).unwrap_or("Warn");
+    if !matches!(mode, "Ignore" | "Warn" | "Strict") {
+        return Err(ApiError::bad_request(format!(
+            "fieldValidation parameter unsupported: {mode}. Supported values: Ignore, Warn, Strict"
+        )));
+    }
+    crate::registry::check_type(info, &obj)?;
+    obj["apiVersion"] = json!(info.api_version());
+    obj["kind"] = json!(info.kind);
+    let (normalized, unknown) = (info.normalize)(&obj).map_err(|e| {
+        ApiError::bad_request(format!(
+            "{} in version {:?} cannot be handled as a {}: {e}",
+            info.kind, info.version, info.kind
+        ))
+    })?;
+    let messages: Vec<String> = unknown.iter().map(|f| format!("unknown field {f:?}")).collect();
+    match mode {
+        "Strict" if !messages.is_empty() => {
+            Err(ApiError::bad_request(format!("strict decoding error: {}", messages.join(", "))))
+        }
+        "Warn" => Ok((normalized, messages)),
+        _ => Ok((normalized, Vec::new())),
+    }
+}
+
+fn delete_options(query: &Query, body: &[u8]) -> ApiResult<DeleteOptions> {
+    let mut options = DeleteOptions::default();
+    if !body.is_empty() {
+        let value: Value = serde_json::from_slice(body).map_err(|e| {
+            ApiError::bad_request(format!(
+                "the body of the request could not be decoded as DeleteOptions: {e}"
+            ))
+        })?;
+        options.grace_period_seconds = value["gracePeriodSeconds"].as_i64();
+        options.propagation_policy = value["propagationPolicy"].as_str().map(String::from);
+        options.precondition_uid = value["preconditions"]["uid"].as_str().map(String::from);
+        options.precondition_resource_version =
+            value["preconditions"]["resourceVersion"].as_str().map(String::from);
+        if let Some(dry) = value["dryRun"].as_array() {
+            options.dry_run = dry.iter().any(|d| d == "All");
+        }
+        if value["orphanDependents"] == json!(true) && options.propagation_policy.is_none() {
+            options.propagation_policy = Some("Orphan".into());
+        }
+    }
+    if let Some(g) = query.get("gracePeriodSeconds") {
+        options.grace_period_seconds = Some(
+            g.parse()
+                .map_err(|_| ApiError::bad_request(format!("invalid gracePeriodSeconds {g:?}")))?,
+        );
+    }
+    if let Some(p) = query.get("propagationPolicy") {
+        options.propagation_policy = Some(p.clone());
+    }
+    if let Some(p) = &options.propagation_policy {
+        if !matches!(p.as_str(), "Orphan" | "Background" | "Foreground") {
+            return Err(ApiError::bad_request(format!(
+                "propagationPolicy: Unsupported value: {p:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""
+            )));
+        }
+    }
+    options.dry_run |= write_options(query)?.dry_run;
+    Ok(options)
+}
+
+/// The patch type (from the Content-Type) and the patch.
+fn decode_patch(headers: &HeaderMap, body: &[u8]) -> ApiResult<(PatchType, Value)> {
+    let content_type = negotiate::content_type(headers);
+    let patch_type = PatchType::from_content_type(&content_type)
+        .ok_or_else(|| ApiError::unsupported_media_type(&content_type))?;
+    if body.len() > negotiate::MAX_BODY {
+        return Err(ApiError::too_large("Request entity too large: limit is 3145728"));
+    }
+    let patch = decode_patch_body(patch_type, body).map_err(patch_error)?;
+    Ok((patch_type, patch))
+}
+
+fn patch_error(e: PatchError) -> ApiError {
+    let code = StatusCode::from_u16(e.status_code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let reason = match e.reason() {
+        "" => "InternalError",
+        r => r,
+    };
+    ApiError::new(code, reason, e.status_message())
+}
+
+/// PATCH of an object or of its status.
+#[allow(clippy::too_many_arguments)]
+async fn patch(
+    registry: &Registry,
+    headers: &HeaderMap,
+    query: &Query,
+    info: &ResourceInfo,
+    ns: Option<&str>,
+    name: &str,
+    subresource: Option<&str>,
+    body: &[u8],
+) -> ApiResult<(Value, Vec<String>)> {
+    let (patch_type, patch) = decode_patch(headers, body)?;
+    let schema = PatchSchema::builtin();
+    let type_name = schema.definition_for(info.group, info.version, info.kind);
+    let options = write_options(query)?;
+    let warnings = std::sync::Mutex::new(Vec::new());
+    let patched = registry
+        .modify(info, ns, name, subresource, &options, None, |old| {
+            let patched = apply_patch(
+                patch_type,
+                old,
+                &patch,
+                type_name.map(|_| schema),
+                type_name.unwrap_or(""),
+            )
+            .map_err(patch_error)?;
+            let (normalized, found) = normalize_object(info, query, patched)?;
+            *warnings.lock().expect("warnings") = found;
+            Ok(normalized)
+        })
+        .await?;
+    Ok((patched, warnings.into_inner().expect("warnings")))
+}
+
+/// Subresources: status (get, update, patch), scale, pods/binding.
+async fn subresource(
+    state: &ApiState,
+    headers: &HeaderMap,
+    query: &Query,
+    info: &ResourceInfo,
+    r: &ResourceRequest,
+    sub: &str,
+    body: &[u8],
+) -> ApiResult<Response> {
+    let registry = &state.registry;
+    let ns = r.namespace.as_deref();
+    let name = r.name.as_deref().ok_or_else(ApiError::path_not_found)?;
+    let output = negotiate::output(headers)?;
+    match (sub, r.verb) {
+        ("status", "get") => {
+            let obj = registry.get(info, ns, name).await?;
+            Ok(object_response(StatusCode::OK, info, obj, output, query))
+        }
+        ("status", "update") => {
+            let (obj, _) = decode_object(info, headers, query, body)?;
+            let updated = registry
+                .update(info, ns, name, Some("status"), obj, &write_options(query)?)
+                .await?;
+            Ok(object_response(StatusCode::OK, info, updated, output, query))
+        }
+        ("status", "patch") => {
+            let (patched, warnings) =
+                patch(registry, headers, query, info, ns, name, Some("status"), body).await?;
+            let mut response = object_response(StatusCode::OK, info, patched, output, query);
+            negotiate::add_warnings(&mut response, &warnings);
+            Ok(response)
+        }
+        ("finalize", "update") => {
+            let (obj, _) = decode_object(info, headers, query, body)?;
+            let updated = registry
+                .update(info, ns, name, Some("finalize"), obj, &write_options(query)?)
+                .await?;
+            Ok(object_response(StatusCode::OK, info, updated, output, query))
+        }
+        ("scale", "get") => {
+            let obj = registry.get(info, ns, name).await?;
+            Ok(negotiate::respond(StatusCode::OK, &to_scale(&obj), Output::Json, &[]))
+        }
+        ("scale", "update" | "patch") => {
+            let options = write_options(query)?;
+            let current = registry.get(info, ns, name).await?;
+            let scale = if r.verb == "update" {
+                negotiate::decode_body(headers, body)?
+            } else {
+                let (patch_type, patch) = decode_patch(headers, body)?;
+                let schema = PatchSchema::builtin();
+                let type_name = schema.definition_for("autoscaling", "v1", "Scale");
+                apply_patch(
+                    patch_type,
+                    &to_scale(&current),
+                    &patch,
+                    type_name.map(|_| schema),
+                    type_name.unwrap_or(""),
+                )
+                .map_err(patch_error)?
+            };
+            let replicas = scale["spec"]["replicas"].as_i64().unwrap_or(0);
+            if replicas < 0 {
+                return Err(ApiError::invalid(
+                    "autoscaling",
+                    "Scale",
+                    name,
+                    vec![rkube_apis::validation::FieldError::invalid(
+                        "spec.replicas",
+                        &scale["spec"]["replicas"],
+                        "must be greater than or equal to 0",
+                    )],
+                ));
+            }
+            let precondition = object::resource_version(&scale).map(String::from);
+            let updated = registry
+                .modify(info, ns, name, None, &options, precondition, |old| {
+                    let mut new = old.clone();
+                    new["spec"]["replicas"] = json!(replicas);
+                    if let Some(m) = new["metadata"].as_object_mut() {
+                        m.remove("resourceVersion");
+                    }
+                    Ok(new)
+                })
+                .await?;
+            Ok(negotiate::respond(StatusCode::OK, &to_scale(&updated), Output::Json, &[]))
+        }
+        ("binding", "create") => {
+            let binding = negotiate::decode_body(headers, body)?;
+            let node = binding["target"]["name"].as_str().unwrap_or("").to_string();
+            if node.is_empty() {
+                return Err(ApiError::invalid(
+                    "",
+                    "Binding",
+                    name,
+                    vec![rkube_apis::validation::FieldError::required("target.name", "")],
+                ));
+            }
+            registry
+                .modify(info, ns, name, None, &write_options(query)?, None, |old| {
+                    if old["spec"]["nodeName"].as_str().is_some_and(|n| !n.is_empty()) {
+                        return Err(ApiError::conflict(
+                            "",
+                            "pods",
+                            name,
+                            &format!(
+                                "pod {name} is already assigned to node {:?}",
+                                old["spec"]["nodeName"].as_str().unwrap_or("")
+                            ),
+                        ));
+                    }
+                    let mut new = old.clone();
+                    new["spec"]["nodeName"] = json!(node);
+                    if let Some(m) = new["metadata"].as_object_mut() {
+                        m.remove("resourceVersion");
+                    }
+                    Ok(new)
+                })
+                .await?;
+            let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
+            Ok(negotiate::respond(StatusCode::CREATED, &status, Output::Json, &[]))
+        }
+        ("eviction", "create") => {
+            // Stored as a plain delete for now (no PodDisruptionBudget check yet).
+            registry.delete(info, ns, name, &DeleteOptions::default()).await?;
+            let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
+            Ok(negotiate::respond(StatusCode::CREATED, &status, Output::Json, &[]))
+        }
+        _ => Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        )),
+    }
+}
+
+/// The `autoscaling/v1 Scale` view of a scalable object.
+fn to_scale(obj: &Value) -> Value {
+    let selector = &obj["spec"]["selector"];
+    let selector_string = match selector.get("matchLabels").and_then(Value::as_object) {
+        Some(labels) => labels
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+            .collect::<Vec<_>>()
+            .join(","),
+        None => selector
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .unwrap_or_default(),
+    };
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            "name": obj["metadata"]["name"],
+            "namespace": obj["metadata"]["namespace"],
+            "uid": obj["metadata"]["uid"],
+            "resourceVersion": obj["metadata"]["resourceVersion"],
+            "creationTimestamp": obj["metadata"]["creationTimestamp"],
+        },
+        "spec": {"replicas": obj["spec"]["replicas"].as_i64().unwrap_or(0)},
+        "status": {"replicas": obj["status"]["replicas"].as_i64().unwrap_or(0), "selector": selector_string},
+    })
+}

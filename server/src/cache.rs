@@ -1,0 +1,366 @@
+//! The watch cache: one per resource, in memory, fed by one store watch.
+//!
+//! Each cache holds the current objects of its resource and a window of recent events.
+//! Lists without a limit are answered from it (after it has caught up with the store, so a
+//! client reads its own writes), and every watch is served from it: one store watch per
+//! resource however many clients watch, each event decoded once and shared.
+//!
+//! Objects are kept as their JSON bytes (resourceVersion included, ready to send) plus what
+//! selectors need (labels and the kind's field values), which keeps the memory per object
+//! close to its JSON size.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use bytes::Bytes;
+use rkube_apis::resources::ResourceInfo;
+use rkube_apis::strategy;
+use rkube_store::{EventKind, KeyValue, RangeRequest, Revision, Store};
+use serde_json::Value;
+use tokio::sync::{broadcast, watch, Notify};
+
+use crate::object;
+use crate::status::{ApiError, ApiResult};
+
+/// How many recent events a cache keeps for watches that resume.
+const WINDOW: usize = 10_000;
+/// How many events a watcher may fall behind before it is ended (it then resumes).
+const WATCHER_BUFFER: usize = 4_096;
+/// How often the cache asks the store how far it has seen (for bookmarks and fresh reads).
+const PROGRESS_INTERVAL: Duration = Duration::from_secs(5);
+
+/// One object as the cache holds it.
+#[derive(Debug)]
+pub struct CachedObject {
+    pub key: String,
+    pub name: String,
+    pub namespace: String,
+    pub revision: Revision,
+    /// The object's JSON, `metadata.resourceVersion` set.
+    pub json: Bytes,
+    pub labels: BTreeMap<String, String>,
+    pub fields: Vec<(&'static str, String)>,
+}
+
+impl CachedObject {
+    fn from_value(
+        info: &ResourceInfo,
+        key: &str,
+        mut value: Value,
+        revision: Revision,
+    ) -> CachedObject {
+        object::set_resource_version(&mut value, revision);
+        CachedObject {
+            key: key.to_string(),
+            name: object::name(&value).unwrap_or("").to_string(),
+            namespace: object::namespace(&value).unwrap_or("").to_string(),
+            revision,
+            labels: object::labels(&value),
+            fields: strategy::field_values(info, &value),
+            json: Bytes::from(serde_json::to_vec(&value).unwrap_or_default()),
+        }
+    }
+
+    /// The object as a JSON value.
+    pub fn value(&self) -> Value {
+        serde_json::from_slice(&self.json).unwrap_or(Value::Null)
+    }
+
+    pub fn view(&self) -> FilterView<'_> {
+        FilterView { name: &self.name, labels: &self.labels, fields: &self.fields }
+    }
+}
+
+/// What a label or field selector looks at.
+pub struct FilterView<'a> {
+    pub name: &'a str,
+    pub labels: &'a BTreeMap<String, String>,
+    pub fields: &'a [(&'static str, String)],
+}
+
+/// Decides whether an object is in a list or watch.
+pub type Filter = Arc<dyn Fn(&FilterView<'_>) -> bool + Send + Sync>;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// One change, with the object before it (for selectors that stop or start matching).
+#[derive(Debug)]
+pub struct CacheEvent {
+    pub revision: Revision,
+    pub kind: EventType,
+    pub object: Arc<CachedObject>,
+    pub prev: Option<Arc<CachedObject>>,
+}
+
+struct State {
+    objects: BTreeMap<String, Arc<CachedObject>>,
+    window: VecDeque<Arc<CacheEvent>>,
+    /// Every event up to this revision has been applied.
+    revision: Revision,
+    /// Every event after this revision is in the window.
+    oldest: Revision,
+}
+
+/// The cache of one resource (its storage version).
+pub struct Cache {
+    info: &'static ResourceInfo,
+    prefix: String,
+    state: RwLock<State>,
+    events: broadcast::Sender<Arc<CacheEvent>>,
+    revision: watch::Sender<Revision>,
+    progress: Arc<Notify>,
+}
+
+/// How a watch starts: the events to send first, and the live ones after them.
+pub struct WatchStart {
+    pub initial: Vec<Arc<CacheEvent>>,
+    /// The revision the initial events bring the watcher to.
+    pub revision: Revision,
+    pub live: broadcast::Receiver<Arc<CacheEvent>>,
+}
+
+impl Cache {
+    /// Lists the resource from the store and starts following it.
+    pub async fn start(
+        store: Arc<dyn Store>,
+        info: &'static ResourceInfo,
+    ) -> ApiResult<Arc<Cache>> {
+        let prefix = info.key_prefix();
+        let (events, _) = broadcast::channel(WATCHER_BUFFER);
+        let (revision, _) = watch::channel(0);
+        let cache = Arc::new(Cache {
+            info,
+            prefix,
+            state: RwLock::new(State {
+                objects: BTreeMap::new(),
+                window: VecDeque::new(),
+                revision: 0,
+                oldest: 0,
+            }),
+            events,
+            revision,
+            progress: Arc::new(Notify::new()),
+        });
+        let listed = cache.relist(store.as_ref()).await?;
+        tokio::spawn(cache.clone().follow(store, listed));
+        Ok(cache)
+    }
+
+    /// Replaces the contents with a fresh list; returns its revision.
+    async fn relist(&self, store: &dyn Store) -> ApiResult<Revision> {
+        let page = store.range(RangeRequest::prefix(&self.prefix)).await?;
+        let mut objects = BTreeMap::new();
+        for kv in &page.kvs {
+            if let Some(obj) = self.decode(kv) {
+                objects.insert(kv.key.clone(), Arc::new(obj));
+            }
+        }
+        let mut state = self.state.write().expect("cache lock");
+        state.objects = objects;
+        state.window.clear();
+        state.revision = page.revision;
+        state.oldest = page.revision;
+        self.revision.send_replace(page.revision);
+        Ok(page.revision)
+    }
+
+    fn decode(&self, kv: &KeyValue) -> Option<CachedObject> {
+        match serde_json::from_slice::<Value>(&kv.value) {
+            Ok(value) => Some(CachedObject::from_value(self.info, &kv.key, value, kv.mod_revision)),
+            Err(e) => {
+                tracing::error!(key = kv.key, error = %e, "stored object is not JSON; left out of the cache");
+                None
+            }
+        }
+    }
+
+    /// Follows the store from `from`, relisting when the store compacted past it.
+    async fn follow(self: Arc<Cache>, store: Arc<dyn Store>, mut from: Revision) {
+        loop {
+            match store.watch(&self.prefix, true, from + 1).await {
+                Ok(mut stream) => {
+                    let mut ticker = tokio::time::interval(PROGRESS_INTERVAL);
+                    loop {
+                        tokio::select! {
+                            _ = ticker.tick() => stream.request_progress(),
+                            _ = self.progress.notified() => stream.request_progress(),
+                            response = stream.recv() => match response {
+                                Some(Ok(r)) if r.is_progress() => {
+                                    self.advance(r.revision);
+                                }
+                                Some(Ok(r)) => {
+                                    for event in r.events {
+                                        self.apply(event);
+                                    }
+                                    from = self.state.read().expect("cache lock").revision;
+                                }
+                                Some(Err(e)) => {
+                                    tracing::warn!(resource = self.info.plural, error = %e, "cache watch ended; restarting");
+                                    break;
+                                }
+                                None => break,
+                            },
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(resource = self.info.plural, error = %e, "cache watch failed; retrying")
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            if let Ok(revision) = self.relist(store.as_ref()).await {
+                from = revision;
+            }
+        }
+    }
+
+    /// Notes that every event up to `revision` has been applied.
+    fn advance(&self, revision: Revision) {
+        let mut state = self.state.write().expect("cache lock");
+        if revision > state.revision {
+            state.revision = revision;
+            self.revision.send_replace(revision);
+        }
+    }
+
+    fn apply(&self, event: rkube_store::Event) {
+        let revision = event.revision();
+        let mut state = self.state.write().expect("cache lock");
+        if revision <= state.revision {
+            return;
+        }
+        let prev = state.objects.get(&event.kv.key).cloned();
+        let cache_event = match event.kind {
+            EventKind::Put => {
+                let Some(obj) = self.decode(&event.kv) else { return };
+                let obj = Arc::new(obj);
+                state.objects.insert(event.kv.key.clone(), obj.clone());
+                let kind = if prev.is_some() { EventType::Modified } else { EventType::Added };
+                CacheEvent { revision, kind, object: obj, prev }
+            }
+            EventKind::Delete => {
+                state.objects.remove(&event.kv.key);
+                let Some(prev) = prev else { return };
+                // The deleted object, as it was, at the revision of its deletion.
+                let obj = CachedObject::from_value(self.info, &prev.key, prev.value(), revision);
+                CacheEvent {
+                    revision,
+                    kind: EventType::Deleted,
+                    object: Arc::new(obj),
+                    prev: Some(prev),
+                }
+            }
+        };
+        let cache_event = Arc::new(cache_event);
+        state.window.push_back(cache_event.clone());
+        if state.window.len() > WINDOW {
+            if let Some(dropped) = state.window.pop_front() {
+                state.oldest = dropped.revision;
+            }
+        }
+        state.revision = revision;
+        // Sent under the lock: a watcher that subscribed under it sees no gap and no repeat.
+        let _ = self.events.send(cache_event);
+        self.revision.send_replace(revision);
+    }
+
+    /// Waits until the cache has applied everything the store had when this was called
+    /// (consistent reads), asking the store for progress; 3 s at most.
+    pub async fn wait_fresh(&self, store: &dyn Store) -> ApiResult<Revision> {
+        let target = store.current_revision().await?;
+        self.wait_for(target).await
+    }
+
+    /// Waits until the cache reaches `target`; 3 s at most, as upstream.
+    pub async fn wait_for(&self, target: Revision) -> ApiResult<Revision> {
+        let mut revision = self.revision.subscribe();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+        loop {
+            let now = *revision.borrow_and_update();
+            if now >= target {
+                return Ok(now);
+            }
+            self.progress.notify_one();
+            match tokio::time::timeout_at(deadline, revision.changed()).await {
+                Ok(Ok(())) => {}
+                _ => {
+                    return Err(ApiError::timeout(format!(
+                        "Too large resource version: {target}, current: {now}"
+                    )))
+                }
+            }
+        }
+    }
+
+    /// The objects under `prefix` that pass `filter`, and the revision they are at.
+    pub fn list(&self, prefix: &str, filter: &Filter) -> (Vec<Arc<CachedObject>>, Revision) {
+        let state = self.state.read().expect("cache lock");
+        let items = state
+            .objects
+            .range(prefix.to_string()..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .filter(|(_, o)| filter(&o.view()))
+            .map(|(_, o)| o.clone())
+            .collect();
+        (items, state.revision)
+    }
+
+    /// Starts a watch: from the current state (`from` = None: every object as ADDED) or
+    /// after revision `from` (the window's events after it). Too old: 410 Gone.
+    pub fn watch(&self, from: Option<Revision>, prefix: &str) -> ApiResult<WatchStart> {
+        let state = self.state.read().expect("cache lock");
+        let live = self.events.subscribe();
+        match from {
+            None => {
+                let initial = state
+                    .objects
+                    .range(prefix.to_string()..)
+                    .take_while(|(k, _)| k.starts_with(prefix))
+                    .map(|(_, o)| {
+                        Arc::new(CacheEvent {
+                            revision: o.revision,
+                            kind: EventType::Added,
+                            object: o.clone(),
+                            prev: None,
+                        })
+                    })
+                    .collect();
+                Ok(WatchStart { initial, revision: state.revision, live })
+            }
+            Some(from) if from < state.oldest => Err(ApiError::gone(format!(
+                "too old resource version: {from} ({})",
+                state.oldest + 1
+            ))),
+            Some(from) => {
+                let initial = state
+                    .window
+                    .iter()
+                    .filter(|e| e.revision > from && e.object.key.starts_with(prefix))
+                    .cloned()
+                    .collect();
+                Ok(WatchStart { initial, revision: state.revision.max(from), live })
+            }
+        }
+    }
+
+    /// The revision the cache has applied everything up to.
+    pub fn current(&self) -> Revision {
+        *self.revision.borrow()
+    }
+
+    pub fn info(&self) -> &'static ResourceInfo {
+        self.info
+    }
+
+    /// How many objects the cache holds, and their JSON bytes.
+    pub fn size(&self) -> (usize, usize) {
+        let state = self.state.read().expect("cache lock");
+        (state.objects.len(), state.objects.values().map(|o| o.json.len()).sum())
+    }
+}

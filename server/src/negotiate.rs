@@ -1,0 +1,154 @@
+//! Content negotiation: decoding request bodies (JSON, YAML, the patch types) and choosing the
+//! response form the client asked for (JSON, YAML, or a `meta.k8s.io/v1 Table`).
+
+use axum::response::{IntoResponse, Response};
+use http::{HeaderMap, HeaderValue, StatusCode};
+use serde_json::Value;
+
+use crate::status::{ApiError, ApiResult};
+
+/// The largest request body accepted (kube-apiserver: 3 MiB).
+pub const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// What the client wants back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Output {
+    Json,
+    Yaml,
+    /// `meta.k8s.io/v1` (or v1beta1) Table.
+    Table {
+        v1beta1: bool,
+    },
+}
+
+/// Reads the Accept header. kubectl asks for tables with JSON as the fallback; a client that
+/// accepts nothing we can produce gets 406.
+pub fn output(headers: &HeaderMap) -> ApiResult<Output> {
+    let accept = headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if accept.trim().is_empty() {
+        return Ok(Output::Json);
+    }
+    for part in accept.split(',') {
+        let part = part.replace(' ', "");
+        let (media, params) = part.split_once(';').unwrap_or((part.as_str(), ""));
+        let params: Vec<&str> = params.split(';').collect();
+        let has = |p: &str| params.contains(&p);
+        match media {
+            "application/json" | "*/*" | "application/*"
+                if has("as=Table") && has("g=meta.k8s.io") && (has("v=v1") || has("v=v1beta1")) =>
+            {
+                return Ok(Output::Table { v1beta1: has("v=v1beta1") });
+            }
+            "application/json" | "application/*" | "*/*" => {
+                // `as=PartialObjectMetadata` and other conversions are not served: fall through
+                // to the next acceptable type, as upstream does.
+                if params.iter().any(|p| p.starts_with("as=")) {
+                    continue;
+                }
+                return Ok(Output::Json);
+            }
+            "application/yaml" => return Ok(Output::Yaml),
+            _ => {}
+        }
+    }
+    Err(ApiError::not_acceptable(format!(
+        "only the following media types are accepted: application/json, application/yaml, \
+         application/json;as=Table;v=v1;g=meta.k8s.io (asked for {accept:?})"
+    )))
+}
+
+/// A body as an object, from JSON, YAML or the Kubernetes protobuf encoding.
+pub fn decode_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
+    if body.len() > MAX_BODY {
+        return Err(ApiError::too_large("Request entity too large: limit is 3145728"));
+    }
+    let content_type = content_type(headers);
+    let value: Value = match content_type.as_str() {
+        "" | "application/json" => serde_json::from_slice(body).map_err(|e| {
+            ApiError::bad_request(format!(
+                "the body of the request could not be decoded as JSON: {e}"
+            ))
+        })?,
+        "application/yaml" | "application/x-yaml" | "text/yaml" => serde_yaml::from_slice(body)
+            .map_err(|e| {
+                ApiError::bad_request(format!(
+                    "the body of the request could not be decoded as YAML: {e}"
+                ))
+            })?,
+        rkube_apis::protobuf::CONTENT_TYPE => rkube_apis::protobuf::decode(body).map_err(|e| {
+            ApiError::bad_request(format!(
+                "the body of the request could not be decoded as protobuf: {e}"
+            ))
+        })?,
+        other => return Err(ApiError::unsupported_media_type(other)),
+    };
+    if !value.is_object() {
+        return Err(ApiError::bad_request("the body of the request must be an object"));
+    }
+    Ok(value)
+}
+
+/// The media type of the body, without parameters.
+pub fn content_type(headers: &HeaderMap) -> String {
+    headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.split(';').next().unwrap_or("").trim().to_ascii_lowercase())
+        .unwrap_or_default()
+}
+
+/// An object (or list, or Status) in the requested encoding.
+pub fn respond(status: StatusCode, value: &Value, output: Output, warnings: &[String]) -> Response {
+    let (body, content_type) = match output {
+        Output::Yaml => {
+            (serde_yaml::to_string(value).unwrap_or_default().into_bytes(), "application/yaml")
+        }
+        _ => (serde_json::to_vec(value).unwrap_or_default(), "application/json"),
+    };
+    let mut response = (status, body).into_response();
+    response
+        .headers_mut()
+        .insert(http::header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    add_warnings(&mut response, warnings);
+    response
+}
+
+/// `Warning: 299 - "message"` headers, as kube-apiserver sends them.
+pub fn add_warnings(response: &mut Response, warnings: &[String]) {
+    for w in warnings {
+        let escaped = w.replace('\\', "\\\\").replace('"', "\\\"");
+        if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
+            response.headers_mut().append(http::header::WARNING, v);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn accept(v: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(http::header::ACCEPT, HeaderValue::from_str(v).unwrap());
+        h
+    }
+
+    #[test]
+    fn kubectl_get_asks_for_a_table() {
+        let h = accept("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json");
+        assert_eq!(output(&h).unwrap(), Output::Table { v1beta1: false });
+        assert_eq!(output(&accept("application/json")).unwrap(), Output::Json);
+        assert_eq!(
+            output(&accept(
+                "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
+            ))
+            .unwrap(),
+            Output::Json
+        );
+        assert!(output(&accept("application/vnd.kubernetes.protobuf")).is_err());
+        assert_eq!(
+            output(&accept("application/vnd.kubernetes.protobuf, */*")).unwrap(),
+            Output::Json
+        );
+    }
+}

@@ -1,0 +1,102 @@
+//! Reading and writing the `metadata` of objects held as JSON values.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Map, Value};
+
+/// `metadata` as a map, created when missing (or not an object).
+pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    if !obj["metadata"].is_object() {
+        obj["metadata"] = json!({});
+    }
+    obj["metadata"].as_object_mut().expect("metadata is an object")
+}
+
+pub fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
+    obj.get("metadata")?.get(field)?.as_str().filter(|s| !s.is_empty())
+}
+
+pub fn name(obj: &Value) -> Option<&str> {
+    meta_str(obj, "name")
+}
+
+pub fn namespace(obj: &Value) -> Option<&str> {
+    meta_str(obj, "namespace")
+}
+
+pub fn resource_version(obj: &Value) -> Option<&str> {
+    meta_str(obj, "resourceVersion")
+}
+
+pub fn uid(obj: &Value) -> Option<&str> {
+    meta_str(obj, "uid")
+}
+
+pub fn set_resource_version(obj: &mut Value, revision: i64) {
+    meta_mut(obj).insert("resourceVersion".into(), Value::String(revision.to_string()));
+}
+
+/// The labels, as a sorted map (non-string values are skipped).
+pub fn labels(obj: &Value) -> BTreeMap<String, String> {
+    obj["metadata"]["labels"]
+        .as_object()
+        .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect())
+        .unwrap_or_default()
+}
+
+pub fn finalizers(obj: &Value) -> Vec<String> {
+    obj["metadata"]["finalizers"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|f| f.as_str().map(String::from)).collect())
+        .unwrap_or_default()
+}
+
+pub fn is_terminating(obj: &Value) -> bool {
+    meta_str(obj, "deletionTimestamp").is_some()
+}
+
+/// The current time as Kubernetes writes timestamps (RFC 3339, seconds, UTC).
+pub fn now() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// A name from `generateName`: the prefix and five random characters from upstream's
+/// alphabet (no vowels, no look-alikes).
+pub fn generate_name(prefix: &str) -> String {
+    use rand::RngExt;
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut rng = rand::rng();
+    let suffix: String =
+        (0..5).map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char).collect();
+    // Upstream keeps the name within 63 characters by trimming the prefix.
+    let max_prefix = 63 - 5;
+    let prefix = if prefix.len() > max_prefix { &prefix[..max_prefix] } else { prefix };
+    format!("{prefix}{suffix}")
+}
+
+/// The parts of an object that are its "spec" for `metadata.generation`: everything but
+/// metadata and status.
+pub fn spec_part(obj: &Value) -> Map<String, Value> {
+    obj.as_object()
+        .map(|m| {
+            m.iter()
+                .filter(|(k, _)| {
+                    !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
+                })
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_names_keep_the_prefix() {
+        let n = generate_name("web-");
+        assert!(n.starts_with("web-") && n.len() == 9, "{n}");
+        assert!(generate_name(&"x".repeat(80)).len() == 63);
+    }
+}

@@ -1,0 +1,801 @@
+//! The generic registry: create, get, list, update, patch and delete for every resource, over
+//! the store, in the manner of kube-apiserver's generic registry store. Per-kind behaviour comes
+//! from the strategy hooks in `rkube_apis::strategy`; nothing here is per-kind code.
+//!
+//! Objects are stored as JSON in their resource's storage version under
+//! `ResourceInfo::key`; `metadata.resourceVersion` is never stored, it is the key's
+//! `mod_revision`, set on every read.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use rkube_apis::resources::{ResourceInfo, Resources};
+use rkube_apis::strategy;
+use rkube_store::{Error as StoreError, KeyValue, RangeRequest, Revision, Store};
+use serde_json::{json, Value};
+
+use crate::cache::Cache;
+use crate::object::{self, meta_mut};
+use crate::services::{Allocator, ServiceRanges};
+use crate::status::{ApiError, ApiResult};
+
+/// How many times an unconditional write retries after losing a compare-and-swap race.
+const MAX_RETRIES: usize = 16;
+/// How many `generateName` names a create tries before giving up (as upstream).
+const GENERATE_NAME_TRIES: usize = 8;
+
+pub use crate::cache::{Filter, FilterView};
+
+/// `dryRun` and friends.
+#[derive(Clone, Debug, Default)]
+pub struct WriteOptions {
+    pub dry_run: bool,
+}
+
+/// What a delete asks for (DeleteOptions).
+#[derive(Clone, Debug, Default)]
+pub struct DeleteOptions {
+    pub dry_run: bool,
+    pub grace_period_seconds: Option<i64>,
+    /// Orphan, Background or Foreground.
+    pub propagation_policy: Option<String>,
+    pub precondition_uid: Option<String>,
+    pub precondition_resource_version: Option<String>,
+}
+
+/// What a delete did.
+pub struct Deleted {
+    /// The object: as it was when removed, or as it is now while it waits (finalizers,
+    /// grace period).
+    pub object: Value,
+    /// True when the object is gone from the store.
+    pub gone: bool,
+}
+
+/// One page of a list.
+pub struct ListPage {
+    pub items: Vec<Value>,
+    pub resource_version: Revision,
+    pub continue_token: Option<String>,
+    pub remaining: Option<i64>,
+}
+
+/// List options after parsing.
+#[derive(Clone, Debug, Default)]
+pub struct ListOptions {
+    pub limit: Option<usize>,
+    pub continue_token: Option<String>,
+    pub resource_version: Option<String>,
+    pub resource_version_match: Option<String>,
+}
+
+/// The registry over one store.
+pub struct Registry {
+    pub store: Arc<dyn Store>,
+    pub resources: &'static Resources,
+    /// ClusterIPs and NodePorts of Services.
+    pub services: Allocator,
+    /// The watch cache of each stored resource, by (group, plural).
+    caches: HashMap<(&'static str, &'static str), Arc<Cache>>,
+}
+
+fn is_service(info: &ResourceInfo) -> bool {
+    info.group.is_empty() && info.plural == "services"
+}
+
+impl Registry {
+    pub fn new(store: Arc<dyn Store>, ranges: ServiceRanges) -> Registry {
+        Registry {
+            store,
+            resources: Resources::builtin(),
+            services: Allocator { ranges },
+            caches: HashMap::new(),
+        }
+    }
+
+    /// Starts the watch cache of every stored resource.
+    pub async fn start_caches(&mut self) -> ApiResult<()> {
+        for info in self.resources.all().iter().filter(|r| r.storage_version) {
+            let cache = Cache::start(self.store.clone(), info).await?;
+            self.caches.insert((info.group, info.plural), cache);
+        }
+        Ok(())
+    }
+
+    /// The watch cache of `info`'s resource.
+    pub fn cache(&self, info: &ResourceInfo) -> ApiResult<&Arc<Cache>> {
+        self.caches.get(&(info.group, info.plural)).ok_or_else(|| {
+            ApiError::internal(format!("no watch cache for {}", info.group_resource()))
+        })
+    }
+
+    /// The store prefix of `info`'s objects in `namespace` (all namespaces with `None`).
+    pub fn prefix(&self, info: &ResourceInfo, namespace: Option<&str>) -> String {
+        self.storage(info).namespace_prefix(namespace)
+    }
+
+    /// Where objects of `info`'s resource are stored.
+    fn storage(&self, info: &ResourceInfo) -> &'static ResourceInfo {
+        self.resources
+            .storage_version_of(info.group, info.plural)
+            .expect("every served resource has a storage version")
+    }
+
+    /// An object read from the store, in the version `info` serves.
+    pub fn decode(&self, info: &ResourceInfo, kv: &KeyValue) -> ApiResult<Value> {
+        let mut obj: Value = serde_json::from_slice(&kv.value).map_err(|e| {
+            ApiError::internal(format!("stored object {} is not JSON: {e}", kv.key))
+        })?;
+        object::set_resource_version(&mut obj, kv.mod_revision);
+        Ok(convert(obj, info))
+    }
+
+    /// The bytes stored for an object: storage version, no resourceVersion.
+    fn encode(&self, info: &ResourceInfo, obj: &Value) -> ApiResult<Bytes> {
+        let mut stored = convert(obj.clone(), self.storage(info));
+        if let Some(meta) = stored["metadata"].as_object_mut() {
+            meta.remove("resourceVersion");
+            meta.remove("selfLink");
+        }
+        serde_json::to_vec(&stored).map(Bytes::from).map_err(|e| ApiError::internal(e.to_string()))
+    }
+
+    fn key(&self, info: &ResourceInfo, namespace: Option<&str>, name: &str) -> String {
+        self.storage(info).key(namespace, name)
+    }
+
+    pub async fn get(
+        &self,
+        info: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> ApiResult<Value> {
+        let (kv, _) = self.store.get(&self.key(info, namespace, name), None).await?;
+        let kv = kv.ok_or_else(|| ApiError::not_found(info.group, info.plural, name))?;
+        self.decode(info, &kv)
+    }
+
+    pub async fn create(
+        &self,
+        info: &ResourceInfo,
+        namespace: Option<&str>,
+        mut obj: Value,
+        options: &WriteOptions,
+    ) -> ApiResult<Value> {
+        check_type(info, &obj)?;
+        set_namespace(info, namespace, &mut obj)?;
+        if object::resource_version(&obj).is_some() {
+            return Err(ApiError::bad_request(
+                "resourceVersion should not be set on objects to be created",
+            ));
+        }
+        let generate = object::name(&obj)
+            .is_none()
+            .then(|| object::meta_str(&obj, "generateName").map(String::from))
+            .flatten();
+        {
+            let meta = meta_mut(&mut obj);
+            meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+            meta.insert("creationTimestamp".into(), json!(object::now()));
+            meta.remove("deletionTimestamp");
+            meta.remove("deletionGracePeriodSeconds");
+            meta.remove("selfLink");
+            if strategy::tracks_generation(info) {
+                meta.insert("generation".into(), json!(1));
+            } else {
+                meta.remove("generation");
+            }
+        }
+        for attempt in 0..GENERATE_NAME_TRIES {
+            if let Some(prefix) = &generate {
+                meta_mut(&mut obj).insert("name".into(), json!(object::generate_name(prefix)));
+            }
+            if attempt == 0 {
+                strategy::prepare_for_create(info, &mut obj);
+                let errors = strategy::validate(info, &obj, None);
+                if !errors.is_empty() {
+                    let name = object::name(&obj).unwrap_or("").to_string();
+                    return Err(ApiError::invalid(info.group, info.kind, &name, errors));
+                }
+                if let Some(ns) = namespace.filter(|_| info.namespaced) {
+                    self.check_namespace_accepts_objects(ns).await?;
+                }
+            }
+            let name = object::name(&obj).unwrap_or("").to_string();
+            if options.dry_run {
+                return Ok(obj);
+            }
+            let key = self.key(info, namespace, &name);
+            if is_service(info) {
+                // Nothing to allocate for a name that is taken.
+                if self.store.get(&key, None).await?.0.is_some() && generate.is_none() {
+                    return Err(ApiError::already_exists(info.group, info.plural, &name));
+                }
+                self.services.allocate(self.store.as_ref(), &mut obj).await?;
+            }
+            let bytes = self.encode(info, &obj)?;
+            let result = self.store.create(&key, bytes).await;
+            if result.is_err() && is_service(info) {
+                self.services.release(self.store.as_ref(), &obj).await;
+            }
+            match result {
+                Ok(kv) => {
+                    object::set_resource_version(&mut obj, kv.mod_revision);
+                    return Ok(obj);
+                }
+                Err(StoreError::AlreadyExists { .. }) if generate.is_some() => continue,
+                Err(StoreError::AlreadyExists { .. }) => {
+                    return Err(ApiError::already_exists(info.group, info.plural, &name))
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(ApiError::already_exists(info.group, info.plural, object::name(&obj).unwrap_or("")))
+    }
+
+    /// NamespaceLifecycle: objects go only into namespaces that exist and are not being
+    /// deleted.
+    async fn check_namespace_accepts_objects(&self, namespace: &str) -> ApiResult<()> {
+        let namespaces = self.resources.get("", "v1", "namespaces").expect("namespaces");
+        let (kv, _) = self.store.get(&namespaces.key(None, namespace), None).await?;
+        let Some(kv) = kv else {
+            return Err(ApiError::not_found("", "namespaces", namespace));
+        };
+        let ns: Value = serde_json::from_slice(&kv.value).unwrap_or(Value::Null);
+        if object::is_terminating(&ns) {
+            return Err(ApiError::forbidden(format!(
+                "unable to create new content in namespace {namespace} because it is being terminated"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Replaces an object (PUT), or its status (`subresource` = status).
+    pub async fn update(
+        &self,
+        info: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+        subresource: Option<&str>,
+        mut new: Value,
+        options: &WriteOptions,
+    ) -> ApiResult<Value> {
+        check_type(info, &new)?;
+        set_namespace(info, namespace, &mut new)?;
+        match object::name(&new) {
+            Some(n) if n != name => {
+                return Err(ApiError::bad_request(format!(
+                    "the name of the object ({n}) does not match the name on the URL ({name})"
+                )))
+            }
+            Some(_) => {}
+            None => {
+                meta_mut(&mut new).insert("name".into(), json!(name));
+            }
+        }
+        let precondition = object::resource_version(&new).map(String::from);
+        self.modify(info, namespace, name, subresource, options, precondition, |_| Ok(new.clone()))
+            .await
+    }
+
+    /// Reads the object, asks `change` for its new state, and writes it with
+    /// compare-and-swap; retries on a lost race unless the caller named a resourceVersion.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn modify(
+        &self,
+        info: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+        subresource: Option<&str>,
+        options: &WriteOptions,
+        precondition: Option<String>,
+        change: impl Fn(&Value) -> ApiResult<Value>,
+    ) -> ApiResult<Value> {
+        let key = self.key(info, namespace, name);
+        for _ in 0..MAX_RETRIES {
+            let (kv, _) = self.store.get(&key, None).await?;
+            let kv = kv.ok_or_else(|| ApiError::not_found(info.group, info.plural, name))?;
+            let old = self.decode(info, &kv)?;
+            let requested = change(&old)?;
+            // A resourceVersion in the new object (or in the patch) is a precondition.
+            let wanted =
+                object::resource_version(&requested).map(String::from).or(precondition.clone());
+            if let Some(wanted) = &wanted {
+                if *wanted != kv.mod_revision.to_string() {
+                    return Err(ApiError::conflict(
+                        info.group,
+                        info.plural,
+                        name,
+                        "the object has been modified; please apply your changes to the latest version and try again",
+                    ));
+                }
+            }
+            let mut new = prepare_for_update(info, requested, &old, subresource);
+            if is_service(info) && subresource.is_none() {
+                self.services.check_update(name, &mut new, &old)?;
+            }
+            let errors = strategy::validate(info, &new, Some(&old));
+            if !errors.is_empty() {
+                return Err(ApiError::invalid(info.group, info.kind, name, errors));
+            }
+            if new == old {
+                return Ok(old); // nothing changed: no write, same resourceVersion
+            }
+            if options.dry_run {
+                object::set_resource_version(&mut new, kv.mod_revision);
+                return Ok(new);
+            }
+            // The last finalizer of an object being deleted is gone: delete it now.
+            if object::is_terminating(&new) && object::finalizers(&new).is_empty() {
+                match self.store.delete(&key, Some(kv.mod_revision)).await {
+                    Ok(_) => return Ok(new),
+                    Err(StoreError::Conflict { .. }) if wanted.is_none() => continue,
+                    Err(StoreError::Conflict { .. }) => return Err(modified(info, name)),
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            match self.store.update(&key, self.encode(info, &new)?, kv.mod_revision).await {
+                Ok(written) => {
+                    object::set_resource_version(&mut new, written.mod_revision);
+                    return Ok(new);
+                }
+                Err(StoreError::Conflict { current: None }) => {
+                    return Err(ApiError::not_found(info.group, info.plural, name))
+                }
+                Err(StoreError::Conflict { .. }) if wanted.is_none() => continue,
+                Err(StoreError::Conflict { .. }) => return Err(modified(info, name)),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(ApiError::conflict(
+            info.group,
+            info.plural,
+            name,
+            "too many concurrent writers; try again",
+        ))
+    }
+
+    pub async fn delete(
+        &self,
+        info: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+        options: &DeleteOptions,
+    ) -> ApiResult<Deleted> {
+        let key = self.key(info, namespace, name);
+        for _ in 0..MAX_RETRIES {
+            let (kv, _) = self.store.get(&key, None).await?;
+            let kv = kv.ok_or_else(|| ApiError::not_found(info.group, info.plural, name))?;
+            let old = self.decode(info, &kv)?;
+            check_preconditions(info, name, &old, options)?;
+            let grace = grace_period(info, &old, options);
+            let mut finalizers = object::finalizers(&old);
+            match options.propagation_policy.as_deref() {
+                Some("Foreground") if !finalizers.iter().any(|f| f == "foregroundDeletion") => {
+                    finalizers.push("foregroundDeletion".into())
+                }
+                Some("Orphan") if !finalizers.iter().any(|f| f == "orphan") => {
+                    finalizers.push("orphan".into())
+                }
+                _ => {}
+            }
+            if finalizers.is_empty() && grace == 0 {
+                if options.dry_run {
+                    return Ok(Deleted { object: old, gone: true });
+                }
+                match self.store.delete(&key, Some(kv.mod_revision)).await {
+                    Ok(_) => {
+                        if is_service(info) {
+                            self.services.release(self.store.as_ref(), &old).await;
+                        }
+                        return Ok(Deleted { object: old, gone: true });
+                    }
+                    Err(StoreError::Conflict { current: Some(_) }) => continue,
+                    Err(StoreError::Conflict { current: None }) => {
+                        return Err(ApiError::not_found(info.group, info.plural, name))
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            // Graceful or finalized deletion: mark the object and let its owners finish.
+            if object::is_terminating(&old) && !shortens_grace(&old, grace) {
+                return Ok(Deleted { object: old, gone: false });
+            }
+            let mut marked = old.clone();
+            let deadline = chrono::Utc::now() + chrono::Duration::seconds(grace);
+            {
+                let meta = meta_mut(&mut marked);
+                if !meta.contains_key("deletionTimestamp") || grace == 0 {
+                    meta.insert(
+                        "deletionTimestamp".into(),
+                        json!(deadline.format("%Y-%m-%dT%H:%M:%SZ").to_string()),
+                    );
+                }
+                meta.insert("deletionGracePeriodSeconds".into(), json!(grace));
+                meta.insert("finalizers".into(), json!(finalizers));
+            }
+            if info.group.is_empty() && info.plural == "namespaces" {
+                marked["status"]["phase"] = json!("Terminating");
+            }
+            if options.dry_run {
+                return Ok(Deleted { object: marked, gone: false });
+            }
+            match self.store.update(&key, self.encode(info, &marked)?, kv.mod_revision).await {
+                Ok(written) => {
+                    object::set_resource_version(&mut marked, written.mod_revision);
+                    return Ok(Deleted { object: marked, gone: false });
+                }
+                Err(StoreError::Conflict { current: Some(_) }) => continue,
+                Err(StoreError::Conflict { current: None }) => {
+                    return Err(ApiError::not_found(info.group, info.plural, name))
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(ApiError::conflict(
+            info.group,
+            info.plural,
+            name,
+            "too many concurrent writers; try again",
+        ))
+    }
+
+    /// A page of objects (all of them without a limit), filtered.
+    pub async fn list(
+        &self,
+        info: &ResourceInfo,
+        namespace: Option<&str>,
+        options: &ListOptions,
+        filter: &Filter,
+    ) -> ApiResult<ListPage> {
+        let prefix = self.storage(info).namespace_prefix(namespace);
+        let (mut start, mut revision) = match &options.continue_token {
+            Some(token) => {
+                let (rv, start) = decode_continue(token, &prefix)?;
+                (start, Some(rv))
+            }
+            None => (prefix.clone(), None),
+        };
+        if revision.is_none() {
+            revision = self.list_revision(options).await?;
+        }
+        let limit = options.limit.filter(|&l| l > 0);
+        let mut items = Vec::new();
+        loop {
+            let page = self
+                .store
+                .range(RangeRequest {
+                    prefix: &prefix,
+                    continue_from: Some(&start),
+                    limit: limit.map(|l| l - items.len().min(l)).map(|l| l.max(1)),
+                    revision,
+                })
+                .await
+                .map_err(|e| match e {
+                    StoreError::Compacted { .. } if options.continue_token.is_some() => ApiError::gone(
+                        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+                    ),
+                    other => other.into(),
+                })?;
+            revision = Some(page.revision);
+            let last_key = page.kvs.last().map(|kv| kv.key.clone());
+            for kv in &page.kvs {
+                let obj = self.decode(info, kv)?;
+                if matches(info, filter, &obj) {
+                    items.push(obj);
+                }
+            }
+            let full = limit.is_some_and(|l| items.len() >= l);
+            match (page.more, last_key) {
+                (true, Some(last)) if full => {
+                    let remaining = page.count - page.kvs.len() as i64;
+                    let token = encode_continue(page.revision, &format!("{last}\0"), &prefix);
+                    return Ok(ListPage {
+                        items,
+                        resource_version: page.revision,
+                        continue_token: Some(token),
+                        remaining: Some(remaining).filter(|_| filter_is_trivial(filter)),
+                    });
+                }
+                (true, Some(last)) => start = format!("{last}\0"),
+                _ => {
+                    return Ok(ListPage {
+                        items,
+                        resource_version: page.revision,
+                        continue_token: None,
+                        remaining: None,
+                    })
+                }
+            }
+        }
+    }
+
+    /// The revision a list without a continue token reads at: `resourceVersionMatch=Exact`
+    /// reads at that revision; otherwise the latest (which is never older than one asked
+    /// for with NotOlderThan; a future one is waited for, briefly).
+    async fn list_revision(&self, options: &ListOptions) -> ApiResult<Option<Revision>> {
+        let Some(rv) = options.resource_version.as_deref().filter(|rv| !rv.is_empty()) else {
+            return Ok(None);
+        };
+        let rv: Revision = rv
+            .parse()
+            .map_err(|_| ApiError::bad_request(format!("invalid resource version {rv:?}")))?;
+        match options.resource_version_match.as_deref() {
+            Some("Exact") => {
+                if rv == 0 {
+                    return Err(ApiError::bad_request("resourceVersionMatch: Exact requires a resourceVersion other than 0"));
+                }
+                Ok(Some(rv))
+            }
+            Some("NotOlderThan") | None => {
+                if rv > 0 {
+                    self.wait_for_revision(rv).await?;
+                }
+                Ok(None)
+            }
+            Some(other) => Err(ApiError::bad_request(format!(
+                "resourceVersionMatch: Unsupported value: {other:?}: supported values: \"Exact\", \"NotOlderThan\""
+            ))),
+        }
+    }
+
+    /// Waits (up to 3 s, as upstream) until the store reaches `revision`.
+    pub async fn wait_for_revision(&self, revision: Revision) -> ApiResult<()> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+        loop {
+            let current = self.store.current_revision().await?;
+            if current >= revision {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(ApiError::timeout(format!(
+                    "Too large resource version: {revision}, current: {current}"
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+/// Whether `filter` passes an object held as a value.
+pub fn matches(info: &ResourceInfo, filter: &Filter, obj: &Value) -> bool {
+    let labels = object::labels(obj);
+    let fields = strategy::field_values(info, obj);
+    filter(&FilterView { name: object::name(obj).unwrap_or(""), labels: &labels, fields: &fields })
+}
+
+fn modified(info: &ResourceInfo, name: &str) -> ApiError {
+    ApiError::conflict(
+        info.group,
+        info.plural,
+        name,
+        "the object has been modified; please apply your changes to the latest version and try again",
+    )
+}
+
+/// An object in the version `info` serves. Resources served in several versions share one
+/// stored form; today only autoscaling has two, whose common fields carry over.
+pub fn convert(mut obj: Value, info: &ResourceInfo) -> Value {
+    if obj.is_object() {
+        obj["apiVersion"] = json!(info.api_version());
+        obj["kind"] = json!(info.kind);
+    }
+    obj
+}
+
+/// The body's apiVersion and kind, when given, must be the endpoint's.
+pub fn check_type(info: &ResourceInfo, obj: &Value) -> ApiResult<()> {
+    if !obj.is_object() {
+        return Err(ApiError::bad_request("the body of the request must be an object"));
+    }
+    let api_version = obj["apiVersion"].as_str().unwrap_or("");
+    let kind = obj["kind"].as_str().unwrap_or("");
+    if !kind.is_empty() && kind != info.kind {
+        return Err(ApiError::bad_request(format!(
+            "the kind of the object ({kind}) does not match the kind of the endpoint ({})",
+            info.kind
+        )));
+    }
+    if !api_version.is_empty() && api_version != info.api_version() {
+        // Another served version of the same group is converted; anything else is an error.
+        let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
+        if group != info.group {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({api_version}) does not match the expected API version ({})",
+                info.api_version()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The request's namespace goes into the object; a different one in the body is an error.
+fn set_namespace(info: &ResourceInfo, namespace: Option<&str>, obj: &mut Value) -> ApiResult<()> {
+    let meta = meta_mut(obj);
+    if !info.namespaced {
+        meta.remove("namespace");
+        return Ok(());
+    }
+    let Some(namespace) = namespace else {
+        return Err(ApiError::bad_request("a namespace is required for namespaced resources"));
+    };
+    match meta.get("namespace").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+        Some(ns) if ns != namespace => Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        )),
+        _ => {
+            meta.insert("namespace".into(), json!(namespace));
+            Ok(())
+        }
+    }
+}
+
+/// What an update keeps from the old object: identity, deletion state and, per subresource,
+/// either the status (main resource) or everything but the status (`status`).
+fn prepare_for_update(
+    info: &ResourceInfo,
+    mut new: Value,
+    old: &Value,
+    subresource: Option<&str>,
+) -> Value {
+    if subresource == Some("status") {
+        let mut merged = old.clone();
+        match new.get("status").filter(|s| !s.is_null()) {
+            Some(status) => merged["status"] = status.clone(),
+            None => {
+                merged.as_object_mut().map(|m| m.remove("status"));
+            }
+        }
+        if let Some(managed) = new["metadata"].get("managedFields") {
+            meta_mut(&mut merged).insert("managedFields".into(), managed.clone());
+        }
+        return merged;
+    }
+    let old_meta = old["metadata"].clone();
+    {
+        let meta = meta_mut(&mut new);
+        for field in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"]
+        {
+            match old_meta.get(field) {
+                Some(v) => meta.insert(field.into(), v.clone()),
+                None => meta.remove(field),
+            };
+        }
+        meta.remove("resourceVersion");
+        meta.remove("selfLink");
+    }
+    if info.has_subresource("status") {
+        match old.get("status") {
+            Some(status) => new["status"] = status.clone(),
+            None => {
+                new.as_object_mut().map(|m| m.remove("status"));
+            }
+        }
+    }
+    // Namespaces: spec.finalizers change only through /finalize.
+    if info.group.is_empty() && info.plural == "namespaces" && subresource != Some("finalize") {
+        new["spec"] = old["spec"].clone();
+    }
+    let generation = old_meta["generation"].as_i64();
+    if strategy::tracks_generation(info) {
+        let bumped = object::spec_part(&new) != object::spec_part(old);
+        let next = generation.unwrap_or(1) + i64::from(bumped);
+        meta_mut(&mut new).insert("generation".into(), json!(next));
+    }
+    let mut old_cmp = old.clone();
+    if let Some(m) = old_cmp["metadata"].as_object_mut() {
+        m.remove("resourceVersion");
+    }
+    // Keep field order stable relative to the old object where nothing changed.
+    if new == old_cmp {
+        return old.clone();
+    }
+    new
+}
+
+fn check_preconditions(
+    info: &ResourceInfo,
+    name: &str,
+    obj: &Value,
+    options: &DeleteOptions,
+) -> ApiResult<()> {
+    if let Some(uid) = &options.precondition_uid {
+        let actual = object::uid(obj).unwrap_or("");
+        if uid != actual {
+            return Err(ApiError::conflict(
+                info.group,
+                info.plural,
+                name,
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {actual}"
+                ),
+            ));
+        }
+    }
+    if let Some(rv) = &options.precondition_resource_version {
+        let actual = object::resource_version(obj).unwrap_or("");
+        if rv != actual {
+            return Err(ApiError::conflict(
+                info.group,
+                info.plural,
+                name,
+                &format!("Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {actual}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The grace period of a delete: pods on a node get theirs (the kubelet finishes the delete);
+/// everything else goes at once.
+fn grace_period(info: &ResourceInfo, obj: &Value, options: &DeleteOptions) -> i64 {
+    if !(info.group.is_empty() && info.plural == "pods") {
+        return 0;
+    }
+    let scheduled = obj["spec"]["nodeName"].as_str().is_some_and(|n| !n.is_empty());
+    let phase = obj["status"]["phase"].as_str().unwrap_or("");
+    if !scheduled || matches!(phase, "Succeeded" | "Failed") {
+        return 0;
+    }
+    let grace = options
+        .grace_period_seconds
+        .or_else(|| obj["spec"]["terminationGracePeriodSeconds"].as_i64())
+        .unwrap_or(30);
+    grace.max(0)
+}
+
+/// A second delete may only shorten the grace period of an object already terminating.
+fn shortens_grace(obj: &Value, grace: i64) -> bool {
+    obj["metadata"]["deletionGracePeriodSeconds"].as_i64().is_some_and(|g| grace < g)
+}
+
+fn filter_is_trivial(_filter: &Filter) -> bool {
+    true
+}
+
+/// Continue tokens: base64 of `{"v":"meta.k8s.io/v1","rv":N,"start":"<key after prefix>"}`,
+/// as kube-apiserver writes them.
+fn encode_continue(revision: Revision, start_key: &str, prefix: &str) -> String {
+    use base64::Engine;
+    let start = start_key.strip_prefix(prefix).unwrap_or(start_key);
+    let token = json!({"v": "meta.k8s.io/v1", "rv": revision, "start": start});
+    base64::engine::general_purpose::URL_SAFE.encode(token.to_string())
+}
+
+fn decode_continue(token: &str, prefix: &str) -> ApiResult<(Revision, String)> {
+    use base64::Engine;
+    let invalid = || {
+        ApiError::bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+    };
+    let raw = base64::engine::general_purpose::URL_SAFE
+        .decode(token)
+        .or_else(|_| base64::engine::general_purpose::STANDARD.decode(token))
+        .map_err(|_| invalid())?;
+    let value: Value = serde_json::from_slice(&raw).map_err(|_| invalid())?;
+    if value["v"] != "meta.k8s.io/v1" {
+        return Err(invalid());
+    }
+    let rv = value["rv"].as_i64().filter(|&rv| rv > 0).ok_or_else(invalid)?;
+    let start = value["start"].as_str().ok_or_else(invalid)?;
+    if start.contains("..") || start.starts_with('/') {
+        return Err(invalid());
+    }
+    Ok((rv, format!("{prefix}{start}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn continue_tokens_round_trip() {
+        let token = encode_continue(42, "/registry/pods/default/web\0", "/registry/pods/");
+        assert_eq!(
+            decode_continue(&token, "/registry/pods/").unwrap(),
+            (42, "/registry/pods/default/web\0".to_string())
+        );
+        assert!(decode_continue("garbage", "/registry/pods/").is_err());
+    }
+}

@@ -1,0 +1,237 @@
+//! API errors, and how they reach the client: a `metav1.Status` with the reason, code,
+//! details and causes kube-apiserver would send.
+
+use axum::response::{IntoResponse, Response};
+use http::StatusCode;
+use serde_json::{json, Value};
+
+/// One cause of an `Invalid` error: which field, what is wrong.
+pub use rkube_apis::validation::FieldError as Cause;
+
+/// An error answered as a `Status`.
+#[derive(Clone, Debug)]
+pub struct ApiError {
+    pub code: StatusCode,
+    pub reason: &'static str,
+    pub message: String,
+    /// `details` of the Status (boxed: errors travel in every `Result` of the server).
+    pub details: Box<Details>,
+}
+
+/// The `details` of a Status.
+#[derive(Clone, Debug, Default)]
+pub struct Details {
+    /// The object's name, group and kind (the resource, for most errors).
+    pub name: Option<String>,
+    pub group: Option<String>,
+    pub kind: Option<String>,
+    pub causes: Vec<Cause>,
+    pub retry_after: Option<u32>,
+}
+
+impl ApiError {
+    pub fn new(code: StatusCode, reason: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError { code, reason, message: message.into(), details: Box::default() }
+    }
+
+    fn details(mut self, name: &str, group: &str, kind: &str) -> ApiError {
+        self.details.name = Some(name.to_string());
+        self.details.group = Some(group.to_string());
+        self.details.kind = Some(kind.to_string());
+        self
+    }
+
+    /// `pods "web" not found`.
+    pub fn not_found(group: &str, resource: &str, name: &str) -> ApiError {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            format!("{} {name:?} not found", qualified(group, resource)),
+        )
+        .details(name, group, resource)
+    }
+
+    /// `pods "web" already exists`.
+    pub fn already_exists(group: &str, resource: &str, name: &str) -> ApiError {
+        ApiError::new(
+            StatusCode::CONFLICT,
+            "AlreadyExists",
+            format!("{} {name:?} already exists", qualified(group, resource)),
+        )
+        .details(name, group, resource)
+    }
+
+    /// The optimistic-concurrency conflict of an update with a stale resourceVersion.
+    pub fn conflict(group: &str, resource: &str, name: &str, detail: &str) -> ApiError {
+        ApiError::new(
+            StatusCode::CONFLICT,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {} {name:?}: {detail}",
+                qualified(group, resource)
+            ),
+        )
+        .details(name, group, resource)
+    }
+
+    /// `Pod "web" is invalid: [metadata.name: Required value, ...]`.
+    pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> ApiError {
+        let lines: Vec<String> = causes.iter().map(Cause::line).collect();
+        let listed =
+            if lines.len() == 1 { lines[0].clone() } else { format!("[{}]", lines.join(", ")) };
+        let mut e = ApiError::new(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid",
+            format!("{kind} {name:?} is invalid: {listed}"),
+        )
+        .details(name, group, kind);
+        e.details.causes = causes;
+        e
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, "BadRequest", message)
+    }
+
+    pub fn method_not_allowed(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", message)
+    }
+
+    /// The resource or path does not exist.
+    pub fn path_not_found() -> ApiError {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+    }
+
+    pub fn gone(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::GONE, "Expired", message)
+    }
+
+    pub fn unsupported_media_type(content_type: &str) -> ApiError {
+        ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format ({content_type:?}) - accepted \
+                 media types include: application/json, application/yaml, \
+                 application/vnd.kubernetes.protobuf"
+            ),
+        )
+    }
+
+    pub fn not_acceptable(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_ACCEPTABLE, "NotAcceptable", message)
+    }
+
+    pub fn too_large(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "RequestEntityTooLarge", message)
+    }
+
+    pub fn forbidden(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::FORBIDDEN, "Forbidden", message)
+    }
+
+    pub fn internal(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", message)
+    }
+
+    pub fn unavailable(message: impl Into<String>) -> ApiError {
+        let mut e = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable", message);
+        e.details.retry_after = Some(1);
+        e
+    }
+
+    pub fn timeout(message: impl Into<String>) -> ApiError {
+        let mut e = ApiError::new(StatusCode::GATEWAY_TIMEOUT, "Timeout", message);
+        e.details.retry_after = Some(1);
+        e
+    }
+
+    /// The `metav1.Status` object.
+    pub fn to_status(&self) -> Value {
+        let mut status = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code.as_u16(),
+        });
+        let mut details = serde_json::Map::new();
+        let d = &self.details;
+        if let Some(name) = &d.name {
+            details.insert("name".into(), json!(name));
+        }
+        if let Some(group) = d.group.as_ref().filter(|g| !g.is_empty()) {
+            details.insert("group".into(), json!(group));
+        }
+        if let Some(kind) = &d.kind {
+            details.insert("kind".into(), json!(kind));
+        }
+        if !d.causes.is_empty() {
+            let causes: Vec<Value> = d
+                .causes
+                .iter()
+                .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                .collect();
+            details.insert("causes".into(), Value::Array(causes));
+        }
+        if let Some(seconds) = d.retry_after {
+            details.insert("retryAfterSeconds".into(), json!(seconds));
+        }
+        if !details.is_empty() {
+            status["details"] = Value::Object(details);
+        }
+        status
+    }
+}
+
+fn qualified(group: &str, resource: &str) -> String {
+    if group.is_empty() {
+        resource.to_string()
+    } else {
+        format!("{resource}.{group}")
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let body = serde_json::to_vec(&self.to_status()).unwrap_or_default();
+        let mut response = (self.code, body).into_response();
+        response
+            .headers_mut()
+            .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+        if let Some(seconds) = self.details.retry_after {
+            response.headers_mut().insert(http::header::RETRY_AFTER, seconds.into());
+        }
+        response
+    }
+}
+
+impl From<rkube_store::Error> for ApiError {
+    fn from(e: rkube_store::Error) -> ApiError {
+        use rkube_store::Error as E;
+        match e {
+            E::Compacted { requested, compacted } => ApiError::gone(if compacted > 0 {
+                format!("too old resource version: {requested} ({compacted})")
+            } else {
+                format!("too old resource version: {requested}")
+            }),
+            E::FutureRevision { requested, current } => ApiError::timeout(format!(
+                "Too large resource version: {requested}, current: {current}"
+            )),
+            E::ValueTooLarge { .. } => {
+                ApiError::too_large("Request entity too large: limit is 3145728")
+            }
+            E::Unavailable(m) => ApiError::unavailable(format!("storage is unavailable: {m}")),
+            other => ApiError::internal(other.to_string()),
+        }
+    }
+}
+
+/// The result of an API handler.
+pub type ApiResult<T> = Result<T, ApiError>;

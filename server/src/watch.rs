@@ -1,0 +1,193 @@
+//! Watch: a chunked stream of `{"type": ..., "object": ...}` lines, one per event, with
+//! server-side filtering, bookmarks, resume from a resourceVersion, the initial state for
+//! `resourceVersion` unset or `0` (and `sendInitialEvents`), an `ERROR` event with a 410
+//! Status when the resourceVersion is too old, and a timeout.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::response::Response;
+use bytes::Bytes;
+use rkube_apis::resources::ResourceInfo;
+use rkube_store::Revision;
+use serde_json::{json, Value};
+
+use crate::cache::{CachedObject, EventType};
+use crate::negotiate::Output;
+use crate::object;
+use crate::registry::{convert, Filter, Registry};
+use crate::status::{ApiError, ApiResult};
+use crate::table::{self, IncludeObject};
+
+/// How often a watch that allows bookmarks gets one.
+const BOOKMARK_INTERVAL: Duration = Duration::from_secs(10);
+
+pub struct WatchRequest {
+    pub resource_version: Option<String>,
+    pub allow_bookmarks: bool,
+    pub send_initial_events: Option<bool>,
+    pub timeout: Duration,
+    pub output: Output,
+    pub include: IncludeObject,
+}
+
+/// Starts a watch; the response streams until the timeout, the client leaving, or an error.
+pub async fn watch(
+    registry: Arc<Registry>,
+    info: &'static ResourceInfo,
+    namespace: Option<String>,
+    request: WatchRequest,
+    filter: Filter,
+) -> ApiResult<Response> {
+    let rv = request.resource_version.as_deref().filter(|rv| !rv.is_empty());
+    let from: Option<Revision> = match rv {
+        None | Some("0") => None,
+        Some(rv) => Some(
+            rv.parse()
+                .map_err(|_| ApiError::bad_request(format!("invalid resource version {rv:?}")))?,
+        ),
+    };
+    let cache = registry.cache(info)?.clone();
+    // With no resourceVersion the watch starts from the latest state (a consistent read).
+    if rv.is_none() {
+        cache.wait_fresh(registry.store.as_ref()).await?;
+    }
+    let prefix = registry.prefix(info, namespace.as_deref());
+    // The initial state: for "start at most recent" (unset), "any" (0), or when asked for.
+    let initial_wanted = request.send_initial_events.unwrap_or(from.is_none());
+    let start = cache.watch(if initial_wanted { None } else { from }, &prefix);
+    let encoder = Encoder {
+        info,
+        output: request.output,
+        include: request.include,
+        same_version: info.version == cache.info().version,
+    };
+    let stream = async_stream::stream! {
+        let mut first = true;
+        let mut start = match start {
+            Ok(s) => s,
+            Err(e) => {
+                yield Ok::<Bytes, Infallible>(encoder.line("ERROR", &e.to_status(), &mut first));
+                return;
+            }
+        };
+        let mut seen = start.revision;
+        for event in &start.initial {
+            if filter(&event.object.view()) {
+                let kind = match event.kind { EventType::Added => "ADDED", EventType::Modified => "MODIFIED", EventType::Deleted => "DELETED" };
+                yield Ok(encoder.event(kind, &event.object, &mut first));
+            }
+        }
+        if request.send_initial_events == Some(true) && request.allow_bookmarks {
+            yield Ok(encoder.bookmark(seen, true, &mut first));
+        }
+        let deadline = tokio::time::sleep(request.timeout);
+        tokio::pin!(deadline);
+        let mut bookmarks = tokio::time::interval_at(tokio::time::Instant::now() + BOOKMARK_INTERVAL, BOOKMARK_INTERVAL);
+        loop {
+            tokio::select! {
+                _ = &mut deadline => return,
+                _ = bookmarks.tick(), if request.allow_bookmarks => {
+                    let revision = cache.current().max(seen);
+                    seen = revision;
+                    yield Ok(encoder.bookmark(revision, false, &mut first));
+                }
+                event = start.live.recv() => {
+                    let event = match event {
+                        Ok(e) => e,
+                        // Too slow to keep up, or the cache restarted: end, the client resumes.
+                        Err(_) => return,
+                    };
+                    if event.revision <= seen || !event.object.key.starts_with(&prefix) {
+                        continue;
+                    }
+                    seen = event.revision;
+                    let now = filter(&event.object.view());
+                    let was = event.prev.as_ref().is_some_and(|p| filter(&p.view()));
+                    let kind = match (event.kind, was, now) {
+                        (EventType::Deleted, true, _) => "DELETED",
+                        (EventType::Deleted, false, _) => continue,
+                        (_, false, true) => "ADDED",
+                        (_, true, true) => "MODIFIED",
+                        (_, true, false) => "DELETED",
+                        (_, false, false) => continue,
+                    };
+                    yield Ok(encoder.event(kind, &event.object, &mut first));
+                }
+            }
+        }
+    };
+    let content_type = match request.output {
+        Output::Yaml => "application/yaml",
+        _ => "application/json",
+    };
+    Response::builder()
+        .status(200)
+        .header(http::header::CONTENT_TYPE, content_type)
+        .header(http::header::CACHE_CONTROL, "no-cache, private")
+        .body(Body::from_stream(stream))
+        .map_err(|e| ApiError::internal(e.to_string()))
+}
+
+/// Turns events into lines in the requested form.
+struct Encoder {
+    info: &'static ResourceInfo,
+    output: Output,
+    include: IncludeObject,
+    /// True when the cache holds objects in the served version: their bytes go out as they are.
+    same_version: bool,
+}
+
+impl Encoder {
+    fn event(&self, kind: &str, obj: &CachedObject, first: &mut bool) -> Bytes {
+        match self.output {
+            Output::Table { v1beta1 } => {
+                let value = convert(obj.value(), self.info);
+                let rv = object::resource_version(&value).map(String::from);
+                let t = table::table(
+                    self.info,
+                    std::slice::from_ref(&value),
+                    self.include,
+                    v1beta1,
+                    *first,
+                    rv,
+                    None,
+                    None,
+                );
+                self.line(kind, &t, first)
+            }
+            Output::Json if self.same_version => {
+                *first = false;
+                let mut out = Vec::with_capacity(obj.json.len() + 32);
+                out.extend_from_slice(b"{\"type\":\"");
+                out.extend_from_slice(kind.as_bytes());
+                out.extend_from_slice(b"\",\"object\":");
+                out.extend_from_slice(&obj.json);
+                out.extend_from_slice(b"}\n");
+                Bytes::from(out)
+            }
+            _ => self.line(kind, &convert(obj.value(), self.info), first),
+        }
+    }
+
+    fn bookmark(&self, revision: Revision, initial_events_end: bool, first: &mut bool) -> Bytes {
+        let mut obj = json!({
+            "kind": self.info.kind,
+            "apiVersion": self.info.api_version(),
+            "metadata": {"resourceVersion": revision.to_string(), "creationTimestamp": null},
+        });
+        if initial_events_end {
+            obj["metadata"]["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
+        self.line("BOOKMARK", &obj, first)
+    }
+
+    fn line(&self, kind: &str, obj: &Value, first: &mut bool) -> Bytes {
+        *first = false;
+        let mut out = serde_json::to_vec(&json!({"type": kind, "object": obj})).unwrap_or_default();
+        out.push(b'\n');
+        Bytes::from(out)
+    }
+}
