@@ -14,6 +14,7 @@ missing=()
 command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
 command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
+command -v curl >/dev/null 2>&1 || missing+=(curl)
 pkg-config --exists openssl 2>/dev/null || missing+=(libssl-dev)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "==> installing ${missing[*]}"

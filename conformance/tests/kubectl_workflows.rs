@@ -268,3 +268,65 @@ fn other_kubectl_versions() {
         "fewer than two other kubectl versions found under /usr/lib/google-cloud-sdk/bin"
     );
 }
+
+#[test]
+fn deleting_a_namespace_deletes_its_content() {
+    let s = RkubeServer::start();
+    s.ok(&["create", "namespace", "doomed"]);
+    s.ok(&["create", "configmap", "a", "-n", "doomed"]);
+    s.ok(&["create", "deployment", "d", "--image=busybox:1.36", "-n", "doomed"]);
+    s.ok_stdin(&["apply", "-n", "doomed", "-f", "-"], POD);
+    // kubectl waits until the namespace is gone: the namespace controller empties it, then
+    // finalizes it, and the API server deletes it.
+    assert_eq!(
+        s.ok(&["delete", "namespace", "doomed", "--timeout=60s"]).trim(),
+        "namespace \"doomed\" deleted"
+    );
+    let err = s.fails(&["get", "namespace", "doomed"]);
+    assert!(err.contains("namespaces \"doomed\" not found"), "{err}");
+    let left = s.ok(&["get", "configmaps,deployments,pods", "-n", "doomed", "-o", "name"]);
+    assert_eq!(left.trim(), "", "objects left in a deleted namespace");
+    // A new namespace of the same name starts empty.
+    s.ok(&["create", "namespace", "doomed"]);
+    assert_eq!(s.ok(&["get", "configmaps", "-n", "doomed", "-o", "name"]).trim(), "");
+}
+
+#[test]
+fn creating_in_a_terminating_namespace_is_forbidden() {
+    let s = RkubeServer::start();
+    s.ok(&["create", "namespace", "closing"]);
+    // A finalizer of our own keeps the namespace Terminating.
+    s.ok(&["create", "configmap", "held", "-n", "closing"]);
+    s.ok(&[
+        "patch",
+        "configmap",
+        "held",
+        "-n",
+        "closing",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":["example.com/hold"]}}"#,
+    ]);
+    s.ok(&["delete", "namespace", "closing", "--wait=false"]);
+    let phase = s.ok(&["get", "namespace", "closing", "-o", "jsonpath={.status.phase}"]);
+    assert_eq!(phase, "Terminating");
+    let err = s.fails(&["create", "configmap", "new", "-n", "closing"]);
+    assert!(
+        err.contains(
+            "unable to create new content in namespace closing because it is being terminated"
+        ),
+        "{err}"
+    );
+    // Releasing the finalizer lets the namespace go.
+    s.ok(&[
+        "patch",
+        "configmap",
+        "held",
+        "-n",
+        "closing",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ]);
+    s.ok(&["wait", "--for=delete", "namespace/closing", "--timeout=60s"]);
+}

@@ -54,6 +54,9 @@ struct ServerArgs {
     /// Extra names or IPs for the serving certificate (comma-separated).
     #[arg(long, value_delimiter = ',')]
     tls_san: Vec<String>,
+    /// Components not to run here (comma-separated): `controllers`.
+    #[arg(long, value_delimiter = ',')]
+    disable: Vec<String>,
     /// How often old revisions are compacted.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     etcd_compaction_interval: Duration,
@@ -171,6 +174,14 @@ async fn server(args: ServerArgs) -> anyhow::Result<()> {
     let kubeconfig = args.data_dir.join("admin.kubeconfig");
     rkube_certs::write_kubeconfig(&kubeconfig, &pki.admin_kubeconfig(&url))?;
     let kubeconfig = std::fs::canonicalize(&kubeconfig).unwrap_or(kubeconfig);
+    // The controllers reach the API server like any client: over HTTPS, with the admin identity.
+    let _controllers = if args.disable.iter().any(|c| c == "controllers") {
+        None
+    } else {
+        let raw = kube::config::Kubeconfig::read_from(&kubeconfig)?;
+        let config = kube::Config::from_custom_kubeconfig(raw, &Default::default()).await?;
+        Some(rkube_controllers::run(kube::Client::try_from(config)?))
+    };
     eprintln!(
         "rkube: API server ready at {url} (started in {:.1}s)",
         started.elapsed().as_secs_f64()

@@ -30,10 +30,12 @@ pub struct ApiState {
     pub resources: &'static Resources,
     /// `host:port` clients reach this server at, for `/api`.
     pub server_address: String,
+    pub metrics: crate::metrics::Metrics,
 }
 
 /// Axum fallback handler for every `/api` and `/apis` path.
 pub async fn handle(State(state): State<Arc<ApiState>>, request: http::Request<Body>) -> Response {
+    let started = std::time::Instant::now();
     let (parts, body) = request.into_parts();
     let user = parts.extensions.get::<UserInfo>().cloned().unwrap_or_else(UserInfo::anonymous);
     let query = request::parse_query(parts.uri.query());
@@ -77,7 +79,26 @@ pub async fn handle(State(state): State<Arc<ApiState>>, request: http::Request<B
         ),
         Target::NotFound => Err(ApiError::path_not_found()),
         Target::Resource(r) => {
-            resource(&state, &parts.method, &parts.headers, &query, r, &body).await
+            let response =
+                resource(&state, &parts.method, &parts.headers, &query, r.clone(), &body)
+                    .await
+                    .unwrap_or_else(IntoResponse::into_response);
+            let scope = match (&r.namespace, &r.name) {
+                (Some(_), _) => "namespace",
+                (None, Some(_)) => "resource",
+                (None, None) => "cluster",
+            };
+            state.metrics.record(
+                r.verb,
+                &r.group,
+                &r.version,
+                &r.resource,
+                r.subresource.as_deref().unwrap_or(""),
+                scope,
+                response.status().as_u16(),
+                started.elapsed(),
+            );
+            return response;
         }
     };
     result.unwrap_or_else(IntoResponse::into_response)
@@ -554,9 +575,13 @@ fn normalize_object(
     })?;
     let messages: Vec<String> = unknown.iter().map(|f| format!("unknown field {f:?}")).collect();
     match mode {
-        "Strict" if !messages.is_empty() => {
-            Err(ApiError::bad_request(format!("strict decoding error: {}", messages.join(", "))))
-        }
+        "Strict" if !messages.is_empty() => Err(ApiError::bad_request(format!(
+            "{} in version {:?} cannot be handled as a {}: strict decoding error: {}",
+            info.kind,
+            info.version,
+            info.kind,
+            messages.join(", ")
+        ))),
         "Warn" => Ok((normalized, messages)),
         _ => Ok((normalized, Vec::new())),
     }

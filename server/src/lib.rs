@@ -14,6 +14,7 @@ pub mod auth;
 pub mod cache;
 pub mod discovery;
 pub mod listener;
+pub mod metrics;
 pub mod negotiate;
 pub mod object;
 pub mod registry;
@@ -88,12 +89,14 @@ impl Server {
             registry,
             resources: rkube_apis::resources::Resources::builtin(),
             server_address: config.advertise_address.clone(),
+            metrics: metrics::Metrics::default(),
         });
         let router = Router::new()
             .route("/healthz", get(healthz))
             .route("/livez", get(healthz))
             .route("/readyz", get(readyz))
             .route("/version", get(version))
+            .route("/metrics", get(metrics_handler).with_state(api_state.clone()))
             .route("/openapi/v2", get(openapi_v2))
             .route("/openapi/v3", get(openapi_v3_index))
             .route("/openapi/v3/{*path}", get(openapi_v3))
@@ -298,5 +301,21 @@ async fn openapi_v2(headers: http::HeaderMap) -> Response {
     response
         .headers_mut()
         .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    response
+}
+
+async fn metrics_handler(State(api): State<Arc<api::ApiState>>) -> Response {
+    let objects: Vec<(String, usize)> = api
+        .resources
+        .all()
+        .iter()
+        .filter(|r| r.storage_version)
+        .filter_map(|r| api.registry.cache(r).ok().map(|c| (r.group_resource(), c.size().0)))
+        .collect();
+    let mut response = (http::StatusCode::OK, api.metrics.render(&objects)).into_response();
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        http::HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+    );
     response
 }

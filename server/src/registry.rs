@@ -328,7 +328,7 @@ impl Registry {
                 return Ok(new);
             }
             // The last finalizer of an object being deleted is gone: delete it now.
-            if object::is_terminating(&new) && object::finalizers(&new).is_empty() {
+            if object::is_terminating(&new) && !has_finalizers(info, &new) {
                 match self.store.delete(&key, Some(kv.mod_revision)).await {
                     Ok(_) => return Ok(new),
                     Err(StoreError::Conflict { .. }) if wanted.is_none() => continue,
@@ -381,7 +381,7 @@ impl Registry {
                 }
                 _ => {}
             }
-            if finalizers.is_empty() && grace == 0 {
+            if finalizers.is_empty() && grace == 0 && !has_finalizers(info, &old) {
                 if options.dry_run {
                     return Ok(Deleted { object: old, gone: true });
                 }
@@ -414,7 +414,11 @@ impl Registry {
                     );
                 }
                 meta.insert("deletionGracePeriodSeconds".into(), json!(grace));
-                meta.insert("finalizers".into(), json!(finalizers));
+                if finalizers.is_empty() {
+                    meta.remove("finalizers");
+                } else {
+                    meta.insert("finalizers".into(), json!(finalizers));
+                }
             }
             if info.group.is_empty() && info.plural == "namespaces" {
                 marked["status"]["phase"] = json!("Terminating");
@@ -557,6 +561,15 @@ impl Registry {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
+}
+
+/// Whether anything still holds the object: its finalizers, and for namespaces the
+/// `spec.finalizers` the namespace controller removes once the namespace is empty.
+fn has_finalizers(info: &ResourceInfo, obj: &Value) -> bool {
+    let spec_finalizers = info.group.is_empty()
+        && info.plural == "namespaces"
+        && obj["spec"]["finalizers"].as_array().is_some_and(|f| !f.is_empty());
+    spec_finalizers || !object::finalizers(obj).is_empty()
 }
 
 /// Whether `filter` passes an object held as a value.

@@ -1,0 +1,111 @@
+//! Errors and request options as a user meets them: status codes, reasons and messages
+//! kube-apiserver gives, through stock kubectl and a raw HTTPS client.
+
+use rkube_conformance::cluster::RkubeServer;
+
+const POD_WITH_TYPO: &str = r#"{"apiVersion":"v1","kind":"Pod","metadata":{"name":"typo"},"spec":{"bogus":true,"containers":[{"name":"c","image":"busybox:1.36"}]}}"#;
+
+#[test]
+fn field_validation_strict_warn_and_ignore() {
+    let s = RkubeServer::start();
+    let err = s.fails_stdin(&["create", "--validate=strict", "-f", "-"], POD_WITH_TYPO);
+    assert!(
+        err.contains(r#"Pod in version "v1" cannot be handled as a Pod: strict decoding error: unknown field "spec.bogus""#),
+        "{err}"
+    );
+    let out =
+        s.kubectl_with(&s.kubectl, &["create", "--validate=warn", "-f", "-"], Some(POD_WITH_TYPO));
+    assert!(out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(r#"Warning: unknown field "spec.bogus""#), "{stderr}");
+    // The unknown field is dropped, as kube-apiserver does.
+    let spec = s.ok(&["get", "pod", "typo", "-o", "jsonpath={.spec}"]);
+    assert!(!spec.contains("bogus"), "{spec}");
+    s.ok(&["delete", "pod", "typo"]);
+    let out =
+        s.kubectl_with(&s.kubectl, &["create", "--validate=false", "-f", "-"], Some(POD_WITH_TYPO));
+    assert!(out.status.success() && !String::from_utf8_lossy(&out.stderr).contains("Warning"));
+}
+
+#[test]
+fn server_dry_run_stores_nothing() {
+    let s = RkubeServer::start();
+    assert_eq!(
+        s.ok(&["create", "configmap", "dry", "--dry-run=server"]).trim(),
+        "configmap/dry created (server dry run)"
+    );
+    let err = s.fails(&["get", "configmap", "dry"]);
+    assert!(err.contains("NotFound"), "{err}");
+    s.ok(&["create", "configmap", "real"]);
+    s.ok(&["delete", "configmap", "real", "--dry-run=server"]);
+    s.ok(&["get", "configmap", "real"]);
+}
+
+#[test]
+fn oversized_bodies_unknown_paths_and_verbs() {
+    let s = RkubeServer::start();
+    let big = s.data_dir.path().join("big.txt");
+    std::fs::write(&big, vec![b'x'; 4 * 1024 * 1024]).unwrap();
+    let err =
+        s.fails(&["create", "configmap", "big", &format!("--from-file=data={}", big.display())]);
+    assert!(err.contains("Request entity too large"), "{err}");
+
+    let err = s.fails(&["get", "--raw", "/api/v1/nothing"]);
+    assert!(err.contains("the server could not find the requested resource"), "{err}");
+    let err = s.fails(&["get", "widgets"]);
+    assert!(err.contains("the server doesn't have a resource type \"widgets\""), "{err}");
+
+    // componentstatuses can be read, not created.
+    let body = s.data_dir.path().join("cs.json");
+    std::fs::write(
+        &body,
+        r#"{"apiVersion":"v1","kind":"ComponentStatus","metadata":{"name":"x"}}"#,
+    )
+    .unwrap();
+    let err = s.fails(&[
+        "create",
+        "--raw",
+        "/api/v1/componentstatuses",
+        "-f",
+        &body.display().to_string(),
+    ]);
+    assert!(
+        err.contains("MethodNotAllowed") || err.contains("the server does not allow this method"),
+        "{err}"
+    );
+}
+
+#[test]
+fn conflicts_on_stale_resource_versions() {
+    let s = RkubeServer::start();
+    s.ok(&["create", "configmap", "c", "--from-literal=a=1"]);
+    let cm = s.ok(&["get", "configmap", "c", "-o", "json"]);
+    // Someone else writes first.
+    s.ok(&["label", "configmap", "c", "x=y"]);
+    let err = s.fails_stdin(&["replace", "-f", "-"], &cm);
+    assert!(
+        err.contains("Operation cannot be fulfilled on configmaps \"c\": the object has been modified; please apply your changes to the latest version and try again"),
+        "{err}"
+    );
+}
+
+#[test]
+fn anonymous_requests_are_forbidden_and_metrics_are_served() {
+    let s = RkubeServer::start();
+    // No client certificate and no token: the anonymous user.
+    let out = std::process::Command::new("curl")
+        .args(["-sk", &format!("https://127.0.0.1:{}/api/v1/namespaces/default/pods", s.port)])
+        .output()
+        .expect("curl");
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).expect("a Status");
+    assert_eq!(status["code"], 403);
+    assert_eq!(status["reason"], "Forbidden");
+    assert_eq!(
+        status["message"],
+        "pods is forbidden: User \"system:anonymous\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\""
+    );
+    s.ok(&["get", "configmaps"]);
+    let metrics = s.ok(&["get", "--raw", "/metrics"]);
+    assert!(metrics.contains("apiserver_request_total{verb=\"LIST\",group=\"\",version=\"v1\",resource=\"configmaps\""), "{metrics}");
+    assert!(metrics.contains("apiserver_storage_objects{resource=\"namespaces\"} 4"), "{metrics}");
+}
