@@ -21,4 +21,5 @@ pub mod validation;
 
 /// The Kubernetes version rkube implements.
 pub const KUBERNETES_VERSION: &str = "v1.33.0";
+pub mod convert;
 pub mod protobuf;

@@ -330,3 +330,26 @@ fn creating_in_a_terminating_namespace_is_forbidden() {
     ]);
     s.ok(&["wait", "--for=delete", "namespace/closing", "--timeout=60s"]);
 }
+
+#[test]
+fn autoscalers_are_served_in_both_versions() {
+    let s = RkubeServer::start();
+    s.ok(&["create", "deployment", "web", "--image=busybox:1.36"]);
+    s.ok(&["autoscale", "deployment", "web", "--min=2", "--max=5", "--cpu-percent=70"]);
+    let v2 = json(&s.ok(&[
+        "get",
+        "--raw",
+        "/apis/autoscaling/v2/namespaces/default/horizontalpodautoscalers/web",
+    ]));
+    assert_eq!(v2["spec"]["metrics"][0]["resource"]["target"]["averageUtilization"], 70);
+    let v1 = json(&s.ok(&[
+        "get",
+        "--raw",
+        "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers/web",
+    ]));
+    assert_eq!(v1["apiVersion"], "autoscaling/v1");
+    assert_eq!(v1["spec"]["targetCPUUtilizationPercentage"], 70);
+    assert_eq!(v1["spec"]["maxReplicas"], 5);
+    let table = s.ok(&["get", "hpa", "web", "--no-headers"]);
+    assert!(table.starts_with("web ") && table.contains("Deployment/web"), "{table}");
+}

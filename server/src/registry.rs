@@ -588,14 +588,9 @@ fn modified(info: &ResourceInfo, name: &str) -> ApiError {
     )
 }
 
-/// An object in the version `info` serves. Resources served in several versions share one
-/// stored form; today only autoscaling has two, whose common fields carry over.
-pub fn convert(mut obj: Value, info: &ResourceInfo) -> Value {
-    if obj.is_object() {
-        obj["apiVersion"] = json!(info.api_version());
-        obj["kind"] = json!(info.kind);
-    }
-    obj
+/// An object in the version `info` serves (see `rkube_apis::convert`).
+pub fn convert(obj: Value, info: &ResourceInfo) -> Value {
+    rkube_apis::convert::convert(obj, info)
 }
 
 /// The body's apiVersion and kind, when given, must be the endpoint's.
