@@ -109,3 +109,81 @@ fn anonymous_requests_are_forbidden_and_metrics_are_served() {
     assert!(metrics.contains("apiserver_request_total{verb=\"LIST\",group=\"\",version=\"v1\",resource=\"configmaps\""), "{metrics}");
     assert!(metrics.contains("apiserver_storage_objects{resource=\"namespaces\"} 4"), "{metrics}");
 }
+
+#[test]
+fn strict_validation_rejects_duplicate_fields() {
+    let s = RkubeServer::start();
+    // kubectl re-encodes manifests (dropping duplicates), so the body goes as it is.
+    let body = s.data_dir.path().join("dup.json");
+    std::fs::write(&body, r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"dup","name":"dup"},"data":{"a":"1"}}"#).unwrap();
+    let err = s.fails(&[
+        "create",
+        "--raw",
+        "/api/v1/namespaces/default/configmaps?fieldValidation=Strict",
+        "-f",
+        &body.display().to_string(),
+    ]);
+    assert!(
+        err.contains(r#"strict decoding error: duplicate field \"name\""#)
+            || err.contains(r#"strict decoding error: duplicate field "name""#),
+        "{err}"
+    );
+}
+
+/// A raw HTTPS GET with the admin certificate, returning the body whatever the status.
+fn curl(s: &RkubeServer, path: &str) -> serde_json::Value {
+    let pki = s.data_dir.path().join("pki");
+    let out = std::process::Command::new("curl")
+        .arg("-s")
+        .arg("--cacert")
+        .arg(pki.join("ca.crt"))
+        .arg("--cert")
+        .arg(pki.join("admin.crt"))
+        .arg("--key")
+        .arg(pki.join("admin.key"))
+        .arg(format!("https://127.0.0.1:{}{path}", s.port))
+        .output()
+        .expect("curl");
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+#[test]
+fn a_compacted_continue_token_gets_an_inconsistent_continuation() {
+    let s = RkubeServer::start_with(&["--etcd-compaction-interval", "1s"]);
+    for i in 0..6 {
+        s.ok(&["create", "configmap", &format!("c{i}")]);
+    }
+    let first = curl(&s, "/api/v1/namespaces/default/configmaps?limit=2");
+    let token = first["metadata"]["continue"].as_str().unwrap().to_string();
+    // Writes go on; two compactions later the first page's revision is gone.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    let expired = loop {
+        s.ok(&[
+            "annotate",
+            "configmap",
+            "c5",
+            "--overwrite",
+            &format!("t={:?}", std::time::Instant::now()),
+        ]);
+        let page =
+            curl(&s, &format!("/api/v1/namespaces/default/configmaps?limit=2&continue={token}"));
+        if page["kind"] == "Status" {
+            break page;
+        }
+        assert!(std::time::Instant::now() < deadline, "the continue token never expired");
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    };
+    assert_eq!(expired["code"], 410);
+    assert_eq!(expired["reason"], "Expired");
+    // The Status carries a token that lists the rest at the latest revision.
+    let next = expired["metadata"]["continue"].as_str().expect("an inconsistent continue token");
+    let rest = curl(&s, &format!("/api/v1/namespaces/default/configmaps?limit=10&continue={next}"));
+    let names: Vec<&str> = rest["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["c2", "c3", "c4", "c5"]);
+}

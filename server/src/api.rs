@@ -547,7 +547,12 @@ fn decode_object(
     body: &[u8],
 ) -> ApiResult<(Value, Vec<String>)> {
     let obj = negotiate::decode_body(headers, body)?;
-    normalize_object(info, query, obj)
+    // Duplicate fields are only visible in the JSON text itself.
+    let duplicates = match negotiate::content_type(headers).as_str() {
+        "" | "application/json" => crate::duplicates::duplicate_fields(body),
+        _ => Vec::new(),
+    };
+    normalize_object(info, query, obj, &duplicates)
 }
 
 /// Reads an object as its kind's type, the way kube-apiserver decodes into its Go types: a
@@ -557,6 +562,7 @@ fn normalize_object(
     info: &ResourceInfo,
     query: &Query,
     mut obj: Value,
+    duplicates: &[String],
 ) -> ApiResult<(Value, Vec<String>)> {
     let mode = query.get("fieldValidation").map(String::as_str).unwrap_or("Warn");
     if !matches!(mode, "Ignore" | "Warn" | "Strict") {
@@ -573,7 +579,11 @@ fn normalize_object(
             info.kind, info.version, info.kind
         ))
     })?;
-    let messages: Vec<String> = unknown.iter().map(|f| format!("unknown field {f:?}")).collect();
+    let messages: Vec<String> = duplicates
+        .iter()
+        .map(|f| format!("duplicate field {f:?}"))
+        .chain(unknown.iter().map(|f| format!("unknown field {f:?}")))
+        .collect();
     match mode {
         "Strict" if !messages.is_empty() => Err(ApiError::bad_request(format!(
             "{} in version {:?} cannot be handled as a {}: strict decoding error: {}",
@@ -675,7 +685,7 @@ async fn patch(
                 type_name.unwrap_or(""),
             )
             .map_err(patch_error)?;
-            let (normalized, found) = normalize_object(info, query, patched)?;
+            let (normalized, found) = normalize_object(info, query, patched, &[])?;
             *warnings.lock().expect("warnings") = found;
             Ok(normalized)
         })

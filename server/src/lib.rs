@@ -13,6 +13,7 @@ pub mod api;
 pub mod auth;
 pub mod cache;
 pub mod discovery;
+pub mod duplicates;
 pub mod listener;
 pub mod metrics;
 pub mod negotiate;

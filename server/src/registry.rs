@@ -458,7 +458,7 @@ impl Registry {
         let (mut start, mut revision) = match &options.continue_token {
             Some(token) => {
                 let (rv, start) = decode_continue(token, &prefix)?;
-                (start, Some(rv))
+                (start, Some(rv).filter(|&rv| rv > 0))
             }
             None => (prefix.clone(), None),
         };
@@ -478,9 +478,14 @@ impl Registry {
                 })
                 .await
                 .map_err(|e| match e {
-                    StoreError::Compacted { .. } if options.continue_token.is_some() => ApiError::gone(
-                        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
-                    ),
+                    StoreError::Compacted { .. } if options.continue_token.is_some() => {
+                        let mut gone = ApiError::gone(
+                            "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+                        );
+                        // The same start key at the latest revision: an inconsistent continue.
+                        gone.details.continue_token = Some(encode_continue(-1, &start, &prefix));
+                        gone
+                    }
                     other => other.into(),
                 })?;
             revision = Some(page.revision);
@@ -785,7 +790,8 @@ fn decode_continue(token: &str, prefix: &str) -> ApiResult<(Revision, String)> {
     if value["v"] != "meta.k8s.io/v1" {
         return Err(invalid());
     }
-    let rv = value["rv"].as_i64().filter(|&rv| rv > 0).ok_or_else(invalid)?;
+    // -1: the rest of a list whose revision was compacted, at the latest revision.
+    let rv = value["rv"].as_i64().filter(|&rv| rv > 0 || rv == -1).ok_or_else(invalid)?;
     let start = value["start"].as_str().ok_or_else(invalid)?;
     if start.contains("..") || start.starts_with('/') {
         return Err(invalid());

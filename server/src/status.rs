@@ -27,6 +27,8 @@ pub struct Details {
     pub kind: Option<String>,
     pub causes: Vec<Cause>,
     pub retry_after: Option<u32>,
+    /// `metadata.continue` of the Status (an expired list's inconsistent continuation).
+    pub continue_token: Option<String>,
 }
 
 impl ApiError {
@@ -185,6 +187,9 @@ impl ApiError {
         }
         if !details.is_empty() {
             status["details"] = Value::Object(details);
+        }
+        if let Some(token) = &d.continue_token {
+            status["metadata"]["continue"] = json!(token);
         }
         status
     }
