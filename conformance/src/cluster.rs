@@ -38,6 +38,7 @@ pub struct RkubeServer {
     /// bound by one kubectl run).
     pub ready_after: Duration,
     log: PathBuf,
+    extra_args: Vec<String>,
 }
 
 impl RkubeServer {
@@ -46,50 +47,10 @@ impl RkubeServer {
         let data_dir = tempfile::Builder::new().prefix("rkube-test-").tempdir().expect("temp dir");
         let port = free_port();
         let log = data_dir.path().join("server.log");
-        let log_file = std::fs::File::create(&log).expect("log file");
-        let binary = rkube_binary();
+        let extra_args: Vec<String> = extra_args.iter().map(|a| a.to_string()).collect();
         let spawned = Instant::now();
-        assert!(
-            binary.exists(),
-            "no rkube binary at {} (build the workspace first)",
-            binary.display()
-        );
-        let mut child = Command::new(&binary)
-            .arg("server")
-            .arg("--data-dir")
-            .arg(data_dir.path())
-            .args(["--bind-address", "127.0.0.1", "--secure-port", &port.to_string()])
-            .args(extra_args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(log_file)
-            .spawn()
-            .expect("start rkube server");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let kubeconfig = loop {
-            if let Ok(line) = rx.recv_timeout(Duration::from_millis(100)) {
-                if let Some(path) = line.strip_prefix("export KUBECONFIG=") {
-                    break PathBuf::from(path);
-                }
-            }
-            if let Ok(Some(status)) = child.try_wait() {
-                panic!(
-                    "rkube server exited with {status}:\n{}",
-                    std::fs::read_to_string(&log).unwrap_or_default()
-                );
-            }
-            assert!(
-                Instant::now() < deadline,
-                "rkube server did not print its kubeconfig within 60 s"
-            );
-        };
+        let deadline = spawned + Duration::from_secs(60);
+        let (child, kubeconfig) = launch(data_dir.path(), port, &extra_args, &log, deadline);
         let mut server = RkubeServer {
             child,
             port,
@@ -98,10 +59,23 @@ impl RkubeServer {
             kubectl: kubectl_binary(),
             ready_after: Duration::ZERO,
             log,
+            extra_args,
         };
         server.wait_ready(deadline);
         server.ready_after = spawned.elapsed();
         server
+    }
+
+    /// Stops the server (SIGKILL) and starts it again on the same data dir and port.
+    pub fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let (child, kubeconfig) =
+            launch(self.data_dir.path(), self.port, &self.extra_args, &self.log, deadline);
+        self.child = child;
+        self.kubeconfig = kubeconfig;
+        self.wait_ready(deadline);
     }
 
     pub fn start() -> RkubeServer {
@@ -230,6 +204,52 @@ pub fn wait_with_timeout(child: Child, timeout: Duration) -> Output {
                 String::from_utf8_lossy(&out.stderr)
             );
         }
+    }
+}
+
+/// Starts `rkube server` and waits for its `export KUBECONFIG=` line.
+fn launch(
+    data_dir: &Path,
+    port: u16,
+    extra_args: &[String],
+    log: &Path,
+    deadline: Instant,
+) -> (Child, PathBuf) {
+    let log_file =
+        std::fs::OpenOptions::new().create(true).append(true).open(log).expect("log file");
+    let binary = rkube_binary();
+    assert!(binary.exists(), "no rkube binary at {} (build the workspace first)", binary.display());
+    let mut child = Command::new(&binary)
+        .arg("server")
+        .arg("--data-dir")
+        .arg(data_dir)
+        .args(["--bind-address", "127.0.0.1", "--secure-port", &port.to_string()])
+        .args(extra_args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(log_file)
+        .spawn()
+        .expect("start rkube server");
+    let stdout = child.stdout.take().expect("stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    loop {
+        if let Ok(line) = rx.recv_timeout(Duration::from_millis(100)) {
+            if let Some(path) = line.strip_prefix("export KUBECONFIG=") {
+                return (child, PathBuf::from(path));
+            }
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!(
+                "rkube server exited with {status}:\n{}",
+                std::fs::read_to_string(log).unwrap_or_default()
+            );
+        }
+        assert!(Instant::now() < deadline, "rkube server did not print its kubeconfig within 60 s");
     }
 }
 

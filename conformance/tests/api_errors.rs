@@ -187,3 +187,55 @@ fn a_compacted_continue_token_gets_an_inconsistent_continuation() {
         .collect();
     assert_eq!(names, vec!["c2", "c3", "c4", "c5"]);
 }
+
+#[test]
+fn media_types_we_cannot_speak_are_refused() {
+    let s = RkubeServer::start();
+    let pki = s.data_dir.path().join("pki");
+    let call = |extra: &[&str]| -> serde_json::Value {
+        let out = std::process::Command::new("curl")
+            .arg("-s")
+            .arg("--cacert")
+            .arg(pki.join("ca.crt"))
+            .arg("--cert")
+            .arg(pki.join("admin.crt"))
+            .arg("--key")
+            .arg(pki.join("admin.key"))
+            .args(extra)
+            .output()
+            .expect("curl");
+        serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+    };
+    let url = format!("https://127.0.0.1:{}/api/v1/namespaces/default/configmaps", s.port);
+    let status = call(&["-H", "Accept: application/vnd.kubernetes.protobuf", &url]);
+    assert_eq!(
+        (status["code"].as_i64(), status["reason"].as_str()),
+        (Some(406), Some("NotAcceptable"))
+    );
+    let status = call(&["-X", "POST", "-H", "Content-Type: text/plain", "--data", "hello", &url]);
+    assert_eq!(
+        (status["code"].as_i64(), status["reason"].as_str()),
+        (Some(415), Some("UnsupportedMediaType"))
+    );
+    let status =
+        call(&["-X", "POST", "-H", "Content-Type: application/json", "--data", "{not json", &url]);
+    assert_eq!(
+        (status["code"].as_i64(), status["reason"].as_str()),
+        (Some(400), Some("BadRequest"))
+    );
+    let status = call(&[
+        "-X",
+        "PUT",
+        "-H",
+        "Content-Type: application/json",
+        "--data",
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"other"}}"#,
+        &format!("{url}/this"),
+    ]);
+    assert_eq!(status["code"], 400);
+    assert_eq!(
+        status["message"],
+        "the name of the object (other) does not match the name on the URL (this)"
+    );
+}
