@@ -19,6 +19,27 @@ pub fn validate(info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Vec<Fi
         ("apps", "deployments" | "replicasets" | "statefulsets" | "daemonsets") => {
             let mut errors = selector_matches_template(&obj["spec"]);
             errors.extend(pod_spec(&obj["spec"]["template"]["spec"], "spec.template.spec"));
+            if let (Some(old), "statefulsets") = (old, info.plural) {
+                let mut a = obj["spec"].clone();
+                let mut b = old["spec"].clone();
+                for spec in [&mut a, &mut b] {
+                    if let Some(m) = spec.as_object_mut() {
+                        for f in [
+                            "replicas",
+                            "ordinals",
+                            "template",
+                            "updateStrategy",
+                            "persistentVolumeClaimRetentionPolicy",
+                            "minReadySeconds",
+                        ] {
+                            m.remove(f);
+                        }
+                    }
+                }
+                if a != b {
+                    errors.push(FieldError::forbidden("spec", "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden"));
+                }
+            }
             if let Some(old) = old {
                 if old["spec"]["selector"] != obj["spec"]["selector"] {
                     errors.push(FieldError::invalid(
@@ -31,7 +52,38 @@ pub fn validate(info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Vec<Fi
             errors
         }
         ("", "services") => service(obj, old),
-        ("", "configmaps") | ("", "secrets") => data_keys(obj),
+        ("", "configmaps") | ("", "secrets") => {
+            let mut errors = data_keys(obj);
+            if let Some(old) = old {
+                errors.extend(immutable_data(obj, old));
+                if info.plural == "secrets" && obj["type"] != old["type"] {
+                    errors.push(FieldError::invalid("type", &obj["type"], "field is immutable"));
+                }
+            }
+            errors
+        }
+        ("batch", "jobs") => {
+            let mut errors = pod_spec(&obj["spec"]["template"]["spec"], "spec.template.spec");
+            if let Some(old) = old {
+                if obj["spec"]["selector"] != old["spec"]["selector"] {
+                    errors.push(FieldError::invalid(
+                        "spec.selector",
+                        &obj["spec"]["selector"],
+                        "field is immutable",
+                    ));
+                }
+                if obj["spec"]["completions"] != old["spec"]["completions"]
+                    && obj["spec"]["completionMode"] == "Indexed"
+                {
+                    errors.push(FieldError::invalid(
+                        "spec.completions",
+                        &obj["spec"]["completions"],
+                        "field is immutable",
+                    ));
+                }
+            }
+            errors
+        }
         _ => Vec::new(),
     }
 }
@@ -181,6 +233,24 @@ fn service(obj: &Value, _old: Option<&Value>) -> Vec<FieldError> {
         }
         if ports.is_some_and(|all| all.len() > 1) && p["name"].as_str().is_none_or(str::is_empty) {
             errors.push(FieldError::required(format!("spec.ports[{i}].name"), ""));
+        }
+    }
+    errors
+}
+
+/// ConfigMaps and Secrets marked `immutable: true` keep their data (and the mark).
+fn immutable_data(obj: &Value, old: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    if old["immutable"] != Value::Bool(true) {
+        return errors;
+    }
+    const DETAIL: &str = "field is immutable when `immutable` is set";
+    if obj["immutable"] != Value::Bool(true) {
+        errors.push(FieldError::forbidden("immutable", DETAIL));
+    }
+    for field in ["data", "binaryData", "stringData"] {
+        if obj[field] != old[field] {
+            errors.push(FieldError::forbidden(field, DETAIL));
         }
     }
     errors

@@ -239,3 +239,25 @@ fn media_types_we_cannot_speak_are_refused() {
         "the name of the object (other) does not match the name on the URL (this)"
     );
 }
+
+#[test]
+fn immutable_fields_stay() {
+    let s = RkubeServer::start();
+    s.ok_stdin(&["apply", "-f", "-"], "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: frozen\nimmutable: true\ndata:\n  a: \"1\"\n");
+    let err =
+        s.fails(&["patch", "configmap", "frozen", "--type=merge", "-p", r#"{"data":{"a":"2"}}"#]);
+    assert!(err.contains("data: Forbidden: field is immutable when `immutable` is set"), "{err}");
+    s.ok(&["create", "deployment", "web", "--image=busybox:1.36"]);
+    let err = s.fails(&["patch", "deployment", "web", "--type=merge", "-p", r#"{"spec":{"selector":{"matchLabels":{"app":"other"}},"template":{"metadata":{"labels":{"app":"other"}}}}}"#]);
+    assert!(
+        err.contains("spec.selector: Invalid value") && err.contains("field is immutable"),
+        "{err}"
+    );
+    s.ok(&["create", "secret", "generic", "s", "--from-literal=a=b"]);
+    let err =
+        s.fails(&["patch", "secret", "s", "--type=merge", "-p", r#"{"type":"kubernetes.io/tls"}"#]);
+    assert!(
+        err.contains("type: Invalid value: \"kubernetes.io/tls\": field is immutable"),
+        "{err}"
+    );
+}
