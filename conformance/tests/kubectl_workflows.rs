@@ -353,3 +353,45 @@ fn autoscalers_are_served_in_both_versions() {
     let table = s.ok(&["get", "hpa", "web", "--no-headers"]);
     assert!(table.starts_with("web ") && table.contains("Deployment/web"), "{table}");
 }
+
+#[test]
+fn auth_whoami_can_i_and_binding() {
+    let s = RkubeServer::start();
+    let who = s.ok(&["auth", "whoami", "-o", "json"]);
+    let who = json(&who);
+    assert_eq!(who["status"]["userInfo"]["username"], "system:admin");
+    assert!(who["status"]["userInfo"]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|g| g == "system:masters"));
+    assert_eq!(s.ok(&["auth", "can-i", "delete", "deployments"]).trim(), "yes");
+    // Binding a pod to a node, as the scheduler does.
+    s.ok_stdin(&["apply", "-f", "-"], POD);
+    let binding = s.data_dir.path().join("binding.json");
+    std::fs::write(&binding, r#"{"apiVersion":"v1","kind":"Binding","metadata":{"name":"web"},"target":{"kind":"Node","name":"node-1"}}"#).unwrap();
+    s.ok(&[
+        "create",
+        "--raw",
+        "/api/v1/namespaces/default/pods/web/binding",
+        "-f",
+        &binding.display().to_string(),
+    ]);
+    assert_eq!(s.ok(&["get", "pod", "web", "-o", "jsonpath={.spec.nodeName}"]), "node-1");
+    // A bound pod is not bound again.
+    let err = s.fails(&[
+        "create",
+        "--raw",
+        "/api/v1/namespaces/default/pods/web/binding",
+        "-f",
+        &binding.display().to_string(),
+    ]);
+    assert!(err.contains("is already assigned to node"), "{err}");
+    // A scheduled pod is deleted gracefully: marked, then removed by its kubelet (not built
+    // yet); a zero grace period removes it at once.
+    s.ok(&["delete", "pod", "web", "--wait=false"]);
+    let pod = json(&s.ok(&["get", "pod", "web", "-o", "json"]));
+    assert_eq!(pod["metadata"]["deletionGracePeriodSeconds"], 30);
+    s.ok(&["delete", "pod", "web", "--grace-period=0", "--force"]);
+    assert!(s.fails(&["get", "pod", "web"]).contains("NotFound"));
+}

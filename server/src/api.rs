@@ -80,7 +80,7 @@ pub async fn handle(State(state): State<Arc<ApiState>>, request: http::Request<B
         Target::NotFound => Err(ApiError::path_not_found()),
         Target::Resource(r) => {
             let response =
-                resource(&state, &parts.method, &parts.headers, &query, r.clone(), &body)
+                resource(&state, &user, &parts.method, &parts.headers, &query, r.clone(), &body)
                     .await
                     .unwrap_or_else(IntoResponse::into_response);
             let scope = match (&r.namespace, &r.name) {
@@ -154,6 +154,7 @@ fn discovery_response(
 
 async fn resource(
     state: &ApiState,
+    user: &UserInfo,
     method: &Method,
     headers: &HeaderMap,
     query: &Query,
@@ -218,6 +219,28 @@ async fn resource(
                 filter,
             )
             .await
+        }
+        "create" if crate::reviews::is_review(info) => {
+            let output = negotiate::output(headers)?;
+            let review = negotiate::decode_body(headers, body)?;
+            let answered = crate::reviews::answer(info, user, review)?;
+            Ok(object_response(StatusCode::CREATED, info, answered, output, query))
+        }
+        "create" if info.group.is_empty() && info.plural == "bindings" => {
+            // The older way to bind a pod: POST a Binding named after the pod.
+            let binding = negotiate::decode_body(headers, body)?;
+            let pod = binding["metadata"]["name"].as_str().unwrap_or("").to_string();
+            let pods = state.resources.get("", "v1", "pods").expect("pods");
+            let r = ResourceRequest {
+                verb: "create",
+                group: String::new(),
+                version: "v1".into(),
+                namespace: r.namespace.clone(),
+                resource: "pods".into(),
+                name: Some(pod),
+                subresource: Some("binding".into()),
+            };
+            subresource(state, headers, query, pods, &r, "binding", body).await
         }
         "create" => {
             let output = negotiate::output(headers)?;

@@ -20,6 +20,7 @@ pub mod negotiate;
 pub mod object;
 pub mod registry;
 pub mod request;
+pub mod reviews;
 pub mod services;
 pub mod status;
 pub mod table;
