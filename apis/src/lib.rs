@@ -22,4 +22,5 @@ pub mod validation;
 /// The Kubernetes version rkube implements.
 pub const KUBERNETES_VERSION: &str = "v1.33.0";
 pub mod convert;
+pub mod openapi_v2_proto;
 pub mod protobuf;

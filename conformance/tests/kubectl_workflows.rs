@@ -229,13 +229,12 @@ fn explain_uses_the_openapi_document() {
 }
 
 /// Every other stock kubectl on the machine does the basics too. kubectl 1.27 and 1.28
-/// validate `apply` against the protobuf form of `/openapi/v2`, which rkube does not serve yet
-/// (see docs/features.md): they are left out here until it does.
+/// validate `apply` against the protobuf form of `/openapi/v2`; 1.29 and later use `/openapi/v3`.
 #[test]
 fn other_kubectl_versions() {
     let s = RkubeServer::start();
     let mut tried = 0;
-    for minor in 29..=33 {
+    for minor in 27..=33 {
         let kubectl =
             std::path::PathBuf::from(format!("/usr/lib/google-cloud-sdk/bin/kubectl.1.{minor}"));
         if !kubectl.exists() {
@@ -258,7 +257,25 @@ fn other_kubectl_versions() {
         let table = run(&["get", "pods", "-n", &ns], None);
         assert!(table.lines().nth(1).is_some_and(|l| l.starts_with("web ")), "1.{minor}:\n{table}");
         run(&["label", "-n", &ns, "pod", "web", "v=1"], None);
+        // A second apply patches (the strategic-merge keys come from the OpenAPI document).
+        run(
+            &["apply", "-n", &ns, "-f", "-"],
+            Some(POD.replace("app: web", "app: web\n    tier: front").as_str()),
+        );
+        let labels =
+            run(&["get", "-n", &ns, "pod", "web", "-o", "jsonpath={.metadata.labels}"], None);
+        assert_eq!(json(&labels), serde_json::json!({"app": "web", "tier": "front", "v": "1"}));
         run(&["create", "configmap", "-n", &ns, "cm", "--from-literal=a=b"], None);
+        // Every version finds server-side field validation in the OpenAPI document and has
+        // the server refuse an unknown field.
+        let bogus = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: bogus\nbogus: 1\n";
+        let out = s.kubectl_with(&kubectl, &["apply", "-n", &ns, "-f", "-"], Some(bogus));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            !out.status.success()
+                && stderr.contains(r#"strict decoding error: unknown field "bogus""#),
+            "1.{minor}: {stderr}"
+        );
         let version = json(&run(&["version", "-o", "json"], None));
         assert_eq!(version["serverVersion"]["gitVersion"], "v1.33.0");
         run(&["delete", "-n", &ns, "pod", "web"], None);

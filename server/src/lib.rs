@@ -290,19 +290,61 @@ async fn openapi_v3(axum::extract::Path(path): axum::extract::Path<String>) -> R
     }
 }
 
-/// Swagger 2.0 as JSON. Clients that accept only the protobuf form get 406 (not served yet).
+/// Swagger 2.0, as JSON or as the gnostic `openapi.v2.Document` protobuf (kubectl 1.27 and
+/// 1.28 ask for the latter for `apply`): the first form the Accept header lists, by `q`
+/// (`*/*` gets JSON).
 async fn openapi_v2(headers: http::HeaderMap) -> Response {
+    use rkube_apis::openapi_v2_proto;
     let accept = headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
-    let json_ok = accept.is_empty() || accept.contains("json") || accept.contains("*/*");
-    if !json_ok {
-        return status::ApiError::not_acceptable("only application/json is served for /openapi/v2")
-            .into_response();
-    }
-    let mut response = (http::StatusCode::OK, rkube_apis::openapi::Documents::builtin().v2.clone())
-        .into_response();
-    response
-        .headers_mut()
-        .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    let mut ranges: Vec<(f32, &str)> = accept
+        .split(',')
+        .map(|range| {
+            let mut parts = range.split(';');
+            let media = parts.next().unwrap_or("").trim();
+            let q = parts
+                .filter_map(|p| p.trim().strip_prefix("q="))
+                .find_map(|q| q.trim().parse().ok())
+                .unwrap_or(1.0);
+            (q, media)
+        })
+        .filter(|(q, media)| *q > 0.0 && !media.is_empty())
+        .collect();
+    ranges.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let protobuf = match ranges.iter().find_map(|(_, media)| {
+        if media.contains("protobuf") {
+            Some(true)
+        } else if media.contains("json") || *media == "*/*" || *media == "application/*" {
+            Some(false)
+        } else {
+            None
+        }
+    }) {
+        Some(protobuf) => protobuf,
+        None if accept.trim().is_empty() => false,
+        None => {
+            return status::ApiError::not_acceptable(format!(
+                "/openapi/v2 is served as application/json or {}",
+                openapi_v2_proto::MEDIA_TYPE
+            ))
+            .into_response()
+        }
+    };
+    let json = &rkube_apis::openapi::Documents::builtin().v2;
+    let (body, content_type) = if protobuf {
+        static ENCODED: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+        let bytes = ENCODED.get_or_init(|| {
+            let doc: serde_json::Value =
+                serde_json::from_slice(json).expect("the v2 document is JSON");
+            openapi_v2_proto::encode(&doc)
+        });
+        (bytes::Bytes::from_static(bytes), openapi_v2_proto::MEDIA_TYPE)
+    } else {
+        (bytes::Bytes::from_static(json), "application/json")
+    };
+    let mut response = (http::StatusCode::OK, body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static(content_type));
+    headers.insert(http::header::VARY, http::HeaderValue::from_static("Accept"));
     response
 }
 
