@@ -585,8 +585,11 @@ fn is_block(v: &Value) -> bool {
     }
 }
 
+/// Keys sorted, as Go's YAML encoder writes maps (and whatever order serde_json keeps).
 fn yaml_map(out: &mut String, m: &Obj, indent: usize) {
-    for (k, v) in m {
+    let mut entries: Vec<(&String, &Value)> = m.iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    for (k, v) in entries {
         out.push_str(&" ".repeat(indent));
         out.push_str(&string_scalar(k));
         out.push(':');

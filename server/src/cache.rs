@@ -349,6 +349,11 @@ impl Cache {
         }
     }
 
+    /// One object, if the cache has it.
+    pub fn get(&self, key: &str) -> Option<Arc<CachedObject>> {
+        self.state.read().expect("cache lock").objects.get(key).cloned()
+    }
+
     /// The revision the cache has applied everything up to.
     pub fn current(&self) -> Revision {
         *self.revision.borrow()

@@ -239,12 +239,21 @@ impl Registry {
     /// deleted.
     async fn check_namespace_accepts_objects(&self, namespace: &str) -> ApiResult<()> {
         let namespaces = self.resources.get("", "v1", "namespaces").expect("namespaces");
-        let (kv, _) = self.store.get(&namespaces.key(None, namespace), None).await?;
-        let Some(kv) = kv else {
-            return Err(ApiError::not_found("", "namespaces", namespace));
+        let key = namespaces.key(None, namespace);
+        // The watch cache knows every namespace but the newest; the store is asked only when
+        // the cache does not have it.
+        let terminating = match self.cache(namespaces).ok().and_then(|c| c.get(&key)) {
+            Some(ns) => ns.fields.iter().any(|(f, v)| *f == "status.phase" && v == "Terminating"),
+            None => {
+                let (kv, _) = self.store.get(&key, None).await?;
+                let Some(kv) = kv else {
+                    return Err(ApiError::not_found("", "namespaces", namespace));
+                };
+                let ns: Value = serde_json::from_slice(&kv.value).unwrap_or(Value::Null);
+                object::is_terminating(&ns)
+            }
         };
-        let ns: Value = serde_json::from_slice(&kv.value).unwrap_or(Value::Null);
-        if object::is_terminating(&ns) {
+        if terminating {
             return Err(ApiError::forbidden(format!(
                 "unable to create new content in namespace {namespace} because it is being terminated"
             )));

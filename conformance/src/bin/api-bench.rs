@@ -147,6 +147,77 @@ where
     Ok(Run { latencies, elapsed })
 }
 
+/// CPU time (user + system) a process has used so far.
+fn cpu_time(pid: &str) -> Result<Duration> {
+    static TICKS_PER_SEC: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let ticks_per_sec = *TICKS_PER_SEC.get_or_init(|| {
+        std::process::Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+            .unwrap_or(100)
+    });
+    let path = format!("/proc/{pid}/stat");
+    let stat = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    // Fields after the command name (which may hold spaces): state is the first, utime and
+    // stime the 12th and 13th.
+    let fields: Vec<&str> =
+        stat.rsplit_once(')').map(|(_, f)| f).unwrap_or("").split_whitespace().collect();
+    let ticks: u64 = fields
+        .get(11..13)
+        .with_context(|| format!("short {path}"))?
+        .iter()
+        .map(|f| f.parse::<u64>().unwrap_or(0))
+        .sum();
+    Ok(Duration::from_secs_f64(ticks as f64 / ticks_per_sec as f64))
+}
+
+/// CPU the server and this benchmark used during one phase.
+#[derive(Clone, Copy, Default)]
+struct Cpu {
+    server: Duration,
+    client: Duration,
+    wall: Duration,
+}
+
+impl Cpu {
+    /// Runs `phase`, measuring the CPU of process `server` (none when `None`) and of this one.
+    async fn measure<T>(
+        server: Option<u32>,
+        phase: impl Future<Output = Result<T>>,
+    ) -> Result<(T, Cpu)> {
+        let server_cpu = || server.map_or(Ok(Duration::ZERO), |pid| cpu_time(&pid.to_string()));
+        let (server_before, client_before, started) =
+            (server_cpu()?, cpu_time("self")?, Instant::now());
+        let value = phase.await?;
+        let cpu = Cpu {
+            server: server_cpu()?.saturating_sub(server_before),
+            client: cpu_time("self")?.saturating_sub(client_before),
+            wall: started.elapsed(),
+        };
+        Ok((value, cpu))
+    }
+
+    fn cores(d: Duration, wall: Duration) -> f64 {
+        d.as_secs_f64() / wall.as_secs_f64()
+    }
+
+    fn summary(&self) -> String {
+        format!(
+            "{:.2} / {:.2}",
+            Self::cores(self.server, self.wall),
+            Self::cores(self.client, self.wall)
+        )
+    }
+
+    /// Microseconds of CPU per operation, server and client.
+    fn per_op(&self, ops: usize) -> (f64, f64) {
+        let per = |d: Duration| d.as_secs_f64() * 1e6 / ops.max(1) as f64;
+        (per(self.server), per(self.client))
+    }
+}
+
 /// Creates exactly `count` objects with `op`, failing after [`FILL_TIMEOUT`].
 async fn fill<F, Fut>(what: &str, count: usize, op: F) -> Result<Run>
 where
@@ -219,7 +290,11 @@ async fn get_raw(client: &Client, path: &str) -> Result<String> {
 
 /// Creates of ConfigMaps (1 KiB of data) at concurrency 64 for `duration`; also returns the
 /// size of one stored ConfigMap's JSON as GET returns it.
-async fn bench_configmap_creates(client: &Client, duration: Duration) -> Result<(Run, usize)> {
+async fn bench_configmap_creates(
+    client: &Client,
+    server: u32,
+    duration: Duration,
+) -> Result<(Run, Cpu, usize)> {
     let ns = "bench-create-configmaps";
     create_namespace(client, ns).await?;
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
@@ -236,51 +311,60 @@ async fn bench_configmap_creates(client: &Client, duration: Duration) -> Result<
     .await
     .context("warming up")?;
     let timed = api.clone();
-    let r = run(MAX_TIMED_OPS, duration, move |i| {
-        let api = timed.clone();
-        async move {
-            api.create(
-                &PostParams::default(),
-                &padded_configmap(format!("cm-{i:07}"), CREATE_DATA),
-            )
-            .await?;
-            Ok(())
-        }
-    })
+    let (r, cpu) = Cpu::measure(
+        Some(server),
+        run(MAX_TIMED_OPS, duration, move |i| {
+            let api = timed.clone();
+            async move {
+                api.create(
+                    &PostParams::default(),
+                    &padded_configmap(format!("cm-{i:07}"), CREATE_DATA),
+                )
+                .await?;
+                Ok(())
+            }
+        }),
+    )
     .await
     .context("ConfigMap creates")?;
     let stored = get_raw(client, &format!("/api/v1/namespaces/{ns}/configmaps/cm-0000000")).await?;
-    Ok((r, stored.len()))
+    Ok((r, cpu, stored.len()))
 }
 
-async fn bench_pod_creates(client: &Client, duration: Duration) -> Result<Run> {
+async fn bench_pod_creates(client: &Client, server: u32, duration: Duration) -> Result<(Run, Cpu)> {
     let ns = "bench-create-pods";
     create_namespace(client, ns).await?;
     let api: Api<Pod> = Api::namespaced(client.clone(), ns);
-    run(MAX_TIMED_OPS, duration, move |i| {
-        let api = api.clone();
-        async move {
-            api.create(&PostParams::default(), &pod(format!("pod-{i:07}"))).await?;
-            Ok(())
-        }
-    })
+    Cpu::measure(
+        Some(server),
+        run(MAX_TIMED_OPS, duration, move |i| {
+            let api = api.clone();
+            async move {
+                api.create(&PostParams::default(), &pod(format!("pod-{i:07}"))).await?;
+                Ok(())
+            }
+        }),
+    )
     .await
     .context("Pod creates")
 }
 
 /// The raw store: `SqliteStore::create` of new keys in this process.
-async fn bench_raw_store(value_size: usize, duration: Duration) -> Result<Run> {
+async fn bench_raw_store(value_size: usize, duration: Duration) -> Result<(Run, Cpu)> {
     let dir = tempfile::Builder::new().prefix("rkube-api-bench-store-").tempdir()?;
     let store = SqliteStore::open(dir.path().join("db"), SqliteOptions::default())?;
     let value = Bytes::from(vec![b'v'; value_size]);
     let s = store.clone();
-    let r = run(MAX_TIMED_OPS, duration, move |i| {
-        let (store, value) = (s.clone(), value.clone());
-        async move {
-            store.create(&format!("/registry/configmaps/bench/cm-{i:07}"), value).await?;
-            Ok(())
-        }
-    })
+    let r = Cpu::measure(
+        None,
+        run(MAX_TIMED_OPS, duration, move |i| {
+            let (store, value) = (s.clone(), value.clone());
+            async move {
+                store.create(&format!("/registry/configmaps/bench/cm-{i:07}"), value).await?;
+                Ok(())
+            }
+        }),
+    )
     .await
     .context("raw store creates")?;
     store.close().await?;
@@ -540,9 +624,12 @@ struct Figures {
     ready_after: Duration,
     kubectl_call: Duration,
     configmaps: Run,
+    configmaps_cpu: Cpu,
     configmap_json: usize,
     pods: Run,
+    pods_cpu: Cpu,
     raw: Run,
+    raw_cpu: Cpu,
     list: ListFigures,
     watch: WatchFigures,
     memory: MemoryFigures,
@@ -578,13 +665,22 @@ async fn bench(config: &Config) -> Result<Figures> {
     let client = client(&server).await?;
 
     let duration = config.create_duration;
-    let (configmaps, configmap_json) =
-        with_log(&server, bench_configmap_creates(&client, duration)).await?;
-    eprintln!("  ConfigMap creates: {} ({configmap_json}-byte JSON)", configmaps.summary());
-    let raw = bench_raw_store(configmap_json, duration).await?;
-    eprintln!("  raw store creates: {}", raw.summary());
-    let pods = with_log(&server, bench_pod_creates(&client, duration)).await?;
-    eprintln!("  Pod creates: {}", pods.summary());
+    let pid = server.pid();
+    let (configmaps, configmaps_cpu, configmap_json) =
+        with_log(&server, bench_configmap_creates(&client, pid, duration)).await?;
+    eprintln!(
+        "  ConfigMap creates: {} ({configmap_json}-byte JSON), cores server / client {}",
+        configmaps.summary(),
+        configmaps_cpu.summary()
+    );
+    let (raw, raw_cpu) = bench_raw_store(configmap_json, duration).await?;
+    eprintln!(
+        "  raw store creates: {}, cores {:.2}",
+        raw.summary(),
+        Cpu::cores(raw_cpu.client, raw_cpu.wall)
+    );
+    let (pods, pods_cpu) = with_log(&server, bench_pod_creates(&client, pid, duration)).await?;
+    eprintln!("  Pod creates: {}, cores server / client {}", pods.summary(), pods_cpu.summary());
     let list = with_log(&server, bench_list(&client, config.list_pods)).await?;
     eprintln!(
         "  list of {} pods: median {}, max {}, {} bytes (filled at {})",
@@ -622,9 +718,12 @@ async fn bench(config: &Config) -> Result<Figures> {
         ready_after,
         kubectl_call,
         configmaps,
+        configmaps_cpu,
         configmap_json,
         pods,
+        pods_cpu,
         raw,
+        raw_cpu,
         list,
         watch,
         memory,
@@ -676,29 +775,38 @@ fn mib(kib: u64) -> String {
 
 fn render(f: &Figures, config: &Config, quick: bool) -> String {
     let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
-    let create_row = |what: &str, r: &Run| {
+    let create_row = |what: &str, r: &Run, cpu: String| {
         vec![
             what.to_string(),
             format!("{:.0}/s", r.ops_per_sec()),
             format!("{} / {}", report::ms(r.p50()), report::ms(r.p99())),
+            cpu,
         ]
     };
-    let mut table = Table::new(&["measurement", "result", "latency p50 / p99"]);
-    table.row(create_row("ConfigMap creates, HTTPS, c=64", &f.configmaps));
-    table.row(create_row("Pod creates, HTTPS, c=64", &f.pods));
+    let mut table =
+        Table::new(&["measurement", "result", "latency p50 / p99", "cores: server / bench"]);
+    table.row(create_row(
+        "ConfigMap creates, HTTPS, c=64",
+        &f.configmaps,
+        f.configmaps_cpu.summary(),
+    ));
+    table.row(create_row("Pod creates, HTTPS, c=64", &f.pods, f.pods_cpu.summary()));
     table.row(create_row(
         &format!("raw SQLite store creates, c=64 ({}-byte values)", f.configmap_json),
         &f.raw,
+        format!("- / {:.2}", Cpu::cores(f.raw_cpu.client, f.raw_cpu.wall)),
     ));
     table.row(vec![
         format!("list of {} pods ({:.1} MiB)", config.list_pods, f.list.bytes as f64 / 1048576.0),
         format!("median {}, max {}", report::ms(f.list.median), report::ms(f.list.max)),
+        "-".to_string(),
         "-".to_string(),
     ]);
     table.row(vec![
         format!("watch fan-out, {} watchers x {} creates", config.watchers, config.watch_events),
         format!("{} deliveries", f.watch.deliveries),
         format!("{} / {}", report::ms(f.watch.p50), report::ms(f.watch.p99)),
+        "-".to_string(),
     ]);
     let m = &f.memory;
     table.row(vec![
@@ -710,8 +818,17 @@ fn render(f: &Figures, config: &Config, quick: bool) -> String {
             m.overhead_per_object()
         ),
         "-".to_string(),
+        "-".to_string(),
     ]);
-    table.row(vec!["start to ready".to_string(), report::ms(f.ready_after), "-".to_string()]);
+    table.row(vec![
+        "start to ready".to_string(),
+        report::ms(f.ready_after),
+        "-".to_string(),
+        "-".to_string(),
+    ]);
+    let (cm_server_us, cm_client_us) = f.configmaps_cpu.per_op(f.configmaps.latencies.len());
+    let (pod_server_us, pod_client_us) = f.pods_cpu.per_op(f.pods.latencies.len());
+    let (_, raw_us) = f.raw_cpu.per_op(f.raw.latencies.len());
 
     let raw_rate = f.raw.ops_per_sec();
     let cm_ratio = f.configmaps.ops_per_sec() / raw_rate;
@@ -755,7 +872,10 @@ fn render(f: &Figures, config: &Config, quick: bool) -> String {
          with {create_data} bytes of data ({cm_json} bytes stored as JSON), Pods with one \
          busybox container; every create is durable when answered. The raw store row is \
          `SqliteStore::create` in the benchmark's own process, same concurrency and duration, \
-         values the size of the stored ConfigMap. List: one GET of all {pods} pods of a \
+         values the size of the stored ConfigMap. The server and the benchmark share the \
+         machine's cores: CPU per create was {cm_server_us:.0} µs in the server and \
+         {cm_client_us:.0} µs in kube-rs for a ConfigMap, {pod_server_us:.0} µs and \
+         {pod_client_us:.0} µs for a Pod, and {raw_us:.0} µs for a raw store create. List: one GET of all {pods} pods of a \
          namespace read as bytes (not decoded), {runs} runs. Watch: {watchers} watches of \
          ConfigMaps in one namespace, each on its own connection (opened in {open:.1} s), \
          then {events} creates 5 ms apart; latency from the start of a create to the event \
