@@ -1,4 +1,4 @@
-//! Errors and request options as a user meets them: status codes, reasons and messages
+//! API semantics as a user meets them: errors (status codes, reasons and messages as
 //! kube-apiserver gives, through stock kubectl and a raw HTTPS client.
 
 use rkube_conformance::cluster::RkubeServer;
@@ -260,4 +260,51 @@ fn immutable_fields_stay() {
         err.contains("type: Invalid value: \"kubernetes.io/tls\": field is immutable"),
         "{err}"
     );
+}
+
+#[test]
+fn watch_list_initial_events_bookmarks_and_gone() {
+    let mut s = RkubeServer::start();
+    s.ok(&["create", "configmap", "one"]);
+    s.ok(&["create", "configmap", "two"]);
+    // Watch-list: the current objects, then a bookmark marking the end of the initial events.
+    let out = s.ok(&[
+        "get",
+        "--raw",
+        "/api/v1/namespaces/default/configmaps?watch=1&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=1",
+    ]);
+    let events: Vec<serde_json::Value> =
+        out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let names: Vec<&str> = events
+        .iter()
+        .filter(|e| e["type"] == "ADDED")
+        .map(|e| e["object"]["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, vec!["one", "two"]);
+    let bookmark = events.iter().find(|e| e["type"] == "BOOKMARK").expect("a bookmark");
+    assert_eq!(bookmark["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+    // An exact-revision list shows the state at that revision.
+    let rv = events.last().unwrap()["object"]["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    s.ok(&["create", "configmap", "three"]);
+    let exact: serde_json::Value = serde_json::from_str(&s.ok(&[
+        "get",
+        "--raw",
+        &format!("/api/v1/namespaces/default/configmaps?resourceVersion={rv}&resourceVersionMatch=Exact&limit=10"),
+    ]))
+    .unwrap();
+    assert_eq!(exact["items"].as_array().unwrap().len(), 2);
+    // After a restart the watch cache starts at the current revision: older ones are gone.
+    s.restart();
+    let out = s.ok(&[
+        "get",
+        "--raw",
+        "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=1&timeoutSeconds=1",
+    ]);
+    let first: serde_json::Value = serde_json::from_str(out.lines().next().unwrap()).unwrap();
+    assert_eq!(first["type"], "ERROR");
+    assert_eq!(first["object"]["code"], 410);
+    assert_eq!(first["object"]["reason"], "Expired");
 }
