@@ -1,5 +1,6 @@
 //! API semantics as a user meets them: errors (status codes, reasons and messages as
-//! kube-apiserver gives, through stock kubectl and a raw HTTPS client.
+//! kube-apiserver gives them), request options, watch-list and resource versions, through
+//! stock kubectl and a raw HTTPS client.
 
 use rkube_conformance::cluster::RkubeServer;
 
