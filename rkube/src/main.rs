@@ -25,6 +25,15 @@ struct Cli {
 enum Command {
     /// Run the cluster on this machine: the API server on the embedded store (or etcd).
     Server(ServerArgs),
+    /// Run the scheduler alone against an API server.
+    Scheduler(SchedulerArgs),
+}
+
+#[derive(clap::Args)]
+struct SchedulerArgs {
+    /// The kubeconfig to reach the API server with.
+    #[arg(long)]
+    kubeconfig: PathBuf,
 }
 
 #[derive(clap::Args)]
@@ -54,7 +63,7 @@ struct ServerArgs {
     /// Extra names or IPs for the serving certificate (comma-separated).
     #[arg(long, value_delimiter = ',')]
     tls_san: Vec<String>,
-    /// Components not to run here (comma-separated): `controllers`.
+    /// Components not to run here (comma-separated): `controllers`, `scheduler`.
     #[arg(long, value_delimiter = ',')]
     disable: Vec<String>,
     /// How often old revisions are compacted.
@@ -111,6 +120,7 @@ async fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Server(args) => server(args).await,
+        Command::Scheduler(args) => scheduler(args).await,
     };
     if let Err(e) = result {
         eprintln!("rkube: {e:#}");
@@ -174,24 +184,45 @@ async fn server(args: ServerArgs) -> anyhow::Result<()> {
     let kubeconfig = args.data_dir.join("admin.kubeconfig");
     rkube_certs::write_kubeconfig(&kubeconfig, &pki.admin_kubeconfig(&url))?;
     let kubeconfig = std::fs::canonicalize(&kubeconfig).unwrap_or(kubeconfig);
-    // The controllers reach the API server like any client: over HTTPS, with the admin identity.
-    let _controllers = if args.disable.iter().any(|c| c == "controllers") {
-        None
-    } else {
-        let raw = kube::config::Kubeconfig::read_from(&kubeconfig)?;
-        let config = kube::Config::from_custom_kubeconfig(raw, &Default::default()).await?;
-        Some(rkube_controllers::run(kube::Client::try_from(config)?))
-    };
+    // The controllers and the scheduler reach the API server like any client: over HTTPS,
+    // with the admin identity.
+    let client = client_from(&kubeconfig).await?;
+    let disabled = |c: &str| args.disable.iter().any(|d| d == c);
+    let _controllers = (!disabled("controllers")).then(|| rkube_controllers::run(client.clone()));
+    let _scheduler = (!disabled("scheduler")).then(|| {
+        tokio::spawn(rkube_scheduler::run(
+            client.clone(),
+            rkube_scheduler::plugins::default_profile(),
+        ))
+    });
     eprintln!(
         "rkube: API server ready at {url} (started in {:.1}s)",
         started.elapsed().as_secs_f64()
     );
-    eprintln!("rkube: no Docker engine is used yet: this server has no nodes (the kubelet is not built yet)");
+    eprintln!("rkube: no node runs here yet (the kubelet is not built): add Node objects, or pods stay Pending");
     println!("export KUBECONFIG={}", kubeconfig.display());
 
     shutdown_signal().await;
     eprintln!("rkube: shutting down");
     server.stop();
+    Ok(())
+}
+
+async fn client_from(kubeconfig: &std::path::Path) -> anyhow::Result<kube::Client> {
+    let raw = kube::config::Kubeconfig::read_from(kubeconfig)
+        .with_context(|| format!("cannot read {}", kubeconfig.display()))?;
+    let config = kube::Config::from_custom_kubeconfig(raw, &Default::default()).await?;
+    Ok(kube::Client::try_from(config)?)
+}
+
+/// `rkube scheduler`: the scheduler alone, against any API server.
+async fn scheduler(args: SchedulerArgs) -> anyhow::Result<()> {
+    let client = client_from(&args.kubeconfig).await?;
+    eprintln!("rkube: scheduler running against the API server in {}", args.kubeconfig.display());
+    tokio::select! {
+        _ = rkube_scheduler::run(client, rkube_scheduler::plugins::default_profile()) => {}
+        _ = shutdown_signal() => eprintln!("rkube: shutting down"),
+    }
     Ok(())
 }
 

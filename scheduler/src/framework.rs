@@ -1,0 +1,130 @@
+//! The scheduling framework: what a plugin sees (the pod, and each node with the pods already
+//! on it) and the two plugin kinds the scheduler runs for every pod, in the manner of
+//! kube-scheduler's framework: filters decide which nodes can take the pod, scores rank the
+//! ones that can.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+
+use crate::resources::Resources;
+
+/// A pod with what the plugins ask of it, computed once.
+#[derive(Clone, Debug)]
+pub struct PodInfo {
+    pub pod: Arc<Pod>,
+    /// What the pod requests: the larger of its containers' sum and any one init container,
+    /// plus overhead (upstream's rule).
+    pub requests: Resources,
+}
+
+impl PodInfo {
+    pub fn new(pod: Arc<Pod>) -> PodInfo {
+        let requests = Resources::pod_requests(&pod);
+        PodInfo { pod, requests }
+    }
+
+    pub fn namespace(&self) -> &str {
+        self.pod.metadata.namespace.as_deref().unwrap_or("default")
+    }
+
+    pub fn name(&self) -> &str {
+        self.pod.metadata.name.as_deref().unwrap_or("")
+    }
+}
+
+/// A node and the pods assigned to it.
+#[derive(Clone, Debug)]
+pub struct NodeInfo {
+    pub node: Arc<Node>,
+    pub pods: Vec<Arc<PodInfo>>,
+    /// What the node offers (`status.allocatable`).
+    pub allocatable: Resources,
+    /// The sum of what its pods request.
+    pub requested: Resources,
+}
+
+impl NodeInfo {
+    pub fn new(node: Arc<Node>) -> NodeInfo {
+        let allocatable =
+            Resources::from_quantities(node.status.as_ref().and_then(|s| s.allocatable.as_ref()));
+        NodeInfo { node, pods: Vec::new(), allocatable, requested: Resources::default() }
+    }
+
+    pub fn name(&self) -> &str {
+        self.node.metadata.name.as_deref().unwrap_or("")
+    }
+
+    pub fn labels(&self) -> &BTreeMap<String, String> {
+        static EMPTY: BTreeMap<String, String> = BTreeMap::new();
+        self.node.metadata.labels.as_ref().unwrap_or(&EMPTY)
+    }
+
+    pub fn add_pod(&mut self, pod: Arc<PodInfo>) {
+        self.requested.add(&pod.requests);
+        self.pods.push(pod);
+    }
+
+    /// Takes a pod (by namespace and name) off the node.
+    pub fn remove_pod(&mut self, namespace: &str, name: &str) {
+        if let Some(i) =
+            self.pods.iter().position(|p| p.namespace() == namespace && p.name() == name)
+        {
+            let pod = self.pods.swap_remove(i);
+            self.requested.subtract(&pod.requests);
+        }
+    }
+
+    /// The node object changed (labels, taints, allocatable): its pods stay.
+    pub fn set_node(&mut self, node: Arc<Node>) {
+        self.allocatable =
+            Resources::from_quantities(node.status.as_ref().and_then(|s| s.allocatable.as_ref()));
+        self.node = node;
+    }
+}
+
+/// Why a filter rejected a node: the reason as upstream words it, e.g. `Insufficient cpu`
+/// or `node(s) had untolerated taint {node-role.kubernetes.io/control-plane: }`. Reasons are
+/// counted across nodes into the pod's `PodScheduled` message.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Rejection {
+    pub reasons: Vec<String>,
+}
+
+impl Rejection {
+    pub fn new(reason: impl Into<String>) -> Rejection {
+        Rejection { reasons: vec![reason.into()] }
+    }
+}
+
+/// A filter: may the pod run on this node?
+pub trait FilterPlugin: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn filter(&self, pod: &PodInfo, node: &NodeInfo) -> Result<(), Rejection>;
+}
+
+/// The highest score a plugin gives a node (upstream's `MaxNodeScore`).
+pub const MAX_NODE_SCORE: i64 = 100;
+
+/// A score: how good is this node for the pod, 0..=MAX_NODE_SCORE after normalizing.
+pub trait ScorePlugin: Send + Sync {
+    fn name(&self) -> &'static str;
+    fn score(&self, pod: &PodInfo, node: &NodeInfo) -> i64;
+    /// Rescales the raw scores of all feasible nodes (upstream's NormalizeScore); by default
+    /// they are taken as they are.
+    fn normalize(&self, _pod: &PodInfo, _scores: &mut [i64]) {}
+}
+
+/// A score plugin and its weight.
+pub struct Weighted {
+    pub plugin: Box<dyn ScorePlugin>,
+    pub weight: i64,
+}
+
+/// The plugins the scheduler runs, in order.
+pub struct Profile {
+    pub scheduler_name: String,
+    pub filters: Vec<Box<dyn FilterPlugin>>,
+    pub scores: Vec<Weighted>,
+}

@@ -1,0 +1,225 @@
+//! The default plugins, each named as its kube-scheduler counterpart.
+//!
+//! [`default_profile`] wires them up as kube-scheduler v1.33's default profile does (same
+//! order, same score weights), leaving out the plugins rkube does not have yet (inter-pod
+//! affinity, topology spread, the volume plugins and preemption).
+
+use k8s_openapi::api::core::v1::{Taint, Toleration};
+
+use crate::framework::{Profile, Weighted, MAX_NODE_SCORE};
+
+pub mod image_locality;
+pub mod node_affinity;
+pub mod node_name;
+pub mod node_ports;
+pub mod node_resources_balanced_allocation;
+pub mod node_resources_fit;
+pub mod node_unschedulable;
+pub mod taint_toleration;
+
+pub use image_locality::ImageLocality;
+pub use node_affinity::NodeAffinity;
+pub use node_name::NodeName;
+pub use node_ports::NodePorts;
+pub use node_resources_balanced_allocation::NodeResourcesBalancedAllocation;
+pub use node_resources_fit::NodeResourcesFit;
+pub use node_unschedulable::NodeUnschedulable;
+pub use taint_toleration::TaintToleration;
+
+/// The scheduler name pods get when they name none.
+pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
+
+/// kube-scheduler's default profile: filters in upstream's order (cheap, unresolvable checks
+/// first), scores with upstream's weights.
+pub fn default_profile() -> Profile {
+    Profile {
+        scheduler_name: DEFAULT_SCHEDULER_NAME.to_string(),
+        filters: vec![
+            Box::new(NodeUnschedulable),
+            Box::new(NodeName),
+            Box::new(TaintToleration),
+            Box::new(NodeAffinity),
+            Box::new(NodePorts),
+            Box::new(NodeResourcesFit::default()),
+        ],
+        scores: vec![
+            Weighted { plugin: Box::new(TaintToleration), weight: 3 },
+            Weighted { plugin: Box::new(NodeAffinity), weight: 2 },
+            Weighted { plugin: Box::new(NodeResourcesFit::default()), weight: 1 },
+            Weighted { plugin: Box::new(NodeResourcesBalancedAllocation), weight: 1 },
+            Weighted { plugin: Box::new(ImageLocality), weight: 1 },
+        ],
+    }
+}
+
+/// Whether one toleration tolerates the taint, by upstream's rule: an empty effect or key
+/// matches any, an empty operator means `Equal`, and `Exists` ignores the value.
+pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
+    let effect = toleration.effect.as_deref().unwrap_or("");
+    if !effect.is_empty() && effect != taint.effect {
+        return false;
+    }
+    let key = toleration.key.as_deref().unwrap_or("");
+    if !key.is_empty() && key != taint.key {
+        return false;
+    }
+    match toleration.operator.as_deref().unwrap_or("") {
+        "" | "Equal" => {
+            toleration.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or("")
+        }
+        "Exists" => true,
+        _ => false,
+    }
+}
+
+/// Whether any of the tolerations tolerates the taint.
+pub fn tolerations_tolerate(tolerations: &[Toleration], taint: &Taint) -> bool {
+    tolerations.iter().any(|t| tolerates(t, taint))
+}
+
+/// Upstream's `DefaultNormalizeScore`: scales scores so the highest becomes
+/// [`MAX_NODE_SCORE`], and with `reverse` turns them around so that the lowest raw score
+/// wins. All-zero scores stay zero, or all become the maximum when reversed.
+pub fn default_normalize(scores: &mut [i64], reverse: bool) {
+    let max = scores.iter().copied().max().unwrap_or(0).max(0);
+    if max == 0 {
+        if reverse {
+            scores.iter_mut().for_each(|s| *s = MAX_NODE_SCORE);
+        }
+        return;
+    }
+    for s in scores.iter_mut() {
+        let scaled = MAX_NODE_SCORE * *s / max;
+        *s = if reverse { MAX_NODE_SCORE - scaled } else { scaled };
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! Builders for realistic objects from JSON, as a user would write them.
+
+    use std::sync::Arc;
+
+    use k8s_openapi::api::core::v1::{Node, Pod};
+
+    use crate::framework::{NodeInfo, PodInfo};
+
+    pub fn pod(value: serde_json::Value) -> PodInfo {
+        let pod: Pod = serde_json::from_value(value).expect("valid pod");
+        PodInfo::new(Arc::new(pod))
+    }
+
+    /// A pod with one container `app` requesting the given resources.
+    pub fn pod_requesting(name: &str, requests: serde_json::Value) -> PodInfo {
+        pod(serde_json::json!({
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"containers": [{"name": "app", "image": "nginx:1.27", "resources": {"requests": requests}}]}
+        }))
+    }
+
+    pub fn node(value: serde_json::Value) -> NodeInfo {
+        let node: Node = serde_json::from_value(value).expect("valid node");
+        NodeInfo::new(Arc::new(node))
+    }
+
+    /// A node named `name` with the given allocatable resources and these pods on it.
+    pub fn node_with(name: &str, allocatable: serde_json::Value, pods: Vec<PodInfo>) -> NodeInfo {
+        let mut info = node(serde_json::json!({
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "status": {"allocatable": allocatable, "capacity": allocatable}
+        }));
+        for p in pods {
+            info.add_pod(Arc::new(p));
+        }
+        info
+    }
+
+    /// The usual small worker: 2 CPUs, 4Gi memory, 110 pods.
+    pub fn small_node(name: &str, pods: Vec<PodInfo>) -> NodeInfo {
+        node_with(name, serde_json::json!({"cpu": "2", "memory": "4Gi", "pods": "110"}), pods)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_profile_matches_kube_scheduler() {
+        let profile = default_profile();
+        assert_eq!(profile.scheduler_name, "default-scheduler");
+        let filters: Vec<_> = profile.filters.iter().map(|f| f.name()).collect();
+        assert_eq!(
+            filters,
+            [
+                "NodeUnschedulable",
+                "NodeName",
+                "TaintToleration",
+                "NodeAffinity",
+                "NodePorts",
+                "NodeResourcesFit"
+            ]
+        );
+        let scores: Vec<_> = profile.scores.iter().map(|w| (w.plugin.name(), w.weight)).collect();
+        assert_eq!(
+            scores,
+            [
+                ("TaintToleration", 3),
+                ("NodeAffinity", 2),
+                ("NodeResourcesFit", 1),
+                ("NodeResourcesBalancedAllocation", 1),
+                ("ImageLocality", 1)
+            ]
+        );
+    }
+
+    fn taint(json: serde_json::Value) -> Taint {
+        serde_json::from_value(json).unwrap()
+    }
+
+    fn toleration(json: serde_json::Value) -> Toleration {
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn toleration_matching_follows_upstream() {
+        use serde_json::json;
+        let t = taint(json!({"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}));
+        assert!(tolerates(&toleration(json!({"key": "dedicated", "value": "gpu"})), &t));
+        assert!(tolerates(
+            &toleration(
+                json!({"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"})
+            ),
+            &t
+        ));
+        assert!(!tolerates(&toleration(json!({"key": "dedicated", "value": "cpu"})), &t));
+        assert!(tolerates(&toleration(json!({"key": "dedicated", "operator": "Exists"})), &t));
+        assert!(tolerates(&toleration(json!({"operator": "Exists"})), &t), "tolerates everything");
+        assert!(!tolerates(
+            &toleration(json!({"key": "dedicated", "operator": "Exists", "effect": "NoExecute"})),
+            &t
+        ));
+        assert!(!tolerates(&toleration(json!({"key": "other", "operator": "Exists"})), &t));
+        assert!(!tolerates(
+            &toleration(json!({"key": "dedicated", "operator": "Gt", "value": "gpu"})),
+            &t
+        ));
+    }
+
+    #[test]
+    fn default_normalize_scales_and_reverses() {
+        let mut s = [0, 5, 10];
+        default_normalize(&mut s, false);
+        assert_eq!(s, [0, 50, 100]);
+        let mut s = [0, 1, 3];
+        default_normalize(&mut s, true);
+        // 100*1/3 = 33 -> 67; 3 -> 0.
+        assert_eq!(s, [100, 67, 0]);
+        let mut s = [0, 0];
+        default_normalize(&mut s, true);
+        assert_eq!(s, [100, 100]);
+        let mut s = [0, 0];
+        default_normalize(&mut s, false);
+        assert_eq!(s, [0, 0]);
+    }
+}
