@@ -28,6 +28,8 @@ struct Cache {
     assigned: HashMap<PodKey, (String, Arc<PodInfo>)>,
     /// Pods waiting for a node, by key.
     pending: HashMap<PodKey, Arc<Pod>>,
+    /// Pods whose binding is in flight: assumed on their node, not to be scheduled again.
+    binding: std::collections::HashSet<PodKey>,
 }
 
 impl Cache {
@@ -91,11 +93,12 @@ fn wants_scheduling(pod: &Pod, scheduler_name: &str) -> bool {
     unassigned && ours && !finished && pod.metadata.deletion_timestamp.is_none()
 }
 
-/// What happened to one pod.
-enum Outcome {
-    Bound(String),
-    Unschedulable(String),
-    Failed(String),
+/// The result of a binding, reported back to the loop by the task that sent it.
+struct BindResult {
+    key: PodKey,
+    pod: Arc<Pod>,
+    node: String,
+    error: Option<String>,
 }
 
 /// Runs the scheduler until the task is aborted.
@@ -107,6 +110,9 @@ pub async fn run(client: Client, profile: Profile) {
     let mut cache = Cache::default();
     let mut queue = Queue::default();
     let mut tick = tokio::time::interval(Duration::from_millis(200));
+    // Bindings run in the background, as kube-scheduler's binding cycle does: the pod is
+    // assumed on its node at once, so the next cycle already counts it.
+    let (bound_tx, mut bound_rx) = tokio::sync::mpsc::unbounded_channel::<BindResult>();
     loop {
         tokio::select! {
             biased;
@@ -124,23 +130,45 @@ pub async fn run(client: Client, profile: Profile) {
                 Some(Err(e)) => tracing::warn!(error = %e, "pod watch"),
                 None => return,
             },
+            Some(result) = bound_rx.recv() => {
+                cache.binding.remove(&result.key);
+                if let Some(error) = result.error {
+                    // Forget the assumption and try again later.
+                    tracing::warn!(pod = %result.key, node = result.node, error, "binding failed; backing off");
+                    cache.unassign(&result.key);
+                    cache.pending.insert(result.key.clone(), result.pod);
+                    queue.backoff(result.key);
+                }
+            }
             _ = tick.tick() => queue.flush_backoff(),
             _ = std::future::ready(()), if queue.has_ready() => {
                 let Some(key) = queue.pop() else { continue };
                 let Some(pod) = cache.pending.get(&key).cloned() else { continue };
-                let outcome = schedule_one(&client, &profile, &mut cache, pod.clone()).await;
-                match outcome {
-                    Outcome::Bound(node) => {
-                        tracing::debug!(pod = %key, node, "bound");
+                let info = PodInfo::new(pod.clone());
+                let nodes: Vec<&NodeInfo> = cache.nodes.values().collect();
+                match decide(&profile, &info, &nodes) {
+                    Ok(node) => {
+                        cache.pending.remove(&key);
+                        cache.assign(key.clone(), node.clone(), Arc::new(info));
+                        cache.binding.insert(key.clone());
                         queue.done(&key);
+                        let (client, tx) = (client.clone(), bound_tx.clone());
+                        tokio::spawn(async move {
+                            let error = match bind(&client, &pod, &node).await {
+                                Ok(()) => {
+                                    record_scheduled(&client, &pod, &node).await;
+                                    None
+                                }
+                                Err(e) => Some(e.to_string()),
+                            };
+                            let _ = tx.send(BindResult { key, pod, node, error });
+                        });
                     }
-                    Outcome::Unschedulable(message) => {
+                    Err(message) => {
                         tracing::debug!(pod = %key, message, "unschedulable");
                         queue.unschedulable(key);
-                    }
-                    Outcome::Failed(error) => {
-                        tracing::warn!(pod = %key, error, "binding failed; backing off");
-                        queue.backoff(key);
+                        let client = client.clone();
+                        tokio::spawn(async move { record_unschedulable(&client, &pod, &message).await });
                     }
                 }
             }
@@ -186,6 +214,7 @@ fn on_pod_event(
                         queue.cluster_changed();
                     }
                 }
+                None if cache.binding.contains(&key) => {}
                 None if wants_scheduling(&pod, scheduler_name) => {
                     let known = cache.pending.insert(key.clone(), Arc::new(pod)).is_some();
                     if !known {
@@ -218,35 +247,6 @@ fn on_pod_event(
             cache.pending.clear();
         }
         WatchEvent::InitDone => {}
-    }
-}
-
-/// One scheduling cycle: filter, score, pick, bind.
-async fn schedule_one(
-    client: &Client,
-    profile: &Profile,
-    cache: &mut Cache,
-    pod: Arc<Pod>,
-) -> Outcome {
-    let info = PodInfo::new(pod.clone());
-    let nodes: Vec<&NodeInfo> = cache.nodes.values().collect();
-    let decision = decide(profile, &info, &nodes);
-    let key = key_of(&pod);
-    match decision {
-        Err(message) => {
-            record_unschedulable(client, &pod, &message).await;
-            Outcome::Unschedulable(message)
-        }
-        Ok(node) => match bind(client, &pod, &node).await {
-            Ok(()) => {
-                // Assume it is there until the watch says so: the next pod must see it.
-                cache.pending.remove(&key);
-                cache.assign(key, node.clone(), Arc::new(info));
-                record_scheduled(client, &pod, &node).await;
-                Outcome::Bound(node)
-            }
-            Err(e) => Outcome::Failed(e.to_string()),
-        },
     }
 }
 
