@@ -1,6 +1,11 @@
 //! `TaintToleration`: a pod may not land on a node with a `NoSchedule` or `NoExecute` taint it
 //! does not tolerate, and prefers nodes with fewer `PreferNoSchedule` taints it does not
 //! tolerate.
+//!
+//! Node conditions count as the taints Kubernetes' node lifecycle controller puts on for
+//! them (`node.kubernetes.io/not-ready`, `unreachable`, `memory-pressure`, `disk-pressure`,
+//! `pid-pressure`, `network-unavailable`), so a node that is not Ready takes no pods even
+//! before a controller has tainted it, with the same message a tainted node gives.
 
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 
@@ -24,8 +29,9 @@ impl FilterPlugin for TaintToleration {
 
     fn filter(&self, pod: &PodInfo, node: &NodeInfo) -> Result<(), Rejection> {
         let tolerations = tolerations(pod);
+        let implied = condition_taints(node);
         // Upstream reports the first offending taint, in the node's order.
-        let untolerated = taints(node).iter().find(|taint| {
+        let untolerated = taints(node).iter().chain(implied.iter()).find(|taint| {
             matches!(taint.effect.as_str(), "NoSchedule" | "NoExecute")
                 && !tolerations_tolerate(tolerations, taint)
         });
@@ -38,6 +44,31 @@ impl FilterPlugin for TaintToleration {
             ))),
         }
     }
+}
+
+/// The taints a node's conditions stand for, when the node does not carry them yet.
+fn condition_taints(node: &NodeInfo) -> Vec<Taint> {
+    let conditions = node.node.status.as_ref().and_then(|s| s.conditions.as_deref()).unwrap_or(&[]);
+    let mut implied = Vec::new();
+    for c in conditions {
+        let key = match (c.type_.as_str(), c.status.as_str()) {
+            ("Ready", "False") => "node.kubernetes.io/not-ready",
+            ("Ready", "Unknown") => "node.kubernetes.io/unreachable",
+            ("MemoryPressure", "True") => "node.kubernetes.io/memory-pressure",
+            ("DiskPressure", "True") => "node.kubernetes.io/disk-pressure",
+            ("PIDPressure", "True") => "node.kubernetes.io/pid-pressure",
+            ("NetworkUnavailable", "True") => "node.kubernetes.io/network-unavailable",
+            _ => continue,
+        };
+        if !taints(node).iter().any(|t| t.key == key) {
+            implied.push(Taint {
+                key: key.to_string(),
+                effect: "NoSchedule".into(),
+                ..Default::default()
+            });
+        }
+    }
+    implied
 }
 
 impl ScorePlugin for TaintToleration {
@@ -69,6 +100,33 @@ impl ScorePlugin for TaintToleration {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_node_that_is_not_ready_takes_no_pods_unless_they_tolerate_it() {
+        let node: k8s_openapi::api::core::v1::Node = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "n"},
+            "status": {"conditions": [{"type": "Ready", "status": "False"}]},
+        }))
+        .unwrap();
+        let node = crate::framework::NodeInfo::new(std::sync::Arc::new(node));
+        let plain: k8s_openapi::api::core::v1::Pod =
+            serde_json::from_value(serde_json::json!({"spec": {"containers": [{"name": "c"}]}}))
+                .unwrap();
+        let plain = crate::framework::PodInfo::new(std::sync::Arc::new(plain));
+        assert_eq!(
+            TaintToleration.filter(&plain, &node),
+            Err(Rejection::new("node(s) had untolerated taint {node.kubernetes.io/not-ready: }"))
+        );
+        let tolerant: k8s_openapi::api::core::v1::Pod =
+            serde_json::from_value(serde_json::json!({"spec": {
+                "containers": [{"name": "c"}],
+                "tolerations": [{"key": "node.kubernetes.io/not-ready", "operator": "Exists"}],
+            }}))
+            .unwrap();
+        let tolerant = crate::framework::PodInfo::new(std::sync::Arc::new(tolerant));
+        assert_eq!(TaintToleration.filter(&tolerant, &node), Ok(()));
+    }
+
     use serde_json::json;
 
     use super::*;
