@@ -12,7 +12,7 @@ fn node(name: &str, cpu: &str, taint: Option<&str>) -> String {
         None => String::new(),
     };
     format!(
-        "apiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  labels:\n    kubernetes.io/hostname: {name}\nspec:\n{taints}status:\n  allocatable:\n    cpu: \"{cpu}\"\n    memory: 4Gi\n    pods: \"110\"\n  capacity:\n    cpu: \"{cpu}\"\n    memory: 4Gi\n    pods: \"110\"\n  conditions:\n  - type: Ready\n    status: \"True\"\n"
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  labels:\n    kubernetes.io/hostname: \"{name}\"\nspec:\n{taints}status:\n  allocatable:\n    cpu: \"{cpu}\"\n    memory: 4Gi\n    pods: \"110\"\n  capacity:\n    cpu: \"{cpu}\"\n    memory: 4Gi\n    pods: \"110\"\n  conditions:\n  - type: Ready\n    status: \"True\"\n"
     )
 }
 
@@ -107,4 +107,145 @@ fn node_selectors_and_cordoned_nodes() {
     );
     s.ok(&["uncordon", "a"]);
     wait_for(&s, &["get", "pod", "nowhere", "-o", "jsonpath={.spec.nodeName}"], "a");
+}
+
+/// A standalone `rkube scheduler` process, killed when dropped.
+struct SchedulerProcess(std::process::Child);
+
+impl SchedulerProcess {
+    fn start(s: &RkubeServer, config: Option<&std::path::Path>) -> SchedulerProcess {
+        let mut cmd = std::process::Command::new(rkube_conformance::cluster::rkube_binary());
+        cmd.arg("scheduler").arg("--kubeconfig").arg(&s.kubeconfig);
+        if let Some(config) = config {
+            cmd.arg("--config").arg(config);
+        }
+        let child = cmd
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start rkube scheduler");
+        SchedulerProcess(child)
+    }
+}
+
+impl Drop for SchedulerProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_configured_profile_packs_pods_with_most_allocated() {
+    let s = RkubeServer::start_with(&["--disable", "scheduler"]);
+    let config = s.data_dir.path().join("scheduler.yaml");
+    std::fs::write(
+        &config,
+        "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nleaderElection:\n  leaderElect: false\nprofiles:\n- schedulerName: default-scheduler\n  pluginConfig:\n  - name: NodeResourcesFit\n    args:\n      scoringStrategy:\n        type: MostAllocated\n  plugins:\n    score:\n      disabled:\n      - name: NodeResourcesBalancedAllocation\n",
+    )
+    .unwrap();
+    s.ok_stdin(&["apply", "-f", "-"], &node("a", "4", None));
+    s.ok_stdin(&["apply", "-f", "-"], &node("b", "4", None));
+    let _scheduler = SchedulerProcess::start(&s, Some(&config));
+    s.ok_stdin(&["apply", "-f", "-"], &pod("first", "1"));
+    let first = loop {
+        let n = s.ok(&["get", "pod", "first", "-o", "jsonpath={.spec.nodeName}"]);
+        if !n.is_empty() {
+            break n;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    // MostAllocated: the second pod goes where the first one is.
+    for i in 0..3 {
+        let name = format!("more-{i}");
+        s.ok_stdin(&["apply", "-f", "-"], &pod(&name, "500m"));
+        wait_for(&s, &["get", "pod", &name, "-o", "jsonpath={.spec.nodeName}"], &first);
+    }
+    // A bad configuration is a clear one-line error.
+    std::fs::write(&config, "apiVersion: kubescheduler.config.k8s.io/v1\nkind: KubeSchedulerConfiguration\nprofiles:\n- plugins:\n    score:\n      enabled:\n      - name: NoSuchPlugin\n").unwrap();
+    let out = std::process::Command::new(rkube_conformance::cluster::rkube_binary())
+        .args(["scheduler", "--kubeconfig"])
+        .arg(&s.kubeconfig)
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("NoSuchPlugin"), "{err}");
+}
+
+#[test]
+fn one_of_two_schedulers_leads_and_the_other_takes_over() {
+    let s = RkubeServer::start_with(&["--disable", "scheduler"]);
+    s.ok_stdin(&["apply", "-f", "-"], &node("node-n", "4", None));
+    let mut first = SchedulerProcess::start(&s, None);
+    let holder = wait_for(
+        &s,
+        &[
+            "get",
+            "lease",
+            "kube-scheduler",
+            "-n",
+            "kube-system",
+            "-o",
+            "jsonpath={.spec.holderIdentity}",
+        ],
+        "_",
+    );
+    let _second = SchedulerProcess::start(&s, None);
+    s.ok_stdin(&["apply", "-f", "-"], &pod("before", "100m"));
+    wait_for(&s, &["get", "pod", "before", "-o", "jsonpath={.spec.nodeName}"], "node-n");
+    // The leader goes away; the other one takes the Lease after its duration and schedules.
+    let _ = first.0.kill();
+    let _ = first.0.wait();
+    s.ok_stdin(&["apply", "-f", "-"], &pod("after", "100m"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let now = s.ok(&[
+            "get",
+            "lease",
+            "kube-scheduler",
+            "-n",
+            "kube-system",
+            "-o",
+            "jsonpath={.spec.holderIdentity}",
+        ]);
+        if !now.is_empty() && now != holder {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the second scheduler never took the Lease");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    wait_for(&s, &["get", "pod", "after", "-o", "jsonpath={.spec.nodeName}"], "node-n");
+    let transitions = s.ok(&[
+        "get",
+        "lease",
+        "kube-scheduler",
+        "-n",
+        "kube-system",
+        "-o",
+        "jsonpath={.spec.leaseTransitions}",
+    ]);
+    assert_eq!(transitions, "1");
+}
+
+#[test]
+fn the_embedded_scheduler_holds_the_lease() {
+    let s = RkubeServer::start();
+    let holder = wait_for(
+        &s,
+        &[
+            "get",
+            "lease",
+            "kube-scheduler",
+            "-n",
+            "kube-system",
+            "-o",
+            "jsonpath={.spec.holderIdentity}",
+        ],
+        "rkube-server-",
+    );
+    assert_eq!(holder, format!("rkube-server-{}", s.port));
 }

@@ -34,6 +34,9 @@ struct SchedulerArgs {
     /// The kubeconfig to reach the API server with.
     #[arg(long)]
     kubeconfig: PathBuf,
+    /// A KubeSchedulerConfiguration file (profiles, plugins, leader election).
+    #[arg(long)]
+    config: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -66,6 +69,9 @@ struct ServerArgs {
     /// Components not to run here (comma-separated): `controllers`, `scheduler`.
     #[arg(long, value_delimiter = ',')]
     disable: Vec<String>,
+    /// A KubeSchedulerConfiguration file for the scheduler run here.
+    #[arg(long)]
+    scheduler_config: Option<PathBuf>,
     /// How often old revisions are compacted.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     etcd_compaction_interval: Duration,
@@ -189,11 +195,18 @@ async fn server(args: ServerArgs) -> anyhow::Result<()> {
     let client = client_from(&kubeconfig).await?;
     let disabled = |c: &str| args.disable.iter().any(|d| d == c);
     let _controllers = (!disabled("controllers")).then(|| rkube_controllers::run(client.clone()));
+    let scheduler_config = scheduler_config(args.scheduler_config.as_deref())?;
     let _scheduler = (!disabled("scheduler")).then(|| {
-        tokio::spawn(rkube_scheduler::run(
-            client.clone(),
-            rkube_scheduler::plugins::default_profile(),
-        ))
+        // A stable identity: after a restart this server takes its own Lease back at once.
+        let identity = format!("rkube-server-{port}");
+        let client = client.clone();
+        tokio::spawn(async move {
+            if let Err(e) =
+                rkube_scheduler::run_with_config(client, scheduler_config, identity).await
+            {
+                eprintln!("rkube: scheduler stopped: {e}");
+            }
+        })
     });
     eprintln!(
         "rkube: API server ready at {url} (started in {:.1}s)",
@@ -217,13 +230,28 @@ async fn client_from(kubeconfig: &std::path::Path) -> anyhow::Result<kube::Clien
 
 /// `rkube scheduler`: the scheduler alone, against any API server.
 async fn scheduler(args: SchedulerArgs) -> anyhow::Result<()> {
+    let config = scheduler_config(args.config.as_deref())?;
     let client = client_from(&args.kubeconfig).await?;
     eprintln!("rkube: scheduler running against the API server in {}", args.kubeconfig.display());
+    let identity = rkube_scheduler::leader::default_identity();
     tokio::select! {
-        _ = rkube_scheduler::run(client, rkube_scheduler::plugins::default_profile()) => {}
+        result = rkube_scheduler::run_with_config(client, config, identity) => result?,
         _ = shutdown_signal() => eprintln!("rkube: shutting down"),
     }
     Ok(())
+}
+
+/// The scheduler's configuration: the file, or the default profile.
+fn scheduler_config(
+    path: Option<&std::path::Path>,
+) -> anyhow::Result<rkube_scheduler::config::Config> {
+    Ok(match path {
+        Some(path) => rkube_scheduler::config::load(path)?,
+        None => rkube_scheduler::config::Config {
+            profiles: vec![rkube_scheduler::plugins::default_profile()],
+            leader_election: Default::default(),
+        },
+    })
 }
 
 async fn shutdown_signal() {

@@ -2,12 +2,31 @@
 //! as kube-scheduler does. It reaches the API server only through its public API.
 //!
 //! Start at [`framework`] (what plugins see and implement) and [`plugins`] (the default
-//! set); [`resources`] parses quantities and computes what a pod requests.
+//! set); [`scheduler`] is the loop (watches, cache, binding), [`queue`] the scheduling queue,
+//! [`resources`] parses quantities and computes what a pod requests, [`config`] reads a
+//! KubeSchedulerConfiguration, and [`leader`] elects one active scheduler through a Lease.
 
+pub mod config;
 pub mod framework;
+pub mod leader;
 pub mod plugins;
 pub mod queue;
 pub mod resources;
 pub mod scheduler;
 
 pub use scheduler::run;
+
+/// Runs every profile of `config`, while holding the leader Lease when leader election is
+/// on (kube-scheduler's `--config`). Returns an error when leadership is lost: the caller
+/// should exit, as kube-scheduler does.
+pub async fn run_with_config(
+    client: kube::Client,
+    config: config::Config,
+    identity: String,
+) -> Result<(), leader::LeaderError> {
+    let settings = config.leader_election.clone();
+    let loops = config.profiles.into_iter().map(|profile| run(client.clone(), profile));
+    leader::run_as_leader(client.clone(), &settings, identity, futures::future::join_all(loops))
+        .await
+        .map(|_| ())
+}
