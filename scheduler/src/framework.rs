@@ -3,7 +3,8 @@
 //! kube-scheduler's framework: filters decide which nodes can take the pod, scores rank the
 //! ones that can.
 
-use std::collections::BTreeMap;
+use std::any::Any;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -98,10 +99,50 @@ impl Rejection {
     }
 }
 
+/// What one scheduling cycle knows beyond a single node: every node (with its pods), and
+/// what plugins computed for this pod before looking at nodes one by one (upstream's
+/// CycleState, filled in PreFilter and PreScore).
+pub struct CycleState<'a> {
+    pub nodes: &'a [&'a NodeInfo],
+    data: HashMap<&'static str, Box<dyn Any + Send + Sync>>,
+}
+
+impl<'a> CycleState<'a> {
+    pub fn new(nodes: &'a [&'a NodeInfo]) -> CycleState<'a> {
+        CycleState { nodes, data: HashMap::new() }
+    }
+
+    /// Stores a plugin's data for this cycle under its name.
+    pub fn put<T: Any + Send + Sync>(&mut self, plugin: &'static str, value: T) {
+        self.data.insert(plugin, Box::new(value));
+    }
+
+    /// A plugin's data for this cycle.
+    pub fn get<T: Any + Send + Sync>(&self, plugin: &'static str) -> Option<&T> {
+        self.data.get(plugin).and_then(|v| v.downcast_ref())
+    }
+}
+
 /// A filter: may the pod run on this node?
 pub trait FilterPlugin: Send + Sync {
     fn name(&self) -> &'static str;
     fn filter(&self, pod: &PodInfo, node: &NodeInfo) -> Result<(), Rejection>;
+
+    /// Runs once per pod before any node is filtered: computes what the plugin needs from
+    /// the whole cluster (into `state`), or rejects the pod outright.
+    fn pre_filter(&self, _pod: &PodInfo, _state: &mut CycleState<'_>) -> Result<(), Rejection> {
+        Ok(())
+    }
+
+    /// The filter with the cycle's state; plugins that look across nodes override this.
+    fn filter_with_state(
+        &self,
+        pod: &PodInfo,
+        node: &NodeInfo,
+        _state: &CycleState<'_>,
+    ) -> Result<(), Rejection> {
+        self.filter(pod, node)
+    }
 }
 
 /// The highest score a plugin gives a node (upstream's `MaxNodeScore`).
@@ -114,6 +155,15 @@ pub trait ScorePlugin: Send + Sync {
     /// Rescales the raw scores of all feasible nodes (upstream's NormalizeScore); by default
     /// they are taken as they are.
     fn normalize(&self, _pod: &PodInfo, _scores: &mut [i64]) {}
+
+    /// Runs once per pod before the feasible nodes are scored (`feasible` are the nodes that
+    /// passed the filters; `state.nodes` are all nodes).
+    fn pre_score(&self, _pod: &PodInfo, _feasible: &[&NodeInfo], _state: &mut CycleState<'_>) {}
+
+    /// The score with the cycle's state; plugins that look across nodes override this.
+    fn score_with_state(&self, pod: &PodInfo, node: &NodeInfo, _state: &CycleState<'_>) -> i64 {
+        self.score(pod, node)
+    }
 }
 
 /// A score plugin and its weight.

@@ -16,7 +16,7 @@ use kube::Client;
 use rand::seq::IndexedRandom;
 use serde_json::json;
 
-use crate::framework::{NodeInfo, PodInfo, Profile, MAX_NODE_SCORE};
+use crate::framework::{CycleState, NodeInfo, PodInfo, Profile, MAX_NODE_SCORE};
 use crate::queue::{PodKey, Queue};
 
 /// The cluster as the scheduler sees it, kept up to date event by event: each node with the
@@ -256,10 +256,32 @@ pub fn decide(profile: &Profile, pod: &PodInfo, nodes: &[&NodeInfo]) -> Result<S
     if nodes.is_empty() {
         return Err("no nodes available to schedule pods".to_string());
     }
-    let mut feasible: Vec<&NodeInfo> = Vec::new();
+    let mut state = CycleState::new(nodes);
     let mut reasons: BTreeMap<String, usize> = BTreeMap::new();
+    let unschedulable = |reasons: &BTreeMap<String, usize>| {
+        let listed: Vec<String> =
+            reasons.iter().map(|(reason, n)| format!("{n} {reason}")).collect();
+        format!(
+            "0/{} nodes are available: {}. preemption: 0/{} nodes are available: {} Preemption is not helpful for scheduling.",
+            nodes.len(),
+            listed.join(", "),
+            nodes.len(),
+            nodes.len()
+        )
+    };
+    for filter in &profile.filters {
+        if let Err(rejection) = filter.pre_filter(pod, &mut state) {
+            // The pod fits no node at all, for the same reasons everywhere.
+            for reason in rejection.reasons {
+                *reasons.entry(reason).or_default() += nodes.len();
+            }
+            return Err(unschedulable(&reasons));
+        }
+    }
+    let mut feasible: Vec<&NodeInfo> = Vec::new();
     for node in nodes.iter().copied() {
-        let rejected = profile.filters.iter().find_map(|f| f.filter(pod, node).err());
+        let rejected =
+            profile.filters.iter().find_map(|f| f.filter_with_state(pod, node, &state).err());
         match rejected {
             None => feasible.push(node),
             Some(r) => {
@@ -270,22 +292,16 @@ pub fn decide(profile: &Profile, pod: &PodInfo, nodes: &[&NodeInfo]) -> Result<S
         }
     }
     if feasible.is_empty() {
-        let listed: Vec<String> =
-            reasons.iter().map(|(reason, n)| format!("{n} {reason}")).collect();
-        return Err(format!(
-            "0/{} nodes are available: {}. preemption: 0/{} nodes are available: {} Preemption is not helpful for scheduling.",
-            nodes.len(),
-            listed.join(", "),
-            nodes.len(),
-            nodes.len()
-        ));
+        return Err(unschedulable(&reasons));
     }
     if feasible.len() == 1 {
         return Ok(feasible[0].name().to_string());
     }
     let mut totals = vec![0i64; feasible.len()];
     for weighted in &profile.scores {
-        let mut scores: Vec<i64> = feasible.iter().map(|n| weighted.plugin.score(pod, n)).collect();
+        weighted.plugin.pre_score(pod, &feasible, &mut state);
+        let mut scores: Vec<i64> =
+            feasible.iter().map(|n| weighted.plugin.score_with_state(pod, n, &state)).collect();
         weighted.plugin.normalize(pod, &mut scores);
         for (total, score) in totals.iter_mut().zip(scores) {
             *total += score.clamp(0, MAX_NODE_SCORE) * weighted.weight;
