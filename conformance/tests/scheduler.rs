@@ -249,3 +249,49 @@ fn the_embedded_scheduler_holds_the_lease() {
     );
     assert_eq!(holder, format!("rkube-server-{}", s.port));
 }
+
+#[test]
+fn required_anti_affinity_spreads_replicas() {
+    let s = RkubeServer::start();
+    for n in ["x1", "x2", "x3"] {
+        s.ok_stdin(&["apply", "-f", "-"], &node(n, "4", None));
+    }
+    let spread = |name: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  labels:\n    app: db\nspec:\n  affinity:\n    podAntiAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n      - labelSelector:\n          matchLabels:\n            app: db\n        topologyKey: kubernetes.io/hostname\n  containers:\n  - name: c\n    image: busybox:1.36\n"
+        )
+    };
+    let mut placed = std::collections::BTreeSet::new();
+    for i in 0..3 {
+        let name = format!("db-{i}");
+        s.ok_stdin(&["apply", "-f", "-"], &spread(&name));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let node = loop {
+            let n = s.ok(&["get", "pod", &name, "-o", "jsonpath={.spec.nodeName}"]);
+            if !n.is_empty() {
+                break n;
+            }
+            assert!(Instant::now() < deadline, "{name} never scheduled");
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        assert!(placed.insert(node.clone()), "{name} shares node {node}");
+    }
+    s.ok_stdin(&["apply", "-f", "-"], &spread("db-3"));
+    let message = wait_for(
+        &s,
+        &[
+            "get",
+            "pod",
+            "db-3",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"PodScheduled\")].message}",
+        ],
+        "anti-affinity",
+    );
+    assert!(
+        message.starts_with(
+            "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules."
+        ),
+        "{message}"
+    );
+}

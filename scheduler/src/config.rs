@@ -26,9 +26,9 @@ use serde::Deserialize;
 use crate::framework::{FilterPlugin, Profile, ScorePlugin, Weighted};
 use crate::plugins::node_resources_fit::ScoringStrategy;
 use crate::plugins::{
-    default_profile, ImageLocality, NodeAffinity, NodeName, NodePorts,
-    NodeResourcesBalancedAllocation, NodeResourcesFit, NodeUnschedulable, TaintToleration,
-    DEFAULT_SCHEDULER_NAME,
+    default_profile, ImageLocality, InterPodAffinity, NodeAffinity, NodeName, NodePorts,
+    NodeResourcesBalancedAllocation, NodeResourcesFit, NodeUnschedulable, PodTopologySpread,
+    TaintToleration, VolumeRestrictions, DEFAULT_SCHEDULER_NAME,
 };
 
 /// The only API version kube-scheduler v1.33 reads.
@@ -391,6 +391,9 @@ pub fn new_filter(name: &str, args: &PluginArgs) -> Option<Box<dyn FilterPlugin>
         "NodeAffinity" => Box::new(NodeAffinity),
         "NodePorts" => Box::new(NodePorts),
         "NodeResourcesFit" => Box::new(NodeResourcesFit { strategy: args.fit_strategy }),
+        "PodTopologySpread" => Box::new(PodTopologySpread),
+        "InterPodAffinity" => Box::new(InterPodAffinity),
+        "VolumeRestrictions" => Box::new(VolumeRestrictions),
         _ => return None,
     })
 }
@@ -403,6 +406,8 @@ pub fn new_score(name: &str, args: &PluginArgs) -> Option<Box<dyn ScorePlugin>> 
         "NodeResourcesFit" => Box::new(NodeResourcesFit { strategy: args.fit_strategy }),
         "NodeResourcesBalancedAllocation" => Box::new(NodeResourcesBalancedAllocation),
         "ImageLocality" => Box::new(ImageLocality),
+        "PodTopologySpread" => Box::new(PodTopologySpread),
+        "InterPodAffinity" => Box::new(InterPodAffinity),
         _ => return None,
     })
 }
@@ -417,12 +422,9 @@ fn is_registered(name: &str) -> bool {
 const UPSTREAM_ONLY: &[&str] = &[
     "PrioritySort",
     "SchedulingGates",
-    "VolumeRestrictions",
     "NodeVolumeLimits",
     "VolumeBinding",
     "VolumeZone",
-    "PodTopologySpread",
-    "InterPodAffinity",
     "DefaultPreemption",
     "DefaultBinder",
     "DynamicResources",
@@ -737,7 +739,7 @@ mod tests {
         .unwrap();
         let names: Vec<_> = config.profiles.iter().map(|p| p.scheduler_name.as_str()).collect();
         assert_eq!(names, ["default-scheduler", "no-scoring"]);
-        assert_eq!(scores(&config.profiles[0]).len(), 5);
+        assert_eq!(scores(&config.profiles[0]).len(), 7);
         assert!(config.profiles[1].scores.is_empty());
         assert_eq!(filters(&config.profiles[1]), filters(&default_profile()));
     }
@@ -762,6 +764,8 @@ mod tests {
                 ("TaintToleration", 3),
                 ("NodeAffinity", 2),
                 ("NodeResourcesFit", 1),
+                ("PodTopologySpread", 2),
+                ("InterPodAffinity", 2),
                 ("NodeResourcesBalancedAllocation", 1),
                 ("ImageLocality", 5)
             ]
@@ -777,6 +781,8 @@ mod tests {
                 ("TaintToleration", 3),
                 ("NodeAffinity", 2),
                 ("NodeResourcesFit", 1),
+                ("PodTopologySpread", 2),
+                ("InterPodAffinity", 2),
                 ("ImageLocality", 1)
             ]
         );
@@ -789,7 +795,13 @@ mod tests {
         ));
         assert_eq!(
             scores(&p),
-            [("NodeAffinity", 2), ("NodeResourcesFit", 1), ("NodeResourcesBalancedAllocation", 1)]
+            [
+                ("NodeAffinity", 2),
+                ("NodeResourcesFit", 1),
+                ("PodTopologySpread", 2),
+                ("InterPodAffinity", 2),
+                ("NodeResourcesBalancedAllocation", 1)
+            ]
         );
         assert_eq!(
             filters(&p),
@@ -798,7 +810,10 @@ mod tests {
                 "NodeName",
                 "TaintToleration",
                 "NodeAffinity",
-                "NodeResourcesFit"
+                "NodeResourcesFit",
+                "VolumeRestrictions",
+                "PodTopologySpread",
+                "InterPodAffinity"
             ]
         );
         // Disabled through multiPoint: gone from every point.
@@ -809,7 +824,7 @@ mod tests {
         assert!(!scores(&p).iter().any(|(n, _)| *n == "TaintToleration"));
         // Disabling a plugin rkube does not have is fine (upstream configs do it).
         one(&format!(
-            "{HEAD}profiles:\n- plugins:\n    multiPoint:\n      disabled:\n      - name: PodTopologySpread\n"
+            "{HEAD}profiles:\n- plugins:\n    multiPoint:\n      disabled:\n      - name: VolumeBinding\n"
         ));
     }
 
@@ -875,9 +890,9 @@ mod tests {
             "{e}"
         );
         let e = err(&format!(
-            "{HEAD}profiles:\n- plugins:\n    multiPoint:\n      enabled:\n      - name: InterPodAffinity\n"
+            "{HEAD}profiles:\n- plugins:\n    multiPoint:\n      enabled:\n      - name: VolumeBinding\n"
         ));
-        assert!(e.contains("plugin \"InterPodAffinity\" is not available in rkube"), "{e}");
+        assert!(e.contains("plugin \"VolumeBinding\" is not available in rkube"), "{e}");
         let e = err(&format!(
             "{HEAD}profiles:\n- plugins:\n    filter:\n      enabled:\n      - name: ImageLocality\n"
         ));

@@ -340,9 +340,10 @@ impl Registry {
             if object::is_terminating(&new) && !has_finalizers(info, &new) {
                 match self.store.delete(&key, Some(kv.mod_revision)).await {
                     Ok(_) => return Ok(new),
-                    Err(StoreError::Conflict { .. }) if wanted.is_none() => continue,
-                    Err(StoreError::Conflict { .. }) => return Err(modified(info, name)),
-                    Err(e) => return Err(e.into()),
+                    Err(e) => match write_error(info, name, e, wanted.is_some()) {
+                        None => continue,
+                        Some(error) => return Err(error),
+                    },
                 }
             }
             match self.store.update(&key, self.encode(info, &new)?, kv.mod_revision).await {
@@ -350,20 +351,13 @@ impl Registry {
                     object::set_resource_version(&mut new, written.mod_revision);
                     return Ok(new);
                 }
-                Err(StoreError::Conflict { current: None }) => {
-                    return Err(ApiError::not_found(info.group, info.plural, name))
-                }
-                Err(StoreError::Conflict { .. }) if wanted.is_none() => continue,
-                Err(StoreError::Conflict { .. }) => return Err(modified(info, name)),
-                Err(e) => return Err(e.into()),
+                Err(e) => match write_error(info, name, e, wanted.is_some()) {
+                    None => continue,
+                    Some(error) => return Err(error),
+                },
             }
         }
-        Err(ApiError::conflict(
-            info.group,
-            info.plural,
-            name,
-            "too many concurrent writers; try again",
-        ))
+        Err(too_many_writers(info, name))
     }
 
     pub async fn delete(
@@ -401,11 +395,10 @@ impl Registry {
                         }
                         return Ok(Deleted { object: old, gone: true });
                     }
-                    Err(StoreError::Conflict { current: Some(_) }) => continue,
-                    Err(StoreError::Conflict { current: None }) => {
-                        return Err(ApiError::not_found(info.group, info.plural, name))
-                    }
-                    Err(e) => return Err(e.into()),
+                    Err(e) => match write_error(info, name, e, false) {
+                        None => continue,
+                        Some(error) => return Err(error),
+                    },
                 }
             }
             // Graceful or finalized deletion: mark the object and let its owners finish.
@@ -440,19 +433,13 @@ impl Registry {
                     object::set_resource_version(&mut marked, written.mod_revision);
                     return Ok(Deleted { object: marked, gone: false });
                 }
-                Err(StoreError::Conflict { current: Some(_) }) => continue,
-                Err(StoreError::Conflict { current: None }) => {
-                    return Err(ApiError::not_found(info.group, info.plural, name))
-                }
-                Err(e) => return Err(e.into()),
+                Err(e) => match write_error(info, name, e, false) {
+                    None => continue,
+                    Some(error) => return Err(error),
+                },
             }
         }
-        Err(ApiError::conflict(
-            info.group,
-            info.plural,
-            name,
-            "too many concurrent writers; try again",
-        ))
+        Err(too_many_writers(info, name))
     }
 
     /// A page of objects (all of them without a limit), filtered.
@@ -591,6 +578,28 @@ pub fn matches(info: &ResourceInfo, filter: &Filter, obj: &Value) -> bool {
     let labels = object::labels(obj);
     let fields = strategy::field_values(info, obj);
     filter(&FilterView { name: object::name(obj).unwrap_or(""), labels: &labels, fields: &fields })
+}
+
+/// What a failed guarded write answers: `None` to read again and retry (the object changed
+/// under us and the caller named no resourceVersion), else the error.
+fn write_error(
+    info: &ResourceInfo,
+    name: &str,
+    e: StoreError,
+    conditional: bool,
+) -> Option<ApiError> {
+    match e {
+        StoreError::Conflict { current: None } => {
+            Some(ApiError::not_found(info.group, info.plural, name))
+        }
+        StoreError::Conflict { .. } if !conditional => None,
+        StoreError::Conflict { .. } => Some(modified(info, name)),
+        other => Some(other.into()),
+    }
+}
+
+fn too_many_writers(info: &ResourceInfo, name: &str) -> ApiError {
+    ApiError::conflict(info.group, info.plural, name, "too many concurrent writers; try again")
 }
 
 fn modified(info: &ResourceInfo, name: &str) -> ApiError {

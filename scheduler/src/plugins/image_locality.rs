@@ -1,10 +1,25 @@
 //! `ImageLocality`: favours nodes that already have the pod's images, by their size, so
 //! that big pulls are avoided; images found on few nodes count for less, so that pods do
 //! not all crowd onto the one node that has them.
+//!
+//! An image's spread is the share of all the cluster's nodes (not only the feasible ones)
+//! whose `status.images` list its name; [`ImageLocality`] counts them once per cycle in
+//! `pre_score`.
+
+use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::framework::{NodeInfo, PodInfo, ScorePlugin, MAX_NODE_SCORE};
+use crate::framework::{CycleState, NodeInfo, PodInfo, ScorePlugin, MAX_NODE_SCORE};
+
+const PRE_SCORE_KEY: &str = "PreScoreImageLocality";
+
+/// How many of the cluster's nodes have each of the pod's images, and how many nodes there
+/// are.
+struct Spread {
+    nodes_with: HashMap<String, usize>,
+    total: usize,
+}
 
 const MB: i64 = 1024 * 1024;
 /// Below this, what a node has counts as nothing (upstream's `minThreshold`).
@@ -84,11 +99,35 @@ impl ScorePlugin for ImageLocality {
         "ImageLocality"
     }
 
-    /// The framework gives a score plugin one node at a time, so the image's spread over the
-    /// cluster is not known here and is taken as 1 (as in a one-node cluster). Callers with
-    /// the whole snapshot can use [`score_with_spread`].
+    /// Without the cycle's view of the cluster the image's spread is taken as 1 (as in a
+    /// one-node cluster); the scheduler uses [`ScorePlugin::score_with_state`].
     fn score(&self, pod: &PodInfo, node: &NodeInfo) -> i64 {
         score_with_spread(pod, node, |_| 1.0)
+    }
+
+    fn pre_score(&self, pod: &PodInfo, _feasible: &[&NodeInfo], state: &mut CycleState<'_>) {
+        let mut nodes_with: HashMap<String, usize> =
+            images(&pod.pod).map(|i| (normalized_image_name(i), 0)).collect();
+        for node in state.nodes {
+            for (name, count) in nodes_with.iter_mut() {
+                if image_size(node, name).is_some() {
+                    *count += 1;
+                }
+            }
+        }
+        let total = state.nodes.len();
+        state.put(PRE_SCORE_KEY, Spread { nodes_with, total });
+    }
+
+    /// Each image's size counts in proportion to the share of nodes that have it.
+    fn score_with_state(&self, pod: &PodInfo, node: &NodeInfo, state: &CycleState<'_>) -> i64 {
+        let Some(spread) = state.get::<Spread>(PRE_SCORE_KEY) else {
+            return self.score(pod, node);
+        };
+        score_with_spread(pod, node, |image| {
+            let with = spread.nodes_with.get(image).copied().unwrap_or(0);
+            with as f64 / spread.total.max(1) as f64
+        })
     }
 }
 
@@ -160,5 +199,45 @@ mod tests {
         let node = node_with_images(json!([{"names": ["app:1"], "sizeBytes": 1000 * MB}]));
         // On 1 node of 4: 250MB counts -> 100 * (250 - 23) / 977 = 23.2 -> 23.
         assert_eq!(score_with_spread(&pod_with_images(&["app:1"]), &node, |_| 0.25), 23);
+    }
+
+    #[test]
+    fn pre_score_counts_the_nodes_with_each_image() {
+        use crate::framework::CycleState;
+        let with = |name: &str, images: serde_json::Value| {
+            node(json!({
+                "metadata": {"name": name},
+                "status": {"allocatable": {"cpu": "2", "memory": "4Gi", "pods": "110"}, "images": images}
+            }))
+        };
+        let nodes = [
+            with(
+                "worker-1",
+                json!([
+                    {"names": ["registry.example/app:1"], "sizeBytes": 1000 * MB},
+                    {"names": ["registry.example/sidecar:2"], "sizeBytes": 600 * MB}
+                ]),
+            ),
+            with(
+                "worker-2",
+                json!([{"names": ["registry.example/sidecar:2"], "sizeBytes": 600 * MB}]),
+            ),
+            with("worker-3", json!([])),
+            with("worker-4", json!([{"names": ["unrelated:1"], "sizeBytes": 900 * MB}])),
+        ];
+        let refs: Vec<&NodeInfo> = nodes.iter().collect();
+        let pod = pod_with_images(&["registry.example/app:1", "registry.example/sidecar:2"]);
+        let mut state = CycleState::new(&refs);
+        // Only worker-1 and worker-2 passed the filters; all four count for the spread.
+        ImageLocality.pre_score(&pod, &refs[..2], &mut state);
+        let scores: Vec<i64> =
+            refs.iter().map(|n| ImageLocality.score_with_state(&pod, n, &state)).collect();
+        // worker-1: 1000MB * 1/4 + 600MB * 2/4 = 550MB of 2 * 1000MB:
+        //   100 * (550 - 23) / (2000 - 23) = 26.7 -> 26.
+        // worker-2: 600MB * 2/4 = 300MB: 100 * (300 - 23) / 1977 = 14.01 -> 14.
+        assert_eq!(scores, [26, 14, 0, 0]);
+        // Without spread (every image taken as on every node) worker-1 would score
+        // 100 * (1600 - 23) / 1977 = 79.
+        assert_eq!(ImageLocality.score(&pod, &nodes[0]), 79);
     }
 }

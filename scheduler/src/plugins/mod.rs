@@ -1,30 +1,40 @@
 //! The default plugins, each named as its kube-scheduler counterpart.
 //!
 //! [`default_profile`] wires them up as kube-scheduler v1.33's default profile does (same
-//! order, same score weights), leaving out the plugins rkube does not have yet (inter-pod
-//! affinity, topology spread, the volume plugins and preemption).
+//! order, same score weights), leaving out the plugins rkube does not have yet (the volume
+//! plugins, dynamic resources and preemption).
+
+use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{Taint, Toleration};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector as ApiLabelSelector;
+use rkube_apis::selectors::LabelSelector;
 
-use crate::framework::{Profile, Weighted, MAX_NODE_SCORE};
+use crate::framework::{PodInfo, Profile, Weighted, MAX_NODE_SCORE};
 
 pub mod image_locality;
+pub mod interpod_affinity;
 pub mod node_affinity;
 pub mod node_name;
 pub mod node_ports;
 pub mod node_resources_balanced_allocation;
 pub mod node_resources_fit;
 pub mod node_unschedulable;
+pub mod pod_topology_spread;
 pub mod taint_toleration;
+pub mod volume_restrictions;
 
 pub use image_locality::ImageLocality;
+pub use interpod_affinity::InterPodAffinity;
 pub use node_affinity::NodeAffinity;
 pub use node_name::NodeName;
 pub use node_ports::NodePorts;
 pub use node_resources_balanced_allocation::NodeResourcesBalancedAllocation;
 pub use node_resources_fit::NodeResourcesFit;
 pub use node_unschedulable::NodeUnschedulable;
+pub use pod_topology_spread::PodTopologySpread;
 pub use taint_toleration::TaintToleration;
+pub use volume_restrictions::VolumeRestrictions;
 
 /// The scheduler name pods get when they name none.
 pub const DEFAULT_SCHEDULER_NAME: &str = "default-scheduler";
@@ -41,11 +51,16 @@ pub fn default_profile() -> Profile {
             Box::new(NodeAffinity),
             Box::new(NodePorts),
             Box::new(NodeResourcesFit::default()),
+            Box::new(VolumeRestrictions),
+            Box::new(PodTopologySpread),
+            Box::new(InterPodAffinity),
         ],
         scores: vec![
             Weighted { plugin: Box::new(TaintToleration), weight: 3 },
             Weighted { plugin: Box::new(NodeAffinity), weight: 2 },
             Weighted { plugin: Box::new(NodeResourcesFit::default()), weight: 1 },
+            Weighted { plugin: Box::new(PodTopologySpread), weight: 2 },
+            Weighted { plugin: Box::new(InterPodAffinity), weight: 2 },
             Weighted { plugin: Box::new(NodeResourcesBalancedAllocation), weight: 1 },
             Weighted { plugin: Box::new(ImageLocality), weight: 1 },
         ],
@@ -77,6 +92,37 @@ pub fn tolerations_tolerate(tolerations: &[Toleration], taint: &Taint) -> bool {
     tolerations.iter().any(|t| tolerates(t, taint))
 }
 
+/// The pod's labels (none when it has no `metadata.labels`).
+pub fn pod_labels(pod: &PodInfo) -> &BTreeMap<String, String> {
+    static EMPTY: BTreeMap<String, String> = BTreeMap::new();
+    pod.pod.metadata.labels.as_ref().unwrap_or(&EMPTY)
+}
+
+/// A `metav1.LabelSelector` as upstream's `LabelSelectorAsSelector` reads it: absent matches
+/// nothing, `{}` matches everything. `also` are labels the selector must require besides
+/// (what `matchLabelKeys` adds); they are not added to an absent selector. A selector the
+/// API server should have refused (bad operator or key) matches nothing.
+pub fn label_selector(
+    selector: Option<&ApiLabelSelector>,
+    also: &BTreeMap<String, String>,
+) -> LabelSelector {
+    let Some(selector) = selector else { return LabelSelector::nothing() };
+    let Ok(mut value) = serde_json::to_value(selector) else { return LabelSelector::nothing() };
+    if !also.is_empty() {
+        let extra = also
+            .iter()
+            .map(|(k, v)| serde_json::json!({"key": k, "operator": "In", "values": [v]}));
+        let object = value.as_object_mut().expect("a label selector is an object");
+        match object.get_mut("matchExpressions").and_then(|e| e.as_array_mut()) {
+            Some(expressions) => expressions.extend(extra),
+            None => {
+                object.insert("matchExpressions".into(), extra.collect());
+            }
+        }
+    }
+    LabelSelector::from_api(&value).unwrap_or_else(|_| LabelSelector::nothing())
+}
+
 /// Upstream's `DefaultNormalizeScore`: scales scores so the highest becomes
 /// [`MAX_NODE_SCORE`], and with `reverse` turns them around so that the lowest raw score
 /// wins. All-zero scores stay zero, or all become the maximum when reversed.
@@ -102,7 +148,7 @@ pub(crate) mod testing {
 
     use k8s_openapi::api::core::v1::{Node, Pod};
 
-    use crate::framework::{NodeInfo, PodInfo};
+    use crate::framework::{CycleState, FilterPlugin, NodeInfo, PodInfo, ScorePlugin};
 
     pub fn pod(value: serde_json::Value) -> PodInfo {
         let pod: Pod = serde_json::from_value(value).expect("valid pod");
@@ -138,6 +184,67 @@ pub(crate) mod testing {
     pub fn small_node(name: &str, pods: Vec<PodInfo>) -> NodeInfo {
         node_with(name, serde_json::json!({"cpu": "2", "memory": "4Gi", "pods": "110"}), pods)
     }
+
+    /// A small worker in `zone` (`topology.kubernetes.io/zone`; none when empty).
+    pub fn zone_node(name: &str, zone: &str, pods: Vec<PodInfo>) -> NodeInfo {
+        let mut labels = serde_json::json!({"kubernetes.io/hostname": name});
+        if !zone.is_empty() {
+            labels["topology.kubernetes.io/zone"] = zone.into();
+        }
+        let allocatable = serde_json::json!({"cpu": "2", "memory": "4Gi", "pods": "110"});
+        let mut info = node(serde_json::json!({
+            "metadata": {"name": name, "labels": labels},
+            "status": {"allocatable": allocatable, "capacity": allocatable}
+        }));
+        for p in pods {
+            info.add_pod(Arc::new(p));
+        }
+        info
+    }
+
+    /// A pod in `default` with these labels, one `nginx` container and `spec` merged in.
+    pub fn labelled_pod(name: &str, labels: serde_json::Value, spec: serde_json::Value) -> PodInfo {
+        let mut full = serde_json::json!({"containers": [{"name": "app", "image": "nginx:1.27"}]});
+        for (k, v) in spec.as_object().into_iter().flatten() {
+            full[k] = v.clone();
+        }
+        pod(serde_json::json!({
+            "metadata": {"name": name, "namespace": "default", "labels": labels},
+            "spec": full
+        }))
+    }
+
+    /// A filter's verdict on each node as a cycle reaches it (pre-filter over all nodes):
+    /// `None` when the node passes, else its first reason.
+    pub fn filter_nodes(
+        plugin: &dyn FilterPlugin,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+    ) -> Vec<Option<String>> {
+        let mut state = CycleState::new(nodes);
+        plugin.pre_filter(pod, &mut state).expect("pre-filter passes");
+        nodes
+            .iter()
+            .map(|n| plugin.filter_with_state(pod, n, &state).err().map(|r| r.reasons.join("; ")))
+            .collect()
+    }
+
+    /// A score's raw and normalized values for the `feasible` nodes, with `nodes` the
+    /// whole cluster.
+    pub fn score_nodes(
+        plugin: &dyn ScorePlugin,
+        pod: &PodInfo,
+        nodes: &[&NodeInfo],
+        feasible: &[&NodeInfo],
+    ) -> (Vec<i64>, Vec<i64>) {
+        let mut state = CycleState::new(nodes);
+        plugin.pre_score(pod, feasible, &mut state);
+        let raw: Vec<i64> =
+            feasible.iter().map(|n| plugin.score_with_state(pod, n, &state)).collect();
+        let mut normalized = raw.clone();
+        plugin.normalize(pod, &mut normalized);
+        (raw, normalized)
+    }
 }
 
 #[cfg(test)]
@@ -157,7 +264,10 @@ mod tests {
                 "TaintToleration",
                 "NodeAffinity",
                 "NodePorts",
-                "NodeResourcesFit"
+                "NodeResourcesFit",
+                "VolumeRestrictions",
+                "PodTopologySpread",
+                "InterPodAffinity"
             ]
         );
         let scores: Vec<_> = profile.scores.iter().map(|w| (w.plugin.name(), w.weight)).collect();
@@ -167,6 +277,8 @@ mod tests {
                 ("TaintToleration", 3),
                 ("NodeAffinity", 2),
                 ("NodeResourcesFit", 1),
+                ("PodTopologySpread", 2),
+                ("InterPodAffinity", 2),
                 ("NodeResourcesBalancedAllocation", 1),
                 ("ImageLocality", 1)
             ]
