@@ -1,5 +1,8 @@
-//! Admission plugins behind one trait: NamespaceLifecycle, LimitRanger, ResourceQuota and
-//! ServiceAccount (later: admission webhooks).
+//! Admission plugins: changes and checks the API server applies to objects before they are
+//! stored, after authentication and before validation.
 //!
-//! Not implemented yet. The API server calls the mutating plugins, then validation, then the
-//! validating plugins, for every create, update, patch and delete.
+//! Today: [`priority`], kube-apiserver's `Priority` plugin. NamespaceLifecycle is done by the
+//! registry itself for now; LimitRanger, ResourceQuota, ServiceAccount and webhooks come with
+//! their issue, behind one trait.
+
+pub mod priority;

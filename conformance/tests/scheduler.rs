@@ -295,3 +295,38 @@ fn required_anti_affinity_spreads_replicas() {
         "{message}"
     );
 }
+
+#[test]
+fn a_higher_priority_pod_preempts_a_lower_one() {
+    let s = RkubeServer::start();
+    s.ok_stdin(&["apply", "-f", "-"], &node("full", "2", None));
+    s.ok(&["create", "priorityclass", "low", "--value=10"]);
+    s.ok(&["create", "priorityclass", "high", "--value=1000"]);
+    let pod_with = |name: &str, class: &str| {
+        pod(name, "1")
+            + &format!("  priorityClassName: {class}\n  terminationGracePeriodSeconds: 0\n")
+    };
+    for name in ["low-a", "low-b"] {
+        s.ok_stdin(&["apply", "-f", "-"], &pod_with(name, "low"));
+        wait_for(&s, &["get", "pod", name, "-o", "jsonpath={.spec.nodeName}"], "full");
+    }
+    assert_eq!(s.ok(&["get", "pod", "low-a", "-o", "jsonpath={.spec.priority}"]), "10");
+    // A class that does not exist is refused by the Priority admission plugin.
+    let err = s.fails_stdin(&["apply", "-f", "-"], &pod_with("lost", "no-such-class"));
+    assert!(err.contains("no PriorityClass with name no-such-class was found"), "{err}");
+
+    s.ok_stdin(&["apply", "-f", "-"], &pod_with("urgent", "high"));
+    wait_for(&s, &["get", "pod", "urgent", "-o", "jsonpath={.spec.nodeName}"], "full");
+    let left = s.ok(&["get", "pods", "-o", "name"]);
+    let lows = left.lines().filter(|l| l.starts_with("pod/low-")).count();
+    assert_eq!(lows, 1, "exactly one low-priority pod was evicted:\n{left}");
+    let events = s.ok(&[
+        "get",
+        "events",
+        "--field-selector",
+        "reason=Preempted",
+        "-o",
+        "jsonpath={.items[*].message}",
+    ]);
+    assert!(events.contains("Preempted by pod") && events.contains("on node full"), "{events}");
+}

@@ -33,6 +33,16 @@ impl PodInfo {
     pub fn name(&self) -> &str {
         self.pod.metadata.name.as_deref().unwrap_or("")
     }
+
+    /// `spec.priority`, set from the pod's PriorityClass by the API server; 0 when unset.
+    pub fn priority(&self) -> i32 {
+        self.pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0)
+    }
+
+    /// Whether the pod may evict lower-priority pods (`preemptionPolicy` is not `Never`).
+    pub fn may_preempt(&self) -> bool {
+        self.pod.spec.as_ref().and_then(|s| s.preemption_policy.as_deref()) != Some("Never")
+    }
 }
 
 /// A node and the pods assigned to it.

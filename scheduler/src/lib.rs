@@ -10,6 +10,7 @@ pub mod config;
 pub mod framework;
 pub mod leader;
 pub mod plugins;
+pub mod preemption;
 pub mod queue;
 pub mod resources;
 pub mod scheduler;

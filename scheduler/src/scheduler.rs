@@ -166,9 +166,17 @@ pub async fn run(client: Client, profile: Profile) {
                     }
                     Err(message) => {
                         tracing::debug!(pod = %key, message, "unschedulable");
+                        let preemption = (info.may_preempt() && info.priority() > 0)
+                            .then(|| crate::preemption::find(&profile, &info, &nodes))
+                            .flatten();
                         queue.unschedulable(key);
                         let client = client.clone();
-                        tokio::spawn(async move { record_unschedulable(&client, &pod, &message).await });
+                        tokio::spawn(async move {
+                            record_unschedulable(&client, &pod, &message).await;
+                            if let Some(plan) = preemption {
+                                crate::preemption::carry_out(&client, &pod, plan).await;
+                            }
+                        });
                     }
                 }
             }
@@ -370,7 +378,7 @@ async fn record_scheduled(client: &Client, pod: &Pod, node: &str) {
     event(client, pod, "Normal", "Scheduled", &message).await;
 }
 
-async fn event(client: &Client, pod: &Pod, kind: &str, reason: &str, message: &str) {
+pub(crate) async fn event(client: &Client, pod: &Pod, kind: &str, reason: &str, message: &str) {
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
     let name = pod.metadata.name.as_deref().unwrap_or("");
     let events: Api<Event> = Api::namespaced(client.clone(), namespace);

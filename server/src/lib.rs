@@ -144,6 +144,21 @@ async fn bootstrap(registry: &registry::Registry, config: &ServerConfig) -> anyh
             }
         }
     };
+    for (name, value) in rkube_admission::priority::SYSTEM_CLASSES {
+        ensure(
+            "scheduling.k8s.io",
+            "v1",
+            "priorityclasses",
+            json!({
+                "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+                "metadata": {"name": name},
+                "value": value,
+                "description": "Used for system critical pods that must not be moved from their current node.",
+                "preemptionPolicy": "PreemptLowerPriority",
+            }),
+        )
+        .await?;
+    }
     for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
         ensure(
             "",

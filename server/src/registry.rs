@@ -194,6 +194,9 @@ impl Registry {
             }
             if attempt == 0 {
                 strategy::prepare_for_create(info, &mut obj);
+                if info.group.is_empty() && info.plural == "pods" {
+                    self.admit_priority(&mut obj)?;
+                }
                 let errors = strategy::validate(info, &obj, None);
                 if !errors.is_empty() {
                     let name = object::name(&obj).unwrap_or("").to_string();
@@ -233,6 +236,27 @@ impl Registry {
             }
         }
         Err(ApiError::already_exists(info.group, info.plural, object::name(&obj).unwrap_or("")))
+    }
+
+    /// The `Priority` admission plugin: the pod's priority from its PriorityClass.
+    fn admit_priority(&self, pod: &mut Value) -> ApiResult<()> {
+        let classes_info = self
+            .resources
+            .get("scheduling.k8s.io", "v1", "priorityclasses")
+            .expect("priorityclasses");
+        let classes: Vec<Value> = match self.cache(classes_info) {
+            Ok(cache) => {
+                let everything: Filter = Arc::new(|_: &FilterView<'_>| true);
+                cache
+                    .list(&classes_info.key_prefix(), &everything)
+                    .0
+                    .iter()
+                    .map(|c| c.value())
+                    .collect()
+            }
+            Err(_) => Vec::new(),
+        };
+        rkube_admission::priority::admit(pod, &classes).map_err(|e| ApiError::forbidden(e.0))
     }
 
     /// NamespaceLifecycle: objects go only into namespaces that exist and are not being
