@@ -8,8 +8,8 @@
 //!
 //! Each scenario starts a fresh `rkube server --disable scheduler` (the binary next to this
 //! one, or `$RKUBE_BIN`) on a free loopback port, and `rkube scheduler --kubeconfig ...` as a
-//! process of its own, so that the scheduler's memory is measured apart from the API
-//! server's. Then, with kube-rs:
+//! process of its own (default profile, leader election off: there is one scheduler), so
+//! that the scheduler's memory is measured apart from the API server's. Then, with kube-rs:
 //!
 //! - creates N Node objects (allocatable cpu 8, memory 32Gi, pods 110, `Ready`) from 64
 //!   tasks; nobody heartbeats them, and nothing needs to: they keep the status they were
@@ -192,6 +192,22 @@ impl Cpu {
     }
 }
 
+/// The scheduler's configuration: the default profile, no leader election.
+const SCHEDULER_CONFIG: &str = "apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection:
+  leaderElect: false
+";
+
+/// A task aborted when dropped, so that a failing scenario leaves nothing running.
+struct Task<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for Task<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// `rkube scheduler` as its own process, killed when dropped.
 struct SchedulerProcess {
     child: Child,
@@ -203,11 +219,18 @@ impl SchedulerProcess {
         let log = server.data_dir.path().join("scheduler.log");
         let log_file =
             std::fs::File::create(&log).with_context(|| format!("creating {}", log.display()))?;
+        // One scheduler, so no leader election (as upstream's scheduler_perf runs it): the
+        // figures are of scheduling, and a lost lease would end the run.
+        let config = server.data_dir.path().join("scheduler-config.yaml");
+        std::fs::write(&config, SCHEDULER_CONFIG)
+            .with_context(|| format!("writing {}", config.display()))?;
         let binary = rkube_binary();
         let child = Command::new(&binary)
             .arg("scheduler")
             .arg("--kubeconfig")
             .arg(&server.kubeconfig)
+            .arg("--config")
+            .arg(&config)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log_file)
@@ -639,7 +662,7 @@ async fn measure(
     let (ready_tx, ready) = tokio::sync::oneshot::channel::<()>();
     let watch = {
         let pods = pods.clone();
-        tokio::spawn(async move {
+        Task(tokio::spawn(async move {
             let mut ready_tx = Some(ready_tx);
             let mut events =
                 watcher::watcher(pods, watcher::Config::default()).default_backoff().boxed();
@@ -668,7 +691,7 @@ async fn measure(
                     }
                 }
             }
-        })
+        }))
     };
     tokio::time::timeout(Duration::from_secs(60), ready)
         .await
@@ -683,7 +706,7 @@ async fn measure(
     let cpu_mark = CpuMark::now(sched_pid, server_pid)?;
     let mut creator = {
         let (created, pods, anti) = (created.clone(), pods.clone(), scenario.anti_affinity);
-        tokio::spawn(concurrently(scenario.pods, move |i| {
+        Task(tokio::spawn(concurrently(scenario.pods, move |i| {
             let (created, pods) = (created.clone(), pods.clone());
             async move {
                 let pod = bench_pod(i, anti);
@@ -691,7 +714,7 @@ async fn measure(
                 pods.create(&PostParams::default(), &pod).await?;
                 Ok(())
             }
-        }))
+        })))
     };
     let mut creating = true;
     let mut pods_created_in = Duration::ZERO;
@@ -734,7 +757,7 @@ async fn measure(
                 }
                 None => bail!("the pod watch ended with {bound} of {} pods bound", scenario.pods),
             },
-            done = &mut creator, if creating => {
+            done = &mut creator.0, if creating => {
                 done.context("the create task panicked")?
                     .with_context(|| format!("creating pods ({bound} bound so far)"))?;
                 creating = false;
@@ -759,9 +782,8 @@ async fn measure(
         }
     };
     let cpu = cpu_mark.since()?;
-    watch.abort();
+    drop(watch);
     if creating {
-        creator.abort();
         bail!(
             "creating {} pods did not finish within the {} s cap ({bound} bound)",
             scenario.pods,
@@ -1111,8 +1133,9 @@ fn render(outcomes: &[Outcome], quick: bool) -> String {
     format!(
         "## Scheduler (`scheduler-bench`{quick})\n\n{table}\n\n{memory}\n\n\
          Each scenario runs on a fresh `rkube server --disable scheduler` (embedded SQLite \
-         store) with `rkube scheduler --kubeconfig ...` as a process of its own, both on \
-         loopback, driven by kube-rs from this program; the three processes share the \
+         store) with `rkube scheduler --kubeconfig ... --config ...` as a process of its \
+         own (the default profile; `leaderElect: false`, as there is one scheduler), both \
+         on loopback, driven by kube-rs from this program; the three processes share the \
          machine's cores. Nodes: Node objects created through the API from {c} tasks, \
          allocatable and capacity cpu {NODE_CPU}, memory {NODE_MEMORY}, pods {NODE_PODS}, \
          condition `Ready`. Pods: created through the API from {c} tasks in one namespace, \
