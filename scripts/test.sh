@@ -16,10 +16,27 @@ command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler)
 command -v pkg-config >/dev/null 2>&1 || missing+=(pkg-config)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 pkg-config --exists openssl 2>/dev/null || missing+=(libssl-dev)
+# The kubelet's system tests run real containers: Docker's engine, and Debian's static
+# busybox for the test image (made locally with `docker import`; there is no registry).
+command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
+command -v iptables >/dev/null 2>&1 || missing+=(iptables)
+[ -x /bin/busybox ] && file_is_static=$(ldd /bin/busybox 2>&1 | grep -c "not a dynamic") || file_is_static=0
+[ "$file_is_static" -gt 0 ] || missing+=(busybox-static)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "==> installing ${missing[*]}"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+# A Docker engine for the kubelet tests: start one when none answers.
+if ! docker info >/dev/null 2>&1; then
+  echo "==> starting dockerd (log: /tmp/rkube-dockerd.log)"
+  ($sudo dockerd >/tmp/rkube-dockerd.log 2>&1 &)
+  for _ in $(seq 1 60); do
+    docker info >/dev/null 2>&1 && break
+    sleep 0.5
+  done
+  docker info >/dev/null 2>&1 || { echo "dockerd did not start:" >&2; tail -20 /tmp/rkube-dockerd.log >&2; exit 1; }
 fi
 
 if cargo fmt --version >/dev/null 2>&1; then

@@ -12,6 +12,7 @@
 pub mod defaults;
 pub mod openapi;
 pub mod patch;
+pub mod quantity;
 pub mod resources;
 pub mod selectors;
 pub mod strategy;

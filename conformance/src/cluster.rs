@@ -97,6 +97,12 @@ impl RkubeServer {
         }
     }
 
+    /// Kills the server (SIGKILL) and waits for it to end.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
     /// The server's process id.
     pub fn pid(&self) -> u32 {
         self.child.id()
@@ -225,6 +231,12 @@ fn launch(
         .arg(data_dir)
         .args(["--bind-address", "127.0.0.1", "--secure-port", &port.to_string()])
         .args(extra_args)
+        // Only the tests that ask for a node (with --node-name) get a kubelet on Docker.
+        .args(if extra_args.iter().any(|a| a == "--node-name") {
+            &[][..]
+        } else {
+            &["--disable", "kubelet"][..]
+        })
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(log_file)

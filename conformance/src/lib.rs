@@ -6,4 +6,5 @@
 //! `store-bench` for the storage layer. [`report`] holds what they share.
 
 pub mod cluster;
+pub mod node;
 pub mod report;

@@ -2,15 +2,235 @@
 //! the API server only through its public API (the `kube` client), never through the store,
 //! exactly as kube-controller-manager uses client-go.
 //!
-//! Start at [`run`]: it starts every controller on one client. Today: [`namespace`], which
-//! empties a namespace being deleted and then finalizes it. The workload, garbage-collection,
-//! endpoint and node controllers come with their issues.
+//! Start at [`run`]: it starts every enabled controller on one client with one [`Config`]
+//! (kube-controller-manager's flags). The controllers, by upstream's names:
+//!
+//! - `namespace-controller` ([`namespace`]): empties a namespace being deleted, then
+//!   finalizes it.
+//! - `node-ipam-controller` ([`node_ipam`]): gives every Node a `spec.podCIDR` from the
+//!   cluster CIDR (IPv4).
+//! - `node-lifecycle-controller` ([`node_lifecycle`]): watches node heartbeats (Leases and the
+//!   Ready condition), sets conditions to Unknown when they stop, and keeps the
+//!   `node.kubernetes.io/*` taints in line with the conditions.
+//! - `taint-eviction-controller` ([`taint_eviction`]): deletes pods from nodes with NoExecute
+//!   taints they do not tolerate.
+//!
+//! The node lifecycle and taint eviction controllers share one Node and one Pod informer
+//! ([`informer`]); events are recorded as client-go does ([`events`]).
+//!
+//! Not yet: leader election among several controller managers (only one may run per cluster).
 
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::Api;
+use kube::runtime::watcher;
+use tokio::sync::mpsc;
+
+pub mod events;
+pub mod informer;
 pub mod namespace;
+pub mod node_ipam;
+pub mod node_lifecycle;
+pub mod taint_eviction;
 
-/// Runs every controller until the returned task is aborted.
-pub fn run(client: kube::Client) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        namespace::run(client).await;
-    })
+/// The controllers, by upstream's names, with the older short names `--controllers` also
+/// accepts.
+pub const CONTROLLERS: [(&str, &str); 4] = [
+    ("namespace-controller", "namespace"),
+    ("node-ipam-controller", "nodeipam"),
+    ("node-lifecycle-controller", "nodelifecycle"),
+    ("taint-eviction-controller", "taint-eviction-controller"),
+];
+
+/// Everything the controllers are configured with.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// `--controllers`: `*` for all, a name to enable one, `-name` to disable one.
+    pub controllers: Vec<String>,
+    /// `--cluster-cidr`: where nodes' pod CIDRs come from.
+    pub cluster_cidr: node_ipam::Ipv4Net,
+    /// `--node-cidr-mask-size`: the prefix length of each node's pod CIDR.
+    pub node_cidr_mask_size: u8,
+    /// The node lifecycle controller's periods, grace periods and eviction rates.
+    pub node_lifecycle: node_lifecycle::Config,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            controllers: vec!["*".into()],
+            cluster_cidr: "10.42.0.0/16".parse().expect("default cluster CIDR"),
+            node_cidr_mask_size: 24,
+            node_lifecycle: node_lifecycle::Config::default(),
+        }
+    }
+}
+
+/// A configuration the controllers cannot start with.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error(transparent)]
+    Cidr(#[from] node_ipam::CidrError),
+    #[error("--controllers: unknown controller {name:?} (known: {known})")]
+    UnknownController { name: String, known: String },
+    #[error("--{flag} must be more than zero")]
+    Zero { flag: &'static str },
+}
+
+impl Config {
+    /// Whether the controller `name` runs, by upstream's `--controllers` rules: an explicit
+    /// `name` or `-name` decides, else `*` enables it.
+    pub fn enabled(&self, name: &str) -> bool {
+        let alias = CONTROLLERS.iter().find(|(n, _)| *n == name).map_or(name, |(_, a)| *a);
+        let mut star = false;
+        for item in &self.controllers {
+            let item = item.trim();
+            if item == name || item == alias {
+                return true;
+            }
+            if let Some(off) = item.strip_prefix('-') {
+                if off == name || off == alias {
+                    return false;
+                }
+            }
+            star |= item == "*";
+        }
+        star
+    }
+
+    /// Checks the flags: controller names, CIDRs, periods.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        for item in &self.controllers {
+            let item = item.trim();
+            let name = item.strip_prefix('-').unwrap_or(item);
+            if item != "*" && !CONTROLLERS.iter().any(|(n, a)| name == *n || name == *a) {
+                let known = CONTROLLERS.iter().map(|(n, _)| *n).collect::<Vec<_>>().join(", ");
+                return Err(ConfigError::UnknownController { name: item.to_string(), known });
+            }
+        }
+        node_ipam::CidrSet::new(self.cluster_cidr, self.node_cidr_mask_size)?;
+        let lifecycle = &self.node_lifecycle;
+        for (flag, value) in [
+            ("node-monitor-period", lifecycle.node_monitor_period),
+            ("node-monitor-grace-period", lifecycle.node_monitor_grace_period),
+            ("node-startup-grace-period", lifecycle.node_startup_grace_period),
+        ] {
+            if value == Duration::ZERO {
+                return Err(ConfigError::Zero { flag });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Starts every enabled controller; they run until the returned task is aborted. A bad
+/// configuration is an error before anything starts.
+pub fn run(
+    client: kube::Client,
+    config: Config,
+) -> Result<tokio::task::JoinHandle<()>, ConfigError> {
+    config.validate()?;
+    let cidrs = node_ipam::CidrSet::new(config.cluster_cidr, config.node_cidr_mask_size)?;
+    Ok(tokio::spawn(async move {
+        let mut tasks = tokio::task::JoinSet::new();
+        if config.enabled("namespace-controller") {
+            tasks.spawn(namespace::run(client.clone()));
+        }
+        if config.enabled("node-ipam-controller") {
+            tasks.spawn(node_ipam::run(client.clone(), cidrs));
+        }
+        let lifecycle = config.enabled("node-lifecycle-controller");
+        let eviction = config.enabled("taint-eviction-controller");
+        // Shared informers: kept here so they stop with the controllers.
+        let mut _informers = Vec::new();
+        if lifecycle || eviction {
+            let (mut node_txs, mut pod_txs) = (Vec::new(), Vec::new());
+            let channel = |txs: &mut Vec<_>| {
+                let (tx, rx) = mpsc::unbounded_channel();
+                txs.push(tx);
+                rx
+            };
+            let lifecycle_rx = lifecycle.then(|| (channel(&mut node_txs), channel(&mut pod_txs)));
+            let eviction_rx = eviction.then(|| (channel(&mut node_txs), channel(&mut pod_txs)));
+            let (nodes, node_watch) = informer::start(
+                Api::<Node>::all(client.clone()),
+                watcher::Config::default(),
+                node_txs,
+            );
+            let (pods, pod_watch) = informer::start(
+                Api::<Pod>::all(client.clone()),
+                watcher::Config::default(),
+                pod_txs,
+            );
+            _informers.push(node_watch);
+            _informers.push(pod_watch);
+            // Waited for here, once: a store wakes only one of several tasks waiting for its
+            // first list at the same time.
+            if nodes.wait_until_ready().await.is_err() || pods.wait_until_ready().await.is_err() {
+                return;
+            }
+            if let Some((node_rx, pod_rx)) = lifecycle_rx {
+                tasks.spawn(node_lifecycle::run(
+                    client.clone(),
+                    config.node_lifecycle.clone(),
+                    nodes.clone(),
+                    node_rx,
+                    pods.clone(),
+                    pod_rx,
+                ));
+            }
+            if let Some((node_rx, pod_rx)) = eviction_rx {
+                tasks.spawn(taint_eviction::run(client.clone(), nodes, node_rx, pods, pod_rx));
+            }
+        }
+        while tasks.join_next().await.is_some() {}
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with(controllers: &[&str]) -> Config {
+        Config {
+            controllers: controllers.iter().map(|s| s.to_string()).collect(),
+            ..Config::default()
+        }
+    }
+
+    #[test]
+    fn controllers_flag_as_upstream() {
+        let all = with(&["*"]);
+        assert!(CONTROLLERS.iter().all(|(n, _)| all.enabled(n)));
+        let some = with(&["*", "-node-lifecycle-controller", "-nodeipam"]);
+        assert!(!some.enabled("node-lifecycle-controller"));
+        assert!(!some.enabled("node-ipam-controller"));
+        assert!(some.enabled("namespace-controller"));
+        let only = with(&["namespace"]);
+        assert!(only.enabled("namespace-controller"));
+        assert!(!only.enabled("taint-eviction-controller"));
+        assert!(with(&["*"]).validate().is_ok());
+        let err = with(&["*", "-nosuch"]).validate().unwrap_err();
+        assert!(
+            err.to_string().starts_with("--controllers: unknown controller \"-nosuch\""),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn bad_cidr_settings_are_refused() {
+        let config = Config { node_cidr_mask_size: 12, ..Config::default() };
+        assert_eq!(
+            config.validate().unwrap_err().to_string(),
+            "--node-cidr-mask-size 12 does not fit in --cluster-cidr 10.42.0.0/16: it must be \
+             between 16 and 32"
+        );
+        let mut config = Config::default();
+        config.node_lifecycle.node_monitor_period = Duration::ZERO;
+        assert_eq!(
+            config.validate().unwrap_err().to_string(),
+            "--node-monitor-period must be more than zero"
+        );
+    }
 }

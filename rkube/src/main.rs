@@ -27,6 +27,44 @@ enum Command {
     Server(ServerArgs),
     /// Run the scheduler alone against an API server.
     Scheduler(SchedulerArgs),
+    /// Run a node: the kubelet on the local Docker engine, against an API server.
+    Kubelet(KubeletArgs),
+}
+
+/// The kubelet's flags, shared by `rkube kubelet` and the local node of `rkube server`.
+#[derive(clap::Args, Clone)]
+struct NodeArgs {
+    /// The node's name (default: the host name).
+    #[arg(long)]
+    node_name: Option<String>,
+    /// The node's InternalIP, pods' hostIP and where the API server reaches the kubelet.
+    #[arg(long)]
+    node_ip: Option<IpAddr>,
+    /// The kubelet's HTTPS port.
+    #[arg(long, default_value_t = 10250)]
+    kubelet_port: u16,
+    /// Where the kubelet keeps pod volumes.
+    #[arg(long)]
+    root_dir: Option<PathBuf>,
+    /// The node's pod CIDR; without it, the one the node IPAM controller assigns.
+    #[arg(long)]
+    pod_cidr: Option<String>,
+    /// Hard eviction thresholds, as upstream's kubelet flag.
+    #[arg(
+        long,
+        default_value = "memory.available<100Mi,nodefs.available<10%",
+        value_parser = rkube_kubelet::node::EvictionThresholds::parse
+    )]
+    eviction_hard: rkube_kubelet::node::EvictionThresholds,
+}
+
+#[derive(clap::Args)]
+struct KubeletArgs {
+    /// The kubeconfig to reach the API server with.
+    #[arg(long)]
+    kubeconfig: PathBuf,
+    #[command(flatten)]
+    node: NodeArgs,
 }
 
 #[derive(clap::Args)]
@@ -66,7 +104,7 @@ struct ServerArgs {
     /// Extra names or IPs for the serving certificate (comma-separated).
     #[arg(long, value_delimiter = ',')]
     tls_san: Vec<String>,
-    /// Components not to run here (comma-separated): `controllers`, `scheduler`.
+    /// Components not to run here (comma-separated): `controllers`, `scheduler`, `kubelet`.
     #[arg(long, value_delimiter = ',')]
     disable: Vec<String>,
     /// A KubeSchedulerConfiguration file for the scheduler run here.
@@ -75,6 +113,53 @@ struct ServerArgs {
     /// How often old revisions are compacted.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     etcd_compaction_interval: Duration,
+    /// The controllers' flags (kube-controller-manager's names).
+    #[command(flatten)]
+    controller_manager: Box<ControllerManagerArgs>,
+    /// The local node (when a Docker engine is reachable).
+    #[command(flatten)]
+    node: NodeArgs,
+}
+
+#[derive(clap::Args)]
+struct ControllerManagerArgs {
+    /// The controllers to run (comma-separated): `*` for all, `name` to enable one, `-name`
+    /// to disable one (namespace-controller, node-ipam-controller, node-lifecycle-controller,
+    /// taint-eviction-controller).
+    #[arg(long, value_delimiter = ',', default_value = "*")]
+    controllers: Vec<String>,
+    /// The CIDR nodes' pod CIDRs come from (IPv4).
+    #[arg(long, default_value = "10.42.0.0/16", value_parser = rkube_controllers::node_ipam::parse_cluster_cidr)]
+    cluster_cidr: rkube_controllers::node_ipam::Ipv4Net,
+    /// The prefix length of each node's pod CIDR.
+    #[arg(long, default_value_t = 24)]
+    node_cidr_mask_size: u8,
+    /// How often the node lifecycle controller checks node health.
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    node_monitor_period: Duration,
+    /// How long a node's heartbeat (Lease, Ready condition) may stand still before its
+    /// conditions become Unknown and it is tainted unreachable.
+    #[arg(long, default_value = "40s", value_parser = parse_duration)]
+    node_monitor_grace_period: Duration,
+    /// The same for a node that never posted its status.
+    #[arg(long, default_value = "1m", value_parser = parse_duration)]
+    node_startup_grace_period: Duration,
+}
+
+impl ControllerManagerArgs {
+    fn config(&self) -> rkube_controllers::Config {
+        rkube_controllers::Config {
+            controllers: self.controllers.clone(),
+            cluster_cidr: self.cluster_cidr,
+            node_cidr_mask_size: self.node_cidr_mask_size,
+            node_lifecycle: rkube_controllers::node_lifecycle::Config {
+                node_monitor_period: self.node_monitor_period,
+                node_monitor_grace_period: self.node_monitor_grace_period,
+                node_startup_grace_period: self.node_startup_grace_period,
+                ..Default::default()
+            },
+        }
+    }
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -127,6 +212,7 @@ async fn main() {
     let result = match cli.command {
         Command::Server(args) => server(args).await,
         Command::Scheduler(args) => scheduler(args).await,
+        Command::Kubelet(args) => kubelet(args).await,
     };
     if let Err(e) = result {
         eprintln!("rkube: {e:#}");
@@ -179,6 +265,16 @@ async fn server(args: ServerArgs) -> anyhow::Result<()> {
             &args.service_cluster_ip_range,
             args.service_node_port_range,
         )?,
+        kubelet_client: Some(rkube_server::KubeletClientConfig {
+            // As k3s: node names need not resolve, so the InternalIP comes first.
+            preferred_address_types: ["InternalIP", "ExternalIP", "Hostname"]
+                .map(String::from)
+                .to_vec(),
+            ..rkube_server::KubeletClientConfig::new(
+                pki.kubelet_client().cert_pem.as_bytes().to_vec(),
+                pki.kubelet_client().key_pem.as_bytes().to_vec(),
+            )
+        }),
     })
     .await?;
 
@@ -194,7 +290,10 @@ async fn server(args: ServerArgs) -> anyhow::Result<()> {
     // with the admin identity.
     let client = client_from(&kubeconfig).await?;
     let disabled = |c: &str| args.disable.iter().any(|d| d == c);
-    let _controllers = (!disabled("controllers")).then(|| rkube_controllers::run(client.clone()));
+    let _controllers = match disabled("controllers") {
+        true => None,
+        false => Some(rkube_controllers::run(client.clone(), args.controller_manager.config())?),
+    };
     let scheduler_config = scheduler_config(args.scheduler_config.as_deref())?;
     let _scheduler = (!disabled("scheduler")).then(|| {
         // A stable identity: after a restart this server takes its own Lease back at once.
@@ -212,7 +311,21 @@ async fn server(args: ServerArgs) -> anyhow::Result<()> {
         "rkube: API server ready at {url} (started in {:.1}s)",
         started.elapsed().as_secs_f64()
     );
-    eprintln!("rkube: no node runs here yet (the kubelet is not built): add Node objects, or pods stay Pending");
+    let _kubelet = if disabled("kubelet") {
+        None
+    } else {
+        let node = args.node.clone();
+        let root = node.root_dir.clone().unwrap_or_else(|| args.data_dir.join("kubelet"));
+        let default_ip = args.advertise_address;
+        match start_kubelet(client.clone(), node, root, default_ip).await {
+            Ok(kubelet) => Some(kubelet),
+            Err(e) => {
+                eprintln!("rkube: no local node: {e:#}");
+                eprintln!("rkube: pods stay Pending until a node joins (start a Docker engine, or run `rkube kubelet` elsewhere)");
+                None
+            }
+        }
+    };
     println!("export KUBECONFIG={}", kubeconfig.display());
 
     shutdown_signal().await;
@@ -239,6 +352,47 @@ async fn scheduler(args: SchedulerArgs) -> anyhow::Result<()> {
         _ = shutdown_signal() => eprintln!("rkube: shutting down"),
     }
     Ok(())
+}
+
+/// `rkube kubelet`: a node against any API server.
+async fn kubelet(args: KubeletArgs) -> anyhow::Result<()> {
+    let client = client_from(&args.kubeconfig).await?;
+    let root =
+        args.node.root_dir.clone().unwrap_or_else(|| PathBuf::from("/var/lib/rkube/kubelet"));
+    let node_ip = args.node.node_ip.unwrap_or(IpAddr::from([127, 0, 0, 1]));
+    let _kubelet = start_kubelet(client, args.node, root, node_ip).await?;
+    shutdown_signal().await;
+    eprintln!("rkube: shutting down");
+    Ok(())
+}
+
+/// Starts the kubelet on the local Docker engine, or says why it cannot.
+async fn start_kubelet(
+    client: kube::Client,
+    node: NodeArgs,
+    root_dir: PathBuf,
+    default_ip: IpAddr,
+) -> anyhow::Result<rkube_kubelet::Kubelet> {
+    let docker = rkube_kubelet::runtime::docker::DockerRuntime::connect().await?;
+    eprintln!("rkube: preparing the pause image");
+    docker.ensure_pause_image().await?;
+    let name = match node.node_name {
+        Some(name) => name,
+        None => std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_ascii_lowercase())
+            .context("cannot read the host name: pass --node-name")?,
+    };
+    let mut config = rkube_kubelet::Config::new(
+        &name,
+        node.node_ip.unwrap_or(default_ip),
+        node.kubelet_port,
+        root_dir,
+    );
+    config.pod_cidr = node.pod_cidr;
+    config.eviction = node.eviction_hard;
+    let kubelet = rkube_kubelet::start(client, config, Arc::new(docker)).await?;
+    eprintln!("rkube: node {name} is up (Docker)");
+    Ok(kubelet)
 }
 
 /// The scheduler's configuration: the file, or the default profile.

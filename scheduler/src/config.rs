@@ -12,9 +12,13 @@
 //!   point's own `enabled` list wins over its multi-point entry (and runs first), one named
 //!   in the point's `disabled` list (or `*`) is left out there.
 //!
+//! `percentageOfNodesToScore` (top level, or per profile overriding it) sets how many
+//! feasible nodes a cycle looks for before it stops filtering (see
+//! [`crate::framework::num_feasible_nodes_to_find`]).
+//!
 //! Decoding is strict as upstream's: an unknown field is an error. Fields rkube does not act
-//! on (`clientConnection`, `parallelism`, `percentageOfNodesToScore`, the other extension
-//! points, extenders, ...) are accepted and ignored.
+//! on (`clientConnection`, `parallelism`, the other extension points, extenders, ...) are
+//! accepted and ignored.
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
@@ -136,10 +140,15 @@ pub fn from_str(text: &str) -> Result<Config, ConfigError> {
     let leader_election = leader_election(file.leader_election.unwrap_or_default())?;
     let profiles =
         if file.profiles.is_empty() { vec![FileProfile::default()] } else { file.profiles };
+    let percentage = percentage_of_nodes_to_score(
+        "percentageOfNodesToScore",
+        file.percentage_of_nodes_to_score,
+    )?
+    .unwrap_or(0);
     let mut names = BTreeSet::new();
     let mut built = Vec::new();
     for (i, profile) in profiles.into_iter().enumerate() {
-        let profile = build_profile(&format!("profiles[{i}]"), profile)?;
+        let profile = build_profile(&format!("profiles[{i}]"), profile, percentage)?;
         if !names.insert(profile.scheduler_name.clone()) {
             return Err(invalid(format!(
                 "profiles[{i}].schedulerName: duplicate value {:?}",
@@ -149,6 +158,15 @@ pub fn from_str(text: &str) -> Result<Config, ConfigError> {
         built.push(profile);
     }
     Ok(Config { profiles: built, leader_election })
+}
+
+/// A `percentageOfNodesToScore`, checked as upstream does: 0 to 100.
+fn percentage_of_nodes_to_score(at: &str, value: Option<i64>) -> Result<Option<u32>, ConfigError> {
+    match value {
+        None => Ok(None),
+        Some(p @ 0..=100) => Ok(Some(p as u32)),
+        Some(p) => Err(invalid(format!("{at}: invalid value {p}: not in valid range [0-100]"))),
+    }
 }
 
 fn syntax(e: serde_yaml::Error) -> ConfigError {
@@ -169,12 +187,12 @@ struct File {
     leader_election: Option<FileLeaderElection>,
     #[serde(default)]
     profiles: Vec<FileProfile>,
+    percentage_of_nodes_to_score: Option<i64>,
     // Accepted, not acted on.
     parallelism: Option<IgnoredAny>,
     client_connection: Option<IgnoredAny>,
     enable_profiling: Option<IgnoredAny>,
     enable_contention_profiling: Option<IgnoredAny>,
-    percentage_of_nodes_to_score: Option<IgnoredAny>,
     pod_initial_backoff_seconds: Option<IgnoredAny>,
     pod_max_backoff_seconds: Option<IgnoredAny>,
     extenders: Option<IgnoredAny>,
@@ -202,7 +220,7 @@ struct FileProfile {
     plugins: Option<FilePlugins>,
     #[serde(default)]
     plugin_config: Vec<FilePluginConfig>,
-    percentage_of_nodes_to_score: Option<IgnoredAny>,
+    percentage_of_nodes_to_score: Option<i64>,
 }
 
 #[allow(dead_code)]
@@ -630,7 +648,9 @@ fn plugin_args(at: &str, configs: Vec<FilePluginConfig>) -> Result<PluginArgs, C
     Ok(args)
 }
 
-fn build_profile(at: &str, file: FileProfile) -> Result<Profile, ConfigError> {
+/// One profile; `percentage` is the top-level `percentageOfNodesToScore`, for a profile that
+/// sets none.
+fn build_profile(at: &str, file: FileProfile, percentage: u32) -> Result<Profile, ConfigError> {
     let scheduler_name = file.scheduler_name.unwrap_or_else(|| DEFAULT_SCHEDULER_NAME.to_string());
     if scheduler_name.is_empty() {
         return Err(invalid(format!("{at}.schedulerName: must not be empty")));
@@ -643,6 +663,11 @@ fn build_profile(at: &str, file: FileProfile) -> Result<Profile, ConfigError> {
     ] {
         check_names(&format!("{at}.plugins.{point}"), set)?;
     }
+    let percentage_of_nodes_to_score = percentage_of_nodes_to_score(
+        &format!("{at}.percentageOfNodesToScore"),
+        file.percentage_of_nodes_to_score,
+    )?
+    .unwrap_or(percentage);
     let args = plugin_args(at, file.plugin_config)?;
     let multi_point = merge(&default_multi_point(), &plugins.multi_point);
     let none = PluginArgs::default();
@@ -669,7 +694,7 @@ fn build_profile(at: &str, file: FileProfile) -> Result<Profile, ConfigError> {
             weight: weights.get(p.name.as_str()).copied().unwrap_or(1),
         })
         .collect();
-    Ok(Profile { scheduler_name, filters, scores })
+    Ok(Profile { scheduler_name, filters, scores, percentage_of_nodes_to_score })
 }
 
 #[cfg(test)]
@@ -925,6 +950,28 @@ mod tests {
         one(&format!(
             "{HEAD}parallelism: 16\nclientConnection:\n  kubeconfig: /etc/kubernetes/scheduler.conf\n  qps: 50\npercentageOfNodesToScore: 0\npodInitialBackoffSeconds: 1\npodMaxBackoffSeconds: 10\nenableProfiling: true\nprofiles:\n- schedulerName: default-scheduler\n  percentageOfNodesToScore: 50\n  plugins:\n    queueSort:\n      enabled:\n      - name: PrioritySort\n  pluginConfig:\n  - name: PodTopologySpread\n    args:\n      defaultingType: List\n"
         ));
+    }
+
+    #[test]
+    fn percentage_of_nodes_to_score_per_profile_or_from_the_top() {
+        let config = from_str(&format!(
+            "{HEAD}percentageOfNodesToScore: 30\nprofiles:\n- schedulerName: a\n- schedulerName: b\n  percentageOfNodesToScore: 70\n- schedulerName: c\n  percentageOfNodesToScore: 0\n"
+        ))
+        .unwrap();
+        let got: Vec<u32> =
+            config.profiles.iter().map(|p| p.percentage_of_nodes_to_score).collect();
+        assert_eq!(got, [30, 70, 0]);
+        // Unset everywhere: 0, upstream's adaptive default.
+        assert_eq!(from_str(HEAD).unwrap().profiles[0].percentage_of_nodes_to_score, 0);
+        let e = err(&format!("{HEAD}percentageOfNodesToScore: 101\n"));
+        assert!(
+            e.contains("percentageOfNodesToScore: invalid value 101: not in valid range [0-100]"),
+            "{e}"
+        );
+        let e = err(&format!("{HEAD}profiles:\n- percentageOfNodesToScore: -1\n"));
+        assert!(e.contains("profiles[0].percentageOfNodesToScore: invalid value -1"), "{e}");
+        let e = err(&format!("{HEAD}percentageOfNodesToScore: half\n"));
+        assert!(e.starts_with("invalid scheduler configuration:"), "{e}");
     }
 
     #[test]

@@ -171,19 +171,35 @@ pub async fn run_as_leader<F: Future>(
         observed: None,
     };
     elector.acquire().await;
-    let out = tokio::select! {
-        out = work => out,
-        () = elector.keep_renewing() => {
+    // Renewal runs in a task of its own so that busy work (a scheduler with a long queue)
+    // cannot starve it: a leader that stops renewing loses its Lease.
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let renewer = tokio::spawn(async move {
+        let lost = tokio::select! {
+            () = elector.keep_renewing() => true,
+            _ = stopped => false,
+        };
+        if lost {
             tracing::error!(lease = %elector.settings.resource_name, "leader election lost");
-            return Err(LeaderError::Lost {
-                namespace: settings.resource_namespace.clone(),
-                name: settings.resource_name.clone(),
-                deadline: settings.renew_deadline,
-            });
+        } else {
+            elector.release().await;
         }
+        lost
+    });
+    tokio::pin!(renewer);
+    let lost = LeaderError::Lost {
+        namespace: settings.resource_namespace.clone(),
+        name: settings.resource_name.clone(),
+        deadline: settings.renew_deadline,
     };
-    elector.release().await;
-    Ok(out)
+    tokio::select! {
+        out = work => {
+            let _ = stop.send(());
+            let _ = (&mut renewer).await;
+            Ok(out)
+        }
+        _ = &mut renewer => Err(lost),
+    }
 }
 
 struct Elector {

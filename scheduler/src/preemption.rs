@@ -12,7 +12,7 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::Client;
 use serde_json::json;
 
-use crate::framework::{CycleState, NodeInfo, PodInfo, Profile};
+use crate::framework::{CycleState, Next, NodeInfo, PodInfo, Profile};
 
 /// Where to put the pod and whom to evict for it.
 pub struct Plan {
@@ -25,10 +25,15 @@ fn fits(profile: &Profile, pod: &PodInfo, node: &NodeInfo, all: &[&NodeInfo]) ->
     let nodes: Vec<&NodeInfo> =
         all.iter().map(|n| if n.name() == node.name() { node } else { *n }).collect();
     let mut state = CycleState::new(&nodes);
-    if profile.filters.iter().any(|f| f.pre_filter(pod, &mut state).is_err()) {
-        return false;
+    let mut run = Vec::with_capacity(profile.filters.len());
+    for filter in &profile.filters {
+        match filter.pre_filter(pod, &mut state) {
+            Err(_) => return false,
+            Ok(Next::Skip) => {}
+            Ok(Next::Run) => run.push(filter),
+        }
     }
-    profile.filters.iter().all(|f| f.filter_with_state(pod, node, &state).is_ok())
+    run.iter().all(|f| f.filter_with_state(pod, node, &state).is_ok())
 }
 
 /// The victims on one node: every lower-priority pod taken off, then as many as possible

@@ -58,15 +58,20 @@ impl Queue {
 
     /// The next pod to try.
     pub fn pop(&mut self) -> Option<PodKey> {
-        let key = self.active.pop_front()?;
-        self.queued.remove(&key);
-        Some(key)
+        while let Some(key) = self.active.pop_front() {
+            // Keys no longer queued were left behind by `done`.
+            if self.queued.remove(&key) {
+                return Some(key);
+            }
+        }
+        None
     }
 
     /// The pod was bound, or is gone: forget it.
     pub fn done(&mut self, key: &PodKey) {
+        // Left in `active` for `pop` to skip: looking for it there would cost a walk over
+        // the whole queue for every pod bound.
         self.queued.remove(key);
-        self.active.retain(|k| k != key);
         self.backoff.remove(key);
         self.unschedulable.remove(key);
         self.attempts.remove(key);
@@ -82,6 +87,12 @@ impl Queue {
     /// The pod fits nowhere: it waits for the cluster to change.
     pub fn unschedulable(&mut self, key: PodKey) {
         self.unschedulable.insert(key, Instant::now());
+    }
+
+    /// Whether the pod waits for the cluster to change.
+    #[cfg(test)]
+    pub(crate) fn is_unschedulable(&self, key: &PodKey) -> bool {
+        self.unschedulable.contains_key(key)
     }
 
     /// Binding failed: try again after a backoff.
@@ -153,5 +164,28 @@ mod tests {
         let mut q = Queue::default();
         let waits: Vec<u64> = (0..6).map(|_| q.backoff_for(&key("b")).as_secs()).collect();
         assert_eq!(waits, vec![1, 2, 4, 8, 10, 10]);
+    }
+
+    #[test]
+    fn done_pods_are_not_popped_and_may_come_back() {
+        let mut q = Queue::default();
+        for name in ["a", "b", "c"] {
+            q.add(key(name));
+        }
+        q.done(&key("b"));
+        assert_eq!(q.pop(), Some(key("a")));
+        assert_eq!(q.pop(), Some(key("c")));
+        assert_eq!(q.pop(), None);
+        assert!(!q.has_ready());
+
+        // Forgotten, then added again: popped once.
+        q.add(key("d"));
+        q.add(key("e"));
+        q.done(&key("d"));
+        q.add(key("d"));
+        let mut popped = vec![q.pop().unwrap(), q.pop().unwrap()];
+        popped.sort();
+        assert_eq!(popped, [key("d"), key("e")]);
+        assert_eq!(q.pop(), None);
     }
 }

@@ -105,101 +105,59 @@ impl Resources {
     }
 }
 
-/// Splits a quantity into its number and suffix, and returns (mantissa, power of ten, binary
-/// multiplier): `1.5Gi` is (15, -1, 2^30).
-fn split(q: &str) -> Option<(i128, i32, i128)> {
-    let q = q.trim();
-    if q.is_empty() {
-        return None;
-    }
-    let (sign, q) = match q.as_bytes()[0] {
-        b'-' => (-1, &q[1..]),
-        b'+' => (1, &q[1..]),
-        _ => (1, q),
-    };
-    let number_end = q.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(q.len());
-    let (number, suffix) = q.split_at(number_end);
-    if number.is_empty() || number.matches('.').count() > 1 {
-        return None;
-    }
-    let (int, frac) = number.split_once('.').unwrap_or((number, ""));
-    let digits = format!("{int}{frac}");
-    let mantissa: i128 = digits.parse().ok()?;
-    let mut exp10 = -(frac.len() as i32);
-    let mut binary: i128 = 1;
-    match suffix {
-        "" => {}
-        "n" => exp10 -= 9,
-        "u" => exp10 -= 6,
-        "m" => exp10 -= 3,
-        "k" => exp10 += 3,
-        "M" => exp10 += 6,
-        "G" => exp10 += 9,
-        "T" => exp10 += 12,
-        "P" => exp10 += 15,
-        "E" => exp10 += 18,
-        "Ki" => binary = 1 << 10,
-        "Mi" => binary = 1 << 20,
-        "Gi" => binary = 1 << 30,
-        "Ti" => binary = 1 << 40,
-        "Pi" => binary = 1 << 50,
-        "Ei" => binary = 1 << 60,
-        s if s.starts_with(['e', 'E']) => exp10 += s[1..].parse::<i32>().ok()?,
-        _ => return None,
-    }
-    Some((sign * mantissa, exp10, binary))
-}
+/// The CPU a container without a CPU request counts as when scoring (upstream's
+/// `DefaultMilliCPURequest`), so that best-effort pods still spread.
+pub const DEFAULT_MILLI_CPU_REQUEST: i64 = 100;
+/// The memory a container without a memory request counts as when scoring (200Mi).
+pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
 
-/// The value times 10^`scale`, rounded up (as upstream's `ScaledValue`).
-fn scaled(q: &str, scale: i32) -> Option<i64> {
-    let (mantissa, exp10, binary) = split(q)?;
-    let value = mantissa.checked_mul(binary)?;
-    let exp = exp10 + scale;
-    let result = if exp >= 0 {
-        value.checked_mul(10i128.checked_pow(exp as u32)?)?
-    } else {
-        let div = 10i128.checked_pow((-exp) as u32)?;
-        // Round up, as upstream does for requests.
-        let q = value / div;
-        if value % div > 0 {
-            q + 1
+/// CPU (millicores) and memory (bytes) a pod counts for when scoring, as upstream's
+/// `NonZeroRequested`: the usual pod-request rule (containers and sidecars summed, the
+/// largest init-time peak if bigger, plus overhead), except that a container which does not
+/// mention cpu or memory in its requests counts the defaults for it.
+pub fn non_zero_requests(pod: &Pod) -> (i64, i64) {
+    let Some(spec) = pod.spec.as_ref() else { return (0, 0) };
+    let container = |c: &Container| -> (i64, i64) {
+        let requests = c.resources.as_ref().and_then(|r| r.requests.as_ref());
+        let get = |name: &str| requests.and_then(|r| r.get(name)).map(|q| q.0.as_str());
+        let cpu = get("cpu").map_or(DEFAULT_MILLI_CPU_REQUEST, |q| parse_milli(q).unwrap_or(0));
+        let mem = get("memory").map_or(DEFAULT_MEMORY_REQUEST, |q| parse_units(q).unwrap_or(0));
+        (cpu, mem)
+    };
+    let add = |a: (i64, i64), b: (i64, i64)| (a.0 + b.0, a.1 + b.1);
+    let max = |a: (i64, i64), b: (i64, i64)| (a.0.max(b.0), a.1.max(b.1));
+
+    let mut total = spec.containers.iter().map(container).fold((0, 0), add);
+    let mut sidecars = (0, 0);
+    let mut init_peak = (0, 0);
+    for c in spec.init_containers.iter().flatten() {
+        let requests = container(c);
+        if c.restart_policy.as_deref() == Some("Always") {
+            sidecars = add(sidecars, requests);
+            total = add(total, requests);
+            init_peak = max(init_peak, sidecars);
         } else {
-            q
+            init_peak = max(init_peak, add(sidecars, requests));
         }
-    };
-    i64::try_from(result).ok()
+    }
+    total = max(total, init_peak);
+    if let Some(overhead) = spec.overhead.as_ref() {
+        total = add(total, overhead_of(overhead));
+    }
+    total
 }
 
-/// A quantity in thousandths (CPU millicores): `100m` is 100, `1.5` is 1500.
-pub fn parse_milli(q: &str) -> Option<i64> {
-    scaled(q, 3)
+fn overhead_of(list: &BTreeMap<String, Quantity>) -> (i64, i64) {
+    let cpu = list.get("cpu").and_then(|q| parse_milli(&q.0)).unwrap_or(0);
+    let mem = list.get("memory").and_then(|q| parse_units(&q.0)).unwrap_or(0);
+    (cpu, mem)
 }
 
-/// A quantity in whole units (bytes, counts): `1Gi` is 1073741824, `1k` is 1000.
-pub fn parse_units(q: &str) -> Option<i64> {
-    scaled(q, 0)
-}
+pub use rkube_apis::quantity::{parse_milli, parse_units};
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn quantities_parse_like_upstream() {
-        assert_eq!(parse_milli("100m"), Some(100));
-        assert_eq!(parse_milli("1"), Some(1000));
-        assert_eq!(parse_milli("1.5"), Some(1500));
-        assert_eq!(parse_milli("0.1"), Some(100));
-        assert_eq!(parse_milli("1500u"), Some(2), "rounded up");
-        assert_eq!(parse_units("1Gi"), Some(1 << 30));
-        assert_eq!(parse_units("512Mi"), Some(512 << 20));
-        assert_eq!(parse_units("1.5Gi"), Some(3 << 29));
-        assert_eq!(parse_units("1k"), Some(1000));
-        assert_eq!(parse_units("2e3"), Some(2000));
-        assert_eq!(parse_units("110"), Some(110));
-        assert_eq!(parse_units("bogus"), None);
-        assert_eq!(parse_units(""), None);
-    }
 
     #[test]
     fn pod_requests_take_init_containers_and_overhead_into_account() {

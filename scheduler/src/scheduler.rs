@@ -9,14 +9,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Event, Node, Pod};
+use k8s_openapi::api::core::v1::{Event, Node, Pod, Taint};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::watcher::{self, Event as WatchEvent};
 use kube::Client;
 use rand::seq::IndexedRandom;
 use serde_json::json;
 
-use crate::framework::{CycleState, NodeInfo, PodInfo, Profile, MAX_NODE_SCORE};
+use crate::framework::{
+    num_feasible_nodes_to_find, CycleState, FilterPlugin, Next, NodeInfo, PodInfo, Profile,
+    MAX_NODE_SCORE,
+};
 use crate::queue::{PodKey, Queue};
 
 /// The cluster as the scheduler sees it, kept up to date event by event: each node with the
@@ -24,6 +28,10 @@ use crate::queue::{PodKey, Queue};
 #[derive(Default)]
 struct Cache {
     nodes: BTreeMap<String, NodeInfo>,
+    /// Pods bound to nodes there is no Node object for (not seen yet, deleted, or gone in a
+    /// relist), by node name: taken up again when the node (re)appears, without looking
+    /// through every pod.
+    detached: HashMap<String, NodeInfo>,
     /// Every pod with a node (bound, or assumed bound by us), by key.
     assigned: HashMap<PodKey, (String, Arc<PodInfo>)>,
     /// Pods waiting for a node, by key.
@@ -32,45 +40,99 @@ struct Cache {
     binding: std::collections::HashSet<PodKey>,
 }
 
+/// A stand-in for a node known only from the pods bound to it.
+fn placeholder_node(name: &str) -> Arc<Node> {
+    let mut node = Node::default();
+    node.metadata.name = Some(name.to_string());
+    Arc::new(node)
+}
+
 impl Cache {
+    /// The node's entry, attached or not (created detached when unknown).
+    fn node_mut(&mut self, name: &str) -> &mut NodeInfo {
+        if self.nodes.contains_key(name) {
+            return self.nodes.get_mut(name).expect("present");
+        }
+        self.detached
+            .entry(name.to_string())
+            .or_insert_with(|| NodeInfo::new(placeholder_node(name)))
+    }
+
     fn assign(&mut self, key: PodKey, node: String, pod: Arc<PodInfo>) {
         self.unassign(&key);
-        if let Some(info) = self.nodes.get_mut(&node) {
-            info.add_pod(pod.clone());
-        }
+        self.node_mut(&node).add_pod(pod.clone());
         self.assigned.insert(key, (node, pod));
     }
 
     /// Returns true when the pod was on a node.
     fn unassign(&mut self, key: &PodKey) -> bool {
-        match self.assigned.remove(key) {
-            Some((node, _)) => {
-                if let Some(info) = self.nodes.get_mut(&node) {
-                    info.remove_pod(&key.namespace, &key.name);
-                }
-                true
+        let Some((node, _)) = self.assigned.remove(key) else { return false };
+        if let Some(info) = self.nodes.get_mut(&node) {
+            info.remove_pod(&key.namespace, &key.name);
+        } else if let Some(info) = self.detached.get_mut(&node) {
+            info.remove_pod(&key.namespace, &key.name);
+            if info.pods.is_empty() {
+                self.detached.remove(&node);
             }
-            None => false,
         }
+        true
     }
 
-    fn set_node(&mut self, node: Node) {
+    /// A node was added or changed. Returns whether that may let a pod that fit nowhere fit
+    /// now: a new node, or a change to what scheduling looks at (not a heartbeat).
+    fn set_node(&mut self, node: Node) -> bool {
         let name = node.metadata.name.clone().unwrap_or_default();
         let node = Arc::new(node);
-        match self.nodes.get_mut(&name) {
-            Some(info) => info.set_node(node),
-            None => {
-                // A new (or returning) node: gather the pods already bound to it.
-                let mut info = NodeInfo::new(node);
-                for (on, pod) in self.assigned.values() {
-                    if *on == name {
-                        info.add_pod(pod.clone());
-                    }
-                }
-                self.nodes.insert(name, info);
+        if let Some(info) = self.nodes.get_mut(&name) {
+            let changed = scheduling_properties_changed(&info.node, &node);
+            info.set_node(node);
+            return changed;
+        }
+        // A new (or returning) node, with the pods already bound to it if any.
+        let mut info = self.detached.remove(&name).unwrap_or_else(|| NodeInfo::new(node.clone()));
+        info.set_node(node);
+        self.nodes.insert(name, info);
+        true
+    }
+
+    /// The node is gone: its pods stay known (until their own deletions arrive).
+    fn detach_node(&mut self, name: &str) {
+        if let Some(info) = self.nodes.remove(name) {
+            if !info.pods.is_empty() {
+                self.detached.insert(name.to_string(), info);
             }
         }
     }
+}
+
+/// Whether a node update changes anything scheduling looks at (upstream's
+/// `nodeSchedulingPropertiesChange`): `spec.unschedulable`, allocatable, labels, taints,
+/// the status of its conditions, annotations. A heartbeat changes none of them.
+fn scheduling_properties_changed(old: &Node, new: &Node) -> bool {
+    fn unschedulable(n: &Node) -> bool {
+        n.spec.as_ref().and_then(|s| s.unschedulable).unwrap_or(false)
+    }
+    fn taints(n: &Node) -> &[Taint] {
+        n.spec.as_ref().and_then(|s| s.taints.as_deref()).unwrap_or(&[])
+    }
+    fn allocatable(n: &Node) -> Option<&BTreeMap<String, Quantity>> {
+        n.status.as_ref().and_then(|s| s.allocatable.as_ref()).filter(|a| !a.is_empty())
+    }
+    fn conditions(n: &Node) -> BTreeMap<&str, &str> {
+        let list = n.status.as_ref().and_then(|s| s.conditions.as_deref()).unwrap_or(&[]);
+        list.iter().map(|c| (c.type_.as_str(), c.status.as_str())).collect()
+    }
+    fn or_empty(map: Option<&BTreeMap<String, String>>) -> &BTreeMap<String, String> {
+        static EMPTY: BTreeMap<String, String> = BTreeMap::new();
+        map.unwrap_or(&EMPTY)
+    }
+    unschedulable(old) != unschedulable(new)
+        || allocatable(old) != allocatable(new)
+        || or_empty(old.metadata.labels.as_ref()) != or_empty(new.metadata.labels.as_ref())
+        || taints(old) != taints(new)
+        || conditions(old) != conditions(new)
+        || or_empty(old.metadata.annotations.as_ref())
+            != or_empty(new.metadata.annotations.as_ref())
 }
 
 fn key_of(pod: &Pod) -> PodKey {
@@ -110,6 +172,8 @@ pub async fn run(client: Client, profile: Profile) {
     let mut cache = Cache::default();
     let mut queue = Queue::default();
     let mut tick = tokio::time::interval(Duration::from_millis(200));
+    // Where the next cycle starts filtering (upstream's nextStartNodeIndex).
+    let mut next_start = 0;
     // Bindings run in the background, as kube-scheduler's binding cycle does: the pod is
     // assumed on its node at once, so the next cycle already counts it.
     let (bound_tx, mut bound_rx) = tokio::sync::mpsc::unbounded_channel::<BindResult>();
@@ -118,9 +182,10 @@ pub async fn run(client: Client, profile: Profile) {
             biased;
             event = node_events.next() => match event {
                 Some(Ok(e)) => {
-                    on_node_event(&mut cache, e);
-                    // A node appeared or changed: pods that fit nowhere may fit now.
-                    queue.cluster_changed();
+                    if on_node_event(&mut cache, e) {
+                        // A node appeared, went or changed: pods that fit nowhere may fit now.
+                        queue.cluster_changed();
+                    }
                 }
                 Some(Err(e)) => tracing::warn!(error = %e, "node watch"),
                 None => return,
@@ -146,7 +211,7 @@ pub async fn run(client: Client, profile: Profile) {
                 let Some(pod) = cache.pending.get(&key).cloned() else { continue };
                 let info = PodInfo::new(pod.clone());
                 let nodes: Vec<&NodeInfo> = cache.nodes.values().collect();
-                match decide(&profile, &info, &nodes) {
+                match decide(&profile, &info, &nodes, &mut next_start) {
                     Ok(node) => {
                         cache.pending.remove(&key);
                         cache.assign(key.clone(), node.clone(), Arc::new(info));
@@ -179,19 +244,32 @@ pub async fn run(client: Client, profile: Profile) {
                         });
                     }
                 }
+                // One cycle done: let the watches and the rest of the task make progress
+                // before the next one, so a long queue cannot starve them.
+                tokio::task::yield_now().await;
             }
         }
     }
 }
 
-fn on_node_event(cache: &mut Cache, event: WatchEvent<Node>) {
+/// Applies a node event to the cache; true when it may let unschedulable pods fit.
+fn on_node_event(cache: &mut Cache, event: WatchEvent<Node>) -> bool {
     match event {
         WatchEvent::Apply(node) | WatchEvent::InitApply(node) => cache.set_node(node),
         WatchEvent::Delete(node) => {
-            cache.nodes.remove(node.metadata.name.as_deref().unwrap_or(""));
+            // Fewer nodes can change topology spread domains (upstream requeues on it too).
+            cache.detach_node(node.metadata.name.as_deref().unwrap_or(""));
+            true
         }
-        WatchEvent::Init => cache.nodes.clear(),
-        WatchEvent::InitDone => {}
+        WatchEvent::Init => {
+            // A relist: nodes it no longer lists are gone, the others come back as they are.
+            let names: Vec<String> = cache.nodes.keys().cloned().collect();
+            for name in names {
+                cache.detach_node(&name);
+            }
+            false
+        }
+        WatchEvent::InitDone => false,
     }
 }
 
@@ -260,7 +338,19 @@ fn on_pod_event(
 
 /// Runs filters and scores over the nodes; the chosen node, or upstream's message for why
 /// there is none (`0/3 nodes are available: 1 Insufficient cpu, 2 node(s) had ...`).
-pub fn decide(profile: &Profile, pod: &PodInfo, nodes: &[&NodeInfo]) -> Result<String, String> {
+///
+/// As upstream, filtering stops once [`num_feasible_nodes_to_find`] nodes have passed
+/// (the profile's `percentageOfNodesToScore`), and starts where the previous cycle
+/// stopped: `next_start` (upstream's `nextStartNodeIndex`) is advanced by the number of
+/// nodes looked at, so that every node gets its turn. When fewer nodes pass, every node has
+/// been looked at and the message counts them all. PreFilter and PreScore plugins see every
+/// node.
+pub fn decide(
+    profile: &Profile,
+    pod: &PodInfo,
+    nodes: &[&NodeInfo],
+    next_start: &mut usize,
+) -> Result<String, String> {
     if nodes.is_empty() {
         return Err("no nodes available to schedule pods".to_string());
     }
@@ -277,21 +367,35 @@ pub fn decide(profile: &Profile, pod: &PodInfo, nodes: &[&NodeInfo]) -> Result<S
             nodes.len()
         )
     };
+    let mut filters: Vec<&dyn FilterPlugin> = Vec::with_capacity(profile.filters.len());
     for filter in &profile.filters {
-        if let Err(rejection) = filter.pre_filter(pod, &mut state) {
-            // The pod fits no node at all, for the same reasons everywhere.
-            for reason in rejection.reasons {
-                *reasons.entry(reason).or_default() += nodes.len();
+        match filter.pre_filter(pod, &mut state) {
+            Ok(Next::Run) => filters.push(filter.as_ref()),
+            Ok(Next::Skip) => {}
+            Err(rejection) => {
+                // The pod fits no node at all, for the same reasons everywhere.
+                for reason in rejection.reasons {
+                    *reasons.entry(reason).or_default() += nodes.len();
+                }
+                return Err(unschedulable(&reasons));
             }
-            return Err(unschedulable(&reasons));
         }
     }
-    let mut feasible: Vec<&NodeInfo> = Vec::new();
-    for node in nodes.iter().copied() {
-        let rejected =
-            profile.filters.iter().find_map(|f| f.filter_with_state(pod, node, &state).err());
-        match rejected {
-            None => feasible.push(node),
+    let all = nodes.len();
+    let wanted = num_feasible_nodes_to_find(profile.percentage_of_nodes_to_score, all);
+    let start = *next_start % all;
+    let mut feasible: Vec<&NodeInfo> = Vec::with_capacity(wanted);
+    let mut looked_at = 0;
+    for i in 0..all {
+        let node = nodes[(start + i) % all];
+        looked_at += 1;
+        match filters.iter().find_map(|f| f.filter_with_state(pod, node, &state).err()) {
+            None => {
+                feasible.push(node);
+                if feasible.len() >= wanted {
+                    break;
+                }
+            }
             Some(r) => {
                 for reason in r.reasons {
                     *reasons.entry(reason).or_default() += 1;
@@ -299,6 +403,7 @@ pub fn decide(profile: &Profile, pod: &PodInfo, nodes: &[&NodeInfo]) -> Result<S
             }
         }
     }
+    *next_start = (start + looked_at) % all;
     if feasible.is_empty() {
         return Err(unschedulable(&reasons));
     }
@@ -306,13 +411,18 @@ pub fn decide(profile: &Profile, pod: &PodInfo, nodes: &[&NodeInfo]) -> Result<S
         return Ok(feasible[0].name().to_string());
     }
     let mut totals = vec![0i64; feasible.len()];
+    let mut scores = vec![0i64; feasible.len()];
     for weighted in &profile.scores {
-        weighted.plugin.pre_score(pod, &feasible, &mut state);
-        let mut scores: Vec<i64> =
-            feasible.iter().map(|n| weighted.plugin.score_with_state(pod, n, &state)).collect();
+        if weighted.plugin.pre_score(pod, &feasible, &mut state) == Next::Skip {
+            // Not scored: adds nothing to any node.
+            continue;
+        }
+        for (score, node) in scores.iter_mut().zip(&feasible) {
+            *score = weighted.plugin.score_with_state(pod, node, &state);
+        }
         weighted.plugin.normalize(pod, &mut scores);
-        for (total, score) in totals.iter_mut().zip(scores) {
-            *total += score.clamp(0, MAX_NODE_SCORE) * weighted.weight;
+        for (total, score) in totals.iter_mut().zip(&scores) {
+            *total += score.clamp(&0, &MAX_NODE_SCORE) * weighted.weight;
         }
     }
     let best = totals.iter().copied().max().unwrap_or(0);
@@ -403,5 +513,206 @@ pub(crate) async fn event(client: &Client, pod: &Pod, kind: &str, reason: &str, 
     };
     if let Err(e) = events.create(&PostParams::default(), &event).await {
         tracing::debug!(error = %e, "cannot record event");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::plugins::default_profile;
+    use crate::plugins::testing::{node_with, pod_requesting, small_node};
+
+    fn names(nodes: &[NodeInfo]) -> Vec<&str> {
+        nodes.iter().map(NodeInfo::name).collect()
+    }
+
+    fn cluster(n: usize) -> Vec<NodeInfo> {
+        (0..n).map(|i| small_node(&format!("node-{i:03}"), vec![])).collect()
+    }
+
+    #[test]
+    fn filtering_stops_at_the_share_of_nodes_and_starts_where_it_stopped() {
+        // 300 nodes: the adaptive share is 48%, 144 nodes.
+        let nodes = cluster(300);
+        let refs: Vec<&NodeInfo> = nodes.iter().collect();
+        let all = names(&nodes);
+        let profile = default_profile();
+        let pod = pod_requesting("web", json!({"cpu": "100m"}));
+        let mut next_start = 0;
+        let chosen = decide(&profile, &pod, &refs, &mut next_start).unwrap();
+        assert!(all[..144].contains(&chosen.as_str()), "{chosen}");
+        assert_eq!(next_start, 144);
+        let chosen = decide(&profile, &pod, &refs, &mut next_start).unwrap();
+        assert!(all[144..288].contains(&chosen.as_str()), "{chosen}");
+        assert_eq!(next_start, 288);
+        // Round the end of the list.
+        let chosen = decide(&profile, &pod, &refs, &mut next_start).unwrap();
+        assert!(
+            all[288..].contains(&chosen.as_str()) || all[..132].contains(&chosen.as_str()),
+            "{chosen}"
+        );
+        assert_eq!(next_start, 132);
+
+        // The profile's percentage: 100 looks at every node, 10% of 300 is raised to 100.
+        let mut every = default_profile();
+        every.percentage_of_nodes_to_score = 100;
+        let mut next_start = 7;
+        decide(&every, &pod, &refs, &mut next_start).unwrap();
+        assert_eq!(next_start, 7);
+        let mut few = default_profile();
+        few.percentage_of_nodes_to_score = 10;
+        let mut next_start = 0;
+        decide(&few, &pod, &refs, &mut next_start).unwrap();
+        assert_eq!(next_start, 100);
+    }
+
+    #[test]
+    fn every_node_is_looked_at_when_too_few_fit() {
+        // 150 nodes, 100 wanted, one fits: it is found wherever the cycle starts.
+        let tiny = json!({"cpu": "100m", "memory": "4Gi", "pods": "110"});
+        let mut nodes: Vec<NodeInfo> =
+            (0..149).map(|i| node_with(&format!("node-{i:03}"), tiny.clone(), vec![])).collect();
+        nodes.insert(20, small_node("node-020-big", vec![]));
+        let refs: Vec<&NodeInfo> = nodes.iter().collect();
+        let profile = default_profile();
+        let mut next_start = 70;
+        let pod = pod_requesting("web", json!({"cpu": "500m"}));
+        assert_eq!(decide(&profile, &pod, &refs, &mut next_start).unwrap(), "node-020-big");
+        assert_eq!(next_start, 70, "all 150 looked at");
+        // Fitting nowhere: the message counts every node, as before sampling.
+        let greedy = pod_requesting("greedy", json!({"cpu": "3"}));
+        assert_eq!(
+            decide(&profile, &greedy, &refs, &mut next_start),
+            Err("0/150 nodes are available: 150 Insufficient cpu. preemption: 0/150 nodes are \
+                 available: 150 Preemption is not helpful for scheduling."
+                .to_string())
+        );
+        assert_eq!(next_start, 70);
+    }
+
+    fn node_object(name: &str, extra: serde_json::Value) -> Node {
+        let mut node = json!({
+            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "status": {
+                "allocatable": {"cpu": "2", "memory": "4Gi", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": "2025-01-01T00:00:00Z"}]
+            }
+        });
+        for (k, v) in extra.as_object().into_iter().flatten() {
+            node[k] = v.clone();
+        }
+        serde_json::from_value(node).unwrap()
+    }
+
+    fn bound_pod(name: &str, node: &str, phase: &str) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"nodeName": node, "containers": [{"name": "app", "image": "nginx",
+                "resources": {"requests": {"cpu": "500m"}}}]},
+            "status": {"phase": phase}
+        }))
+        .unwrap()
+    }
+
+    fn key(name: &str) -> PodKey {
+        PodKey { namespace: "default".into(), name: name.into() }
+    }
+
+    #[test]
+    fn pods_stay_with_their_node_while_it_is_away() {
+        let mut cache = Cache::default();
+        let mut queue = Queue::default();
+        // Bound to a node the scheduler has not seen yet.
+        let event = WatchEvent::Apply(bound_pod("web", "node-1", "Running"));
+        on_pod_event(&mut cache, &mut queue, "default-scheduler", event);
+        assert!(on_node_event(&mut cache, WatchEvent::Apply(node_object("node-1", json!({})))));
+        assert_eq!(cache.nodes["node-1"].requested.milli_cpu, 500);
+        // Deleted and back: its pods come back with it.
+        assert!(on_node_event(&mut cache, WatchEvent::Delete(node_object("node-1", json!({})))));
+        assert!(cache.nodes.is_empty());
+        assert!(on_node_event(&mut cache, WatchEvent::Apply(node_object("node-1", json!({})))));
+        assert_eq!(cache.nodes["node-1"].pods.len(), 1);
+        // A relist that still lists it.
+        on_node_event(&mut cache, WatchEvent::Init);
+        on_node_event(&mut cache, WatchEvent::InitApply(node_object("node-1", json!({}))));
+        on_node_event(&mut cache, WatchEvent::InitDone);
+        assert_eq!(cache.nodes["node-1"].non_zero_requested.0, 500);
+        // The pod goes while the node is away: nothing is left behind.
+        on_node_event(&mut cache, WatchEvent::Delete(node_object("node-1", json!({}))));
+        on_pod_event(
+            &mut cache,
+            &mut queue,
+            "",
+            WatchEvent::Delete(bound_pod("web", "node-1", "Running")),
+        );
+        assert!(cache.detached.is_empty() && cache.assigned.is_empty());
+    }
+
+    #[test]
+    fn only_node_changes_that_scheduling_sees_count() {
+        let mut cache = Cache::default();
+        assert!(cache.set_node(node_object("node-1", json!({}))), "a new node");
+        let heartbeat = node_object(
+            "node-1",
+            json!({"status": {
+                "allocatable": {"cpu": "2", "memory": "4Gi", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": "2025-01-01T00:00:10Z"}]
+            }}),
+        );
+        assert!(!cache.set_node(heartbeat));
+        let not_ready = node_object(
+            "node-1",
+            json!({"status": {
+                "allocatable": {"cpu": "2", "memory": "4Gi", "pods": "110"},
+                "conditions": [{"type": "Ready", "status": "False"}]
+            }}),
+        );
+        assert!(cache.set_node(not_ready));
+        let mut labelled = node_object("node-1", json!({}));
+        labelled.metadata.labels.as_mut().unwrap().insert("disktype".into(), "ssd".into());
+        assert!(cache.set_node(labelled.clone()));
+        assert!(!cache.set_node(labelled.clone()));
+        let cordoned = node_object("node-1", json!({"spec": {"unschedulable": true}}));
+        assert!(cache.set_node(cordoned));
+        let tainted = node_object(
+            "node-1",
+            json!({"spec": {"taints": [{"key": "dedicated", "effect": "NoSchedule"}]}}),
+        );
+        assert!(cache.set_node(tainted));
+        let bigger = node_object(
+            "node-1",
+            json!({"status": {"allocatable": {"cpu": "4", "memory": "4Gi", "pods": "110"}}}),
+        );
+        assert!(cache.set_node(bigger));
+    }
+
+    #[test]
+    fn bound_pods_coming_back_do_not_requeue_unschedulable_ones() {
+        let mut cache = Cache::default();
+        let mut queue = Queue::default();
+        cache.set_node(node_object("node-1", json!({})));
+        queue.unschedulable(key("stuck"));
+        // Our own binding (or anyone's) arriving through the watch.
+        for phase in ["Pending", "Running"] {
+            let event = WatchEvent::Apply(bound_pod("web", "node-1", phase));
+            on_pod_event(&mut cache, &mut queue, "default-scheduler", event);
+        }
+        assert!(queue.is_unschedulable(&key("stuck")));
+        assert_eq!(cache.nodes["node-1"].pods.len(), 1);
+        // A pod that finished frees room: try again.
+        let event = WatchEvent::Apply(bound_pod("web", "node-1", "Succeeded"));
+        on_pod_event(&mut cache, &mut queue, "default-scheduler", event);
+        assert!(!queue.is_unschedulable(&key("stuck")));
+        assert!(cache.nodes["node-1"].pods.is_empty());
+        // So does a deleted one.
+        queue.unschedulable(key("stuck"));
+        let event = WatchEvent::Apply(bound_pod("db", "node-1", "Running"));
+        on_pod_event(&mut cache, &mut queue, "default-scheduler", event);
+        assert!(queue.is_unschedulable(&key("stuck")));
+        let event = WatchEvent::Delete(bound_pod("db", "node-1", "Running"));
+        on_pod_event(&mut cache, &mut queue, "default-scheduler", event);
+        assert!(!queue.is_unschedulable(&key("stuck")));
     }
 }

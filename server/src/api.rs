@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 
 use crate::auth::UserInfo;
 use crate::discovery;
+use crate::kubelet;
 use crate::negotiate::{self, Output};
 use crate::object;
 use crate::registry::{DeleteOptions, Filter, FilterView, ListOptions, Registry, WriteOptions};
@@ -31,12 +32,14 @@ pub struct ApiState {
     /// `host:port` clients reach this server at, for `/api`.
     pub server_address: String,
     pub metrics: crate::metrics::Metrics,
+    /// How kubelets are reached (logs, exec, attach, port-forward, node proxy).
+    pub kubelet: kubelet::KubeletClient,
 }
 
 /// Axum fallback handler for every `/api` and `/apis` path.
 pub async fn handle(State(state): State<Arc<ApiState>>, request: http::Request<Body>) -> Response {
     let started = std::time::Instant::now();
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
     let user = parts.extensions.get::<UserInfo>().cloned().unwrap_or_else(UserInfo::anonymous);
     let query = request::parse_query(parts.uri.query());
     let Some(target) = request::parse(&parts.method, parts.uri.path(), &query) else {
@@ -45,12 +48,25 @@ pub async fn handle(State(state): State<Arc<ApiState>>, request: http::Request<B
     if user.is_anonymous() {
         return forbidden(&user, &target, parts.uri.path()).into_response();
     }
-    let body = match axum::body::to_bytes(body, negotiate::MAX_BODY + 1).await {
-        Ok(b) => b,
-        Err(_) => {
-            return ApiError::too_large("Request entity too large: limit is 3145728")
-                .into_response()
+    // What goes to a kubelet keeps its body unread (it streams through) and its connection
+    // upgrade; everything else is read whole.
+    let (body, raw) = match &target {
+        Target::Resource(r) if kubelet::streams(r) => {
+            let raw = kubelet::RawRequest {
+                uri: parts.uri.clone(),
+                body,
+                upgrade: parts.extensions.remove::<hyper::upgrade::OnUpgrade>(),
+                peer: parts.extensions.get::<std::net::SocketAddr>().copied(),
+            };
+            (bytes::Bytes::new(), Some(raw))
         }
+        _ => match axum::body::to_bytes(body, negotiate::MAX_BODY + 1).await {
+            Ok(b) => (b, None),
+            Err(_) => {
+                return ApiError::too_large("Request entity too large: limit is 3145728")
+                    .into_response()
+            }
+        },
     };
     let result = match target {
         Target::CoreVersions => discovery_response(
@@ -79,10 +95,18 @@ pub async fn handle(State(state): State<Arc<ApiState>>, request: http::Request<B
         ),
         Target::NotFound => Err(ApiError::path_not_found()),
         Target::Resource(r) => {
-            let response =
-                resource(&state, &user, &parts.method, &parts.headers, &query, r.clone(), &body)
-                    .await
-                    .unwrap_or_else(IntoResponse::into_response);
+            let response = resource(
+                &state,
+                &user,
+                &parts.method,
+                &parts.headers,
+                &query,
+                r.clone(),
+                &body,
+                raw,
+            )
+            .await
+            .unwrap_or_else(IntoResponse::into_response);
             let scope = match (&r.namespace, &r.name) {
                 (Some(_), _) => "namespace",
                 (None, Some(_)) => "resource",
@@ -152,6 +176,7 @@ fn discovery_response(
     Ok(negotiate::respond(StatusCode::OK, &value, Output::Json, &[]))
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn resource(
     state: &ApiState,
     user: &UserInfo,
@@ -160,6 +185,7 @@ async fn resource(
     query: &Query,
     r: ResourceRequest,
     body: &[u8],
+    raw: Option<kubelet::RawRequest>,
 ) -> ApiResult<Response> {
     let info = state
         .resources
@@ -178,7 +204,7 @@ async fn resource(
         if !info.has_subresource(sub) {
             return Err(ApiError::path_not_found());
         }
-        return subresource(state, headers, query, info, &r, sub, body).await;
+        return subresource(state, method, headers, query, info, &r, sub, body, raw).await;
     }
     if !info.has_verb(r.verb) || *method == Method::HEAD && r.verb != "get" {
         return Err(ApiError::method_not_allowed(
@@ -240,7 +266,7 @@ async fn resource(
                 name: Some(pod),
                 subresource: Some("binding".into()),
             };
-            subresource(state, headers, query, pods, &r, "binding", body).await
+            subresource(state, method, headers, query, pods, &r, "binding", body, None).await
         }
         "create" => {
             let output = negotiate::output(headers)?;
@@ -716,16 +742,23 @@ async fn patch(
     Ok((patched, warnings.into_inner().expect("warnings")))
 }
 
-/// Subresources: status (get, update, patch), scale, pods/binding.
+/// Subresources: status (get, update, patch), scale, pods/binding, and what the kubelet
+/// serves (pods/log, exec, attach, portforward, nodes/proxy: [`kubelet`]).
+#[allow(clippy::too_many_arguments)]
 async fn subresource(
     state: &ApiState,
+    method: &Method,
     headers: &HeaderMap,
     query: &Query,
     info: &ResourceInfo,
     r: &ResourceRequest,
     sub: &str,
     body: &[u8],
+    raw: Option<kubelet::RawRequest>,
 ) -> ApiResult<Response> {
+    if let Some(raw) = raw {
+        return kubelet::serve(state, method, headers, info, r, raw).await;
+    }
     let registry = &state.registry;
     let ns = r.namespace.as_deref();
     let name = r.name.as_deref().ok_or_else(ApiError::path_not_found)?;

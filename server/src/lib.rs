@@ -7,17 +7,21 @@
 //! reads the request ([`request`]), negotiates the encoding ([`negotiate`]) and calls the one
 //! generic [`registry`] (per-kind behaviour lives in `rkube_apis::strategy`), answering
 //! errors as `Status` objects ([`status`]). Watches stream from [`watch`]; discovery is in
-//! [`discovery`]; `kubectl get` tables in [`table`].
+//! [`discovery`]; `kubectl get` tables in [`table`]. Logs, exec, attach, port-forward and
+//! `nodes/proxy` go on to the node's kubelet ([`kubelet`], over the upgrade-aware
+//! [`proxy`]).
 
 pub mod api;
 pub mod auth;
 pub mod cache;
 pub mod discovery;
 pub mod duplicates;
+pub mod kubelet;
 pub mod listener;
 pub mod metrics;
 pub mod negotiate;
 pub mod object;
+pub mod proxy;
 pub mod registry;
 pub mod request;
 pub mod reviews;
@@ -38,6 +42,7 @@ use axum::Router;
 use rkube_store::Store;
 use serde_json::json;
 
+pub use kubelet::{KubeletClientConfig, KubeletServerVerification};
 pub use listener::TlsMaterial;
 
 /// The Kubernetes version rkube serves (`/version`).
@@ -52,6 +57,10 @@ pub struct ServerConfig {
     pub store: Arc<dyn Store>,
     /// `--service-cluster-ip-range` and `--service-node-port-range`.
     pub service_ranges: services::ServiceRanges,
+    /// How to reach kubelets for logs, exec, attach, port-forward and `nodes/proxy`: the
+    /// API server's kubelet-client certificate and the rules for choosing an address. `None`:
+    /// no kubelet access (those requests get a 503 saying so).
+    pub kubelet_client: Option<KubeletClientConfig>,
 }
 
 /// A running API server.
@@ -78,6 +87,7 @@ impl Server {
         let registry = Arc::new(registry);
         bootstrap(&registry, &config).await?;
         let acceptor = listener::acceptor(&config.tls)?;
+        let kubelet = kubelet::KubeletClient::new(config.kubelet_client.as_ref())?;
         let tcp = tokio::net::TcpListener::bind(config.bind)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.bind))?;
@@ -92,6 +102,7 @@ impl Server {
             resources: rkube_apis::resources::Resources::builtin(),
             server_address: config.advertise_address.clone(),
             metrics: metrics::Metrics::default(),
+            kubelet,
         });
         let router = Router::new()
             .route("/healthz", get(healthz))

@@ -97,7 +97,8 @@ pub fn parse(method: &Method, path: &str, query: &Query) -> Option<Target> {
             parts.drain(..2);
         }
     }
-    if parts.len() > 3 {
+    // Only `proxy` takes a path after the subresource (`nodes/n1/proxy/healthz`).
+    if parts.len() > 3 && parts[2] != "proxy" {
         return Some(Target::NotFound);
     }
     let resource = parts[0].clone();
@@ -162,6 +163,16 @@ mod tests {
         assert_eq!((r.verb, r.subresource.as_deref()), ("update", Some("status")));
         let r = resource(Method::DELETE, "/api/v1/namespaces/ns/configmaps");
         assert_eq!(r.verb, "deletecollection");
+        let r = resource(Method::POST, "/api/v1/nodes/n1/proxy/a/b");
+        assert_eq!(
+            (r.verb, r.name.as_deref(), r.subresource.as_deref()),
+            ("create", Some("n1"), Some("proxy"))
+        );
+        let q = Query::new();
+        assert_eq!(
+            parse(&Method::GET, "/api/v1/namespaces/ns/pods/web/log/extra", &q),
+            Some(Target::NotFound)
+        );
     }
 
     #[test]

@@ -163,6 +163,12 @@ impl ApiError {
             "reason": self.reason,
             "code": self.code.as_u16(),
         });
+        // Upstream leaves out an empty reason (an error that is no API error).
+        if self.reason.is_empty() {
+            if let Some(s) = status.as_object_mut() {
+                s.remove("reason");
+            }
+        }
         let mut details = serde_json::Map::new();
         let d = &self.details;
         if let Some(name) = &d.name {
@@ -178,7 +184,18 @@ impl ApiError {
             let causes: Vec<Value> = d
                 .causes
                 .iter()
-                .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                .map(|c| {
+                    // As upstream's omitempty: a cause may be a bare message.
+                    let mut cause = serde_json::Map::new();
+                    if !c.reason.is_empty() {
+                        cause.insert("reason".into(), json!(c.reason));
+                    }
+                    cause.insert("message".into(), json!(c.message));
+                    if !c.field.is_empty() {
+                        cause.insert("field".into(), json!(c.field));
+                    }
+                    Value::Object(cause)
+                })
                 .collect();
             details.insert("causes".into(), Value::Array(causes));
         }

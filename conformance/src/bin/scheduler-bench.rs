@@ -586,10 +586,18 @@ async fn run_scenario(scenario: &Scenario) -> Result<Outcome> {
         scenario.pods,
         scenario.plugins()
     );
-    let server =
-        tokio::task::spawn_blocking(|| RkubeServer::start_with(&["--disable", "scheduler"]))
-            .await
-            .context("the rkube server did not start")?;
+    let server = tokio::task::spawn_blocking(|| {
+        RkubeServer::start_with(&[
+            "--disable",
+            "scheduler",
+            // The fake nodes renew no Lease: the node lifecycle controller would taint them
+            // unreachable after 40 s, and IPAM would patch each one.
+            "--controllers",
+            "*,-node-lifecycle-controller,-node-ipam-controller",
+        ])
+    })
+    .await
+    .context("the rkube server did not start")?;
     let mut scheduler = SchedulerProcess::start(&server)?;
     let log = scheduler.log.clone();
     let result = with_logs(&server, &log, measure(scenario, &server, &mut scheduler)).await;

@@ -4,21 +4,18 @@
 //!
 //! An image's spread is the share of all the cluster's nodes (not only the feasible ones)
 //! whose `status.images` list its name; [`ImageLocality`] counts them once per cycle in
-//! `pre_score`.
-
-use std::collections::HashMap;
+//! `pre_score`, looking the pod's images up with [`NodeInfo::image_size`].
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::framework::{CycleState, NodeInfo, PodInfo, ScorePlugin, MAX_NODE_SCORE};
+use crate::framework::{CycleState, Next, NodeInfo, PodInfo, ScorePlugin, MAX_NODE_SCORE};
 
 const PRE_SCORE_KEY: &str = "PreScoreImageLocality";
 
-/// How many of the cluster's nodes have each of the pod's images, and how many nodes there
-/// are.
+/// Each of the pod's containers' images (normalized), with the share of the cluster's
+/// nodes that have it.
 struct Spread {
-    nodes_with: HashMap<String, usize>,
-    total: usize,
+    images: Vec<(String, f64)>,
 }
 
 const MB: i64 = 1024 * 1024;
@@ -42,14 +39,7 @@ pub fn normalized_image_name(name: &str) -> String {
 
 /// The size of the image on the node (`status.images`), if it has it.
 fn image_size(node: &NodeInfo, image: &str) -> Option<i64> {
-    node.node
-        .status
-        .as_ref()?
-        .images
-        .as_ref()?
-        .iter()
-        .find(|i| i.names.iter().flatten().any(|n| n == image))
-        .map(|i| i.size_bytes.unwrap_or(0))
+    node.image_size(image)
 }
 
 fn images(pod: &Pod) -> impl Iterator<Item = &str> {
@@ -60,6 +50,13 @@ fn images(pod: &Pod) -> impl Iterator<Item = &str> {
             .chain(s.containers.iter())
             .filter_map(|c| c.image.as_deref())
     })
+}
+
+fn containers(pod: &PodInfo) -> usize {
+    pod.pod
+        .spec
+        .as_ref()
+        .map_or(0, |s| s.containers.len() + s.init_containers.as_ref().map_or(0, Vec::len))
 }
 
 /// The sum over the pod's containers (init containers too) of the size of each image the
@@ -86,12 +83,7 @@ pub fn calculate_priority(sum: i64, containers: usize) -> i64 {
 
 /// The score of a node given how widely each image is spread over the cluster.
 pub fn score_with_spread(pod: &PodInfo, node: &NodeInfo, spread: impl Fn(&str) -> f64) -> i64 {
-    let containers = pod
-        .pod
-        .spec
-        .as_ref()
-        .map_or(0, |s| s.containers.len() + s.init_containers.as_ref().map_or(0, Vec::len));
-    calculate_priority(sum_image_scores(&pod.pod, node, spread), containers)
+    calculate_priority(sum_image_scores(&pod.pod, node, spread), containers(pod))
 }
 
 impl ScorePlugin for ImageLocality {
@@ -105,18 +97,41 @@ impl ScorePlugin for ImageLocality {
         score_with_spread(pod, node, |_| 1.0)
     }
 
-    fn pre_score(&self, pod: &PodInfo, _feasible: &[&NodeInfo], state: &mut CycleState<'_>) {
-        let mut nodes_with: HashMap<String, usize> =
-            images(&pod.pod).map(|i| (normalized_image_name(i), 0)).collect();
+    /// Counts the nodes having each image. When no node has any, every node would score 0:
+    /// the score is skipped.
+    fn pre_score(
+        &self,
+        pod: &PodInfo,
+        _feasible: &[&NodeInfo],
+        state: &mut CycleState<'_>,
+    ) -> Next {
+        let names: Vec<String> = images(&pod.pod).map(normalized_image_name).collect();
+        let mut distinct: Vec<(&str, usize)> = Vec::new();
+        for name in &names {
+            if !distinct.iter().any(|(n, _)| n == name) {
+                distinct.push((name, 0));
+            }
+        }
         for node in state.nodes {
-            for (name, count) in nodes_with.iter_mut() {
-                if image_size(node, name).is_some() {
+            if !node.has_images() {
+                continue;
+            }
+            for (name, count) in distinct.iter_mut() {
+                if node.image_size(name).is_some() {
                     *count += 1;
                 }
             }
         }
-        let total = state.nodes.len();
-        state.put(PRE_SCORE_KEY, Spread { nodes_with, total });
+        if distinct.iter().all(|(_, count)| *count == 0) {
+            return Next::Skip;
+        }
+        let total = state.nodes.len().max(1) as f64;
+        let spread = |name: &str| {
+            distinct.iter().find(|(n, _)| *n == name).map_or(0, |(_, c)| *c) as f64 / total
+        };
+        let images = names.iter().map(|n| (n.clone(), spread(n))).collect();
+        state.put(PRE_SCORE_KEY, Spread { images });
+        Next::Run
     }
 
     /// Each image's size counts in proportion to the share of nodes that have it.
@@ -124,10 +139,14 @@ impl ScorePlugin for ImageLocality {
         let Some(spread) = state.get::<Spread>(PRE_SCORE_KEY) else {
             return self.score(pod, node);
         };
-        score_with_spread(pod, node, |image| {
-            let with = spread.nodes_with.get(image).copied().unwrap_or(0);
-            with as f64 / spread.total.max(1) as f64
-        })
+        let sum = spread
+            .images
+            .iter()
+            .filter_map(|(name, share)| {
+                image_size(node, name).map(|size| (size as f64 * share) as i64)
+            })
+            .sum();
+        calculate_priority(sum, containers(pod))
     }
 }
 
@@ -229,7 +248,7 @@ mod tests {
         let pod = pod_with_images(&["registry.example/app:1", "registry.example/sidecar:2"]);
         let mut state = CycleState::new(&refs);
         // Only worker-1 and worker-2 passed the filters; all four count for the spread.
-        ImageLocality.pre_score(&pod, &refs[..2], &mut state);
+        assert_eq!(ImageLocality.pre_score(&pod, &refs[..2], &mut state), Next::Run);
         let scores: Vec<i64> =
             refs.iter().map(|n| ImageLocality.score_with_state(&pod, n, &state)).collect();
         // worker-1: 1000MB * 1/4 + 600MB * 2/4 = 550MB of 2 * 1000MB:
@@ -239,5 +258,38 @@ mod tests {
         // Without spread (every image taken as on every node) worker-1 would score
         // 100 * (1600 - 23) / 1977 = 79.
         assert_eq!(ImageLocality.score(&pod, &nodes[0]), 79);
+    }
+
+    #[test]
+    fn no_node_with_the_images_skips_the_score() {
+        use crate::framework::CycleState;
+        let nodes = [
+            node_with_images(json!([{"names": ["unrelated:1"], "sizeBytes": 900 * MB}])),
+            node_with_images(json!([])),
+        ];
+        let refs: Vec<&NodeInfo> = nodes.iter().collect();
+        let mut state = CycleState::new(&refs);
+        assert_eq!(
+            ImageLocality.pre_score(&pod_with_images(&["app:1"]), &refs, &mut state),
+            Next::Skip
+        );
+        assert_eq!(
+            ImageLocality.pre_score(&pod_with_images(&["unrelated:1"]), &refs, &mut state),
+            Next::Run
+        );
+    }
+
+    #[test]
+    fn node_images_follow_node_updates() {
+        let mut info = node_with_images(
+            json!([{"names": ["app:1", "app@sha256:aaa"], "sizeBytes": 500 * MB}]),
+        );
+        assert_eq!(info.image_size("app@sha256:aaa"), Some(500 * MB));
+        assert!(info.has_images());
+        let mut updated = (*info.node).clone();
+        updated.status.as_mut().unwrap().images = None;
+        info.set_node(std::sync::Arc::new(updated));
+        assert!(!info.has_images());
+        assert_eq!(ImageLocality.score(&pod_with_images(&["app:1"]), &info), 0);
     }
 }

@@ -14,14 +14,14 @@
 //! excludes). `matchLabelKeys` / `mismatchLabelKeys` are merged into the selector by the API
 //! server in v1.33 and are not read here.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::{PodAffinityTerm, WeightedPodAffinityTerm};
+use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm, WeightedPodAffinityTerm};
 use rkube_apis::selectors::LabelSelector;
 
 use crate::framework::MAX_NODE_SCORE;
-use crate::framework::{CycleState, FilterPlugin, NodeInfo, PodInfo, Rejection, ScorePlugin};
-use crate::plugins::{label_selector, pod_labels};
+use crate::framework::{CycleState, FilterPlugin, Next, NodeInfo, PodInfo, Rejection, ScorePlugin};
+use crate::plugins::{label_selector, pod_labels, TopologyCounts};
 
 /// The incoming pod's required affinity is not met on the node.
 pub const ERR_REASON_AFFINITY: &str = "node(s) didn't match pod affinity rules";
@@ -44,22 +44,23 @@ const PRE_SCORE_KEY: &str = "PreScoreInterPodAffinity";
 pub struct InterPodAffinity;
 
 /// One pod affinity term, with its namespaces resolved.
-struct Term {
+#[derive(Clone, Debug)]
+pub struct AffinityTerm {
     namespaces: BTreeSet<String>,
     namespace_selector: Option<LabelSelector>,
     selector: LabelSelector,
     topology_key: String,
 }
 
-impl Term {
-    fn new(term: &PodAffinityTerm, owner_namespace: &str) -> Term {
+impl AffinityTerm {
+    fn new(term: &PodAffinityTerm, owner_namespace: &str) -> AffinityTerm {
         let listed = term.namespaces.as_deref().unwrap_or(&[]);
         let namespaces = if listed.is_empty() && term.namespace_selector.is_none() {
             BTreeSet::from([owner_namespace.to_string()])
         } else {
             listed.iter().cloned().collect()
         };
-        Term {
+        AffinityTerm {
             namespaces,
             namespace_selector: term
                 .namespace_selector
@@ -76,48 +77,48 @@ impl Term {
         let namespace = pod.namespace();
         let in_namespace = self.namespaces.contains(namespace)
             || self.namespace_selector.as_ref().is_some_and(|s| {
-                s.matches(&BTreeMap::from([(
-                    NAMESPACE_NAME_LABEL.to_string(),
-                    namespace.to_string(),
-                )]))
+                s.matches_with(|key| (key == NAMESPACE_NAME_LABEL).then_some(namespace))
             });
         in_namespace && self.selector.matches(pod_labels(pod))
     }
 
-    /// The node's domain for this term, if the node has the topology label.
-    fn domain(&self, node: &NodeInfo) -> Option<(String, String)> {
-        node.labels().get(&self.topology_key).map(|v| (self.topology_key.clone(), v.clone()))
+    /// The node's value for the term's topology key, if the node has the label.
+    fn value<'n>(&self, node: &'n NodeInfo) -> Option<&'n str> {
+        node.labels().get(&self.topology_key).map(String::as_str)
     }
 }
 
-/// A pod's affinity and anti-affinity terms.
-#[derive(Default)]
-struct Terms {
-    required_affinity: Vec<Term>,
-    required_anti_affinity: Vec<Term>,
-    preferred_affinity: Vec<(Term, i64)>,
-    preferred_anti_affinity: Vec<(Term, i64)>,
+/// A pod's affinity and anti-affinity terms, parsed once when its [`PodInfo`] is made.
+#[derive(Clone, Debug, Default)]
+pub struct AffinityTerms {
+    pub required_affinity: Vec<AffinityTerm>,
+    pub required_anti_affinity: Vec<AffinityTerm>,
+    pub preferred_affinity: Vec<(AffinityTerm, i64)>,
+    pub preferred_anti_affinity: Vec<(AffinityTerm, i64)>,
 }
 
-impl Terms {
-    fn of(pod: &PodInfo) -> Terms {
-        let Some(affinity) = pod.pod.spec.as_ref().and_then(|s| s.affinity.as_ref()) else {
-            return Terms::default();
+impl AffinityTerms {
+    pub fn of(pod: &Pod) -> AffinityTerms {
+        let Some(affinity) = pod.spec.as_ref().and_then(|s| s.affinity.as_ref()) else {
+            return AffinityTerms::default();
         };
-        let ns = pod.namespace();
-        let required = |terms: Option<&Vec<PodAffinityTerm>>| -> Vec<Term> {
-            terms.into_iter().flatten().map(|t| Term::new(t, ns)).collect()
+        if affinity.pod_affinity.is_none() && affinity.pod_anti_affinity.is_none() {
+            return AffinityTerms::default();
+        }
+        let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+        let required = |terms: Option<&Vec<PodAffinityTerm>>| -> Vec<AffinityTerm> {
+            terms.into_iter().flatten().map(|t| AffinityTerm::new(t, ns)).collect()
         };
-        let preferred = |terms: Option<&Vec<WeightedPodAffinityTerm>>| -> Vec<(Term, i64)> {
+        let preferred = |terms: Option<&Vec<WeightedPodAffinityTerm>>| -> Vec<(AffinityTerm, i64)> {
             terms
                 .into_iter()
                 .flatten()
-                .map(|t| (Term::new(&t.pod_affinity_term, ns), i64::from(t.weight)))
+                .map(|t| (AffinityTerm::new(&t.pod_affinity_term, ns), i64::from(t.weight)))
                 .collect()
         };
         let affinity_terms = affinity.pod_affinity.as_ref();
         let anti_terms = affinity.pod_anti_affinity.as_ref();
-        Terms {
+        AffinityTerms {
             required_affinity: required(
                 affinity_terms
                     .and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref()),
@@ -137,77 +138,73 @@ impl Terms {
         }
     }
 
-    fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.required_affinity.is_empty()
             && self.required_anti_affinity.is_empty()
             && self.preferred_affinity.is_empty()
             && self.preferred_anti_affinity.is_empty()
     }
-}
 
-/// Whether the pod carries any pod affinity or anti-affinity, without parsing it.
-fn has_pod_affinity(pod: &PodInfo) -> bool {
-    pod.pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.affinity.as_ref())
-        .is_some_and(|a| a.pod_affinity.is_some() || a.pod_anti_affinity.is_some())
-}
+    fn has_required(&self) -> bool {
+        !self.required_affinity.is_empty() || !self.required_anti_affinity.is_empty()
+    }
 
-/// Matching pods per topology domain, `(topologyKey, value)`.
-type DomainCounts = HashMap<(String, String), i64>;
+    fn has_preferred(&self) -> bool {
+        !self.preferred_affinity.is_empty() || !self.preferred_anti_affinity.is_empty()
+    }
+}
 
 /// What the filter needs, computed once per cycle.
 struct FilterState {
-    terms: Terms,
     /// Domains holding pods that match all of the incoming pod's required affinity terms.
-    affinity: DomainCounts,
+    affinity: TopologyCounts,
     /// Domains holding pods that match one of its required anti-affinity terms.
-    anti_affinity: DomainCounts,
+    anti_affinity: TopologyCounts,
     /// Domains where a running pod's required anti-affinity matches the incoming pod.
-    existing_anti_affinity: DomainCounts,
+    existing_anti_affinity: TopologyCounts,
 }
 
 /// Whether the pod matches every term (and there is at least one).
-fn matches_all(terms: &[Term], pod: &PodInfo) -> bool {
+fn matches_all(terms: &[AffinityTerm], pod: &PodInfo) -> bool {
     !terms.is_empty() && terms.iter().all(|t| t.matches(pod))
 }
 
+/// Upstream's PreFilter: running pods' required anti-affinity is looked up only among the
+/// pods that have some (kept per node), and the incoming pod's own required terms against
+/// every pod, only when it has any.
 fn pre_filter_state(pod: &PodInfo, nodes: &[&NodeInfo]) -> FilterState {
-    let terms = Terms::of(pod);
+    let terms = &pod.affinity;
     let mut state = FilterState {
-        terms,
-        affinity: DomainCounts::new(),
-        anti_affinity: DomainCounts::new(),
-        existing_anti_affinity: DomainCounts::new(),
+        affinity: TopologyCounts::default(),
+        anti_affinity: TopologyCounts::default(),
+        existing_anti_affinity: TopologyCounts::default(),
     };
-    let want_incoming =
-        !state.terms.required_affinity.is_empty() || !state.terms.required_anti_affinity.is_empty();
+    let want_incoming = terms.has_required();
     for node in nodes {
+        for existing in &node.pods_with_required_anti_affinity {
+            for term in &existing.affinity.required_anti_affinity {
+                if term.matches(pod) {
+                    if let Some(value) = term.value(node) {
+                        state.existing_anti_affinity.add(&term.topology_key, value, 1);
+                    }
+                }
+            }
+        }
+        if !want_incoming {
+            continue;
+        }
         for existing in &node.pods {
-            if has_pod_affinity(existing) {
-                for term in Terms::of(existing).required_anti_affinity {
-                    if term.matches(pod) {
-                        if let Some(domain) = term.domain(node) {
-                            *state.existing_anti_affinity.entry(domain).or_default() += 1;
-                        }
+            if matches_all(&terms.required_affinity, existing) {
+                for term in &terms.required_affinity {
+                    if let Some(value) = term.value(node) {
+                        state.affinity.add(&term.topology_key, value, 1);
                     }
                 }
             }
-            if !want_incoming {
-                continue;
-            }
-            if matches_all(&state.terms.required_affinity, existing) {
-                for term in &state.terms.required_affinity {
-                    if let Some(domain) = term.domain(node) {
-                        *state.affinity.entry(domain).or_default() += 1;
-                    }
-                }
-            }
-            for term in &state.terms.required_anti_affinity {
+            for term in &terms.required_anti_affinity {
                 if term.matches(existing) {
-                    if let Some(domain) = term.domain(node) {
-                        *state.anti_affinity.entry(domain).or_default() += 1;
+                    if let Some(value) = term.value(node) {
+                        state.anti_affinity.add(&term.topology_key, value, 1);
                     }
                 }
             }
@@ -217,54 +214,56 @@ fn pre_filter_state(pod: &PodInfo, nodes: &[&NodeInfo]) -> FilterState {
 }
 
 fn satisfies_affinity(state: &FilterState, pod: &PodInfo, node: &NodeInfo) -> bool {
+    let terms = &pod.affinity.required_affinity;
     let mut pods_exist = true;
-    for term in &state.terms.required_affinity {
+    for term in terms {
         // Every topology label the terms name must be on the node.
-        let Some(domain) = term.domain(node) else { return false };
-        if state.affinity.get(&domain).copied().unwrap_or(0) <= 0 {
+        let Some(value) = term.value(node) else { return false };
+        if state.affinity.get(&term.topology_key, value) <= 0 {
             pods_exist = false;
         }
     }
     // The first pod of a group with affinity to its own kind: nothing in the cluster matches
     // the terms yet, so it may go to any node with the topology labels when it matches them
     // itself (otherwise it would wait forever).
-    pods_exist || (state.affinity.is_empty() && matches_all(&state.terms.required_affinity, pod))
+    pods_exist || (state.affinity.is_empty() && matches_all(terms, pod))
 }
 
-fn satisfies_anti_affinity(state: &FilterState, node: &NodeInfo) -> bool {
-    state.terms.required_anti_affinity.iter().all(|term| {
-        term.domain(node).is_none_or(|d| state.anti_affinity.get(&d).copied().unwrap_or(0) <= 0)
+fn satisfies_anti_affinity(state: &FilterState, pod: &PodInfo, node: &NodeInfo) -> bool {
+    pod.affinity.required_anti_affinity.iter().all(|term| {
+        term.value(node).is_none_or(|v| state.anti_affinity.get(&term.topology_key, v) <= 0)
     })
 }
 
 fn satisfies_existing_anti_affinity(state: &FilterState, node: &NodeInfo) -> bool {
-    state.existing_anti_affinity.is_empty()
-        || node.labels().iter().all(|(k, v)| {
-            state.existing_anti_affinity.get(&(k.clone(), v.clone())).copied().unwrap_or(0) <= 0
-        })
+    state.existing_anti_affinity.is_empty() || !state.existing_anti_affinity.any_positive(node)
 }
 
 /// Score per topology key and value.
-type TopologyScore = HashMap<String, HashMap<String, i64>>;
+type TopologyScore = TopologyCounts;
 
-fn add_score(scores: &mut TopologyScore, term: &Term, node: &NodeInfo, amount: i64) {
-    if let Some(value) = node.labels().get(&term.topology_key) {
-        *scores.entry(term.topology_key.clone()).or_default().entry(value.clone()).or_default() +=
-            amount;
+fn add_score(scores: &mut TopologyScore, term: &AffinityTerm, node: &NodeInfo, amount: i64) {
+    if let Some(value) = term.value(node) {
+        scores.add(&term.topology_key, value, amount);
     }
 }
 
 /// Upstream's PreScore: each existing pod adds to (or takes from) the score of its node's
 /// domains, for the incoming pod's preferred terms it matches and for its own terms the
-/// incoming pod matches.
+/// incoming pod matches. Unless the incoming pod has preferred terms, only the pods with
+/// affinity terms of their own can add anything, and only they are looked at.
 fn pre_score_state(pod: &PodInfo, nodes: &[&NodeInfo]) -> TopologyScore {
-    let terms = Terms::of(pod);
-    let mut scores = TopologyScore::new();
+    let terms = &pod.affinity;
+    let has_preferred = terms.has_preferred();
+    let mut scores = TopologyScore::default();
     for node in nodes {
-        if node.labels().is_empty() {
+        let existing_pods = if has_preferred { &node.pods } else { &node.pods_with_affinity };
+        // The pods first: most nodes have none to look at, and that is known without
+        // following the node's pointer to its labels.
+        if existing_pods.is_empty() || node.labels().is_empty() {
             continue;
         }
-        for existing in &node.pods {
+        for existing in existing_pods {
             for (term, weight) in &terms.preferred_affinity {
                 if term.matches(existing) {
                     add_score(&mut scores, term, node, *weight);
@@ -275,10 +274,7 @@ fn pre_score_state(pod: &PodInfo, nodes: &[&NodeInfo]) -> TopologyScore {
                     add_score(&mut scores, term, node, -weight);
                 }
             }
-            if !has_pod_affinity(existing) {
-                continue;
-            }
-            let theirs = Terms::of(existing);
+            let theirs = &existing.affinity;
             if theirs.is_empty() {
                 continue;
             }
@@ -312,14 +308,21 @@ impl FilterPlugin for InterPodAffinity {
     fn filter(&self, pod: &PodInfo, node: &NodeInfo) -> Result<(), Rejection> {
         let nodes = [node];
         let mut state = CycleState::new(&nodes);
-        self.pre_filter(pod, &mut state)?;
-        self.filter_with_state(pod, node, &state)
+        match self.pre_filter(pod, &mut state)? {
+            Next::Skip => Ok(()),
+            Next::Run => self.filter_with_state(pod, node, &state),
+        }
     }
 
-    fn pre_filter(&self, pod: &PodInfo, state: &mut CycleState<'_>) -> Result<(), Rejection> {
+    /// Skips when the pod has no required terms and no running pod's required
+    /// anti-affinity matches it, as upstream does.
+    fn pre_filter(&self, pod: &PodInfo, state: &mut CycleState<'_>) -> Result<Next, Rejection> {
         let computed = pre_filter_state(pod, state.nodes);
+        if computed.existing_anti_affinity.is_empty() && !pod.affinity.has_required() {
+            return Ok(Next::Skip);
+        }
         state.put(PRE_FILTER_KEY, computed);
-        Ok(())
+        Ok(Next::Run)
     }
 
     fn filter_with_state(
@@ -334,7 +337,7 @@ impl FilterPlugin for InterPodAffinity {
         if !satisfies_affinity(state, pod, node) {
             return Err(Rejection::new(ERR_REASON_AFFINITY));
         }
-        if !satisfies_anti_affinity(state, node) {
+        if !satisfies_anti_affinity(state, pod, node) {
             return Err(Rejection::new(ERR_REASON_ANTI_AFFINITY));
         }
         if !satisfies_existing_anti_affinity(state, node) {
@@ -354,14 +357,26 @@ impl ScorePlugin for InterPodAffinity {
     fn score(&self, pod: &PodInfo, node: &NodeInfo) -> i64 {
         let nodes = [node];
         let mut state = CycleState::new(&nodes);
-        self.pre_score(pod, &nodes, &mut state);
-        self.score_with_state(pod, node, &state)
+        match self.pre_score(pod, &nodes, &mut state) {
+            Next::Skip => 0,
+            Next::Run => self.score_with_state(pod, node, &state),
+        }
     }
 
-    fn pre_score(&self, pod: &PodInfo, _feasible: &[&NodeInfo], state: &mut CycleState<'_>) {
+    /// Skips when no domain gets a score, as upstream does.
+    fn pre_score(
+        &self,
+        pod: &PodInfo,
+        _feasible: &[&NodeInfo],
+        state: &mut CycleState<'_>,
+    ) -> Next {
         // Pods anywhere count, not only on the feasible nodes.
         let computed = pre_score_state(pod, state.nodes);
+        if computed.is_empty() {
+            return Next::Skip;
+        }
         state.put(PRE_SCORE_KEY, computed);
+        Next::Run
     }
 
     /// The sum, over the topology keys scored, of the score of the node's domain; may be
@@ -370,8 +385,7 @@ impl ScorePlugin for InterPodAffinity {
         let Some(scores) = state.get::<TopologyScore>(PRE_SCORE_KEY) else {
             return self.score(pod, node);
         };
-        let labels = node.labels();
-        scores.iter().filter_map(|(key, values)| labels.get(key).and_then(|v| values.get(v))).sum()
+        scores.sum_for(node)
     }
 
     /// Upstream's min-max scaling: the lowest raw score becomes 0, the highest 100; all equal
@@ -645,10 +659,11 @@ mod tests {
             zone_node("node-3", "zone-c", vec![]),
         ];
         let mut used = Vec::new();
+        let mut next_start = 0;
         for i in 0..3 {
             let replica = requiring(&format!("web-{i}"), "web", "podAntiAffinity", "web", HOST);
             let refs: Vec<&NodeInfo> = nodes.iter().collect();
-            let chosen = decide(&profile, &replica, &refs).expect("a free node");
+            let chosen = decide(&profile, &replica, &refs, &mut next_start).expect("a free node");
             assert!(!used.contains(&chosen), "{chosen} already has a replica");
             nodes.iter_mut().find(|n| n.name() == chosen).unwrap().add_pod(Arc::new(replica));
             used.push(chosen);
@@ -656,10 +671,55 @@ mod tests {
         let fourth = requiring("web-3", "web", "podAntiAffinity", "web", HOST);
         let refs: Vec<&NodeInfo> = nodes.iter().collect();
         assert_eq!(
-            decide(&profile, &fourth, &refs),
+            decide(&profile, &fourth, &refs, &mut next_start),
             Err("0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules. \
                  preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling."
                 .to_string())
         );
+    }
+
+    #[test]
+    fn nothing_to_check_or_score_is_skipped() {
+        let plain_nodes = [
+            zone_node("node-1", "zone-a", vec![app("web-0", "web"), app("api-0", "api")]),
+            zone_node("node-2", "zone-b", vec![]),
+        ];
+        let refs: Vec<&NodeInfo> = plain_nodes.iter().collect();
+        let mut state = CycleState::new(&refs);
+        // No terms anywhere.
+        assert_eq!(InterPodAffinity.pre_filter(&app("web-1", "web"), &mut state), Ok(Next::Skip));
+        assert_eq!(InterPodAffinity.pre_score(&app("web-1", "web"), &refs, &mut state), Next::Skip);
+        // Its own required terms are always checked.
+        let repelled = requiring("web-1", "web", "podAntiAffinity", "nothing-here", HOST);
+        assert_eq!(InterPodAffinity.pre_filter(&repelled, &mut state), Ok(Next::Run));
+
+        // A running pod repels web pods: checked for web pods only.
+        let nodes = [
+            zone_node(
+                "node-1",
+                "zone-a",
+                vec![requiring("db-0", "db", "podAntiAffinity", "web", ZONE), app("api-0", "api")],
+            ),
+            zone_node("node-2", "zone-b", vec![]),
+        ];
+        assert_eq!(nodes[0].pods_with_required_anti_affinity.len(), 1);
+        let refs: Vec<&NodeInfo> = nodes.iter().collect();
+        let mut state = CycleState::new(&refs);
+        assert_eq!(InterPodAffinity.pre_filter(&app("web-1", "web"), &mut state), Ok(Next::Run));
+        assert_eq!(InterPodAffinity.pre_filter(&app("api-1", "api"), &mut state), Ok(Next::Skip));
+        // Existing required anti-affinity does not score; a preferred affinity to web does.
+        assert_eq!(InterPodAffinity.pre_score(&app("web-1", "web"), &refs, &mut state), Next::Skip);
+        let fan = labelled_pod(
+            "fan-0",
+            json!({"app": "fan"}),
+            json!({"affinity": {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 7, "podAffinityTerm": {"labelSelector": {"matchLabels": {"app": "web"}}, "topologyKey": ZONE}}
+            ]}}}),
+        );
+        let nodes =
+            [zone_node("node-1", "zone-a", vec![fan]), zone_node("node-2", "zone-b", vec![])];
+        let refs: Vec<&NodeInfo> = nodes.iter().collect();
+        let (raw, _) = score_nodes(&InterPodAffinity, &app("web-1", "web"), &refs, &refs);
+        assert_eq!(raw, [7, 0]);
     }
 }

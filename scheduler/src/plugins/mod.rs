@@ -4,13 +4,13 @@
 //! order, same score weights), leaving out the plugins rkube does not have yet (the volume
 //! plugins, dynamic resources and preemption).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::api::core::v1::{Taint, Toleration};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector as ApiLabelSelector;
 use rkube_apis::selectors::LabelSelector;
 
-use crate::framework::{PodInfo, Profile, Weighted, MAX_NODE_SCORE};
+use crate::framework::{NodeInfo, PodInfo, Profile, Weighted, MAX_NODE_SCORE};
 
 pub mod image_locality;
 pub mod interpod_affinity;
@@ -64,6 +64,7 @@ pub fn default_profile() -> Profile {
             Weighted { plugin: Box::new(NodeResourcesBalancedAllocation), weight: 1 },
             Weighted { plugin: Box::new(ImageLocality), weight: 1 },
         ],
+        percentage_of_nodes_to_score: 0,
     }
 }
 
@@ -123,6 +124,52 @@ pub fn label_selector(
     LabelSelector::from_api(&value).unwrap_or_else(|_| LabelSelector::nothing())
 }
 
+/// Amounts per topology domain: per topology key, per value of that label (matching pods
+/// counted, or scores summed, in a cycle's PreFilter or PreScore). Looked up with a node's
+/// labels without allocating, since that happens for every node.
+#[derive(Debug, Default)]
+pub struct TopologyCounts(HashMap<String, HashMap<String, i64>>);
+
+impl TopologyCounts {
+    /// Adds `amount` to the domain `key=value`.
+    pub fn add(&mut self, key: &str, value: &str, amount: i64) {
+        if !self.0.contains_key(key) {
+            self.0.insert(key.to_string(), HashMap::new());
+        }
+        let values = self.0.get_mut(key).expect("just inserted");
+        match values.get_mut(value) {
+            Some(total) => *total += amount,
+            None => {
+                values.insert(value.to_string(), amount);
+            }
+        }
+    }
+
+    /// The amount for the domain `key=value` (0 when nothing was added).
+    pub fn get(&self, key: &str, value: &str) -> i64 {
+        self.0.get(key).and_then(|values| values.get(value)).copied().unwrap_or(0)
+    }
+
+    /// True when nothing was added to any domain.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Whether one of the domains the node is in has a positive amount.
+    pub fn any_positive(&self, node: &NodeInfo) -> bool {
+        let labels = node.labels();
+        self.0.iter().any(|(key, values)| {
+            labels.get(key).and_then(|v| values.get(v)).is_some_and(|amount| *amount > 0)
+        })
+    }
+
+    /// The sum of the amounts of the domains the node is in.
+    pub fn sum_for(&self, node: &NodeInfo) -> i64 {
+        let labels = node.labels();
+        self.0.iter().filter_map(|(key, values)| labels.get(key).and_then(|v| values.get(v))).sum()
+    }
+}
+
 /// Upstream's `DefaultNormalizeScore`: scales scores so the highest becomes
 /// [`MAX_NODE_SCORE`], and with `reverse` turns them around so that the lowest raw score
 /// wins. All-zero scores stay zero, or all become the maximum when reversed.
@@ -148,7 +195,7 @@ pub(crate) mod testing {
 
     use k8s_openapi::api::core::v1::{Node, Pod};
 
-    use crate::framework::{CycleState, FilterPlugin, NodeInfo, PodInfo, ScorePlugin};
+    use crate::framework::{CycleState, FilterPlugin, Next, NodeInfo, PodInfo, ScorePlugin};
 
     pub fn pod(value: serde_json::Value) -> PodInfo {
         let pod: Pod = serde_json::from_value(value).expect("valid pod");
@@ -215,14 +262,18 @@ pub(crate) mod testing {
     }
 
     /// A filter's verdict on each node as a cycle reaches it (pre-filter over all nodes):
-    /// `None` when the node passes, else its first reason.
+    /// `None` when the node passes (every node, when the plugin skips the pod), else its
+    /// first reason.
     pub fn filter_nodes(
         plugin: &dyn FilterPlugin,
         pod: &PodInfo,
         nodes: &[&NodeInfo],
     ) -> Vec<Option<String>> {
         let mut state = CycleState::new(nodes);
-        plugin.pre_filter(pod, &mut state).expect("pre-filter passes");
+        if plugin.pre_filter(pod, &mut state).expect("pre-filter passes") == Next::Skip {
+            // Nothing to check: every node passes.
+            return vec![None; nodes.len()];
+        }
         nodes
             .iter()
             .map(|n| plugin.filter_with_state(pod, n, &state).err().map(|r| r.reasons.join("; ")))
@@ -230,7 +281,7 @@ pub(crate) mod testing {
     }
 
     /// A score's raw and normalized values for the `feasible` nodes, with `nodes` the
-    /// whole cluster.
+    /// whole cluster; all 0 when the plugin skips the pod.
     pub fn score_nodes(
         plugin: &dyn ScorePlugin,
         pod: &PodInfo,
@@ -238,7 +289,10 @@ pub(crate) mod testing {
         feasible: &[&NodeInfo],
     ) -> (Vec<i64>, Vec<i64>) {
         let mut state = CycleState::new(nodes);
-        plugin.pre_score(pod, feasible, &mut state);
+        if plugin.pre_score(pod, feasible, &mut state) == Next::Skip {
+            // Not scored: the plugin adds nothing to any node.
+            return (vec![0; feasible.len()], vec![0; feasible.len()]);
+        }
         let raw: Vec<i64> =
             feasible.iter().map(|n| plugin.score_with_state(pod, n, &state)).collect();
         let mut normalized = raw.clone();
@@ -316,6 +370,27 @@ mod tests {
             &toleration(json!({"key": "dedicated", "operator": "Gt", "value": "gpu"})),
             &t
         ));
+    }
+
+    #[test]
+    fn topology_counts_look_up_a_node_by_its_labels() {
+        use crate::plugins::testing::zone_node;
+        let mut counts = TopologyCounts::default();
+        assert!(counts.is_empty());
+        counts.add("topology.kubernetes.io/zone", "zone-a", 2);
+        counts.add("topology.kubernetes.io/zone", "zone-a", -2);
+        counts.add("topology.kubernetes.io/zone", "zone-b", 3);
+        counts.add("kubernetes.io/hostname", "node-1", 1);
+        assert!(!counts.is_empty());
+        assert_eq!(counts.get("topology.kubernetes.io/zone", "zone-a"), 0);
+        assert_eq!(counts.get("topology.kubernetes.io/zone", "zone-c"), 0);
+        let (a1, a2, b3) = (
+            zone_node("node-1", "zone-a", vec![]),
+            zone_node("node-2", "zone-a", vec![]),
+            zone_node("node-3", "zone-b", vec![]),
+        );
+        assert_eq!((counts.sum_for(&a1), counts.sum_for(&a2), counts.sum_for(&b3)), (1, 0, 3));
+        assert!(counts.any_positive(&a1) && !counts.any_positive(&a2) && counts.any_positive(&b3));
     }
 
     #[test]

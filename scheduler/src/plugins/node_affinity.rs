@@ -7,7 +7,7 @@ use k8s_openapi::api::core::v1::{
     NodeAffinity as Affinity, NodeSelectorRequirement, NodeSelectorTerm,
 };
 
-use crate::framework::{FilterPlugin, NodeInfo, PodInfo, Rejection, ScorePlugin};
+use crate::framework::{CycleState, FilterPlugin, Next, NodeInfo, PodInfo, Rejection, ScorePlugin};
 use crate::plugins::default_normalize;
 
 /// Upstream's reason when the pod's selector or required affinity excludes the node.
@@ -100,6 +100,19 @@ impl FilterPlugin for NodeAffinity {
         "NodeAffinity"
     }
 
+    /// Nothing to check for a pod without a node selector or required node affinity
+    /// (upstream skips it).
+    fn pre_filter(&self, pod: &PodInfo, _state: &mut CycleState<'_>) -> Result<Next, Rejection> {
+        let selector = pod.pod.spec.as_ref().and_then(|s| s.node_selector.as_ref());
+        let required = affinity(pod)
+            .and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref());
+        Ok(if selector.is_none_or(|s| s.is_empty()) && required.is_none() {
+            Next::Skip
+        } else {
+            Next::Run
+        })
+    }
+
     fn filter(&self, pod: &PodInfo, node: &NodeInfo) -> Result<(), Rejection> {
         if matches_required(pod, node) {
             Ok(())
@@ -112,6 +125,22 @@ impl FilterPlugin for NodeAffinity {
 impl ScorePlugin for NodeAffinity {
     fn name(&self) -> &'static str {
         "NodeAffinity"
+    }
+
+    /// Nothing to score a pod without preferred node affinity terms by (upstream skips it).
+    fn pre_score(
+        &self,
+        pod: &PodInfo,
+        _feasible: &[&NodeInfo],
+        _state: &mut CycleState<'_>,
+    ) -> Next {
+        let preferred = affinity(pod)
+            .and_then(|a| a.preferred_during_scheduling_ignored_during_execution.as_ref());
+        if preferred.is_none_or(|p| p.is_empty()) {
+            Next::Skip
+        } else {
+            Next::Run
+        }
     }
 
     /// The sum of the weights of the preferred terms the node matches.
@@ -291,5 +320,29 @@ mod tests {
 
         let plain = with_spec(json!({}));
         assert_eq!(NodeAffinity.score(&plain, &nodes[0]), 0);
+    }
+
+    #[test]
+    fn pods_without_node_affinity_skip_filter_and_score() {
+        let nodes = [labelled("a", json!({"zone": "z1"}))];
+        let refs: Vec<&NodeInfo> = nodes.iter().collect();
+        let mut state = CycleState::new(&refs);
+        let plain = with_spec(json!({}));
+        assert_eq!(NodeAffinity.pre_filter(&plain, &mut state), Ok(Next::Skip));
+        assert_eq!(NodeAffinity.pre_score(&plain, &refs, &mut state), Next::Skip);
+        let selector = with_spec(json!({"nodeSelector": {"zone": "z1"}}));
+        assert_eq!(NodeAffinity.pre_filter(&selector, &mut state), Ok(Next::Run));
+        assert_eq!(NodeAffinity.pre_score(&selector, &refs, &mut state), Next::Skip);
+        // Required terms, even none, are checked: no terms match no node.
+        let none = with_spec(
+            json!({"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": []}}}}),
+        );
+        assert_eq!(NodeAffinity.pre_filter(&none, &mut state), Ok(Next::Run));
+        let preferred = with_spec(
+            json!({"affinity": {"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                {"weight": 10, "preference": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["z1"]}]}}
+            ]}}}),
+        );
+        assert_eq!(NodeAffinity.pre_score(&preferred, &refs, &mut state), Next::Run);
     }
 }

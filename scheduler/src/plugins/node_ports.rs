@@ -1,74 +1,31 @@
 //! `NodePorts`: a pod asking for host ports fits only where no pod already holds the same
 //! port for the same protocol on an overlapping host IP (`0.0.0.0` overlaps every address).
+//!
+//! The ports a node's pods hold are kept on the node ([`NodeInfo::used_ports`]) as pods come
+//! and go, so a filter call looks up only the incoming pod's ports.
 
-use std::collections::{BTreeMap, BTreeSet};
-
-use k8s_openapi::api::core::v1::{ContainerPort, Pod};
-
-use crate::framework::{FilterPlugin, NodeInfo, PodInfo, Rejection};
+use crate::framework::{CycleState, FilterPlugin, Next, NodeInfo, PodInfo, Rejection};
 
 /// Upstream's reason when a host port is taken.
 pub const ERR_REASON: &str = "node(s) didn't have free ports for the requested pod ports";
 
-const ALL_ADDRESSES: &str = "0.0.0.0";
-
 pub struct NodePorts;
-
-/// The host ports in use, by host IP, as (protocol, port); empty IP and protocol are
-/// written as upstream defaults them (`0.0.0.0`, `TCP`).
-#[derive(Default, Debug)]
-pub struct HostPorts(BTreeMap<String, BTreeSet<(String, i32)>>);
-
-fn host_ports(pod: &Pod) -> impl Iterator<Item = &ContainerPort> {
-    pod.spec
-        .iter()
-        .flat_map(|s| s.containers.iter())
-        .flat_map(|c| c.ports.iter().flatten())
-        .filter(|p| p.host_port.unwrap_or(0) > 0)
-}
-
-fn sanitize(port: &ContainerPort) -> (String, String, i32) {
-    let ip = port.host_ip.as_deref().filter(|ip| !ip.is_empty()).unwrap_or(ALL_ADDRESSES);
-    let protocol = port.protocol.as_deref().filter(|p| !p.is_empty()).unwrap_or("TCP");
-    (ip.to_string(), protocol.to_string(), port.host_port.unwrap_or(0))
-}
-
-impl HostPorts {
-    pub fn of_node(node: &NodeInfo) -> HostPorts {
-        let mut used = HostPorts::default();
-        for port in node.pods.iter().flat_map(|p| host_ports(&p.pod)) {
-            let (ip, protocol, port) = sanitize(port);
-            used.0.entry(ip).or_default().insert((protocol, port));
-        }
-        used
-    }
-
-    /// Whether the port clashes with one in use: the same IP, or either side on all
-    /// addresses.
-    pub fn conflicts(&self, port: &ContainerPort) -> bool {
-        let (ip, protocol, port) = sanitize(port);
-        let key = (protocol, port);
-        if ip == ALL_ADDRESSES {
-            return self.0.values().any(|ports| ports.contains(&key));
-        }
-        [ip.as_str(), ALL_ADDRESSES]
-            .iter()
-            .any(|ip| self.0.get(*ip).is_some_and(|ports| ports.contains(&key)))
-    }
-}
 
 impl FilterPlugin for NodePorts {
     fn name(&self) -> &'static str {
         "NodePorts"
     }
 
+    /// Nothing to check for a pod without host ports (upstream skips it too).
+    fn pre_filter(&self, pod: &PodInfo, _state: &mut CycleState<'_>) -> Result<Next, Rejection> {
+        Ok(if pod.host_ports.is_empty() { Next::Skip } else { Next::Run })
+    }
+
     fn filter(&self, pod: &PodInfo, node: &NodeInfo) -> Result<(), Rejection> {
-        let mut wanted = host_ports(&pod.pod).peekable();
-        if wanted.peek().is_none() {
+        if node.used_ports.is_empty() {
             return Ok(());
         }
-        let used = HostPorts::of_node(node);
-        if wanted.any(|p| used.conflicts(p)) {
+        if pod.host_ports.iter().any(|p| node.used_ports.conflicts(p)) {
             Err(Rejection::new(ERR_REASON))
         } else {
             Ok(())
@@ -80,7 +37,10 @@ impl FilterPlugin for NodePorts {
 mod tests {
     use serde_json::json;
 
+    use std::sync::Arc;
+
     use super::*;
+    use crate::framework::HostPort;
     use crate::plugins::testing::{pod, small_node};
 
     fn with_ports(name: &str, ports: serde_json::Value) -> PodInfo {
@@ -143,5 +103,42 @@ mod tests {
             ),
             taken
         );
+    }
+
+    #[test]
+    fn ports_are_released_when_their_pod_leaves() {
+        let http = json!([{"containerPort": 80, "hostPort": 80}]);
+        let mut node = small_node("worker-1", vec![]);
+        // Two pods hold 80/TCP on the same address (say, one leaving while the other came).
+        node.add_pod(Arc::new(with_ports("a", http.clone())));
+        node.add_pod(Arc::new(with_ports("b", http.clone())));
+        node.add_pod(Arc::new(with_ports("plain", json!([{"containerPort": 8080}]))));
+        let incoming = with_ports("new", http);
+        let taken = Err(Rejection::new(ERR_REASON));
+        assert_eq!(NodePorts.filter(&incoming, &node), taken);
+        node.remove_pod("default", "a");
+        assert_eq!(NodePorts.filter(&incoming, &node), taken, "b still holds it");
+        node.remove_pod("default", "b");
+        assert_eq!(NodePorts.filter(&incoming, &node), Ok(()));
+        assert!(node.used_ports.is_empty());
+        assert_eq!(
+            incoming.host_ports,
+            [HostPort { ip: "0.0.0.0".into(), protocol: "TCP".into(), port: 80 }]
+        );
+    }
+
+    #[test]
+    fn pods_without_host_ports_skip_the_filter() {
+        let mut state_nodes = [small_node("worker-1", vec![])];
+        state_nodes[0].add_pod(Arc::new(with_ports(
+            "ingress",
+            json!([{"containerPort": 80, "hostPort": 80}]),
+        )));
+        let refs: Vec<&NodeInfo> = state_nodes.iter().collect();
+        let mut state = CycleState::new(&refs);
+        let plain = with_ports("web", json!([{"containerPort": 80}]));
+        assert_eq!(NodePorts.pre_filter(&plain, &mut state), Ok(Next::Skip));
+        let wants = with_ports("web", json!([{"containerPort": 80, "hostPort": 8080}]));
+        assert_eq!(NodePorts.pre_filter(&wants, &mut state), Ok(Next::Run));
     }
 }

@@ -1,41 +1,56 @@
 //! `NodeResourcesBalancedAllocation`: favours nodes whose CPU and memory would be used in
 //! the same proportion with the pod on them, so neither runs out while the other idles.
 
-use crate::framework::{NodeInfo, PodInfo, ScorePlugin, MAX_NODE_SCORE};
+use crate::framework::{CycleState, Next, NodeInfo, PodInfo, ScorePlugin, MAX_NODE_SCORE};
 
 pub struct NodeResourcesBalancedAllocation;
+
+fn best_effort(pod: &PodInfo) -> bool {
+    pod.requests.milli_cpu == 0 && pod.requests.memory == 0
+}
 
 impl ScorePlugin for NodeResourcesBalancedAllocation {
     fn name(&self) -> &'static str {
         "NodeResourcesBalancedAllocation"
     }
 
+    /// Pods requesting neither CPU nor memory are not scored (upstream skips them, so they
+    /// do not all pile onto one node).
+    fn pre_score(
+        &self,
+        pod: &PodInfo,
+        _feasible: &[&NodeInfo],
+        _state: &mut CycleState<'_>,
+    ) -> Next {
+        if best_effort(pod) {
+            Next::Skip
+        } else {
+            Next::Run
+        }
+    }
+
     /// `(1 - std) * 100` over the requested fractions of CPU and memory (each capped at 1),
     /// counting requests as they are (no non-zero defaults). For two resources the standard
-    /// deviation is `|f_cpu - f_mem| / 2`. Pods requesting neither CPU nor memory are not
-    /// scored (upstream skips them, so they do not all pile onto one node).
+    /// deviation is `|f_cpu - f_mem| / 2`. Best-effort pods score 0 (see `pre_score`).
     fn score(&self, pod: &PodInfo, node: &NodeInfo) -> i64 {
         let want = &pod.requests;
-        if want.milli_cpu == 0 && want.memory == 0 {
+        if best_effort(pod) {
             return 0;
         }
         let pairs = [
             (node.requested.milli_cpu + want.milli_cpu, node.allocatable.milli_cpu),
             (node.requested.memory + want.memory, node.allocatable.memory),
         ];
-        let fractions: Vec<f64> = pairs
-            .iter()
-            .filter(|(_, alloc)| *alloc != 0)
-            .map(|&(req, alloc)| (req as f64 / alloc as f64).min(1.0))
-            .collect();
-        let std = match fractions.len() {
-            0 | 1 => 0.0,
-            2 => ((fractions[0] - fractions[1]) / 2.0).abs(),
-            n => {
-                let mean = fractions.iter().sum::<f64>() / n as f64;
-                (fractions.iter().map(|f| (f - mean) * (f - mean)).sum::<f64>() / n as f64).sqrt()
+        // Only the resources the node has count; runs per node, so no allocation.
+        let mut fractions = [0f64; 2];
+        let mut n = 0;
+        for (req, alloc) in pairs {
+            if alloc != 0 {
+                fractions[n] = (req as f64 / alloc as f64).min(1.0);
+                n += 1;
             }
-        };
+        }
+        let std = if n == 2 { ((fractions[0] - fractions[1]) / 2.0).abs() } else { 0.0 };
         ((1.0 - std) * MAX_NODE_SCORE as f64) as i64
     }
 }
@@ -76,5 +91,20 @@ mod tests {
             plugin.score(&pod_requesting("p", json!({"cpu": "1", "memory": "3Gi"})), &node),
             100
         );
+    }
+
+    #[test]
+    fn best_effort_pods_skip_the_score() {
+        use crate::framework::CycleState;
+        let nodes = [small_node("idle", vec![])];
+        let refs: Vec<&NodeInfo> = nodes.iter().collect();
+        let mut state = CycleState::new(&refs);
+        let plugin = NodeResourcesBalancedAllocation;
+        assert_eq!(
+            plugin.pre_score(&pod_requesting("be", json!({})), &refs, &mut state),
+            Next::Skip
+        );
+        let web = pod_requesting("web", json!({"cpu": "100m"}));
+        assert_eq!(plugin.pre_score(&web, &refs, &mut state), Next::Run);
     }
 }

@@ -3,19 +3,9 @@
 //! and memory would be requested with the pod on them: `LeastAllocated` (the default, which
 //! spreads pods) or `MostAllocated` (which packs them).
 
-use std::collections::BTreeMap;
-
-use k8s_openapi::api::core::v1::{Container, Pod};
-use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
-
 use crate::framework::{FilterPlugin, NodeInfo, PodInfo, Rejection, ScorePlugin, MAX_NODE_SCORE};
-use crate::resources::{parse_milli, parse_units};
 
-/// The CPU a container without a CPU request counts as when scoring (upstream's
-/// `DefaultMilliCPURequest`), so that best-effort pods still spread.
-pub const DEFAULT_MILLI_CPU_REQUEST: i64 = 100;
-/// The memory a container without a memory request counts as when scoring (200Mi).
-pub const DEFAULT_MEMORY_REQUEST: i64 = 200 * 1024 * 1024;
+pub use crate::resources::{non_zero_requests, DEFAULT_MEMORY_REQUEST, DEFAULT_MILLI_CPU_REQUEST};
 
 /// How `NodeResourcesFit` scores.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -98,48 +88,6 @@ impl FilterPlugin for NodeResourcesFit {
     }
 }
 
-/// CPU (millicores) and memory (bytes) a pod counts for when scoring, as upstream's
-/// `NonZeroRequested`: the usual pod-request rule (containers and sidecars summed, the
-/// largest init-time peak if bigger, plus overhead), except that a container which does not
-/// mention cpu or memory in its requests counts the defaults for it.
-pub fn non_zero_requests(pod: &Pod) -> (i64, i64) {
-    let Some(spec) = pod.spec.as_ref() else { return (0, 0) };
-    let container = |c: &Container| -> (i64, i64) {
-        let requests = c.resources.as_ref().and_then(|r| r.requests.as_ref());
-        let get = |name: &str| requests.and_then(|r| r.get(name)).map(|q| q.0.as_str());
-        let cpu = get("cpu").map_or(DEFAULT_MILLI_CPU_REQUEST, |q| parse_milli(q).unwrap_or(0));
-        let mem = get("memory").map_or(DEFAULT_MEMORY_REQUEST, |q| parse_units(q).unwrap_or(0));
-        (cpu, mem)
-    };
-    let add = |a: (i64, i64), b: (i64, i64)| (a.0 + b.0, a.1 + b.1);
-    let max = |a: (i64, i64), b: (i64, i64)| (a.0.max(b.0), a.1.max(b.1));
-
-    let mut total = spec.containers.iter().map(container).fold((0, 0), add);
-    let mut sidecars = (0, 0);
-    let mut init_peak = (0, 0);
-    for c in spec.init_containers.iter().flatten() {
-        let requests = container(c);
-        if c.restart_policy.as_deref() == Some("Always") {
-            sidecars = add(sidecars, requests);
-            total = add(total, requests);
-            init_peak = max(init_peak, sidecars);
-        } else {
-            init_peak = max(init_peak, add(sidecars, requests));
-        }
-    }
-    total = max(total, init_peak);
-    if let Some(overhead) = spec.overhead.as_ref() {
-        total = add(total, overhead_of(overhead));
-    }
-    total
-}
-
-fn overhead_of(list: &BTreeMap<String, Quantity>) -> (i64, i64) {
-    let cpu = list.get("cpu").and_then(|q| parse_milli(&q.0)).unwrap_or(0);
-    let mem = list.get("memory").and_then(|q| parse_units(&q.0)).unwrap_or(0);
-    (cpu, mem)
-}
-
 fn least_requested(requested: i64, capacity: i64) -> i64 {
     if capacity == 0 || requested > capacity {
         return 0;
@@ -162,12 +110,9 @@ impl ScorePlugin for NodeResourcesFit {
     /// The weighted mean of the per-resource scores over the resources the node has,
     /// counting what the node's pods and this pod request with the non-zero defaults.
     fn score(&self, pod: &PodInfo, node: &NodeInfo) -> i64 {
-        let pod_req = non_zero_requests(&pod.pod);
-        let node_req = node
-            .pods
-            .iter()
-            .map(|p| non_zero_requests(&p.pod))
-            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1));
+        // Both computed when the pods entered the cache, not per cycle.
+        let pod_req = pod.non_zero_requests;
+        let node_req = node.non_zero_requested;
         let (mut total, mut weights) = (0, 0);
         for (resource, weight) in SCORED {
             let (alloc, requested) = match resource {

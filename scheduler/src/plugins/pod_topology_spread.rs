@@ -23,7 +23,7 @@ use k8s_openapi::api::core::v1::TopologySpreadConstraint;
 use rkube_apis::selectors::LabelSelector;
 
 use crate::framework::{
-    CycleState, FilterPlugin, NodeInfo, PodInfo, Rejection, ScorePlugin, MAX_NODE_SCORE,
+    CycleState, FilterPlugin, Next, NodeInfo, PodInfo, Rejection, ScorePlugin, MAX_NODE_SCORE,
 };
 use crate::plugins::{label_selector, node_affinity, pod_labels, tolerations_tolerate};
 
@@ -48,6 +48,16 @@ struct Constraint {
     min_domains: i64,
     honor_node_affinity: bool,
     honor_node_taints: bool,
+}
+
+/// Whether the pod has any constraint with the given `whenUnsatisfiable` (checked before
+/// anything is computed, since most pods have none).
+fn has_constraints(pod: &PodInfo, when_unsatisfiable: &str) -> bool {
+    pod.pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.topology_spread_constraints.as_deref())
+        .is_some_and(|cs| cs.iter().any(|c| c.when_unsatisfiable == when_unsatisfiable))
 }
 
 /// The pod's constraints with the given `whenUnsatisfiable`.
@@ -220,14 +230,20 @@ impl FilterPlugin for PodTopologySpread {
     fn filter(&self, pod: &PodInfo, node: &NodeInfo) -> Result<(), Rejection> {
         let nodes = [node];
         let mut state = CycleState::new(&nodes);
-        self.pre_filter(pod, &mut state)?;
-        self.filter_with_state(pod, node, &state)
+        match self.pre_filter(pod, &mut state)? {
+            Next::Skip => Ok(()),
+            Next::Run => self.filter_with_state(pod, node, &state),
+        }
     }
 
-    fn pre_filter(&self, pod: &PodInfo, state: &mut CycleState<'_>) -> Result<(), Rejection> {
+    /// Skips pods without `DoNotSchedule` constraints, as upstream does.
+    fn pre_filter(&self, pod: &PodInfo, state: &mut CycleState<'_>) -> Result<Next, Rejection> {
+        if !has_constraints(pod, "DoNotSchedule") {
+            return Ok(Next::Skip);
+        }
         let computed = pre_filter_state(pod, state.nodes);
         state.put(PRE_FILTER_KEY, computed);
-        Ok(())
+        Ok(Next::Run)
     }
 
     fn filter_with_state(
@@ -264,13 +280,20 @@ impl ScorePlugin for PodTopologySpread {
     fn score(&self, pod: &PodInfo, node: &NodeInfo) -> i64 {
         let nodes = [node];
         let mut state = CycleState::new(&nodes);
-        self.pre_score(pod, &nodes, &mut state);
-        self.score_with_state(pod, node, &state)
+        match self.pre_score(pod, &nodes, &mut state) {
+            Next::Skip => 0,
+            Next::Run => self.score_with_state(pod, node, &state),
+        }
     }
 
-    fn pre_score(&self, pod: &PodInfo, feasible: &[&NodeInfo], state: &mut CycleState<'_>) {
+    /// Skips pods without `ScheduleAnyway` constraints, as upstream does.
+    fn pre_score(&self, pod: &PodInfo, feasible: &[&NodeInfo], state: &mut CycleState<'_>) -> Next {
+        if !has_constraints(pod, "ScheduleAnyway") {
+            return Next::Skip;
+        }
         let computed = pre_score_state(pod, feasible, state.nodes);
         state.put(PRE_SCORE_KEY, computed);
+        Next::Run
     }
 
     /// The sum over constraints of `matching pods in the node's domain × domain weight +
@@ -535,8 +558,31 @@ mod tests {
         // min 5, max 8: 100 * 8 / 8, 100 * 5 / 8.
         assert_eq!(normalized, [100, 100, 62]);
 
-        // No constraints: every node the same.
+        // No constraints: not scored (upstream's Skip), every node the same.
         let (_, normalized) = score_nodes(&PodTopologySpread, &web("web-9"), &all, &all);
-        assert_eq!(normalized, [100; 5]);
+        assert_eq!(normalized, [0; 5]);
+    }
+
+    #[test]
+    fn pods_without_constraints_of_a_kind_skip_that_extension_point() {
+        let nodes = [zone_node("node-1", "zone-a", vec![web("web-0")])];
+        let refs: Vec<&NodeInfo> = nodes.iter().collect();
+        let mut state = CycleState::new(&refs);
+        let plain = web("web-1");
+        assert_eq!(PodTopologySpread.pre_filter(&plain, &mut state), Ok(Next::Skip));
+        assert_eq!(PodTopologySpread.pre_score(&plain, &refs, &mut state), Next::Skip);
+        let hard = spread(json!({"app": "web"}), json!([zone_constraint(json!({}))]), json!({}));
+        assert_eq!(PodTopologySpread.pre_filter(&hard, &mut state), Ok(Next::Run));
+        assert_eq!(PodTopologySpread.pre_score(&hard, &refs, &mut state), Next::Skip);
+        let soft = spread(
+            json!({"app": "web"}),
+            json!([zone_constraint(json!({"whenUnsatisfiable": "ScheduleAnyway"}))]),
+            json!({}),
+        );
+        assert_eq!(PodTopologySpread.pre_filter(&soft, &mut state), Ok(Next::Skip));
+        assert_eq!(PodTopologySpread.pre_score(&soft, &refs, &mut state), Next::Run);
+        // The single-node forms agree.
+        assert_eq!(PodTopologySpread.filter(&plain, &nodes[0]), Ok(()));
+        assert_eq!(PodTopologySpread.score(&plain, &nodes[0]), 0);
     }
 }

@@ -79,6 +79,9 @@ impl ScorePlugin for TaintToleration {
     /// The number of `PreferNoSchedule` taints the pod does not tolerate; only tolerations
     /// for that effect (or for every effect) count.
     fn score(&self, pod: &PodInfo, node: &NodeInfo) -> i64 {
+        if !taints(node).iter().any(|t| t.effect == "PreferNoSchedule") {
+            return 0;
+        }
         let prefer: Vec<Toleration> = tolerations(pod)
             .iter()
             .filter(|t| matches!(t.effect.as_deref().unwrap_or(""), "" | "PreferNoSchedule"))

@@ -5,7 +5,7 @@
 
 use k8s_openapi::api::core::v1::Volume;
 
-use crate::framework::{FilterPlugin, NodeInfo, PodInfo, Rejection};
+use crate::framework::{CycleState, FilterPlugin, Next, NodeInfo, PodInfo, Rejection};
 
 pub struct VolumeRestrictions;
 
@@ -14,6 +14,14 @@ pub const REASON: &str = "node(s) had no available disk";
 
 fn volumes(pod: &PodInfo) -> &[Volume] {
     pod.pod.spec.as_ref().and_then(|s| s.volumes.as_deref()).unwrap_or(&[])
+}
+
+/// Whether the volume is of a kind that may conflict with another pod's.
+fn restricted(v: &Volume) -> bool {
+    v.gce_persistent_disk.is_some()
+        || v.aws_elastic_block_store.is_some()
+        || v.rbd.is_some()
+        || v.iscsi.is_some()
 }
 
 /// Whether two volumes are the same disk and may not be used together.
@@ -44,9 +52,14 @@ impl FilterPlugin for VolumeRestrictions {
         "VolumeRestrictions"
     }
 
+    /// Nothing to check for a pod without disks of the restricted kinds (upstream skips it).
+    fn pre_filter(&self, pod: &PodInfo, _state: &mut CycleState<'_>) -> Result<Next, Rejection> {
+        Ok(if volumes(pod).iter().any(restricted) { Next::Run } else { Next::Skip })
+    }
+
     fn filter(&self, pod: &PodInfo, node: &NodeInfo) -> Result<(), Rejection> {
         let mine = volumes(pod);
-        if mine.is_empty() {
+        if !mine.iter().any(restricted) {
             return Ok(());
         }
         for other in &node.pods {
@@ -94,5 +107,21 @@ mod tests {
         let ebs = serde_json::json!({"name": "e", "awsElasticBlockStore": {"volumeID": "vol-1", "readOnly": true}});
         let node = node_with(pod(ebs.clone()));
         assert_eq!(VolumeRestrictions.filter(&pod(ebs), &node), Err(Rejection::new(REASON)));
+    }
+
+    #[test]
+    fn pods_without_restricted_disks_skip_the_filter() {
+        let node = node_with(pod(
+            serde_json::json!({"name": "d", "gcePersistentDisk": {"pdName": "disk-1"}}),
+        ));
+        let refs = [&node];
+        let mut state = CycleState::new(&refs);
+        let config = pod(serde_json::json!({"name": "c", "configMap": {"name": "settings"}}));
+        assert_eq!(VolumeRestrictions.pre_filter(&config, &mut state), Ok(Next::Skip));
+        assert_eq!(VolumeRestrictions.filter(&config, &node), Ok(()));
+        let disk = pod(
+            serde_json::json!({"name": "d", "iscsi": {"targetPortal": "10.0.0.1:3260", "iqn": "iqn.2001-04.com.example:storage", "lun": 0}}),
+        );
+        assert_eq!(VolumeRestrictions.pre_filter(&disk, &mut state), Ok(Next::Run));
     }
 }

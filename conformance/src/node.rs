@@ -1,0 +1,182 @@
+//! A real node for system tests: `rkube server` with its local kubelet on this machine's
+//! Docker engine, a busybox image made locally (no registry), and the network-safety checks
+//! every test runs before it connects to a pod.
+
+use std::net::IpAddr;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::cluster::RkubeServer;
+
+/// The image the tests run: Debian's static busybox in an otherwise empty root filesystem.
+pub const BUSYBOX: &str = "busybox:1.36";
+
+fn docker(args: &[&str]) -> std::process::Output {
+    Command::new("docker").args(args).output().expect("run the docker CLI")
+}
+
+/// Makes `busybox:1.36` with `docker import` unless it is there.
+pub fn ensure_busybox_image() {
+    if docker(&["image", "inspect", BUSYBOX]).status.success() {
+        return;
+    }
+    let root = tempfile::Builder::new().prefix("rkube-busybox-").tempdir().expect("temp dir");
+    let bin = root.path().join("bin");
+    std::fs::create_dir_all(&bin).expect("bin dir");
+    std::fs::copy("/bin/busybox", bin.join("busybox")).expect("Debian's static busybox");
+    // One link per applet, next to the binary.
+    let applets = Command::new("/bin/busybox").arg("--list").output().expect("busybox --list");
+    assert!(applets.status.success(), "busybox --list failed");
+    for applet in String::from_utf8_lossy(&applets.stdout).lines().filter(|a| *a != "busybox") {
+        std::os::unix::fs::symlink("busybox", bin.join(applet)).expect("applet link");
+    }
+    for dir in ["tmp", "etc", "root", "var/www"] {
+        std::fs::create_dir_all(root.path().join(dir)).expect("dir");
+    }
+    std::fs::write(
+        root.path().join("etc/passwd"),
+        "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n",
+    )
+    .expect("passwd");
+    std::fs::write(root.path().join("etc/group"), "root:x:0:\nnogroup:x:65534:\n").expect("group");
+    std::fs::write(root.path().join("var/www/index.html"), "hello from busybox\n").expect("index");
+    let tar =
+        Command::new("tar").arg("-C").arg(root.path()).args(["-c", "."]).output().expect("tar");
+    assert!(tar.status.success());
+    let mut import = Command::new("docker")
+        .args(["import", "--change", "ENV PATH=/usr/sbin:/usr/bin:/sbin:/bin", "-", BUSYBOX])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("docker import");
+    use std::io::Write;
+    import.stdin.take().expect("stdin").write_all(&tar.stdout).expect("send the rootfs");
+    assert!(import.wait().expect("docker import").success(), "docker import failed");
+}
+
+/// Fails the test unless the route to `ip` stays on this machine (a local bridge, dummy or
+/// loopback device, no gateway): tests never send traffic anywhere else.
+pub fn assert_route_is_local(ip: &str) {
+    let addr: IpAddr = ip.parse().unwrap_or_else(|_| panic!("not an IP address: {ip:?}"));
+    let out = Command::new("ip")
+        .args(["route", "get", &addr.to_string()])
+        .output()
+        .expect("ip route get");
+    let route = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "ip route get {ip} failed");
+    let local = route.starts_with("local ")
+        || (!route.contains(" via ")
+            && (route.contains(" dev br-")
+                || route.contains(" dev docker")
+                || route.contains(" dev lo")));
+    assert!(local, "refusing to connect to {ip}: its route is not local ({})", route.trim());
+}
+
+/// A server with a local node, and everything its kubelet made removed when dropped.
+pub struct NodeServer {
+    pub server: RkubeServer,
+    pub node: String,
+}
+
+impl NodeServer {
+    /// `rkube server` with its kubelet on Docker, as node `rkube-test-<port>` with a pod CIDR
+    /// no other running test has. Waits (60 s at most) until the node is Ready.
+    pub fn start() -> NodeServer {
+        Self::start_with(&[])
+    }
+
+    pub fn start_with(extra: &[&str]) -> NodeServer {
+        ensure_busybox_image();
+        let kubelet_port = rkube_store::testing::free_port();
+        let node = format!("rkube-test-{kubelet_port}");
+        // Free ports are unique among running tests, so the CIDR is too.
+        let cidr = format!("10.{}.{}.0/24", 200 + (kubelet_port / 256) % 50, kubelet_port % 256);
+        let port = kubelet_port.to_string();
+        // The tests' machines run with little free disk: a 10% nodefs threshold would taint
+        // the node with disk-pressure, as upstream's kubelet would.
+        let mut args = vec![
+            "--node-name",
+            &node,
+            "--kubelet-port",
+            &port,
+            "--pod-cidr",
+            &cidr,
+            "--eviction-hard",
+            "memory.available<100Mi,nodefs.available<1%",
+        ];
+        args.extend_from_slice(extra);
+        let server = RkubeServer::start_with(&args);
+        let this = NodeServer { server, node };
+        this.wait_ready(Duration::from_secs(60));
+        this
+    }
+
+    fn wait_ready(&self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        let path = "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}";
+        loop {
+            let out = self.server.kubectl(&["get", "node", &self.node, "-o", path]);
+            if String::from_utf8_lossy(&out.stdout).trim() == "True" {
+                return;
+            }
+            assert!(Instant::now() < deadline, "node not Ready in time: {}", self.server.log());
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Polls a jsonpath of an object until `check` accepts it (at most `timeout`).
+    pub fn wait_for(
+        &self,
+        args: &[&str],
+        timeout: Duration,
+        check: impl Fn(&str) -> bool,
+    ) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let out = self.server.kubectl(args);
+            let text = String::from_utf8_lossy(&out.stdout).to_string();
+            if out.status.success() && check(&text) {
+                return text;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting on `kubectl {}`: last output {text:?}\n{}",
+                args.join(" "),
+                self.server.log()
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    /// The ids of the Docker containers the kubelet made for a pod (by uid).
+    pub fn containers_of(&self, uid: &str) -> Vec<String> {
+        let out = docker(&[
+            "ps",
+            "-a",
+            "-q",
+            "--no-trunc",
+            "--filter",
+            &format!("label=io.rkube.node={}", self.node),
+            "--filter",
+            &format!("label=io.kubernetes.pod.uid={uid}"),
+        ]);
+        String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect()
+    }
+}
+
+impl Drop for NodeServer {
+    fn drop(&mut self) {
+        // The kubelet first, so it cannot make containers while they are removed.
+        self.server.kill();
+        let out =
+            docker(&["ps", "-a", "-q", "--filter", &format!("label=io.rkube.node={}", self.node)]);
+        let ids: Vec<String> =
+            String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
+        if !ids.is_empty() {
+            let mut args = vec!["rm", "-f", "-v"];
+            args.extend(ids.iter().map(String::as_str));
+            let _ = docker(&args);
+        }
+        let _ = docker(&["network", "rm", &format!("rkube-{}", self.node)]);
+    }
+}

@@ -1,0 +1,367 @@
+//! The kubelet on a real Docker engine, checked through stock kubectl: pods that really run,
+//! with an IP on the node's pod network, status as upstream reports it, restart policies
+//! with back-off, environment and volumes from the API, graceful deletion, and a restarted
+//! kubelet adopting its running containers.
+
+use std::io::{Read, Write};
+use std::time::Duration;
+
+use rkube_conformance::node::{assert_route_is_local, NodeServer};
+
+fn jsonpath(path: &str) -> String {
+    format!("jsonpath={path}")
+}
+
+#[test]
+fn kubectl_run_gives_a_running_pod_with_an_ip_that_answers() {
+    let n = NodeServer::start();
+    let s = &n.server;
+    s.ok(&[
+        "run",
+        "web",
+        "--image=busybox:1.36",
+        "--image-pull-policy=IfNotPresent",
+        "--",
+        "httpd",
+        "-f",
+        "-p",
+        "80",
+        "-h",
+        "/var/www",
+    ]);
+    s.ok(&["wait", "--for=condition=Ready", "pod/web", "--timeout=50s"]);
+    let ip = s.ok(&["get", "pod", "web", "-o", &jsonpath("{.status.podIP}")]);
+    let ip = ip.trim();
+    assert!(!ip.is_empty(), "a pod IP");
+    let phase = s.ok(&["get", "pod", "web", "-o", &jsonpath("{.status.phase}")]);
+    assert_eq!(phase.trim(), "Running");
+    let wide = s.ok(&["get", "pod", "web", "-o", "wide"]);
+    assert!(wide.contains(ip) && wide.contains(&n.node) && wide.contains("Running"), "{wide}");
+    let statuses = s.ok(&["get", "pod", "web", "-o", &jsonpath("{.status.containerStatuses[0]}")]);
+    let status: serde_json::Value = serde_json::from_str(&statuses).unwrap();
+    assert_eq!(status["ready"], true);
+    assert_eq!(status["restartCount"], 0);
+    assert!(status["containerID"].as_str().unwrap().starts_with("docker://"));
+    assert!(status["state"]["running"]["startedAt"].is_string());
+    let host_ip = s.ok(&["get", "pod", "web", "-o", &jsonpath("{.status.hostIP}")]);
+    assert_eq!(host_ip.trim(), "127.0.0.1");
+
+    // The pod answers on its IP (a local Docker bridge: checked before connecting).
+    assert_route_is_local(ip);
+    let mut body = String::new();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let attempt = std::net::TcpStream::connect_timeout(
+            &format!("{ip}:80").parse().unwrap(),
+            Duration::from_secs(2),
+        )
+        .and_then(|mut stream| {
+            stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+            stream.write_all(b"GET /index.html HTTP/1.0\r\n\r\n")?;
+            body.clear();
+            stream.read_to_string(&mut body)
+        });
+        if attempt.is_ok() && body.contains("hello from busybox") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "no answer from {ip}:80: {attempt:?} {body}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    // The node reports what a kubelet does.
+    let node = s.ok(&["get", "node", &n.node, "-o", "json"]);
+    let node: serde_json::Value = serde_json::from_str(&node).unwrap();
+    assert_eq!(node["status"]["capacity"]["pods"], "110");
+    assert!(node["status"]["nodeInfo"]["containerRuntimeVersion"]
+        .as_str()
+        .unwrap()
+        .starts_with("docker://"));
+    assert_eq!(node["metadata"]["labels"]["kubernetes.io/hostname"], n.node.as_str());
+    let lease = s.ok(&[
+        "get",
+        "lease",
+        "-n",
+        "kube-node-lease",
+        &n.node,
+        "-o",
+        &jsonpath("{.spec.holderIdentity}"),
+    ]);
+    assert_eq!(lease.trim(), n.node);
+
+    // Deleting the pod stops its containers and then removes the object.
+    let uid = s.ok(&["get", "pod", "web", "-o", &jsonpath("{.metadata.uid}")]);
+    assert!(!n.containers_of(uid.trim()).is_empty());
+    // httpd ignores SIGTERM as PID 1: it is killed when the grace period ends.
+    s.ok(&["delete", "pod", "web", "--grace-period=2", "--timeout=50s"]);
+    assert!(n.containers_of(uid.trim()).is_empty(), "containers left behind");
+    let events = s.ok(&["get", "events", "-o", &jsonpath("{range .items[*]}{.reason} {end}")]);
+    for reason in ["Scheduled", "Pulled", "Created", "Started", "Killing"] {
+        assert!(events.contains(reason), "no {reason} event in {events}");
+    }
+}
+
+#[test]
+fn restart_policies_and_crash_loop_back_off() {
+    let n = NodeServer::start();
+    let s = &n.server;
+    let manifest = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: crash}
+spec:
+  containers:
+  - {name: app, image: "busybox:1.36", imagePullPolicy: IfNotPresent, command: ["sh", "-c", "exit 3"]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: done}
+spec:
+  restartPolicy: Never
+  containers:
+  - {name: app, image: "busybox:1.36", imagePullPolicy: IfNotPresent, command: ["sh", "-c", "echo finished > /dev/termination-log"]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: failed}
+spec:
+  restartPolicy: Never
+  containers:
+  - {name: app, image: "busybox:1.36", imagePullPolicy: IfNotPresent, command: ["sh", "-c", "exit 1"]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: onfailure}
+spec:
+  restartPolicy: OnFailure
+  containers:
+  - {name: app, image: "busybox:1.36", imagePullPolicy: IfNotPresent, command: ["sh", "-c", "exit 0"]}
+"#;
+    s.ok_stdin(&["apply", "-f", "-"], manifest);
+    let phase = |pod: &str, want: &'static str| {
+        n.wait_for(
+            &["get", "pod", pod, "-o", &jsonpath("{.status.phase}")],
+            Duration::from_secs(60),
+            |p| p == want,
+        );
+    };
+    phase("done", "Succeeded");
+    phase("failed", "Failed");
+    phase("onfailure", "Succeeded");
+    let done = s.ok(&[
+        "get",
+        "pod",
+        "done",
+        "-o",
+        &jsonpath("{.status.containerStatuses[0].state.terminated}"),
+    ]);
+    let done: serde_json::Value = serde_json::from_str(&done).unwrap();
+    assert_eq!(done["reason"], "Completed");
+    assert_eq!(done["exitCode"], 0);
+    assert_eq!(done["message"], "finished\n", "the termination message");
+    let failed = s.ok(&[
+        "get",
+        "pod",
+        "failed",
+        "-o",
+        &jsonpath("{.status.containerStatuses[0].state.terminated.reason}"),
+    ]);
+    assert_eq!(failed.trim(), "Error");
+    let table = s.ok(&["get", "pods"]);
+    assert!(table.contains("Completed"), "{table}");
+
+    // Always: restarted at once, then back-off (10 s, 20 s, ...).
+    n.wait_for(
+        &["get", "pod", "crash", "-o", &jsonpath("{.status.containerStatuses[0].restartCount}")],
+        Duration::from_secs(60),
+        |c| c.parse::<u32>().unwrap_or(0) >= 2,
+    );
+    let status = n.wait_for(
+        &["get", "pod", "crash", "-o", &jsonpath("{.status.containerStatuses[0]}")],
+        Duration::from_secs(30),
+        |s| s.contains("CrashLoopBackOff"),
+    );
+    let status: serde_json::Value = serde_json::from_str(&status).unwrap();
+    assert_eq!(status["lastState"]["terminated"]["exitCode"], 3);
+    assert!(status["state"]["waiting"]["message"].as_str().unwrap().starts_with("back-off "));
+    let describe = s.ok(&["describe", "pod", "crash"]);
+    assert!(describe.contains("CrashLoopBackOff") && describe.contains("BackOff"), "{describe}");
+}
+
+#[test]
+fn environment_volumes_and_images_as_upstream() {
+    let n = NodeServer::start();
+    let s = &n.server;
+    let manifest = r#"
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {greeting: hello, file.txt: "from a configmap"}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds}
+stringData: {password: s3cret}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: env, labels: {app: env}}
+spec:
+  restartPolicy: Never
+  initContainers:
+  - {name: prepare, image: "busybox:1.36", imagePullPolicy: IfNotPresent, command: ["sh", "-c", "echo init-ran > /work/init"], volumeMounts: [{name: work, mountPath: /work}]}
+  containers:
+  - name: app
+    image: "busybox:1.36"
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "echo \"$POD_NAME $NODE $GREETING $PASSWORD $LIMIT $COMPOSED $(cat /cfg/file.txt) $(cat /work/init) $(cat /info/labels)\" > /dev/termination-log"]
+    resources: {limits: {memory: 64Mi, cpu: 250m}}
+    env:
+    - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+    - {name: NODE, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}
+    - {name: GREETING, valueFrom: {configMapKeyRef: {name: settings, key: greeting}}}
+    - {name: PASSWORD, valueFrom: {secretKeyRef: {name: creds, key: password}}}
+    - {name: LIMIT, valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Mi}}}
+    - {name: COMPOSED, value: "$(GREETING)-world"}
+    volumeMounts:
+    - {name: cfg, mountPath: /cfg}
+    - {name: work, mountPath: /work}
+    - {name: info, mountPath: /info}
+  volumes:
+  - {name: cfg, configMap: {name: settings}}
+  - {name: work, emptyDir: {}}
+  - {name: info, downwardAPI: {items: [{path: labels, fieldRef: {fieldPath: metadata.labels}}]}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: never}
+spec:
+  containers:
+  - {name: app, image: "rkube-test/absent:1", imagePullPolicy: Never}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: unpullable}
+spec:
+  containers:
+  - {name: app, image: "127.0.0.1:1/absent:1", imagePullPolicy: Always}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: missing-config}
+spec:
+  containers:
+  - name: app
+    image: "busybox:1.36"
+    imagePullPolicy: IfNotPresent
+    env: [{name: X, valueFrom: {configMapKeyRef: {name: nothere, key: k}}}]
+"#;
+    s.ok_stdin(&["apply", "-f", "-"], manifest);
+    n.wait_for(
+        &["get", "pod", "env", "-o", &jsonpath("{.status.phase}")],
+        Duration::from_secs(60),
+        |p| p == "Succeeded",
+    );
+    let message = s.ok(&[
+        "get",
+        "pod",
+        "env",
+        "-o",
+        &jsonpath("{.status.containerStatuses[0].state.terminated.message}"),
+    ]);
+    let expected =
+        format!("env {} hello s3cret 64 hello-world from a configmap init-ran app=\"env\"", n.node);
+    assert_eq!(message.trim(), expected);
+    let init = s.ok(&[
+        "get",
+        "pod",
+        "env",
+        "-o",
+        &jsonpath("{.status.initContainerStatuses[0].state.terminated.reason}"),
+    ]);
+    assert_eq!(init.trim(), "Completed");
+
+    let waiting = |pod: &str, reason: &'static str| {
+        n.wait_for(
+            &[
+                "get",
+                "pod",
+                pod,
+                "-o",
+                &jsonpath("{.status.containerStatuses[0].state.waiting.reason}"),
+            ],
+            Duration::from_secs(60),
+            |r| r == reason,
+        )
+    };
+    waiting("never", "ErrImageNeverPull");
+    let message = s.ok(&[
+        "get",
+        "pod",
+        "never",
+        "-o",
+        &jsonpath("{.status.containerStatuses[0].state.waiting.message}"),
+    ]);
+    assert_eq!(
+        message.trim(),
+        "Container image \"rkube-test/absent:1\" is not present with pull policy of Never"
+    );
+    waiting("unpullable", "ImagePullBackOff");
+    waiting("missing-config", "CreateContainerConfigError");
+    let message = s.ok(&[
+        "get",
+        "pod",
+        "missing-config",
+        "-o",
+        &jsonpath("{.status.containerStatuses[0].state.waiting.message}"),
+    ]);
+    assert_eq!(message.trim(), "configmap \"nothere\" not found");
+    let table = s.ok(&["get", "pod", "never"]);
+    assert!(table.contains("ErrImageNeverPull"), "{table}");
+}
+
+#[test]
+fn a_restarted_kubelet_adopts_its_running_containers() {
+    let mut n = NodeServer::start();
+    n.server.ok(&[
+        "run",
+        "sleeper",
+        "--image=busybox:1.36",
+        "--image-pull-policy=IfNotPresent",
+        "--",
+        "sleep",
+        "3600",
+    ]);
+    n.server.ok(&["wait", "--for=condition=Ready", "pod/sleeper", "--timeout=50s"]);
+    let id = n.server.ok(&[
+        "get",
+        "pod",
+        "sleeper",
+        "-o",
+        &jsonpath("{.status.containerStatuses[0].containerID}"),
+    ]);
+    n.server.restart();
+    n.server.ok(&["wait", "--for=condition=Ready", "pod/sleeper", "--timeout=50s"]);
+    // The same container keeps running, for several of the kubelet's sync periods: nothing
+    // was recreated.
+    for _ in 0..12 {
+        let after = n.server.ok(&[
+            "get",
+            "pod",
+            "sleeper",
+            "-o",
+            &jsonpath("{.status.containerStatuses[0].containerID}"),
+        ]);
+        assert_eq!(id, after);
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let restarts = n.server.ok(&[
+        "get",
+        "pod",
+        "sleeper",
+        "-o",
+        &jsonpath("{.status.containerStatuses[0].restartCount}"),
+    ]);
+    assert_eq!(restarts.trim(), "0");
+    let uid = n.server.ok(&["get", "pod", "sleeper", "-o", &jsonpath("{.metadata.uid}")]);
+    assert_eq!(n.containers_of(uid.trim()).len(), 2, "one sandbox and one container");
+}

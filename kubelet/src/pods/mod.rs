@@ -1,0 +1,128 @@
+//! The pods of this node: a watch on `spec.nodeName=<node>`, one worker task per pod that
+//! syncs it ([`sync`]) whenever the pod object changes, one of its containers starts or
+//! stops, or its resync period passes; and the clean-up of containers whose pod is gone.
+
+pub mod spec;
+pub mod status;
+pub mod sync;
+pub mod volumes;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::Api;
+use kube::runtime::watcher::{self, Event};
+use tokio::sync::{watch, Notify};
+
+use sync::{Next, PodState, Syncer};
+
+/// A pod's worker: the latest pod object (None once deleted from the API) and a poke for
+/// runtime events.
+struct Worker {
+    pod: watch::Sender<Option<Arc<Pod>>>,
+    poke: Arc<Notify>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+fn uid(pod: &Pod) -> String {
+    pod.metadata.uid.clone().unwrap_or_default()
+}
+
+async fn work(
+    syncer: Arc<Syncer>,
+    mut pod: watch::Receiver<Option<Arc<Pod>>>,
+    poke: Arc<Notify>,
+    uid: String,
+) {
+    let mut state = PodState::default();
+    loop {
+        let current = pod.borrow_and_update().clone();
+        let next = match current {
+            Some(p) => syncer.sync(&p, &mut state).await,
+            None => {
+                // Deleted from the API without us (force delete): stop what runs.
+                syncer.kill(None, &uid, Duration::from_secs(2)).await;
+                Next::Done
+            }
+        };
+        let delay = match next {
+            Next::Done => return,
+            Next::After(delay) => delay,
+        };
+        tokio::select! {
+            changed = pod.changed() => if changed.is_err() { return },
+            _ = poke.notified() => {}
+            _ = tokio::time::sleep(delay) => {}
+        }
+    }
+}
+
+/// Watches this node's pods and keeps one worker per pod until the task is aborted.
+pub async fn run(syncer: Arc<Syncer>) {
+    let node = syncer.config.node_name.clone();
+    let pods: Api<Pod> = Api::all(syncer.client.clone());
+    let config = watcher::Config::default().fields(&format!("spec.nodeName={node}"));
+    let mut events = watcher::watcher(pods, config).boxed();
+    let mut runtime_events = syncer.runtime.container_events(&node);
+    let mut workers: HashMap<String, Worker> = HashMap::new();
+    let mut listed: Option<std::collections::HashSet<String>> = None;
+    loop {
+        tokio::select! {
+            event = events.next() => match event {
+                Some(Ok(Event::Apply(pod) | Event::InitApply(pod))) => {
+                    let uid = uid(&pod);
+                    if let Some(seen) = listed.as_mut() { seen.insert(uid.clone()); }
+                    let pod = Arc::new(pod);
+                    match workers.get(&uid).filter(|w| !w.task.is_finished()) {
+                        Some(worker) => { worker.pod.send_replace(Some(pod)); }
+                        None => {
+                            let (tx, rx) = watch::channel(Some(pod));
+                            let poke = Arc::new(Notify::new());
+                            let task = tokio::spawn(work(syncer.clone(), rx, poke.clone(), uid.clone()));
+                            workers.insert(uid, Worker { pod: tx, poke, task });
+                        }
+                    }
+                }
+                Some(Ok(Event::Delete(pod))) => {
+                    if let Some(worker) = workers.get(&uid(&pod)) {
+                        worker.pod.send_replace(None);
+                    }
+                }
+                Some(Ok(Event::Init)) => listed = Some(Default::default()),
+                Some(Ok(Event::InitDone)) => {
+                    if let Some(seen) = listed.take() {
+                        remove_orphans(&syncer, &seen).await;
+                        for (uid, worker) in &workers {
+                            if !seen.contains(uid) { worker.pod.send_replace(None); }
+                        }
+                    }
+                }
+                Some(Err(e)) => tracing::warn!(error = %e, "pod watch"),
+                None => return,
+            },
+            Some(uid) = runtime_events.next() => {
+                if let Some(worker) = workers.get(&uid) {
+                    worker.poke.notify_one();
+                }
+            }
+        }
+        workers.retain(|_, w| !w.task.is_finished());
+    }
+}
+
+/// Containers of pods this node no longer has (deleted while the kubelet was down).
+async fn remove_orphans(syncer: &Syncer, live: &std::collections::HashSet<String>) {
+    let Ok(records) = syncer.runtime.list(&syncer.config.node_name, None).await else { return };
+    let orphans: std::collections::BTreeSet<String> = records
+        .iter()
+        .map(|r| r.label(crate::runtime::labels::POD_UID).to_string())
+        .filter(|uid| !uid.is_empty() && !live.contains(uid))
+        .collect();
+    for uid in orphans {
+        tracing::info!(uid, "removing the containers of a pod that is gone");
+        syncer.kill(None, &uid, Duration::from_secs(2)).await;
+    }
+}

@@ -1,0 +1,389 @@
+//! The pod status the kubelet reports, computed from what the runtime says of each container
+//! and what the sync decided for the ones not running (waiting reasons): phase, conditions,
+//! IPs, container statuses, as upstream's kubelet words them.
+
+use chrono::{DateTime, SecondsFormat, Utc};
+use k8s_openapi::api::core::v1::Pod;
+use serde_json::{json, Value};
+
+use crate::runtime::{ContainerRecord, ContainerState};
+
+/// One container of the pod as the sync saw it.
+#[derive(Clone, Debug, Default)]
+pub struct ContainerView {
+    pub name: String,
+    pub image: String,
+    /// The latest instance.
+    pub current: Option<ContainerRecord>,
+    /// The one before it (`lastState`).
+    pub previous: Option<ContainerRecord>,
+    /// Why it is not running, when the sync knows: (reason, message).
+    pub waiting: Option<(String, String)>,
+    /// What the container wrote to its termination message path.
+    pub termination_message: Option<String>,
+}
+
+impl ContainerView {
+    pub fn restart_count(&self) -> u32 {
+        self.current.as_ref().map(ContainerRecord::attempt).unwrap_or(0)
+    }
+
+    pub fn is_running(&self) -> bool {
+        matches!(self.current.as_ref().map(|c| &c.state), Some(ContainerState::Running { .. }))
+    }
+
+    /// The exit code of the latest instance, when it has exited.
+    pub fn exit_code(&self) -> Option<i64> {
+        match self.current.as_ref().map(|c| &c.state) {
+            Some(ContainerState::Exited { exit_code, .. }) => Some(*exit_code),
+            _ => None,
+        }
+    }
+}
+
+pub fn time(t: &DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::Secs, true)
+}
+
+fn terminated(record: &ContainerRecord, message: Option<&str>) -> Option<Value> {
+    match &record.state {
+        ContainerState::Exited { exit_code, started_at, finished_at, oom_killed, error } => {
+            let reason = if *oom_killed {
+                "OOMKilled"
+            } else if !error.is_empty() {
+                "ContainerCannotRun"
+            } else if *exit_code == 0 {
+                "Completed"
+            } else {
+                "Error"
+            };
+            let mut t = json!({
+                "exitCode": exit_code,
+                "reason": reason,
+                "startedAt": started_at.as_ref().map(time),
+                "finishedAt": time(finished_at),
+                "containerID": format!("docker://{}", record.id),
+            });
+            let message = if error.is_empty() { message.unwrap_or("") } else { error.as_str() };
+            if !message.is_empty() {
+                t["message"] = message.into();
+            }
+            Some(t)
+        }
+        _ => None,
+    }
+}
+
+fn image_id(record: &ContainerRecord) -> String {
+    if record.image_id.is_empty() {
+        String::new()
+    } else {
+        format!("docker://{}", record.image_id)
+    }
+}
+
+/// A container's status entry (`containerStatuses[]`).
+pub fn container_status(view: &ContainerView, ready: bool) -> Value {
+    let state = match (&view.current, &view.waiting) {
+        (Some(record), _) if matches!(record.state, ContainerState::Running { .. }) => {
+            let ContainerState::Running { started_at } = &record.state else { unreachable!() };
+            json!({"running": {"startedAt": time(started_at)}})
+        }
+        (_, Some((reason, message))) => {
+            let mut waiting = json!({"reason": reason});
+            if !message.is_empty() {
+                waiting["message"] = message.clone().into();
+            }
+            json!({"waiting": waiting})
+        }
+        (Some(record), None) => match terminated(record, view.termination_message.as_deref()) {
+            Some(t) => json!({"terminated": t}),
+            None => json!({"waiting": {"reason": "ContainerCreating"}}),
+        },
+        (None, None) => json!({"waiting": {"reason": "ContainerCreating"}}),
+    };
+    // While waiting to restart, the last instance's end is the lastState.
+    let last = match (&view.waiting, &view.current) {
+        (Some(_), Some(current)) => terminated(current, view.termination_message.as_deref()),
+        _ => view.previous.as_ref().and_then(|p| terminated(p, None)),
+    };
+    let mut status = json!({
+        "name": view.name,
+        "image": view.image,
+        "imageID": view.current.as_ref().map(image_id).unwrap_or_default(),
+        "state": state,
+        "lastState": last.map(|t| json!({"terminated": t})).unwrap_or(json!({})),
+        "ready": ready,
+        "restartCount": view.restart_count(),
+        "started": view.is_running(),
+    });
+    if let Some(record) = &view.current {
+        status["containerID"] = format!("docker://{}", record.id).into();
+    }
+    status
+}
+
+/// Upstream's getPhase over the container views.
+pub fn phase(pod: &Pod, init: &[ContainerView], apps: &[ContainerView]) -> &'static str {
+    let restart_policy =
+        pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()).unwrap_or("Always");
+    let init_failed = init.iter().any(|v| v.exit_code().is_some_and(|c| c != 0));
+    if init_failed && restart_policy == "Never" {
+        return "Failed";
+    }
+    let init_pending = init.iter().any(|v| v.exit_code() != Some(0));
+    if init_pending {
+        return "Pending";
+    }
+    let (mut running, mut waiting, mut stopped, mut succeeded) = (0, 0, 0, 0);
+    for view in apps {
+        if view.is_running() {
+            running += 1;
+        } else if let Some(code) = view.exit_code() {
+            if view.waiting.is_some() {
+                // Waiting to restart after it ended.
+                stopped += 1;
+            } else {
+                stopped += 1;
+                if code == 0 {
+                    succeeded += 1;
+                }
+            }
+        } else {
+            waiting += 1;
+        }
+    }
+    if waiting > 0 {
+        return "Pending";
+    }
+    if running > 0 {
+        return "Running";
+    }
+    if stopped > 0 {
+        if restart_policy == "Always" {
+            return "Running";
+        }
+        if stopped == succeeded {
+            return "Succeeded";
+        }
+        if restart_policy == "Never" {
+            return "Failed";
+        }
+        return "Running";
+    }
+    "Pending"
+}
+
+fn condition(
+    previous: &Pod,
+    kind: &str,
+    ok: bool,
+    reason: Option<&str>,
+    message: Option<String>,
+) -> Value {
+    let status = if ok { "True" } else { "False" };
+    let old = previous
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == kind));
+    let transition = old
+        .filter(|c| c.status == status)
+        .and_then(|c| c.last_transition_time.as_ref())
+        .map(|t| t.0.to_string())
+        .unwrap_or_else(|| time(&Utc::now()));
+    let mut c = json!({
+        "type": kind,
+        "status": status,
+        "lastProbeTime": null,
+        "lastTransitionTime": transition,
+    });
+    if let Some(reason) = reason {
+        c["reason"] = reason.into();
+    }
+    if let Some(message) = message {
+        c["message"] = message.into();
+    }
+    c
+}
+
+/// Everything the status needs beyond the containers.
+pub struct PodFacts<'a> {
+    pub pod_ip: &'a str,
+    pub host_ip: &'a str,
+    pub sandbox_ready: bool,
+    pub start_time: &'a str,
+}
+
+/// The whole `status` of the pod.
+pub fn pod_status(
+    pod: &Pod,
+    facts: &PodFacts<'_>,
+    init: &[ContainerView],
+    apps: &[ContainerView],
+) -> Value {
+    let phase = phase(pod, init, apps);
+    let init_statuses: Vec<Value> =
+        init.iter().map(|v| container_status(v, v.exit_code() == Some(0))).collect();
+    // A running container is ready (readiness probes decide once they exist).
+    let app_statuses: Vec<Value> =
+        apps.iter().map(|v| container_status(v, v.is_running())).collect();
+    let unready: Vec<&str> =
+        apps.iter().filter(|v| !v.is_running()).map(|v| v.name.as_str()).collect();
+    let incomplete: Vec<&str> =
+        init.iter().filter(|v| v.exit_code() != Some(0)).map(|v| v.name.as_str()).collect();
+    let initialized = incomplete.is_empty() || phase == "Succeeded";
+    let ready = unready.is_empty() && phase == "Running";
+    let (ready_reason, ready_message) = if ready {
+        (None, None)
+    } else if phase == "Succeeded" || phase == "Failed" {
+        (Some("PodCompleted"), None)
+    } else {
+        (
+            Some("ContainersNotReady"),
+            Some(format!("containers with unready status: [{}]", unready.join(" "))),
+        )
+    };
+    let mut conditions = vec![
+        condition(pod, "PodReadyToStartContainers", facts.sandbox_ready, None, None),
+        if initialized {
+            let reason =
+                if phase == "Succeeded" && !init.is_empty() { Some("PodCompleted") } else { None };
+            condition(pod, "Initialized", true, reason, None)
+        } else {
+            condition(
+                pod,
+                "Initialized",
+                false,
+                Some("ContainersNotInitialized"),
+                Some(format!("containers with incomplete status: [{}]", incomplete.join(" "))),
+            )
+        },
+        condition(pod, "Ready", ready, ready_reason, ready_message.clone()),
+        condition(pod, "ContainersReady", ready, ready_reason, ready_message),
+    ];
+    let scheduled = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "PodScheduled"))
+        .and_then(|c| serde_json::to_value(c).ok())
+        .unwrap_or_else(|| condition(pod, "PodScheduled", true, None, None));
+    conditions.push(scheduled);
+    let mut status = json!({
+        "phase": phase,
+        "conditions": conditions,
+        "hostIP": facts.host_ip,
+        "hostIPs": [{"ip": facts.host_ip}],
+        "startTime": facts.start_time,
+        "containerStatuses": app_statuses,
+    });
+    if !facts.pod_ip.is_empty() {
+        status["podIP"] = facts.pod_ip.into();
+        status["podIPs"] = json!([{"ip": facts.pod_ip}]);
+    }
+    if !init_statuses.is_empty() {
+        status["initContainerStatuses"] = init_statuses.into();
+    }
+    if let Some(qos) = pod.status.as_ref().and_then(|s| s.qos_class.as_ref()) {
+        status["qosClass"] = qos.clone().into();
+    }
+    status
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn pod(restart: &str) -> Pod {
+        serde_json::from_value(json!({
+            "metadata": {"name": "p", "namespace": "default", "uid": "u"},
+            "spec": {"restartPolicy": restart, "containers": [{"name": "a", "image": "busybox"}]}
+        }))
+        .unwrap()
+    }
+
+    fn record(state: ContainerState, attempt: u32) -> ContainerRecord {
+        ContainerRecord {
+            id: format!("id{attempt}"),
+            labels: HashMap::from([(
+                crate::runtime::labels::ATTEMPT.to_string(),
+                attempt.to_string(),
+            )]),
+            state,
+            image: "busybox".into(),
+            image_id: "sha256:abc".into(),
+        }
+    }
+
+    fn exited(code: i64) -> ContainerState {
+        ContainerState::Exited {
+            exit_code: code,
+            started_at: Some(Utc::now()),
+            finished_at: Utc::now(),
+            oom_killed: false,
+            error: String::new(),
+        }
+    }
+
+    fn view(state: Option<ContainerState>) -> ContainerView {
+        ContainerView {
+            name: "a".into(),
+            image: "busybox".into(),
+            current: state.map(|s| record(s, 0)),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn phases_follow_upstream() {
+        let running = view(Some(ContainerState::Running { started_at: Utc::now() }));
+        assert_eq!(phase(&pod("Always"), &[], std::slice::from_ref(&running)), "Running");
+        assert_eq!(phase(&pod("Always"), &[], &[view(None)]), "Pending");
+        assert_eq!(phase(&pod("Never"), &[], &[view(Some(exited(0)))]), "Succeeded");
+        assert_eq!(phase(&pod("Never"), &[], &[view(Some(exited(1)))]), "Failed");
+        assert_eq!(phase(&pod("OnFailure"), &[], &[view(Some(exited(1)))]), "Running");
+        assert_eq!(phase(&pod("OnFailure"), &[], &[view(Some(exited(0)))]), "Succeeded");
+        assert_eq!(phase(&pod("Always"), &[], &[view(Some(exited(0)))]), "Running");
+        // An init container still running keeps the pod Pending.
+        assert_eq!(phase(&pod("Always"), std::slice::from_ref(&running), &[view(None)]), "Pending");
+        // A failed init container fails a Never pod.
+        assert_eq!(phase(&pod("Never"), &[view(Some(exited(2)))], &[view(None)]), "Failed");
+    }
+
+    #[test]
+    fn crash_loop_shows_waiting_with_the_last_termination() {
+        let mut v = view(None);
+        v.current = Some(record(exited(3), 2));
+        v.waiting = Some((
+            "CrashLoopBackOff".into(),
+            "back-off 20s restarting failed container=a pod=p_default(u)".into(),
+        ));
+        let s = container_status(&v, false);
+        assert_eq!(s["state"]["waiting"]["reason"], "CrashLoopBackOff");
+        assert_eq!(s["lastState"]["terminated"]["exitCode"], 3);
+        assert_eq!(s["lastState"]["terminated"]["reason"], "Error");
+        assert_eq!(s["restartCount"], 2);
+        assert_eq!(s["containerID"], "docker://id2");
+    }
+
+    #[test]
+    fn conditions_name_the_unready_containers() {
+        let p = pod("Always");
+        let facts = PodFacts {
+            pod_ip: "10.42.0.5",
+            host_ip: "127.0.0.1",
+            sandbox_ready: true,
+            start_time: "2026-01-01T00:00:00Z",
+        };
+        let s = pod_status(&p, &facts, &[], &[view(None)]);
+        let ready =
+            s["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Ready").unwrap();
+        assert_eq!(ready["status"], "False");
+        assert_eq!(ready["reason"], "ContainersNotReady");
+        assert_eq!(ready["message"], "containers with unready status: [a]");
+        assert_eq!(s["podIP"], "10.42.0.5");
+        assert_eq!(s["phase"], "Pending");
+    }
+}

@@ -1,0 +1,813 @@
+//! One pod's sync, in the manner of upstream's SyncPod: make sure its sandbox runs, run the
+//! init containers in order, then the app containers, restart the ones that ended as the
+//! restart policy says (with upstream's back-off), and report the status. A pod being
+//! deleted is stopped gracefully and its object removed.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use chrono::Utc;
+use k8s_openapi::api::core::v1::{Container, Pod, Secret};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
+use kube::Client;
+use serde_json::{json, Value};
+
+use super::spec::{self, pod_ref, Context, Lookup};
+use super::status::{self, ContainerView, PodFacts};
+use super::volumes;
+use crate::events::Recorder;
+use crate::runtime::{
+    labels, ContainerRecord, ContainerState, Credentials, PodRef, Runtime, SandboxSpec,
+};
+use crate::Config;
+
+const INITIAL_BACKOFF: Duration = Duration::from_secs(10);
+const MAX_BACKOFF: Duration = Duration::from_secs(300);
+
+/// Upstream's flowcontrol back-off: the first retry is at once, then 10 s doubling to 5 min;
+/// forgotten after twice the maximum without failures.
+#[derive(Default)]
+pub struct Backoff {
+    entries: HashMap<String, (Duration, Instant)>,
+}
+
+impl Backoff {
+    /// Whether `key` must still wait, counting from `since`.
+    pub fn waiting(&self, key: &str, since: Instant) -> Option<Duration> {
+        let (delay, _) = self.entries.get(key)?;
+        let elapsed = since.elapsed();
+        (elapsed < *delay).then_some(*delay)
+    }
+
+    /// Records a retry: the next one waits twice as long.
+    pub fn next(&mut self, key: &str) {
+        let now = Instant::now();
+        let entry = self.entries.entry(key.to_string()).or_insert((Duration::ZERO, now));
+        if now.duration_since(entry.1) > 2 * MAX_BACKOFF {
+            entry.0 = Duration::ZERO;
+        }
+        entry.0 = if entry.0.is_zero() { INITIAL_BACKOFF } else { (entry.0 * 2).min(MAX_BACKOFF) };
+        entry.1 = now;
+    }
+
+    pub fn delay(&self, key: &str) -> Duration {
+        self.entries.get(key).map(|e| e.0).unwrap_or(INITIAL_BACKOFF)
+    }
+}
+
+/// What a pod's worker keeps between syncs.
+pub struct PodState {
+    pub start_time: String,
+    pub crash_backoff: Backoff,
+    pub image_backoff: Backoff,
+    /// When each image pull last failed.
+    image_failures: HashMap<String, (Instant, String)>,
+    /// Events already recorded, so a sync repeated every second does not repeat them.
+    recorded: std::collections::HashSet<String>,
+    last_status: Option<Value>,
+}
+
+impl Default for PodState {
+    fn default() -> Self {
+        PodState {
+            start_time: status::time(&Utc::now()),
+            crash_backoff: Backoff::default(),
+            image_backoff: Backoff::default(),
+            image_failures: HashMap::new(),
+            recorded: Default::default(),
+            last_status: None,
+        }
+    }
+}
+
+/// What the worker does after a sync.
+#[derive(Debug, PartialEq)]
+pub enum Next {
+    /// Sync again after this long (or sooner when something changes).
+    After(Duration),
+    /// The pod is gone: the worker ends.
+    Done,
+}
+
+pub struct Syncer {
+    pub client: Client,
+    pub runtime: Arc<dyn Runtime>,
+    pub config: Arc<Config>,
+    pub recorder: Recorder,
+}
+
+fn latest<'a>(
+    records: &'a [ContainerRecord],
+    name: &str,
+) -> (Option<&'a ContainerRecord>, Option<&'a ContainerRecord>) {
+    let mut mine: Vec<&ContainerRecord> = records
+        .iter()
+        .filter(|r| !r.is_sandbox() && r.label(labels::CONTAINER_NAME) == name)
+        .collect();
+    mine.sort_by_key(|r| r.attempt());
+    let current = mine.pop();
+    (current, mine.pop())
+}
+
+fn finished_at(record: &ContainerRecord) -> Option<chrono::DateTime<Utc>> {
+    match &record.state {
+        ContainerState::Exited { finished_at, .. } => Some(*finished_at),
+        _ => None,
+    }
+}
+
+/// An Instant as long ago as the given wall-clock time.
+fn instant_of(t: chrono::DateTime<Utc>) -> Instant {
+    let ago = (Utc::now() - t).to_std().unwrap_or_default();
+    Instant::now().checked_sub(ago).unwrap_or_else(Instant::now)
+}
+
+fn should_restart(policy: &str, exit_code: i64) -> bool {
+    match policy {
+        "Never" => false,
+        "OnFailure" => exit_code != 0,
+        _ => true,
+    }
+}
+
+impl Syncer {
+    fn node(&self) -> &str {
+        &self.config.node_name
+    }
+
+    async fn records(&self, uid: &str) -> Vec<ContainerRecord> {
+        match self.runtime.list(self.node(), Some(uid)).await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!(error = %e, uid, "cannot list the pod's containers");
+                Vec::new()
+            }
+        }
+    }
+
+    /// Stops every container of the pod (app containers gracefully, then the sandbox) and
+    /// removes them with the pod's volumes.
+    pub async fn kill(&self, pod: Option<&Pod>, uid: &str, grace: Duration) {
+        let records = self.records(uid).await;
+        let mut stops = Vec::new();
+        for record in records.iter().filter(|r| !r.is_sandbox()) {
+            if matches!(record.state, ContainerState::Running { .. }) {
+                if let Some(pod) = pod {
+                    let name = record.label(labels::CONTAINER_NAME).to_string();
+                    self.recorder
+                        .pod_event(pod, "Normal", "Killing", &format!("Stopping container {name}"))
+                        .await;
+                }
+                let runtime = self.runtime.clone();
+                let id = record.id.clone();
+                stops.push(tokio::spawn(async move { runtime.stop_container(&id, grace).await }));
+            }
+        }
+        for stop in stops {
+            let _ = stop.await;
+        }
+        for record in records.iter().filter(|r| r.is_sandbox()) {
+            let _ = self.runtime.stop_container(&record.id, Duration::ZERO).await;
+        }
+        for record in &records {
+            let _ = self.runtime.remove_container(&record.id).await;
+        }
+        volumes::clean_up(&self.config.root_dir, uid);
+    }
+
+    /// The credentials of the pod's imagePullSecrets for the image's registry.
+    async fn credentials(&self, pod: &Pod, image: &str) -> Option<Credentials> {
+        let namespace = pod.metadata.namespace.as_deref()?;
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), namespace);
+        let registry = image.split('/').next().filter(|r| r.contains('.') || r.contains(':'));
+        let registry = registry.unwrap_or("docker.io");
+        for reference in pod.spec.as_ref()?.image_pull_secrets.iter().flatten() {
+            let Ok(Some(secret)) = secrets.get_opt(&reference.name).await else { continue };
+            let Some(data) = secret.data.as_ref().and_then(|d| d.get(".dockerconfigjson")) else {
+                continue;
+            };
+            let Ok(config) = serde_json::from_slice::<Value>(&data.0) else { continue };
+            for (server, entry) in config["auths"].as_object().into_iter().flatten() {
+                let host = server.trim_start_matches("https://").trim_start_matches("http://");
+                let host = host.split('/').next().unwrap_or("");
+                let matches =
+                    host == registry || (registry == "docker.io" && host.contains("docker.io"));
+                if matches {
+                    return Some(Credentials {
+                        username: entry["username"].as_str().map(str::to_string),
+                        password: entry["password"].as_str().map(str::to_string),
+                        auth: entry["auth"].as_str().map(str::to_string),
+                        server: Some(server.clone()),
+                    });
+                }
+            }
+        }
+        None
+    }
+
+    /// Makes sure the container's image is there, as its pull policy says; else the waiting
+    /// reason and message.
+    async fn ensure_image(
+        &self,
+        pod: &Pod,
+        container: &Container,
+        state: &mut PodState,
+    ) -> Result<(), (String, String)> {
+        let image = container.image.clone().unwrap_or_default();
+        let tag_latest =
+            !image.rsplit('/').next().unwrap_or("").contains(':') || image.ends_with(":latest");
+        let policy = container.image_pull_policy.clone().unwrap_or_else(|| {
+            if tag_latest {
+                "Always".into()
+            } else {
+                "IfNotPresent".into()
+            }
+        });
+        let present = self.runtime.image_present(&image).await.unwrap_or(false);
+        let event_key = |what: &str| format!("{what}/{}/{image}", container.name);
+        match policy.as_str() {
+            "Never" if !present => {
+                let message =
+                    format!("Container image \"{image}\" is not present with pull policy of Never");
+                if state.recorded.insert(event_key("never")) {
+                    self.recorder.pod_event(pod, "Warning", "ErrImageNeverPull", &message).await;
+                }
+                return Err(("ErrImageNeverPull".into(), message));
+            }
+            "Never" | "IfNotPresent" if present => {
+                if state.recorded.insert(event_key("present")) {
+                    self.recorder
+                        .pod_event(
+                            pod,
+                            "Normal",
+                            "Pulled",
+                            &format!("Container image \"{image}\" already present on machine"),
+                        )
+                        .await;
+                }
+                return Ok(());
+            }
+            _ => {}
+        }
+        if let Some((failed_at, _)) = state.image_failures.get(&image) {
+            if state.image_backoff.waiting(&image, *failed_at).is_some() {
+                return Err((
+                    "ImagePullBackOff".into(),
+                    format!("Back-off pulling image \"{image}\""),
+                ));
+            }
+        }
+        self.recorder
+            .pod_event(pod, "Normal", "Pulling", &format!("Pulling image \"{image}\""))
+            .await;
+        let started = Instant::now();
+        let credentials = self.credentials(pod, &image).await;
+        match self.runtime.pull_image(&image, credentials).await {
+            Ok(()) => {
+                state.image_failures.remove(&image);
+                self.recorder
+                    .pod_event(
+                        pod,
+                        "Normal",
+                        "Pulled",
+                        &format!(
+                            "Successfully pulled image \"{image}\" in {:.3}s",
+                            started.elapsed().as_secs_f64()
+                        ),
+                    )
+                    .await;
+                Ok(())
+            }
+            Err(e) => {
+                let message = format!("Failed to pull image \"{image}\": {e}");
+                self.recorder.pod_event(pod, "Warning", "Failed", &message).await;
+                self.recorder.pod_event(pod, "Warning", "Failed", "Error: ErrImagePull").await;
+                state.image_backoff.next(&image);
+                state.image_failures.insert(image.clone(), (Instant::now(), message.clone()));
+                Err(("ErrImagePull".into(), message))
+            }
+        }
+    }
+
+    /// Starts one container (a new attempt); on failure, the waiting reason.
+    #[allow(clippy::too_many_arguments)]
+    async fn start(
+        &self,
+        pod: &Pod,
+        container: &Container,
+        init: bool,
+        attempt: u32,
+        sandbox_id: &str,
+        lookup: &mut Lookup<'_>,
+        ctx: &Context<'_>,
+        state: &mut PodState,
+    ) -> Result<(), (String, String)> {
+        self.ensure_image(pod, container, state).await?;
+        let mut spec = spec::container_spec(pod, container, init, attempt, lookup, ctx)
+            .await
+            .map_err(|e| ("CreateContainerConfigError".to_string(), e.0))?;
+        // The termination message file is the node's, so it outlives the container.
+        if let Some(path) = spec.termination_message_path.clone() {
+            let host = termination_log(&self.config, pod, &container.name, attempt);
+            let made = match host.parent() {
+                Some(dir) => std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&host, b"")),
+                None => Ok(()),
+            };
+            if let Err(e) = made {
+                return Err((
+                    "CreateContainerError".into(),
+                    format!("cannot create {}: {e}", host.display()),
+                ));
+            }
+            spec.binds.push(format!("{}:{path}", host.display()));
+        }
+        let share_pid = pod.spec.as_ref().and_then(|s| s.share_process_namespace).unwrap_or(false);
+        let id =
+            match self.runtime.create_container(self.node(), sandbox_id, share_pid, &spec).await {
+                Ok(id) => id,
+                Err(e) => {
+                    let message = e.to_string();
+                    self.recorder
+                        .pod_event(pod, "Warning", "Failed", &format!("Error: {message}"))
+                        .await;
+                    return Err(("CreateContainerError".into(), message));
+                }
+            };
+        self.recorder
+            .pod_event(pod, "Normal", "Created", &format!("Created container {}", container.name))
+            .await;
+        if let Err(e) = self.runtime.start_container(&id).await {
+            let message = e.to_string();
+            self.recorder.pod_event(pod, "Warning", "Failed", &format!("Error: {message}")).await;
+            // The container exists and has exited: its status shows the error.
+            return Ok(());
+        }
+        self.recorder
+            .pod_event(pod, "Normal", "Started", &format!("Started container {}", container.name))
+            .await;
+        Ok(())
+    }
+
+    /// Makes the pod's sandbox run; its id and IP.
+    async fn sandbox(
+        &self,
+        pod: &Pod,
+        records: &[ContainerRecord],
+    ) -> anyhow::Result<(String, String, bool)> {
+        let mut sandboxes: Vec<&ContainerRecord> =
+            records.iter().filter(|r| r.is_sandbox()).collect();
+        sandboxes.sort_by_key(|r| r.attempt());
+        let latest = sandboxes.last();
+        if let Some(sandbox) = latest.filter(|s| matches!(s.state, ContainerState::Running { .. }))
+        {
+            let host_network = pod.spec.as_ref().and_then(|s| s.host_network).unwrap_or(false);
+            let ip = if host_network {
+                String::new()
+            } else {
+                self.runtime.sandbox_ip(&sandbox.id).await?
+            };
+            return Ok((sandbox.id.clone(), ip, false));
+        }
+        // A new sandbox: whatever ran in the old one must go (upstream kills the pod).
+        let attempt = latest.map(|s| s.attempt() + 1).unwrap_or(0);
+        for record in records.iter().filter(|r| matches!(r.state, ContainerState::Running { .. })) {
+            let _ = self.runtime.stop_container(&record.id, Duration::from_secs(2)).await;
+        }
+        let spec = sandbox_spec(pod, attempt, &self.config);
+        let (id, ip) = self.runtime.run_sandbox(self.node(), &spec).await?;
+        Ok((id, ip, true))
+    }
+
+    /// One sync of a live pod.
+    pub async fn sync(&self, pod: &Pod, state: &mut PodState) -> Next {
+        let uid = pod.metadata.uid.clone().unwrap_or_default();
+        if pod.metadata.deletion_timestamp.is_some() {
+            let grace = pod
+                .metadata
+                .deletion_grace_period_seconds
+                .or_else(|| pod.spec.as_ref().and_then(|s| s.termination_grace_period_seconds))
+                .unwrap_or(30)
+                .max(0) as u64;
+            self.kill(Some(pod), &uid, Duration::from_secs(grace)).await;
+            self.delete_object(pod).await;
+            return Next::Done;
+        }
+        let terminal = matches!(
+            pod.status.as_ref().and_then(|s| s.phase.as_deref()),
+            Some("Succeeded" | "Failed")
+        );
+        let records = self.records(&uid).await;
+        let host_ip = self.config.node_ip.to_string();
+        let host_network = pod.spec.as_ref().and_then(|s| s.host_network).unwrap_or(false);
+        let spec = pod.spec.clone().unwrap_or_default();
+        let restart_policy = spec.restart_policy.clone().unwrap_or_else(|| "Always".into());
+        if terminal {
+            // Nothing runs again; the sandbox is no longer needed. Containers stay for logs.
+            for record in records
+                .iter()
+                .filter(|r| r.is_sandbox() && matches!(r.state, ContainerState::Running { .. }))
+            {
+                let _ = self.runtime.stop_container(&record.id, Duration::ZERO).await;
+            }
+            return Next::After(Duration::from_secs(30));
+        }
+        let (sandbox_id, sandbox_ip, fresh) = match self.sandbox(pod, &records).await {
+            Ok(s) => s,
+            Err(e) => {
+                let message = format!("Failed to create pod sandbox: {e}");
+                if state.recorded.insert(format!("sandbox/{message}")) {
+                    self.recorder
+                        .pod_event(pod, "Warning", "FailedCreatePodSandBox", &message)
+                        .await;
+                }
+                return Next::After(Duration::from_secs(2));
+            }
+        };
+        let records = if fresh { self.records(&uid).await } else { records };
+        let pod_ip = if host_network { host_ip.clone() } else { sandbox_ip };
+        let mut lookup =
+            Lookup::new(&self.client, pod.metadata.namespace.as_deref().unwrap_or("default"));
+        let service_env = if spec.enable_service_links.unwrap_or(true) {
+            spec::service_env(&self.client, &lookup.namespace).await
+        } else {
+            Vec::new()
+        };
+        let volumes = match volumes::prepare(
+            &self.config.root_dir,
+            pod,
+            &mut lookup,
+            &pod_ip,
+            &host_ip,
+        )
+        .await
+        {
+            Ok(v) => v,
+            Err(e) => {
+                if state.recorded.insert(format!("mount/{}", e.0)) {
+                    self.recorder.pod_event(pod, "Warning", "FailedMount", &e.0).await;
+                }
+                Default::default()
+            }
+        };
+        let ctx = Context {
+            pod_ip: &pod_ip,
+            host_ip: &host_ip,
+            service_env: &service_env,
+            node_allocatable: &self.config.allocatable,
+            volumes: &volumes,
+        };
+        let pod_key = format!(
+            "{}_{}({uid})",
+            pod.metadata.name.as_deref().unwrap_or(""),
+            pod.metadata.namespace.as_deref().unwrap_or("")
+        );
+        let mut busy = false;
+
+        // Init containers, one at a time, in order.
+        let mut init_views = Vec::new();
+        let mut init_done = true;
+        for container in spec.init_containers.iter().flatten() {
+            let (current, previous) = latest(&records, &container.name);
+            let mut view = ContainerView {
+                name: container.name.clone(),
+                image: container.image.clone().unwrap_or_default(),
+                current: current.cloned(),
+                previous: previous.cloned(),
+                ..Default::default()
+            };
+            if !init_done {
+                view.waiting = Some(("PodInitializing".into(), String::new()));
+                init_views.push(view);
+                continue;
+            }
+            match current.map(|c| &c.state) {
+                Some(ContainerState::Exited { exit_code: 0, .. }) => {}
+                Some(ContainerState::Running { .. }) => {
+                    init_done = false;
+                    busy = true;
+                }
+                other => {
+                    init_done = false;
+                    let failed = matches!(other, Some(ContainerState::Exited { .. }));
+                    if failed && restart_policy == "Never" {
+                        init_views.push(view);
+                        continue;
+                    }
+                    busy = true;
+                    let attempt = current.map(|c| c.attempt() + 1).unwrap_or(0);
+                    let key = format!("init/{}", container.name);
+                    if let Some(delay) = current
+                        .and_then(finished_at)
+                        .and_then(|t| state.crash_backoff.waiting(&key, instant_of(t)))
+                    {
+                        view.waiting = Some((
+                            "CrashLoopBackOff".into(),
+                            format!(
+                                "back-off {}s restarting failed container={} pod={pod_key}",
+                                delay.as_secs(),
+                                container.name
+                            ),
+                        ));
+                    } else {
+                        if failed {
+                            state.crash_backoff.next(&key);
+                        }
+                        if let Err(waiting) = self
+                            .start(
+                                pod,
+                                container,
+                                true,
+                                attempt,
+                                &sandbox_id,
+                                &mut lookup,
+                                &ctx,
+                                state,
+                            )
+                            .await
+                        {
+                            view.waiting = Some(waiting);
+                        } else {
+                            view.current = self
+                                .records(&uid)
+                                .await
+                                .iter()
+                                .find(|r| {
+                                    r.label(labels::CONTAINER_NAME) == container.name
+                                        && r.attempt() == attempt
+                                })
+                                .cloned();
+                            view.previous = current.cloned();
+                        }
+                    }
+                }
+            }
+            init_views.push(view);
+        }
+
+        // App containers.
+        let mut app_views = Vec::new();
+        for container in &spec.containers {
+            let (current, previous) = latest(&records, &container.name);
+            let mut view = ContainerView {
+                name: container.name.clone(),
+                image: container.image.clone().unwrap_or_default(),
+                current: current.cloned(),
+                previous: previous.cloned(),
+                ..Default::default()
+            };
+            if !init_done {
+                view.waiting = Some(("PodInitializing".into(), String::new()));
+                app_views.push(view);
+                continue;
+            }
+            let start_attempt = match current.map(|c| &c.state) {
+                Some(ContainerState::Running { .. }) => None,
+                Some(ContainerState::Exited { exit_code, .. }) => {
+                    should_restart(&restart_policy, *exit_code)
+                        .then(|| current.map(|c| c.attempt() + 1).unwrap_or(0))
+                }
+                // Made but not started, or not made yet.
+                Some(ContainerState::Created) => {
+                    if let Some(c) = current {
+                        let _ = self.runtime.remove_container(&c.id).await;
+                    }
+                    Some(current.map(|c| c.attempt()).unwrap_or(0))
+                }
+                None => Some(0),
+            };
+            if let Some(attempt) = start_attempt {
+                busy = true;
+                let key = container.name.clone();
+                let after_exit = current.and_then(finished_at);
+                if let Some(delay) =
+                    after_exit.and_then(|t| state.crash_backoff.waiting(&key, instant_of(t)))
+                {
+                    let message = format!(
+                        "back-off {}s restarting failed container={} pod={pod_key}",
+                        delay.as_secs(),
+                        container.name
+                    );
+                    if state.recorded.insert(format!("backoff/{}/{attempt}", container.name)) {
+                        self.recorder
+                            .pod_event(
+                                pod,
+                                "Warning",
+                                "BackOff",
+                                &format!(
+                                    "Back-off restarting failed container {} in pod {pod_key}",
+                                    container.name
+                                ),
+                            )
+                            .await;
+                    }
+                    view.waiting = Some(("CrashLoopBackOff".into(), message));
+                } else {
+                    if after_exit.is_some() {
+                        state.crash_backoff.next(&key);
+                    }
+                    match self
+                        .start(
+                            pod,
+                            container,
+                            false,
+                            attempt,
+                            &sandbox_id,
+                            &mut lookup,
+                            &ctx,
+                            state,
+                        )
+                        .await
+                    {
+                        Err(waiting) => view.waiting = Some(waiting),
+                        Ok(()) => {
+                            let fresh = self.records(&uid).await;
+                            view.current = fresh
+                                .iter()
+                                .find(|r| {
+                                    !r.is_sandbox()
+                                        && r.label(labels::CONTAINER_NAME) == container.name
+                                        && r.attempt() == attempt
+                                })
+                                .cloned();
+                            if current.map(|c| c.attempt()) != Some(attempt) {
+                                view.previous = current.cloned();
+                            }
+                        }
+                    }
+                }
+            }
+            if let Some(record) =
+                view.current.as_ref().filter(|r| matches!(r.state, ContainerState::Exited { .. }))
+            {
+                let path = termination_log(&self.config, pod, &container.name, record.attempt());
+                if let Ok(bytes) = std::fs::read(&path) {
+                    // Upstream keeps at most 4096 bytes of it.
+                    let text =
+                        String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]).into_owned();
+                    view.termination_message = (!text.is_empty()).then_some(text);
+                }
+            }
+            app_views.push(view);
+        }
+
+        let facts = PodFacts {
+            pod_ip: &pod_ip,
+            host_ip: &host_ip,
+            sandbox_ready: true,
+            start_time: &state.start_time,
+        };
+        let status = status::pod_status(pod, &facts, &init_views, &app_views);
+        let phase = status["phase"].as_str().unwrap_or("").to_string();
+        self.report(pod, status, state).await;
+        if phase == "Succeeded" || phase == "Failed" {
+            // Stop the sandbox now that nothing will run again.
+            let _ = self.runtime.stop_container(&sandbox_id, Duration::ZERO).await;
+        }
+        Next::After(if busy { Duration::from_secs(1) } else { Duration::from_secs(5) })
+    }
+
+    /// Patches the pod's status when it changed.
+    async fn report(&self, pod: &Pod, status: Value, state: &mut PodState) {
+        if state.last_status.as_ref() == Some(&status) {
+            return;
+        }
+        let pods: Api<Pod> = Api::namespaced(
+            self.client.clone(),
+            pod.metadata.namespace.as_deref().unwrap_or("default"),
+        );
+        let name = pod.metadata.name.as_deref().unwrap_or("");
+        // Upstream's kubelet patches with the pod's uid as a precondition.
+        let patch = json!({"metadata": {"uid": pod.metadata.uid}, "status": status});
+        match pods.patch_status(name, &PatchParams::default(), &Patch::Strategic(&patch)).await {
+            Ok(_) => state.last_status = Some(status),
+            Err(e) => tracing::debug!(pod = name, error = %e, "cannot update the pod status"),
+        }
+    }
+
+    /// The final delete of a pod whose containers are gone (grace period 0, same uid).
+    async fn delete_object(&self, pod: &Pod) {
+        let pods: Api<Pod> = Api::namespaced(
+            self.client.clone(),
+            pod.metadata.namespace.as_deref().unwrap_or("default"),
+        );
+        let params = DeleteParams {
+            grace_period_seconds: Some(0),
+            preconditions: Some(Preconditions {
+                uid: pod.metadata.uid.clone(),
+                resource_version: None,
+            }),
+            ..Default::default()
+        };
+        if let Err(e) = pods.delete(pod.metadata.name.as_deref().unwrap_or(""), &params).await {
+            tracing::debug!(error = %e, "final delete of the pod");
+        }
+    }
+}
+
+/// What the runtime needs for the pod's sandbox.
+pub fn sandbox_spec(pod: &Pod, attempt: u32, config: &Config) -> SandboxSpec {
+    let spec = pod.spec.clone().unwrap_or_default();
+    let name = pod.metadata.name.clone().unwrap_or_default();
+    let hostname = spec
+        .hostname
+        .clone()
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| name.chars().take(63).collect());
+    let mut port_mappings = Vec::new();
+    for container in &spec.containers {
+        for port in container.ports.iter().flatten() {
+            if let Some(host_port) = port.host_port.filter(|p| *p > 0) {
+                port_mappings.push((
+                    port.protocol.clone().unwrap_or_else(|| "TCP".into()).to_lowercase(),
+                    port.container_port as u16,
+                    port.host_ip.clone().unwrap_or_default(),
+                    host_port as u16,
+                ));
+            }
+        }
+    }
+    let mut dns_servers = Vec::new();
+    let mut dns_searches = Vec::new();
+    let mut dns_options = Vec::new();
+    if let Some(dns) = &spec.dns_config {
+        dns_servers.extend(dns.nameservers.iter().flatten().cloned());
+        dns_searches.extend(dns.searches.iter().flatten().cloned());
+        for o in dns.options.iter().flatten() {
+            let name = o.name.clone().unwrap_or_default();
+            dns_options.push(match &o.value {
+                Some(v) => format!("{name}:{v}"),
+                None => name,
+            });
+        }
+    }
+    let extra_hosts = spec
+        .host_aliases
+        .iter()
+        .flatten()
+        .flat_map(|a| a.hostnames.iter().flatten().map(move |h| format!("{h}:{}", a.ip)))
+        .collect();
+    let _ = config;
+    SandboxSpec {
+        pod: pod_ref(pod),
+        attempt,
+        hostname,
+        host_network: spec.host_network.unwrap_or(false),
+        share_pid: spec.share_process_namespace.unwrap_or(false),
+        port_mappings,
+        dns_servers,
+        dns_searches,
+        dns_options,
+        extra_hosts,
+    }
+}
+
+/// Where a container's termination message lives on the node.
+fn termination_log(config: &Config, pod: &Pod, container: &str, attempt: u32) -> PathBuf {
+    pods_dir(config)
+        .join(pod.metadata.uid.as_deref().unwrap_or("unknown"))
+        .join("containers")
+        .join(container)
+        .join(format!("{attempt}.termination-log"))
+}
+
+/// The pod's uid, namespace and name.
+pub fn reference(pod: &Pod) -> PodRef {
+    pod_ref(pod)
+}
+
+/// Where this kubelet keeps pod data.
+pub fn pods_dir(config: &Config) -> PathBuf {
+    config.root_dir.join("pods")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_from_ten_seconds_to_five_minutes() {
+        let mut b = Backoff::default();
+        assert!(b.waiting("c", Instant::now()).is_none(), "the first restart is at once");
+        b.next("c");
+        assert_eq!(b.delay("c"), Duration::from_secs(10));
+        assert!(b.waiting("c", Instant::now()).is_some());
+        b.next("c");
+        assert_eq!(b.delay("c"), Duration::from_secs(20));
+        for _ in 0..10 {
+            b.next("c");
+        }
+        assert_eq!(b.delay("c"), MAX_BACKOFF);
+        let long_ago = Instant::now().checked_sub(Duration::from_secs(400)).unwrap();
+        assert!(b.waiting("c", long_ago).is_none());
+    }
+
+    #[test]
+    fn restart_policies() {
+        assert!(should_restart("Always", 0));
+        assert!(should_restart("OnFailure", 1));
+        assert!(!should_restart("OnFailure", 0));
+        assert!(!should_restart("Never", 1));
+    }
+}

@@ -1,0 +1,508 @@
+//! The Docker runtime, through bollard: sandboxes are containers of the kubelet's pause
+//! image on a bridge network with the node's pod CIDR; a pod's containers join the sandbox's
+//! network and IPC (and with `shareProcessNamespace`, PID) namespaces.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bollard::models::{
+    ContainerCreateBody, EndpointSettings, HostConfig, Ipam, IpamConfig, NetworkCreateRequest,
+    NetworkingConfig, PortBinding,
+};
+use bollard::query_parameters::{
+    CreateContainerOptions, CreateImageOptions, ListContainersOptions, ListImagesOptions,
+    LogsOptions, RemoveContainerOptions, StopContainerOptions,
+};
+use bollard::Docker;
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use futures::stream::BoxStream;
+use futures::{StreamExt, TryStreamExt};
+
+use super::{
+    labels, pause, ContainerRecord, ContainerSpec, ContainerState, Credentials, ExecSession,
+    ImageRecord, LogOptions, Result, Runtime, RuntimeError, SandboxSpec,
+};
+
+pub struct DockerRuntime {
+    docker: Docker,
+}
+
+fn err(e: bollard::errors::Error) -> RuntimeError {
+    RuntimeError::Other(e.to_string())
+}
+
+fn is_not_found(e: &bollard::errors::Error) -> bool {
+    matches!(e, bollard::errors::Error::DockerResponseServerError { status_code: 404, .. })
+}
+
+/// The Docker network holding the pods of `node`.
+pub fn network_name(node: &str) -> String {
+    format!("rkube-{node}")
+}
+
+fn parse_time(text: Option<&str>) -> Option<DateTime<Utc>> {
+    text.and_then(|t| DateTime::parse_from_rfc3339(t).ok())
+        .map(|t| t.with_timezone(&Utc))
+        .filter(|t| t.timestamp() > 0)
+}
+
+impl DockerRuntime {
+    /// Connects to the local engine (`DOCKER_HOST` or the default socket) and agrees on an
+    /// API version with it.
+    pub async fn connect() -> Result<DockerRuntime> {
+        let docker = Docker::connect_with_local_defaults().map_err(err)?;
+        let docker = docker
+            .negotiate_version()
+            .await
+            .map_err(|e| RuntimeError::Other(format!("cannot reach the Docker engine: {e}")))?;
+        docker
+            .ping()
+            .await
+            .map_err(|e| RuntimeError::Other(format!("cannot reach the Docker engine: {e}")))?;
+        Ok(DockerRuntime { docker })
+    }
+
+    /// Makes the pause image from the program in [`pause`] unless it is there already.
+    pub async fn ensure_pause_image(&self) -> Result<()> {
+        if self.image_present(pause::IMAGE).await? {
+            return Ok(());
+        }
+        let program = pause::program().ok_or_else(|| {
+            RuntimeError::Other(format!(
+                "no pause program for this architecture ({})",
+                std::env::consts::ARCH
+            ))
+        })?;
+        let tar = pause::rootfs_tar(&program);
+        let (repo, tag) = pause::IMAGE.split_once(':').unwrap_or((pause::IMAGE, "latest"));
+        let options = CreateImageOptions {
+            from_src: Some("-".into()),
+            repo: Some(repo.into()),
+            tag: Some(tag.into()),
+            changes: vec![format!("ENTRYPOINT [\"{}\"]", pause::COMMAND)],
+            ..Default::default()
+        };
+        let mut progress = self.docker.create_image(
+            Some(options),
+            Some(bollard::body_full(Bytes::from(tar))),
+            None,
+        );
+        while let Some(step) = progress.next().await {
+            step.map_err(err)?;
+        }
+        Ok(())
+    }
+
+    fn record(inspect: bollard::models::ContainerInspectResponse) -> ContainerRecord {
+        // A container that never started has no finish time: its creation stands in.
+        let created = parse_time(inspect.created.as_deref()).unwrap_or_default();
+        let state = inspect.state.unwrap_or_default();
+        let started_at = parse_time(state.started_at.as_deref());
+        let status = state.status.map(|s| s.to_string()).unwrap_or_default();
+        let state = if state.running == Some(true) {
+            ContainerState::Running { started_at: started_at.unwrap_or_else(Utc::now) }
+        } else if status == "created" && state.error.as_deref().unwrap_or("").is_empty() {
+            ContainerState::Created
+        } else {
+            ContainerState::Exited {
+                // A container that could not start has no exit code of its own.
+                exit_code: match state.exit_code.unwrap_or(0) {
+                    0 if !state.error.as_deref().unwrap_or("").is_empty() => 128,
+                    code => code,
+                },
+                started_at,
+                finished_at: parse_time(state.finished_at.as_deref()).unwrap_or(created),
+                oom_killed: state.oom_killed.unwrap_or(false),
+                error: state.error.unwrap_or_default(),
+            }
+        };
+        let config = inspect.config.unwrap_or_default();
+        ContainerRecord {
+            id: inspect.id.unwrap_or_default(),
+            labels: config.labels.unwrap_or_default(),
+            state,
+            image: config.image.unwrap_or_default(),
+            image_id: inspect.image.unwrap_or_default(),
+        }
+    }
+
+    fn base_labels(node: &str, pod: &super::PodRef) -> HashMap<String, String> {
+        HashMap::from([
+            (labels::NODE.to_string(), node.to_string()),
+            (labels::POD_UID.to_string(), pod.uid.clone()),
+            (labels::POD_NAME.to_string(), pod.name.clone()),
+            (labels::POD_NAMESPACE.to_string(), pod.namespace.clone()),
+        ])
+    }
+}
+
+#[async_trait]
+impl Runtime for DockerRuntime {
+    async fn version(&self) -> Result<String> {
+        let version = self.docker.version().await.map_err(err)?;
+        Ok(format!("docker://{}", version.version.unwrap_or_default()))
+    }
+
+    async fn ensure_network(&self, node: &str, cidr: &str) -> Result<()> {
+        let name = network_name(node);
+        match self.docker.inspect_network(&name, None).await {
+            Ok(existing) => {
+                let subnet = existing
+                    .ipam
+                    .and_then(|i| i.config)
+                    .and_then(|c| c.into_iter().next())
+                    .and_then(|c| c.subnet)
+                    .unwrap_or_default();
+                if subnet == cidr {
+                    return Ok(());
+                }
+                // The node's CIDR changed (a new cluster): the old network must go.
+                self.docker.remove_network(&name).await.map_err(err)?;
+            }
+            Err(e) if is_not_found(&e) => {}
+            Err(e) => return Err(err(e)),
+        }
+        let gateway = crate::net::first_host(cidr)
+            .ok_or_else(|| RuntimeError::Other(format!("invalid pod CIDR {cidr:?}")))?;
+        self.docker
+            .create_network(NetworkCreateRequest {
+                name,
+                driver: Some("bridge".into()),
+                ipam: Some(Ipam {
+                    config: Some(vec![IpamConfig {
+                        subnet: Some(cidr.into()),
+                        gateway: Some(gateway.to_string()),
+                        ..Default::default()
+                    }]),
+                    ..Default::default()
+                }),
+                labels: Some(HashMap::from([(labels::NODE.to_string(), node.to_string())])),
+                ..Default::default()
+            })
+            .await
+            .map_err(|e| RuntimeError::Other(format!("cannot create the pod network: {e}")))?;
+        Ok(())
+    }
+
+    async fn list(&self, node: &str, pod_uid: Option<&str>) -> Result<Vec<ContainerRecord>> {
+        let mut wanted = vec![format!("{}={node}", labels::NODE)];
+        if let Some(uid) = pod_uid {
+            wanted.push(format!("{}={uid}", labels::POD_UID));
+        }
+        let filters = HashMap::from([("label".to_string(), wanted)]);
+        let summaries = self
+            .docker
+            .list_containers(Some(ListContainersOptions {
+                all: true,
+                filters: Some(filters),
+                ..Default::default()
+            }))
+            .await
+            .map_err(err)?;
+        let mut records = Vec::with_capacity(summaries.len());
+        for summary in summaries {
+            let Some(id) = summary.id else { continue };
+            match self.inspect(&id).await {
+                Ok(record) => records.push(record),
+                // Removed between the list and the inspect.
+                Err(RuntimeError::ImageNotFound(_)) => {}
+                Err(e) => {
+                    if !e.to_string().contains("No such container") {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+        Ok(records)
+    }
+
+    fn container_events(&self, node: &str) -> BoxStream<'static, String> {
+        let filters = HashMap::from([
+            ("type".to_string(), vec!["container".to_string()]),
+            ("label".to_string(), vec![format!("{}={node}", labels::NODE)]),
+        ]);
+        let options = bollard::query_parameters::EventsOptions {
+            filters: Some(filters),
+            ..Default::default()
+        };
+        self.docker
+            .events(Some(options))
+            .filter_map(|event| async move {
+                let event = event.ok()?;
+                let attributes = event.actor?.attributes?;
+                attributes.get(labels::POD_UID).cloned()
+            })
+            .boxed()
+    }
+
+    async fn inspect(&self, id: &str) -> Result<ContainerRecord> {
+        let inspect = self.docker.inspect_container(id, None).await.map_err(err)?;
+        Ok(Self::record(inspect))
+    }
+
+    async fn run_sandbox(&self, node: &str, spec: &SandboxSpec) -> Result<(String, String)> {
+        let mut labels = Self::base_labels(node, &spec.pod);
+        labels.insert(labels::TYPE.into(), "podsandbox".into());
+        labels.insert(labels::ATTEMPT.into(), spec.attempt.to_string());
+        let mut port_bindings: HashMap<String, Option<Vec<PortBinding>>> = HashMap::new();
+        for (protocol, container_port, host_ip, host_port) in &spec.port_mappings {
+            port_bindings
+                .entry(format!("{container_port}/{protocol}"))
+                .or_default()
+                .get_or_insert_with(Vec::new)
+                .push(PortBinding {
+                    host_ip: Some(host_ip.clone()),
+                    host_port: Some(host_port.to_string()),
+                });
+        }
+        let network = network_name(node);
+        let host_config = HostConfig {
+            network_mode: Some(if spec.host_network { "host".into() } else { network.clone() }),
+            ipc_mode: Some("shareable".into()),
+            port_bindings: (!port_bindings.is_empty()).then_some(port_bindings.clone()),
+            dns: (!spec.dns_servers.is_empty()).then(|| spec.dns_servers.clone()),
+            dns_search: (!spec.dns_searches.is_empty()).then(|| spec.dns_searches.clone()),
+            dns_options: (!spec.dns_options.is_empty()).then(|| spec.dns_options.clone()),
+            extra_hosts: (!spec.extra_hosts.is_empty()).then(|| spec.extra_hosts.clone()),
+            ..Default::default()
+        };
+        let config = ContainerCreateBody {
+            image: Some(pause::IMAGE.into()),
+            // The pause program ignores SIGTERM as PID 1: stopping a sandbox kills it.
+            stop_signal: Some("SIGKILL".into()),
+            hostname: (!spec.host_network).then(|| spec.hostname.clone()),
+            labels: Some(labels),
+            exposed_ports: (!port_bindings.is_empty())
+                .then(|| port_bindings.keys().cloned().collect()),
+            host_config: Some(host_config),
+            networking_config: (!spec.host_network).then(|| NetworkingConfig {
+                endpoints_config: Some(HashMap::from([(network, EndpointSettings::default())])),
+            }),
+            ..Default::default()
+        };
+        let name = format!(
+            "k8s_POD_{}_{}_{}_{}",
+            spec.pod.name, spec.pod.namespace, spec.pod.uid, spec.attempt
+        );
+        let created = self
+            .docker
+            .create_container(
+                Some(CreateContainerOptions { name: Some(name), ..Default::default() }),
+                config,
+            )
+            .await
+            .map_err(err)?;
+        self.docker.start_container(&created.id, None).await.map_err(err)?;
+        let ip =
+            if spec.host_network { String::new() } else { self.sandbox_ip(&created.id).await? };
+        Ok((created.id, ip))
+    }
+
+    async fn sandbox_ip(&self, id: &str) -> Result<String> {
+        let inspect = self.docker.inspect_container(id, None).await.map_err(err)?;
+        let networks = inspect.network_settings.and_then(|n| n.networks).unwrap_or_default();
+        Ok(networks
+            .into_values()
+            .find_map(|n| n.ip_address.filter(|ip| !ip.is_empty()))
+            .unwrap_or_default())
+    }
+
+    async fn create_container(
+        &self,
+        node: &str,
+        sandbox_id: &str,
+        share_pid: bool,
+        spec: &ContainerSpec,
+    ) -> Result<String> {
+        let pod = spec.pod.clone().unwrap_or(super::PodRef {
+            uid: String::new(),
+            namespace: String::new(),
+            name: String::new(),
+        });
+        let mut labels = Self::base_labels(node, &pod);
+        labels.insert(labels::TYPE.into(), "container".into());
+        labels.insert(labels::CONTAINER_NAME.into(), spec.name.clone());
+        labels.insert(labels::ATTEMPT.into(), spec.attempt.to_string());
+        if spec.init {
+            labels.insert(labels::KIND.into(), "init".into());
+        }
+        if let Some(path) = &spec.termination_message_path {
+            labels.insert(labels::TERMINATION_MESSAGE_PATH.into(), path.clone());
+        }
+        let sandbox = format!("container:{sandbox_id}");
+        let host_config = HostConfig {
+            network_mode: Some(sandbox.clone()),
+            ipc_mode: Some(sandbox.clone()),
+            pid_mode: share_pid.then_some(sandbox),
+            binds: (!spec.binds.is_empty()).then(|| spec.binds.clone()),
+            tmpfs: (!spec.tmpfs.is_empty())
+                .then(|| spec.tmpfs.iter().map(|p| (p.clone(), String::new())).collect()),
+            privileged: Some(spec.privileged),
+            readonly_rootfs: Some(spec.read_only_rootfs),
+            cap_add: (!spec.cap_add.is_empty()).then(|| spec.cap_add.clone()),
+            cap_drop: (!spec.cap_drop.is_empty()).then(|| spec.cap_drop.clone()),
+            cpu_shares: spec.cpu_shares,
+            cpu_quota: spec.cpu_quota,
+            cpu_period: spec.cpu_quota.map(|_| 100_000),
+            memory: spec.memory_limit,
+            ..Default::default()
+        };
+        let config = ContainerCreateBody {
+            image: Some(spec.image.clone()),
+            entrypoint: spec.entrypoint.clone(),
+            cmd: spec.cmd.clone(),
+            env: Some(spec.env.iter().map(|(k, v)| format!("{k}={v}")).collect()),
+            working_dir: spec.working_dir.clone(),
+            tty: Some(spec.tty),
+            open_stdin: Some(spec.stdin),
+            stdin_once: Some(spec.stdin_once),
+            attach_stdin: Some(spec.stdin),
+            user: spec.user.clone(),
+            labels: Some(labels),
+            host_config: Some(host_config),
+            ..Default::default()
+        };
+        let name = format!(
+            "k8s_{}_{}_{}_{}_{}",
+            spec.name, pod.name, pod.namespace, pod.uid, spec.attempt
+        );
+        let created = self
+            .docker
+            .create_container(
+                Some(CreateContainerOptions { name: Some(name), ..Default::default() }),
+                config,
+            )
+            .await
+            .map_err(err)?;
+        Ok(created.id)
+    }
+
+    async fn start_container(&self, id: &str) -> Result<()> {
+        self.docker.start_container(id, None).await.map_err(err)
+    }
+
+    async fn stop_container(&self, id: &str, grace: Duration) -> Result<()> {
+        let options = StopContainerOptions {
+            t: Some(grace.as_secs().min(i32::MAX as u64) as i32),
+            ..Default::default()
+        };
+        match self.docker.stop_container(id, Some(options)).await {
+            Ok(()) => Ok(()),
+            Err(bollard::errors::Error::DockerResponseServerError { status_code: 304, .. }) => {
+                Ok(())
+            }
+            Err(e) if is_not_found(&e) => Ok(()),
+            Err(e) => Err(err(e)),
+        }
+    }
+
+    async fn remove_container(&self, id: &str) -> Result<()> {
+        let options = RemoveContainerOptions { force: true, v: true, ..Default::default() };
+        match self.docker.remove_container(id, Some(options)).await {
+            Err(e) if !is_not_found(&e) => Err(err(e)),
+            _ => Ok(()),
+        }
+    }
+
+    async fn image_present(&self, image: &str) -> Result<bool> {
+        match self.docker.inspect_image(image).await {
+            Ok(_) => Ok(true),
+            Err(e) if is_not_found(&e) => Ok(false),
+            Err(e) => Err(err(e)),
+        }
+    }
+
+    async fn pull_image(&self, image: &str, credentials: Option<Credentials>) -> Result<()> {
+        let credentials = credentials.map(|c| bollard::auth::DockerCredentials {
+            username: c.username,
+            password: c.password,
+            auth: c.auth,
+            serveraddress: c.server,
+            ..Default::default()
+        });
+        let options = CreateImageOptions { from_image: Some(image.into()), ..Default::default() };
+        let mut progress = self.docker.create_image(Some(options), None, credentials);
+        while let Some(step) = progress.next().await {
+            step.map_err(err)?;
+        }
+        Ok(())
+    }
+
+    async fn images(&self) -> Result<Vec<ImageRecord>> {
+        let images = self
+            .docker
+            .list_images(Some(ListImagesOptions { all: false, ..Default::default() }))
+            .await
+            .map_err(err)?;
+        Ok(images
+            .into_iter()
+            .map(|i| ImageRecord { id: i.id, names: i.repo_tags, size: i.size })
+            .collect())
+    }
+
+    fn logs(&self, id: &str, options: LogOptions) -> BoxStream<'static, Result<Bytes>> {
+        let options = LogsOptions {
+            follow: options.follow,
+            stdout: true,
+            stderr: true,
+            since: options.since.map(|t| t.timestamp() as i32).unwrap_or(0),
+            timestamps: options.timestamps,
+            tail: options.tail_lines.map(|n| n.to_string()).unwrap_or_else(|| "all".into()),
+            ..Default::default()
+        };
+        self.docker.logs(id, Some(options)).map_ok(|chunk| chunk.into_bytes()).map_err(err).boxed()
+    }
+
+    async fn exec(
+        &self,
+        id: &str,
+        command: Vec<String>,
+        tty: bool,
+        stdin: bool,
+    ) -> Result<ExecSession> {
+        use bollard::exec::{CreateExecOptions, StartExecResults};
+        let exec = self
+            .docker
+            .create_exec(
+                id,
+                CreateExecOptions {
+                    cmd: Some(command),
+                    attach_stdin: Some(stdin),
+                    attach_stdout: Some(true),
+                    attach_stderr: Some(true),
+                    tty: Some(tty),
+                    ..Default::default()
+                },
+            )
+            .await
+            .map_err(err)?;
+        match self.docker.start_exec(&exec.id, None).await.map_err(err)? {
+            StartExecResults::Attached { output, input } => Ok(ExecSession {
+                id: exec.id,
+                output: output
+                    .map_ok(|chunk| match chunk {
+                        bollard::container::LogOutput::StdErr { message } => (2, message),
+                        other => (1, other.into_bytes()),
+                    })
+                    .map_err(err)
+                    .boxed(),
+                input,
+            }),
+            StartExecResults::Detached => Err(RuntimeError::Other("exec detached".into())),
+        }
+    }
+
+    async fn exec_exit_code(&self, exec_id: &str) -> Result<Option<i64>> {
+        let inspect = self.docker.inspect_exec(exec_id).await.map_err(err)?;
+        Ok(if inspect.running == Some(true) { None } else { inspect.exit_code })
+    }
+
+    async fn resize_exec(&self, exec_id: &str, width: u16, height: u16) -> Result<()> {
+        self.docker
+            .resize_exec(exec_id, bollard::exec::ResizeExecOptions { height, width })
+            .await
+            .map_err(err)
+    }
+}
