@@ -17,6 +17,7 @@ pub mod resources;
 pub mod selectors;
 pub mod strategy;
 pub mod tables;
+pub mod taints;
 mod validate_kinds;
 pub mod validation;
 

@@ -32,25 +32,7 @@ use tokio::sync::mpsc;
 use crate::events::Recorder;
 use crate::informer::{self, Change};
 
-/// Whether one toleration tolerates the taint, by upstream's rule: an empty effect or key
-/// matches any, an empty operator means `Equal`, and `Exists` ignores the value.
-pub fn tolerates(toleration: &Toleration, taint: &Taint) -> bool {
-    let effect = toleration.effect.as_deref().unwrap_or("");
-    if !effect.is_empty() && effect != taint.effect {
-        return false;
-    }
-    let key = toleration.key.as_deref().unwrap_or("");
-    if !key.is_empty() && key != taint.key {
-        return false;
-    }
-    match toleration.operator.as_deref().unwrap_or("") {
-        "" | "Equal" => {
-            toleration.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or("")
-        }
-        "Exists" => true,
-        _ => false,
-    }
-}
+pub use rkube_apis::taints::tolerates;
 
 /// What to do with a pod on a node with NoExecute taints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
