@@ -1,6 +1,7 @@
 //! The rkube node agent. It registers its Node and keeps its heartbeat ([`node`]), runs the
 //! pods bound to it on a container runtime ([`pods`] over the [`runtime::Runtime`] trait,
-//! with Docker through bollard in [`runtime::docker`]), and records events ([`events`]).
+//! with Docker through bollard in [`runtime::docker`]), records events ([`events`]), and
+//! serves the kubelet API the API server proxies logs, exec and attach to ([`server`]).
 //!
 //! It reaches the API server only through its public API (a kube-rs client), like any
 //! other client: the same code runs inside `rkube server` and as `rkube kubelet` on another
@@ -13,6 +14,7 @@ pub mod net;
 pub mod node;
 pub mod pods;
 pub mod runtime;
+pub mod server;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -45,6 +47,10 @@ pub struct Config {
     pub allocatable: BTreeMap<String, String>,
     /// `--eviction-hard`.
     pub eviction: node::EvictionThresholds,
+    /// `--client-ca-file`, read: the CA certificates (PEM) that clients of the kubelet API
+    /// (the API server's kubelet-client certificate) must chain to. Without it the API is
+    /// not served.
+    pub client_ca_pem: Option<Vec<u8>>,
 }
 
 impl Config {
@@ -64,6 +70,7 @@ impl Config {
             status_update_frequency: Duration::from_secs(10),
             allocatable,
             eviction: Default::default(),
+            client_ca_pem: None,
         }
     }
 
@@ -99,11 +106,35 @@ pub async fn start(
     runtime: Arc<dyn runtime::Runtime>,
 ) -> anyhow::Result<Kubelet> {
     std::fs::create_dir_all(&config.root_dir)?;
+    // The port first: a kubelet that cannot serve its API should say so before it registers.
+    let api = match &config.client_ca_pem {
+        Some(ca) => {
+            let (cert, key) = server::self_signed_certificate(&config.node_name, config.node_ip)?;
+            let acceptor = server::acceptor(&cert, &key, ca)?;
+            Some((server::bind(&config).await?, acceptor))
+        }
+        None => {
+            tracing::warn!(
+                "no client CA (--client-ca-file): the kubelet API (logs, exec, attach) is off"
+            );
+            None
+        }
+    };
     node::register(&client, &config, runtime.as_ref()).await?;
     node::renew_lease(&client, &config).await?;
     let config = Arc::new(config);
+    let pod_cache = pods::PodCache::default();
     let mut tasks =
         vec![tokio::spawn(node::heartbeat(client.clone(), config.clone(), runtime.clone()))];
+    if let Some((listener, acceptor)) = api {
+        let state = Arc::new(server::ServerState {
+            config: config.clone(),
+            runtime: runtime.clone(),
+            pods: pod_cache.clone(),
+        });
+        tracing::info!(port = config.port, "kubelet API serving");
+        tasks.push(tokio::spawn(server::serve(listener, acceptor, server::router(state))));
+    }
     let cidr = node::wait_for_pod_cidr(&client, &config).await;
     runtime.ensure_network(&config.node_name, &cidr).await?;
     tracing::info!(node = config.node_name, cidr, "pod network ready");
@@ -114,6 +145,6 @@ pub async fn start(
         recorder: events::Recorder::new(client.clone(), &config.node_name),
     });
     syncer.recorder.node_event("Normal", "Starting", "Starting kubelet.").await;
-    tasks.push(tokio::spawn(pods::run(syncer)));
+    tasks.push(tokio::spawn(pods::run(syncer, pod_cache)));
     Ok(Kubelet { tasks })
 }

@@ -56,6 +56,11 @@ struct NodeArgs {
         value_parser = rkube_kubelet::node::EvictionThresholds::parse
     )]
     eviction_hard: rkube_kubelet::node::EvictionThresholds,
+    /// The CA bundle that clients of the kubelet API (the API server's kubelet-client
+    /// certificate) must chain to; `rkube server` uses its cluster CA. Without it the kubelet
+    /// serves no API (no logs, exec or attach).
+    #[arg(long)]
+    client_ca_file: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -314,7 +319,8 @@ async fn server(args: ServerArgs) -> anyhow::Result<()> {
     let _kubelet = if disabled("kubelet") {
         None
     } else {
-        let node = args.node.clone();
+        let mut node = args.node.clone();
+        node.client_ca_file.get_or_insert_with(|| pki.path(rkube_certs::files::CA_CERT));
         let root = node.root_dir.clone().unwrap_or_else(|| args.data_dir.join("kubelet"));
         let default_ip = args.advertise_address;
         match start_kubelet(client.clone(), node, root, default_ip).await {
@@ -390,6 +396,14 @@ async fn start_kubelet(
     );
     config.pod_cidr = node.pod_cidr;
     config.eviction = node.eviction_hard;
+    // Without one the kubelet serves no API, and says so.
+    config.client_ca_pem = match &node.client_ca_file {
+        Some(path) => Some(
+            std::fs::read(path)
+                .with_context(|| format!("cannot read the client CA file {}", path.display()))?,
+        ),
+        None => None,
+    };
     let kubelet = rkube_kubelet::start(client, config, Arc::new(docker)).await?;
     eprintln!("rkube: node {name} is up (Docker)");
     Ok(kubelet)

@@ -1,14 +1,15 @@
 //! The pods of this node: a watch on `spec.nodeName=<node>`, one worker task per pod that
 //! syncs it ([`sync`]) whenever the pod object changes, one of its containers starts or
 //! stops, or its resync period passes; and the clean-up of containers whose pod is gone.
+//! The pods seen are kept in a [`PodCache`] for the kubelet API ([`crate::server`]).
 
 pub mod spec;
 pub mod status;
 pub mod sync;
 pub mod volumes;
 
-use std::collections::HashMap;
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -18,6 +19,49 @@ use kube::runtime::watcher::{self, Event};
 use tokio::sync::{watch, Notify};
 
 use sync::{Next, PodState, Syncer};
+
+/// The pods bound to this node as the watch last saw them, by uid: the kubelet's pod
+/// manager, which its API answers from (`/pods`, and which pod a log or exec request means).
+#[derive(Clone, Default)]
+pub struct PodCache(Arc<RwLock<HashMap<String, Arc<Pod>>>>);
+
+impl PodCache {
+    /// The pod `namespace/name`; while an old pod of that name is being deleted and a new one
+    /// exists, the new one.
+    pub fn get(&self, namespace: &str, name: &str) -> Option<Arc<Pod>> {
+        let pods = self.0.read().unwrap_or_else(|e| e.into_inner());
+        pods.values()
+            .filter(|p| {
+                p.metadata.namespace.as_deref() == Some(namespace)
+                    && p.metadata.name.as_deref() == Some(name)
+            })
+            .min_by_key(|p| p.metadata.deletion_timestamp.is_some())
+            .cloned()
+    }
+
+    /// Every pod, ordered by namespace and name.
+    pub fn list(&self) -> Vec<Arc<Pod>> {
+        let pods = self.0.read().unwrap_or_else(|e| e.into_inner());
+        let mut all: Vec<Arc<Pod>> = pods.values().cloned().collect();
+        all.sort_by(|a, b| {
+            (&a.metadata.namespace, &a.metadata.name)
+                .cmp(&(&b.metadata.namespace, &b.metadata.name))
+        });
+        all
+    }
+
+    pub fn insert(&self, pod: Arc<Pod>) {
+        self.0.write().unwrap_or_else(|e| e.into_inner()).insert(uid(&pod), pod);
+    }
+
+    pub fn remove(&self, uid: &str) {
+        self.0.write().unwrap_or_else(|e| e.into_inner()).remove(uid);
+    }
+
+    fn retain(&self, live: &HashSet<String>) {
+        self.0.write().unwrap_or_else(|e| e.into_inner()).retain(|uid, _| live.contains(uid));
+    }
+}
 
 /// A pod's worker: the latest pod object (None once deleted from the API) and a poke for
 /// runtime events.
@@ -60,15 +104,16 @@ async fn work(
     }
 }
 
-/// Watches this node's pods and keeps one worker per pod until the task is aborted.
-pub async fn run(syncer: Arc<Syncer>) {
+/// Watches this node's pods and keeps one worker per pod (and `cache` up to date) until the
+/// task is aborted.
+pub async fn run(syncer: Arc<Syncer>, cache: PodCache) {
     let node = syncer.config.node_name.clone();
     let pods: Api<Pod> = Api::all(syncer.client.clone());
     let config = watcher::Config::default().fields(&format!("spec.nodeName={node}"));
     let mut events = watcher::watcher(pods, config).boxed();
     let mut runtime_events = syncer.runtime.container_events(&node);
     let mut workers: HashMap<String, Worker> = HashMap::new();
-    let mut listed: Option<std::collections::HashSet<String>> = None;
+    let mut listed: Option<HashSet<String>> = None;
     loop {
         tokio::select! {
             event = events.next() => match event {
@@ -76,6 +121,7 @@ pub async fn run(syncer: Arc<Syncer>) {
                     let uid = uid(&pod);
                     if let Some(seen) = listed.as_mut() { seen.insert(uid.clone()); }
                     let pod = Arc::new(pod);
+                    cache.insert(pod.clone());
                     match workers.get(&uid).filter(|w| !w.task.is_finished()) {
                         Some(worker) => { worker.pod.send_replace(Some(pod)); }
                         None => {
@@ -87,6 +133,7 @@ pub async fn run(syncer: Arc<Syncer>) {
                     }
                 }
                 Some(Ok(Event::Delete(pod))) => {
+                    cache.remove(&uid(&pod));
                     if let Some(worker) = workers.get(&uid(&pod)) {
                         worker.pod.send_replace(None);
                     }
@@ -94,6 +141,7 @@ pub async fn run(syncer: Arc<Syncer>) {
                 Some(Ok(Event::Init)) => listed = Some(Default::default()),
                 Some(Ok(Event::InitDone)) => {
                     if let Some(seen) = listed.take() {
+                        cache.retain(&seen);
                         remove_orphans(&syncer, &seen).await;
                         for (uid, worker) in &workers {
                             if !seen.contains(uid) { worker.pod.send_replace(None); }
@@ -114,7 +162,7 @@ pub async fn run(syncer: Arc<Syncer>) {
 }
 
 /// Containers of pods this node no longer has (deleted while the kubelet was down).
-async fn remove_orphans(syncer: &Syncer, live: &std::collections::HashSet<String>) {
+async fn remove_orphans(syncer: &Syncer, live: &HashSet<String>) {
     let Ok(records) = syncer.runtime.list(&syncer.config.node_name, None).await else { return };
     let orphans: std::collections::BTreeSet<String> = records
         .iter()

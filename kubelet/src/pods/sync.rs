@@ -98,7 +98,8 @@ pub struct Syncer {
     pub recorder: Recorder,
 }
 
-fn latest<'a>(
+/// A container's newest attempt and the one before it (by the attempt label).
+pub(crate) fn latest<'a>(
     records: &'a [ContainerRecord],
     name: &str,
 ) -> (Option<&'a ContainerRecord>, Option<&'a ContainerRecord>) {

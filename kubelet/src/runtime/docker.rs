@@ -479,17 +479,9 @@ impl Runtime for DockerRuntime {
             .await
             .map_err(err)?;
         match self.docker.start_exec(&exec.id, None).await.map_err(err)? {
-            StartExecResults::Attached { output, input } => Ok(ExecSession {
-                id: exec.id,
-                output: output
-                    .map_ok(|chunk| match chunk {
-                        bollard::container::LogOutput::StdErr { message } => (2, message),
-                        other => (1, other.into_bytes()),
-                    })
-                    .map_err(err)
-                    .boxed(),
-                input,
-            }),
+            StartExecResults::Attached { output, input } => {
+                Ok(ExecSession { id: exec.id, output: by_stream(output), input })
+            }
             StartExecResults::Detached => Err(RuntimeError::Other("exec detached".into())),
         }
     }
@@ -505,4 +497,48 @@ impl Runtime for DockerRuntime {
             .await
             .map_err(err)
     }
+
+    async fn attach(&self, id: &str, stdin: bool) -> Result<ExecSession> {
+        let inspect = self.docker.inspect_container(id, None).await.map_err(err)?;
+        let open_stdin = inspect.config.and_then(|c| c.open_stdin).unwrap_or(false);
+        let options = bollard::query_parameters::AttachContainerOptions {
+            stream: true,
+            stdin: stdin && open_stdin,
+            stdout: true,
+            stderr: true,
+            logs: false,
+            detach_keys: None,
+        };
+        let attached = self.docker.attach_container(id, Some(options)).await.map_err(err)?;
+        Ok(ExecSession {
+            id: id.to_string(),
+            output: by_stream(attached.output),
+            input: attached.input,
+        })
+    }
+
+    async fn resize_container(&self, id: &str, width: u16, height: u16) -> Result<()> {
+        let options = bollard::query_parameters::ResizeContainerTTYOptions {
+            h: i32::from(height),
+            w: i32::from(width),
+        };
+        self.docker.resize_container_tty(id, options).await.map_err(err)
+    }
+}
+
+/// Docker's multiplexed output as (stream, bytes): 2 for stderr, 1 for the rest (stdout, or
+/// a TTY's console).
+fn by_stream(
+    output: impl futures::Stream<
+            Item = std::result::Result<bollard::container::LogOutput, bollard::errors::Error>,
+        > + Send
+        + 'static,
+) -> BoxStream<'static, Result<(u8, Bytes)>> {
+    output
+        .map_ok(|chunk| match chunk {
+            bollard::container::LogOutput::StdErr { message } => (2, message),
+            other => (1, other.into_bytes()),
+        })
+        .map_err(err)
+        .boxed()
 }

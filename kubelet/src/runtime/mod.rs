@@ -163,9 +163,11 @@ pub struct Credentials {
     pub server: Option<String>,
 }
 
-/// An exec session: its input and output streams.
+/// An exec (or attach) session: its input and output streams.
 pub struct ExecSession {
+    /// The exec id (for an attach, the container id).
     pub id: String,
+    /// Chunks of output with their stream: 1 stdout (everything with a TTY), 2 stderr.
     pub output: BoxStream<'static, Result<(u8, Bytes)>>,
     pub input: std::pin::Pin<Box<dyn tokio::io::AsyncWrite + Send>>,
 }
@@ -211,4 +213,9 @@ pub trait Runtime: Send + Sync {
     /// The exit code of a finished exec session.
     async fn exec_exit_code(&self, exec_id: &str) -> Result<Option<i64>>;
     async fn resize_exec(&self, exec_id: &str, width: u16, height: u16) -> Result<()>;
+    /// Attaches to a container's main process: its output from now on, and its stdin when
+    /// asked for and the container keeps it open. The output ends when the process does.
+    async fn attach(&self, id: &str, stdin: bool) -> Result<ExecSession>;
+    /// Resizes the TTY of a container's main process.
+    async fn resize_container(&self, id: &str, width: u16, height: u16) -> Result<()>;
 }

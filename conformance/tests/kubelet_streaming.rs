@@ -1,0 +1,349 @@
+//! The kubelet's own API on a real Docker engine, reached as a user reaches it: stock kubectl
+//! through `rkube server`, which proxies to the kubelet over HTTPS with its kubelet-client
+//! certificate. `kubectl logs` (tail, containers, previous, follow), `kubectl exec` (output,
+//! stderr, exit codes, stdin), `kubectl attach`, and `nodes/proxy` to `/healthz` and `/pods`.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use rkube_conformance::cluster::{wait_with_timeout, RkubeServer};
+use rkube_conformance::node::NodeServer;
+
+fn jsonpath(path: &str) -> String {
+    format!("jsonpath={path}")
+}
+
+/// A kubectl that keeps running (`logs -f`, `attach`): its stdout lines as they come. Killed
+/// when dropped.
+struct Streaming {
+    child: Child,
+    lines: mpsc::Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Streaming {
+    fn start(s: &RkubeServer, args: &[&str]) -> Streaming {
+        let mut child = Command::new(&s.kubectl)
+            .args(args)
+            .env("KUBECONFIG", &s.kubeconfig)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .env("HOME", s.data_dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start kubectl");
+        let stdout = child.stdout.take().expect("stdout");
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Streaming { child, lines, seen: Vec::new() }
+    }
+
+    /// Waits (at most `timeout`) for a line equal to `want`.
+    fn wait_for_line(&mut self, want: &str, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while !self.seen.iter().any(|l| l == want) {
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(!left.is_zero(), "no line {want:?} within {timeout:?}; saw {:?}", self.seen);
+            match self.lines.recv_timeout(left.min(Duration::from_millis(200))) {
+                Ok(line) => self.seen.push(line),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    panic!("kubectl ended before {want:?}; saw {:?}", self.seen)
+                }
+            }
+        }
+    }
+
+    fn still_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Streaming {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn stdout_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr_of(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn kubectl_logs_tail_containers_previous_and_follow() {
+    let n = NodeServer::start();
+    let s = &n.server;
+    let manifest = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: echo}
+spec:
+  containers:
+  - {name: echo, image: "busybox:1.36", imagePullPolicy: IfNotPresent, command: ["sh", "-c", "echo one; echo two; echo three; exec sleep 3600"]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: pair}
+spec:
+  containers:
+  - {name: a, image: "busybox:1.36", imagePullPolicy: IfNotPresent, command: ["sh", "-c", "echo from-a; exec sleep 3600"]}
+  - {name: b, image: "busybox:1.36", imagePullPolicy: IfNotPresent, command: ["sh", "-c", "echo from-b; exec sleep 3600"]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: crash}
+spec:
+  volumes: [{name: data, emptyDir: {}}]
+  containers:
+  - name: app
+    image: "busybox:1.36"
+    imagePullPolicy: IfNotPresent
+    volumeMounts: [{name: data, mountPath: /data}]
+    # The first attempt fails; the second stays up.
+    command: ["sh", "-c", "n=$(cat /data/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > /data/n; echo attempt-$n; if [ $n -ge 2 ]; then exec sleep 3600; fi; exit 1"]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: ticker}
+spec:
+  containers:
+  - {name: app, image: "busybox:1.36", imagePullPolicy: IfNotPresent, command: ["sh", "-c", "echo first; while [ ! -f /tmp/go ]; do sleep 0.2; done; echo second; exec sleep 3600"]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: waiting}
+spec:
+  containers:
+  - {name: app, image: "busybox:not-here", imagePullPolicy: Never}
+"#;
+    s.ok_stdin(&["apply", "-f", "-"], manifest);
+    let minute = Duration::from_secs(60);
+
+    // What the container wrote, all of it and the last line.
+    n.wait_for(&["logs", "echo"], minute, |l| l == "one\ntwo\nthree\n");
+    assert_eq!(s.ok(&["logs", "echo", "--tail=1"]), "three\n");
+    assert_eq!(s.ok(&["logs", "echo", "--limit-bytes=6"]), "one\ntw");
+    let stamped = s.ok(&["logs", "echo", "--timestamps"]);
+    let first = stamped.lines().next().unwrap_or("");
+    let (stamp, text) = first.split_once(' ').unwrap_or(("", ""));
+    assert_eq!(text, "one", "{stamped}");
+    assert!(stamp.contains('T') && stamp.ends_with('Z'), "an RFC 3339 time: {stamped}");
+    let since = s.ok(&["logs", "echo", "--since=1h"]);
+    assert_eq!(since, "one\ntwo\nthree\n");
+
+    // One container of two, by name.
+    n.wait_for(&["logs", "pair", "-c", "b"], minute, |l| l == "from-b\n");
+    assert_eq!(s.ok(&["logs", "pair", "-c", "a"]), "from-a\n");
+    let e = s.fails(&["logs", "pair", "-c", "c"]);
+    assert!(e.contains("container c is not valid for pod pair"), "{e}");
+
+    // No previous attempt yet: upstream's BadRequest.
+    let e = s.fails(&["logs", "echo", "--previous"]);
+    assert!(e.contains(r#"previous terminated container "echo" in pod "echo" not found"#), "{e}");
+    // After a restart, the attempt before.
+    n.wait_for(
+        &[
+            "get",
+            "pod",
+            "crash",
+            "-o",
+            &jsonpath(
+                "{.status.containerStatuses[0].restartCount}/{.status.containerStatuses[0].ready}",
+            ),
+        ],
+        Duration::from_secs(90),
+        |v| v == "1/true",
+    );
+    assert_eq!(s.ok(&["logs", "crash", "--previous"]), "attempt-1\n");
+    n.wait_for(&["logs", "crash"], minute, |l| l == "attempt-2\n");
+
+    // A container that never started.
+    n.wait_for(
+        &[
+            "get",
+            "pod",
+            "waiting",
+            "-o",
+            &jsonpath("{.status.containerStatuses[0].state.waiting.reason}"),
+        ],
+        minute,
+        |r| r == "ErrImageNeverPull",
+    );
+    let e = s.fails(&["logs", "waiting"]);
+    assert!(
+        e.contains(r#"container "app" in pod "waiting" is waiting to start: ErrImageNeverPull"#),
+        "{e}"
+    );
+
+    // `-f` streams: a line written after kubectl started arrives while it runs.
+    n.wait_for(&["logs", "ticker"], minute, |l| l.contains("first"));
+    let mut follow = Streaming::start(s, &["logs", "-f", "ticker"]);
+    follow.wait_for_line("first", Duration::from_secs(30));
+    assert!(follow.still_running(), "kubectl logs -f ended early");
+    s.ok(&["exec", "ticker", "--", "touch", "/tmp/go"]);
+    follow.wait_for_line("second", Duration::from_secs(30));
+    assert!(follow.still_running(), "kubectl logs -f ended while the container runs");
+}
+
+#[test]
+fn kubectl_exec_streams_output_exit_codes_and_stdin() {
+    let n = NodeServer::start();
+    let s = &n.server;
+    let manifest = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: shell}
+spec:
+  containers:
+  - {name: app, image: "busybox:1.36", imagePullPolicy: IfNotPresent, command: ["sleep", "3600"]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: waiting}
+spec:
+  containers:
+  - {name: app, image: "busybox:not-here", imagePullPolicy: Never}
+"#;
+    s.ok_stdin(&["apply", "-f", "-"], manifest);
+    s.ok(&["wait", "--for=condition=Ready", "pod/shell", "--timeout=50s"]);
+
+    assert_eq!(s.ok(&["exec", "shell", "--", "echo", "hi"]), "hi\n");
+
+    // stdout and stderr stay apart.
+    let out = s.kubectl(&["exec", "shell", "--", "sh", "-c", "echo out; echo err >&2"]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(stdout_of(&out), "out\n");
+    assert!(stderr_of(&out).contains("err"), "{}", stderr_of(&out));
+
+    // A non-zero exit is kubectl's exit code, with upstream's message.
+    let out = s.kubectl(&["exec", "shell", "--", "sh", "-c", "echo before; exit 3"]);
+    assert_eq!(out.status.code(), Some(3), "{}", stderr_of(&out));
+    assert_eq!(stdout_of(&out), "before\n");
+    assert!(stderr_of(&out).contains("command terminated with exit code 3"), "{}", stderr_of(&out));
+
+    // stdin reaches the command, and its end ends `cat`.
+    let text = "hello\nworld\n";
+    let out = s.kubectl_with(&s.kubectl, &["exec", "-i", "shell", "--", "cat"], Some(text));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert_eq!(stdout_of(&out), text);
+    let big: String = (0..2000).map(|i| format!("line {i}\n")).collect();
+    let out = s.kubectl_with(&s.kubectl, &["exec", "-i", "shell", "--", "wc", "-l"], Some(&big));
+    assert_eq!(stdout_of(&out).trim(), "2000", "{}", stderr_of(&out));
+
+    // What the command changes stays in the container.
+    s.ok(&["exec", "shell", "--", "sh", "-c", "echo kept > /tmp/f"]);
+    assert_eq!(s.ok(&["exec", "shell", "--", "cat", "/tmp/f"]), "kept\n");
+
+    // With a TTY (kubectl given one by `script`): one stream, and still the exit code.
+    let command = format!(
+        "{} exec -it shell -- sh -c '[ -t 1 ] && echo on-a-tty; echo to-stderr >&2; exit 5'",
+        s.kubectl.display()
+    );
+    let child = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .env("KUBECONFIG", &s.kubeconfig)
+        .env("HOME", s.data_dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("script (util-linux)");
+    let out = wait_with_timeout(child, Duration::from_secs(60));
+    let text = stdout_of(&out);
+    assert!(text.contains("on-a-tty") && text.contains("to-stderr"), "{text}");
+    assert!(text.contains("command terminated with exit code 5"), "{text}");
+    assert_eq!(out.status.code(), Some(5), "{text}");
+
+    // A container the pod does not have: the API server's BadRequest.
+    let e = s.fails(&["exec", "shell", "-c", "nope", "--", "true"]);
+    assert!(e.contains("container nope is not valid for pod shell"), "{e}");
+    // A container that is not running: the kubelet's error, as kubectl shows upstream's.
+    n.wait_for(
+        &[
+            "get",
+            "pod",
+            "waiting",
+            "-o",
+            &jsonpath("{.status.containerStatuses[0].state.waiting.reason}"),
+        ],
+        Duration::from_secs(60),
+        |r| r == "ErrImageNeverPull",
+    );
+    let e = s.fails(&["exec", "waiting", "--", "true"]);
+    assert!(e.contains(r#"container not found ("app")"#), "{e}");
+}
+
+#[test]
+fn kubectl_attach_and_the_node_proxy() {
+    let n = NodeServer::start();
+    let s = &n.server;
+    let manifest = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: counter}
+spec:
+  containers:
+  - {name: app, image: "busybox:1.36", imagePullPolicy: IfNotPresent, command: ["sh", "-c", "i=0; while true; do echo tick-$i; i=$((i+1)); sleep 0.3; done"]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: reader}
+spec:
+  restartPolicy: Never
+  containers:
+  - {name: app, image: "busybox:1.36", imagePullPolicy: IfNotPresent, stdin: true, stdinOnce: true, command: ["sh", "-c", "read line; echo got-$line"]}
+"#;
+    s.ok_stdin(&["apply", "-f", "-"], manifest);
+    s.ok(&["wait", "--for=condition=Ready", "pod/counter", "pod/reader", "--timeout=50s"]);
+
+    // The kubelet's health and pods, through the API server's node proxy.
+    let path = format!("/api/v1/nodes/{}/proxy/healthz", n.node);
+    assert_eq!(s.ok(&["get", "--raw", &path]), "ok");
+    let path = format!("/api/v1/nodes/{}/proxy/pods", n.node);
+    let list: serde_json::Value = serde_json::from_str(&s.ok(&["get", "--raw", &path])).unwrap();
+    assert_eq!(list["kind"], "PodList");
+    let mut names: Vec<&str> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|p| p["metadata"]["name"].as_str())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["counter", "reader"]);
+
+    // Attach: the main process's output from now on.
+    let mut attached = Streaming::start(s, &["attach", "counter"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !attached.seen.iter().any(|l| l.starts_with("tick-")) {
+        assert!(Instant::now() < deadline, "no output from kubectl attach: {:?}", attached.seen);
+        if let Ok(line) = attached.lines.recv_timeout(Duration::from_millis(200)) {
+            attached.seen.push(line);
+        }
+    }
+    assert!(attached.still_running());
+    drop(attached);
+
+    // Attach with stdin: the process reads it, answers and ends; kubectl ends with it.
+    let out = s.kubectl_with(&s.kubectl, &["attach", "-i", "reader"], Some("hello\n"));
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    assert!(stdout_of(&out).contains("got-hello"), "{}", stdout_of(&out));
+    n.wait_for(
+        &["get", "pod", "reader", "-o", &jsonpath("{.status.phase}")],
+        Duration::from_secs(60),
+        |p| p == "Succeeded",
+    );
+}
