@@ -39,6 +39,10 @@ if ! docker info >/dev/null 2>&1; then
   docker info >/dev/null 2>&1 || { echo "dockerd did not start:" >&2; tail -20 /tmp/rkube-dockerd.log >&2; exit 1; }
 fi
 
+# A one-off build (CI's fresh clone) gains nothing from incremental compilation, which
+# would double the disk the target directory takes.
+if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL=0; fi
+
 if cargo fmt --version >/dev/null 2>&1; then
   echo "==> cargo fmt --check"
   cargo fmt --all -- --check

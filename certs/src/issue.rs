@@ -98,6 +98,28 @@ pub(crate) fn issue_leaf<T: HasPublic>(
     key: &PKeyRef<T>,
     profile: &LeafProfile,
 ) -> Result<X509, CertError> {
+    let mut b = leaf_builder(Some(ca_cert), key, profile)?;
+    b.sign(ca_key, MessageDigest::sha256()).ossl("sign a certificate with the CA key")?;
+    Ok(b.build())
+}
+
+/// A leaf certificate signed by its own key (a kubelet's serving certificate when no CA
+/// issues one, as upstream's kubelet makes).
+pub(crate) fn self_signed_leaf(
+    key: &PKeyRef<Private>,
+    profile: &LeafProfile,
+) -> Result<X509, CertError> {
+    let mut b = leaf_builder(None, key, profile)?;
+    b.sign(key, MessageDigest::sha256()).ossl("sign a self-signed certificate")?;
+    Ok(b.build())
+}
+
+/// Everything of a leaf certificate but the signature; issued by `ca_cert`, or by itself.
+fn leaf_builder<T: HasPublic>(
+    ca_cert: Option<&X509Ref>,
+    key: &PKeyRef<T>,
+    profile: &LeafProfile,
+) -> Result<X509Builder, CertError> {
     const ACTION: &str = "build a certificate";
     if profile.cn.is_empty() {
         return Err(CertError::InvalidRequest("the common name (CN) must not be empty".into()));
@@ -105,7 +127,7 @@ pub(crate) fn issue_leaf<T: HasPublic>(
     let mut b = new_builder(profile.days)?;
     let subject = build_name(&profile.cn, &profile.orgs)?;
     b.set_subject_name(&subject).ossl(ACTION)?;
-    b.set_issuer_name(ca_cert.subject_name()).ossl(ACTION)?;
+    b.set_issuer_name(ca_cert.map_or(subject.as_ref(), |ca| ca.subject_name())).ossl(ACTION)?;
     b.set_pubkey(key).ossl(ACTION)?;
     b.append_extension(BasicConstraints::new().critical().build().ossl(ACTION)?).ossl(ACTION)?;
     let mut usage = KeyUsage::new();
@@ -121,14 +143,15 @@ pub(crate) fn issue_leaf<T: HasPublic>(
         Usage::Client => eku.client_auth(),
     };
     b.append_extension(eku.build().ossl(ACTION)?).ossl(ACTION)?;
-    let ski =
-        SubjectKeyIdentifier::new().build(&b.x509v3_context(Some(ca_cert), None)).ossl(ACTION)?;
+    let ski = SubjectKeyIdentifier::new().build(&b.x509v3_context(ca_cert, None)).ossl(ACTION)?;
     b.append_extension(ski).ossl(ACTION)?;
-    let aki = AuthorityKeyIdentifier::new()
-        .keyid(false)
-        .build(&b.x509v3_context(Some(ca_cert), None))
-        .ossl(ACTION)?;
-    b.append_extension(aki).ossl(ACTION)?;
+    if let Some(ca_cert) = ca_cert {
+        let aki = AuthorityKeyIdentifier::new()
+            .keyid(false)
+            .build(&b.x509v3_context(Some(ca_cert), None))
+            .ossl(ACTION)?;
+        b.append_extension(aki).ossl(ACTION)?;
+    }
     if !profile.sans.is_empty() {
         let mut san = SubjectAlternativeName::new();
         for s in &profile.sans {
@@ -137,11 +160,10 @@ pub(crate) fn issue_leaf<T: HasPublic>(
                 San::Dns(name) => san.dns(name),
             };
         }
-        let ext = san.build(&b.x509v3_context(Some(ca_cert), None)).ossl(ACTION)?;
+        let ext = san.build(&b.x509v3_context(ca_cert, None)).ossl(ACTION)?;
         b.append_extension(ext).ossl(ACTION)?;
     }
-    b.sign(ca_key, MessageDigest::sha256()).ossl("sign a certificate with the CA key")?;
-    Ok(b.build())
+    Ok(b)
 }
 
 /// A v3 certificate builder with a random serial and a validity of `days` from now.

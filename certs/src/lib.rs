@@ -38,6 +38,8 @@
 //! - [`pki`]: [`PkiOptions`], [`Pki`] and the load/repair rules on [`Pki::load_or_create`];
 //!   [`Pki::issue_client_cert`] and [`Pki::issue_serving_cert`] for node certificates.
 //! - [`kubeconfig`]: [`KubeconfigSpec`], [`TokenKubeconfigSpec`] and their writers.
+//! - [`tls`]: the TLS acceptor with client certificates the API server and the kubelet
+//!   serve with, and the identity a verified client certificate carries.
 //! - `issue` (private): the X.509 building blocks; `fsutil` (private): atomic writes.
 //! - `tests/tls.rs` shows the material in use: a real mutual-TLS handshake with
 //!   `openssl::ssl`.
@@ -49,6 +51,7 @@ mod issue;
 pub mod kubeconfig;
 pub mod pki;
 mod san;
+pub mod tls;
 
 pub use error::CertError;
 pub use kubeconfig::{

@@ -281,6 +281,25 @@ impl Pki {
         })
     }
 
+    /// A serving certificate signed by its own fresh key, for a component that has no CA to
+    /// ask (a kubelet without a serving certificate, as upstream's makes at start). Names as
+    /// in [`Pki::issue_serving_cert`].
+    pub fn self_signed_serving_cert<S: AsRef<str>>(
+        cn: &str,
+        sans: &[S],
+        days: u32,
+    ) -> Result<CertKeyPair, CertError> {
+        let sans = sans.iter().map(|s| San::parse(s.as_ref())).collect::<Result<_, _>>()?;
+        let profile =
+            LeafProfile { cn: cn.to_owned(), orgs: vec![], usage: Usage::Server, sans, days };
+        let key = issue::generate_tls_key()?;
+        let cert = issue::self_signed_leaf(&key, &profile)?;
+        Ok(CertKeyPair {
+            cert_pem: issue::cert_pem(&cert)?,
+            key_pem: issue::private_key_pem(&key)?,
+        })
+    }
+
     fn issue(&self, profile: &LeafProfile) -> Result<CertKeyPair, CertError> {
         let key = issue::generate_tls_key()?;
         let cert = issue::issue_leaf(&self.ca_cert, &self.ca_key, &key, profile)?;

@@ -45,12 +45,21 @@ impl RkubeServer {
     /// Starts the server with extra arguments and waits (up to 60 s) until `/readyz` answers.
     pub fn start_with(extra_args: &[&str]) -> RkubeServer {
         let data_dir = tempfile::Builder::new().prefix("rkube-test-").tempdir().expect("temp dir");
-        let port = free_port();
         let log = data_dir.path().join("server.log");
         let extra_args: Vec<String> = extra_args.iter().map(|a| a.to_string()).collect();
         let spawned = Instant::now();
         let deadline = spawned + Duration::from_secs(60);
-        let (child, kubeconfig) = launch(data_dir.path(), port, &extra_args, &log, deadline);
+        // A free port can be taken by another test (or a client's ephemeral port) before the
+        // server binds it: then another one, a few times.
+        let mut attempts = 0;
+        let (child, kubeconfig, port) = loop {
+            let port = free_port();
+            match launch(data_dir.path(), port, &extra_args, &log, deadline) {
+                Ok((child, kubeconfig)) => break (child, kubeconfig, port),
+                Err(log) if log.contains("Address already in use") && attempts < 3 => attempts += 1,
+                Err(log) => panic!("rkube server exited:\n{log}"),
+            }
+        };
         let mut server = RkubeServer {
             child,
             port,
@@ -72,7 +81,8 @@ impl RkubeServer {
         let _ = self.child.wait();
         let deadline = Instant::now() + Duration::from_secs(60);
         let (child, kubeconfig) =
-            launch(self.data_dir.path(), self.port, &self.extra_args, &self.log, deadline);
+            launch(self.data_dir.path(), self.port, &self.extra_args, &self.log, deadline)
+                .unwrap_or_else(|log| panic!("rkube server exited:\n{log}"));
         self.child = child;
         self.kubeconfig = kubeconfig;
         self.wait_ready(deadline);
@@ -220,7 +230,7 @@ fn launch(
     extra_args: &[String],
     log: &Path,
     deadline: Instant,
-) -> (Child, PathBuf) {
+) -> Result<(Child, PathBuf), String> {
     let log_file =
         std::fs::OpenOptions::new().create(true).append(true).open(log).expect("log file");
     let binary = rkube_binary();
@@ -252,14 +262,11 @@ fn launch(
     loop {
         if let Ok(line) = rx.recv_timeout(Duration::from_millis(100)) {
             if let Some(path) = line.strip_prefix("export KUBECONFIG=") {
-                return (child, PathBuf::from(path));
+                return Ok((child, PathBuf::from(path)));
             }
         }
         if let Ok(Some(status)) = child.try_wait() {
-            panic!(
-                "rkube server exited with {status}:\n{}",
-                std::fs::read_to_string(log).unwrap_or_default()
-            );
+            return Err(format!("{status}\n{}", std::fs::read_to_string(log).unwrap_or_default()));
         }
         assert!(Instant::now() < deadline, "rkube server did not print its kubeconfig within 60 s");
     }

@@ -87,6 +87,18 @@ impl NodeServer {
 
     pub fn start_with(extra: &[&str]) -> NodeServer {
         ensure_busybox_image();
+        // The kubelet's free port can be taken before it binds it: then other ports.
+        for _ in 0..3 {
+            let this = Self::start_once(extra);
+            if !this.server.log().contains("for the kubelet API") {
+                this.wait_ready(Duration::from_secs(60));
+                return this;
+            }
+        }
+        panic!("the kubelet found no free port in 3 tries");
+    }
+
+    fn start_once(extra: &[&str]) -> NodeServer {
         let kubelet_port = rkube_store::testing::free_port();
         let node = format!("rkube-test-{kubelet_port}");
         // Free ports are unique among running tests, so the CIDR is too.
@@ -105,10 +117,7 @@ impl NodeServer {
             "memory.available<100Mi,nodefs.available<1%",
         ];
         args.extend_from_slice(extra);
-        let server = RkubeServer::start_with(&args);
-        let this = NodeServer { server, node };
-        this.wait_ready(Duration::from_secs(60));
-        this
+        NodeServer { server: RkubeServer::start_with(&args), node }
     }
 
     fn wait_ready(&self, timeout: Duration) {

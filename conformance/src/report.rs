@@ -117,3 +117,73 @@ mod tests {
         assert!(!text.contains("first"));
     }
 }
+
+/// What every benchmark program takes: `--quick` (a small run that only prints) and
+/// `--output FILE` (where the figures go; `docs/benchmarks.md` by default).
+pub struct Args {
+    pub quick: bool,
+    pub output: String,
+}
+
+impl Args {
+    pub fn parse() -> Args {
+        let args: Vec<String> = std::env::args().skip(1).collect();
+        let quick = args.iter().any(|a| a == "--quick");
+        let output = args
+            .iter()
+            .position(|a| a == "--output")
+            .and_then(|i| args.get(i + 1).cloned())
+            .unwrap_or_else(default_benchmarks_file);
+        Args { quick, output }
+    }
+}
+
+/// A process's resident memory in KiB (`/proc/PID/status`): total, anonymous, file-backed.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Rss {
+    pub total: u64,
+    pub anon: u64,
+    pub file: u64,
+}
+
+pub fn rss(pid: u32) -> anyhow::Result<Rss> {
+    use anyhow::Context;
+    let path = format!("/proc/{pid}/status");
+    let status = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    let field = |name: &str| -> anyhow::Result<u64> {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|kb| kb.parse().ok())
+            .with_context(|| format!("no {name} in {path}"))
+    };
+    Ok(Rss { total: field("VmRSS:")?, anon: field("RssAnon:")?, file: field("RssFile:")? })
+}
+
+/// CPU time (user + system) a process has used so far.
+pub fn cpu_time(pid: &str) -> anyhow::Result<Duration> {
+    use anyhow::Context;
+    static TICKS_PER_SEC: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    let ticks_per_sec = *TICKS_PER_SEC.get_or_init(|| {
+        std::process::Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+            .unwrap_or(100)
+    });
+    let path = format!("/proc/{pid}/stat");
+    let stat = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
+    // Fields after the command name (which may hold spaces): state is the first, utime and
+    // stime the 12th and 13th.
+    let fields: Vec<&str> =
+        stat.rsplit_once(')').map(|(_, f)| f).unwrap_or("").split_whitespace().collect();
+    let ticks: u64 = fields
+        .get(11..13)
+        .with_context(|| format!("short {path}"))?
+        .iter()
+        .map(|f| f.parse::<u64>().unwrap_or(0))
+        .sum();
+    Ok(Duration::from_secs_f64(ticks as f64 / ticks_per_sec as f64))
+}

@@ -44,9 +44,7 @@ use http::{header, HeaderMap, HeaderValue, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
 use k8s_openapi::api::core::v1::Pod;
-use openssl::pkey::PKey;
-use openssl::ssl::{AlpnError, Ssl, SslAcceptor, SslMethod, SslVerifyMode};
-use openssl::x509::X509;
+use openssl::ssl::{Ssl, SslAcceptor};
 use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
@@ -94,57 +92,19 @@ fn text_error(code: StatusCode, message: impl Into<String>) -> Response {
 // ---------------------------------------------------------------------------------------
 // TLS and connections
 
-/// The kubelet's own serving certificate and key (PEM): self-signed, EC P-256, a year long,
-/// for the node's IP and name.
+/// The kubelet's own serving certificate and key (PEM): self-signed, named as upstream's
+/// kubelet names it (`<node>@<unix time>`), a year long, for the node's IP and name.
 pub fn self_signed_certificate(
     node_name: &str,
     node_ip: IpAddr,
 ) -> anyhow::Result<(Vec<u8>, Vec<u8>)> {
-    use openssl::asn1::Asn1Time;
-    use openssl::bn::{BigNum, MsbOption};
-    use openssl::ec::{EcGroup, EcKey};
-    use openssl::hash::MessageDigest;
-    use openssl::nid::Nid;
-    use openssl::x509::extension::{
-        BasicConstraints, ExtendedKeyUsage, KeyUsage, SubjectAlternativeName,
-    };
-    use openssl::x509::X509NameBuilder;
-
-    let group = EcGroup::from_curve_name(Nid::X9_62_PRIME256V1)?;
-    let key = PKey::from_ec_key(EcKey::generate(&group)?)?;
-    let now = Utc::now().timestamp();
-    let mut name = X509NameBuilder::new()?;
-    // Upstream's self-signed kubelet certificates are named `<host>@<unix time>`.
-    name.append_entry_by_nid(Nid::COMMONNAME, &format!("{node_name}@{now}"))?;
-    let name = name.build();
-    let mut cert = X509::builder()?;
-    cert.set_version(2)?;
-    let serial = {
-        let mut n = BigNum::new()?;
-        n.rand(127, MsbOption::MAYBE_ZERO, false)?;
-        n.to_asn1_integer()?
-    };
-    cert.set_serial_number(&serial)?;
-    cert.set_subject_name(&name)?;
-    cert.set_issuer_name(&name)?;
-    cert.set_pubkey(&key)?;
-    // An hour back, for clocks a little behind ours.
-    let not_before = Asn1Time::from_unix(now - 3600)?;
-    let not_after = Asn1Time::days_from_now(365)?;
-    cert.set_not_before(&not_before)?;
-    cert.set_not_after(&not_after)?;
-    cert.append_extension(BasicConstraints::new().critical().build()?)?;
-    cert.append_extension(KeyUsage::new().critical().digital_signature().build()?)?;
-    cert.append_extension(ExtendedKeyUsage::new().server_auth().build()?)?;
-    let mut san = SubjectAlternativeName::new();
-    san.ip(&node_ip.to_string());
+    let cn = format!("{node_name}@{}", Utc::now().timestamp());
+    let mut sans = vec![node_ip.to_string()];
     if node_name.parse::<IpAddr>().is_err() {
-        san.dns(node_name);
+        sans.push(node_name.to_string());
     }
-    let san = san.build(&cert.x509v3_context(None, None))?;
-    cert.append_extension(san)?;
-    cert.sign(&key, MessageDigest::sha256())?;
-    Ok((cert.build().to_pem()?, key.private_key_to_pem_pkcs8()?))
+    let pair = rkube_certs::Pki::self_signed_serving_cert(&cn, &sans, 365)?;
+    Ok((pair.cert_pem.into_bytes(), pair.key_pem.into_bytes()))
 }
 
 /// The TLS acceptor: the serving certificate, client certificates requested and verified
@@ -154,31 +114,7 @@ pub fn acceptor(
     key_pem: &[u8],
     client_ca_pem: &[u8],
 ) -> anyhow::Result<SslAcceptor> {
-    let mut builder = SslAcceptor::mozilla_intermediate_v5(SslMethod::tls_server())?;
-    let mut chain = X509::stack_from_pem(cert_pem)?.into_iter();
-    let leaf = chain.next().ok_or_else(|| anyhow::anyhow!("no serving certificate"))?;
-    builder.set_certificate(&leaf)?;
-    for extra in chain {
-        builder.add_extra_chain_cert(extra)?;
-    }
-    let key = PKey::private_key_from_pem(key_pem)?;
-    builder.set_private_key(&key)?;
-    builder.check_private_key()?;
-    let cas = X509::stack_from_pem(client_ca_pem)?;
-    anyhow::ensure!(!cas.is_empty(), "the client CA file holds no certificate");
-    let mut store = openssl::x509::store::X509StoreBuilder::new()?;
-    for ca in cas {
-        store.add_cert(ca)?;
-    }
-    builder.set_verify_cert_store(store.build())?;
-    builder.set_verify(SslVerifyMode::PEER);
-    // Resumed sessions with client certificates need a session id context (see the API
-    // server's listener).
-    builder.set_session_id_context(b"rkube-kubelet")?;
-    builder.set_alpn_select_callback(|_, client| {
-        openssl::ssl::select_next_proto(b"\x02h2\x08http/1.1", client).ok_or(AlpnError::NOACK)
-    });
-    Ok(builder.build())
+    Ok(rkube_certs::tls::acceptor(cert_pem, key_pem, client_ca_pem, b"rkube-kubelet")?)
 }
 
 /// Binds the kubelet's port on every address (upstream's `--address` default), so that the
@@ -217,16 +153,6 @@ pub async fn serve(listener: TcpListener, acceptor: SslAcceptor, router: Router)
     }
 }
 
-/// The common name of a verified client certificate.
-fn client_name(ssl: &openssl::ssl::SslRef) -> Option<String> {
-    let cert = ssl.peer_certificate()?;
-    if ssl.verify_result() != openssl::x509::X509VerifyResult::OK {
-        return None;
-    }
-    let cn = cert.subject_name().entries_by_nid(openssl::nid::Nid::COMMONNAME).next();
-    Some(cn.and_then(|e| e.data().to_string().ok()).unwrap_or_default())
-}
-
 async fn serve_connection(
     tcp: tokio::net::TcpStream,
     acceptor: &SslAcceptor,
@@ -238,7 +164,7 @@ async fn serve_connection(
     tokio::time::timeout(Duration::from_secs(10), Pin::new(&mut stream).accept())
         .await
         .map_err(|_| anyhow::anyhow!("TLS handshake timed out"))??;
-    let client = client_name(stream.ssl());
+    let client = rkube_certs::tls::verified_peer(stream.ssl()).map(|(name, _groups)| name);
     let service = hyper::service::service_fn(
         move |request: http::Request<hyper::body::Incoming>| {
             let router = router.clone();
@@ -914,6 +840,8 @@ async fn exit_outcome(runtime: &dyn Runtime, exec_id: &str, command: &[String]) 
 mod tests {
     use super::*;
     use crate::runtime::{labels, ContainerRecord};
+    use openssl::pkey::PKey;
+    use openssl::x509::X509;
     use std::collections::HashMap;
 
     fn pairs(query: &str) -> Vec<(String, String)> {

@@ -327,6 +327,21 @@ pub trait FilterPlugin: Send + Sync {
     }
 }
 
+/// A filter that looks across nodes, run on one node as if it were the whole cluster
+/// (pre-filter, then filter): what [`FilterPlugin::filter`] means for such plugins.
+pub fn filter_alone<P: FilterPlugin + ?Sized>(
+    plugin: &P,
+    pod: &PodInfo,
+    node: &NodeInfo,
+) -> Result<(), Rejection> {
+    let nodes = [node];
+    let mut state = CycleState::new(&nodes);
+    match plugin.pre_filter(pod, &mut state)? {
+        Next::Skip => Ok(()),
+        Next::Run => plugin.filter_with_state(pod, node, &state),
+    }
+}
+
 /// The highest score a plugin gives a node (upstream's `MaxNodeScore`).
 pub const MAX_NODE_SCORE: i64 = 100;
 

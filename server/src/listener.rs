@@ -9,10 +9,7 @@ use std::sync::Arc;
 use axum::Router;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use hyper_util::server::conn::auto;
-use openssl::nid::Nid;
-use openssl::pkey::PKey;
-use openssl::ssl::{AlpnError, Ssl, SslAcceptor, SslMethod, SslVerifyMode};
-use openssl::x509::X509;
+use openssl::ssl::{Ssl, SslAcceptor};
 use tokio::net::TcpListener;
 use tower::ServiceExt;
 
@@ -30,45 +27,17 @@ pub struct TlsMaterial {
 /// required: bearer tokens and anonymous requests come without one) and verified against the
 /// cluster CA.
 pub fn acceptor(tls: &TlsMaterial) -> anyhow::Result<SslAcceptor> {
-    let mut builder = SslAcceptor::mozilla_intermediate_v5(SslMethod::tls_server())?;
-    let mut chain = X509::stack_from_pem(&tls.cert_pem)?.into_iter();
-    let leaf = chain.next().ok_or_else(|| anyhow::anyhow!("no serving certificate"))?;
-    builder.set_certificate(&leaf)?;
-    for extra in chain {
-        builder.add_extra_chain_cert(extra)?;
-    }
-    let key = PKey::private_key_from_pem(&tls.key_pem)?;
-    builder.set_private_key(&key)?;
-    builder.check_private_key()?;
-    let store = {
-        let mut store = openssl::x509::store::X509StoreBuilder::new()?;
-        for ca in X509::stack_from_pem(&tls.client_ca_pem)? {
-            store.add_cert(ca)?;
-        }
-        store.build()
-    };
-    builder.set_verify_cert_store(store)?;
-    builder.set_verify(SslVerifyMode::PEER);
-    // Clients resume TLS sessions; with client certificates requested, openssl refuses a
-    // resumption (alert "internal error") unless the session id context is set.
-    builder.set_session_id_context(b"rkube-apiserver")?;
-    builder.set_alpn_select_callback(|_, client| {
-        openssl::ssl::select_next_proto(b"\x02h2\x08http/1.1", client).ok_or(AlpnError::NOACK)
-    });
-    Ok(builder.build())
+    Ok(rkube_certs::tls::acceptor(
+        &tls.cert_pem,
+        &tls.key_pem,
+        &tls.client_ca_pem,
+        b"rkube-apiserver",
+    )?)
 }
 
 /// The user a verified client certificate names: CN is the user, each O a group.
 fn user_from_certificate(ssl: &openssl::ssl::SslRef) -> Option<UserInfo> {
-    let cert = ssl.peer_certificate()?;
-    if ssl.verify_result() != openssl::x509::X509VerifyResult::OK {
-        return None;
-    }
-    let entries = |nid| -> Vec<String> {
-        cert.subject_name().entries_by_nid(nid).filter_map(|e| e.data().to_string().ok()).collect()
-    };
-    let name = entries(Nid::COMMONNAME).into_iter().next()?;
-    Some(UserInfo::authenticated(name, entries(Nid::ORGANIZATIONNAME)))
+    rkube_certs::tls::verified_peer(ssl).map(|(name, groups)| UserInfo::authenticated(name, groups))
 }
 
 /// Accepts connections until the task is aborted.

@@ -37,7 +37,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
 use kube::{Client, Config as KubeConfig};
 use rkube_conformance::cluster::RkubeServer;
-use rkube_conformance::report::{self, Table};
+use rkube_conformance::report::{self, cpu_time, rss, Rss, Table};
 use rkube_store::{SqliteOptions, SqliteStore, Store};
 
 /// Concurrent requests in the create and fill phases.
@@ -145,32 +145,6 @@ where
     let elapsed = started.elapsed();
     latencies.sort();
     Ok(Run { latencies, elapsed })
-}
-
-/// CPU time (user + system) a process has used so far.
-fn cpu_time(pid: &str) -> Result<Duration> {
-    static TICKS_PER_SEC: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
-    let ticks_per_sec = *TICKS_PER_SEC.get_or_init(|| {
-        std::process::Command::new("getconf")
-            .arg("CLK_TCK")
-            .output()
-            .ok()
-            .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
-            .unwrap_or(100)
-    });
-    let path = format!("/proc/{pid}/stat");
-    let stat = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
-    // Fields after the command name (which may hold spaces): state is the first, utime and
-    // stime the 12th and 13th.
-    let fields: Vec<&str> =
-        stat.rsplit_once(')').map(|(_, f)| f).unwrap_or("").split_whitespace().collect();
-    let ticks: u64 = fields
-        .get(11..13)
-        .with_context(|| format!("short {path}"))?
-        .iter()
-        .map(|f| f.parse::<u64>().unwrap_or(0))
-        .sum();
-    Ok(Duration::from_secs_f64(ticks as f64 / ticks_per_sec as f64))
 }
 
 /// CPU the server and this benchmark used during one phase.
@@ -546,28 +520,6 @@ async fn bench_watch(client: &Client, watchers: usize, events: usize) -> Result<
     })
 }
 
-/// Memory figures of `/proc/<pid>/status`, in KiB.
-#[derive(Clone, Copy, Default)]
-struct Rss {
-    total: u64,
-    anon: u64,
-    file: u64,
-}
-
-fn rss(pid: u32) -> Result<Rss> {
-    let path = format!("/proc/{pid}/status");
-    let status = std::fs::read_to_string(&path).with_context(|| format!("reading {path}"))?;
-    let field = |name: &str| -> Result<u64> {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(name))
-            .and_then(|rest| rest.split_whitespace().next())
-            .and_then(|kb| kb.parse().ok())
-            .with_context(|| format!("no {name} in {path}"))
-    };
-    Ok(Rss { total: field("VmRSS:")?, anon: field("RssAnon:")?, file: field("RssFile:")? })
-}
-
 struct MemoryFigures {
     objects: usize,
     before: Rss,
@@ -732,13 +684,7 @@ async fn bench(config: &Config) -> Result<Figures> {
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let quick = args.iter().any(|a| a == "--quick");
-    let output = args
-        .iter()
-        .position(|a| a == "--output")
-        .and_then(|i| args.get(i + 1).cloned())
-        .unwrap_or_else(report::default_benchmarks_file);
+    let report::Args { quick, output } = report::Args::parse();
     let config = if quick {
         Config {
             create_duration: Duration::from_secs(1),

@@ -283,13 +283,7 @@ async fn bench_target(name: &str, target: &Target, config: &Config) -> Result<Fi
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let quick = args.iter().any(|a| a == "--quick");
-    let output = args
-        .iter()
-        .position(|a| a == "--output")
-        .and_then(|i| args.get(i + 1).cloned())
-        .unwrap_or_else(report::default_benchmarks_file);
+    let report::Args { quick, output } = report::Args::parse();
     let config = if quick {
         Config {
             write_duration: Duration::from_millis(500),

@@ -57,6 +57,18 @@ impl Backoff {
     }
 }
 
+/// What starting a container needs from the sync that starts it.
+struct StartInputs<'a> {
+    sandbox_id: &'a str,
+    pod_ip: &'a str,
+    host_ip: &'a str,
+    volumes: &'a std::collections::BTreeMap<String, Option<PathBuf>>,
+    /// `name_namespace(uid)`, as upstream's messages name the pod.
+    pod_key: &'a str,
+    /// The service links: listed once, and only when a container starts.
+    service_env: tokio::sync::OnceCell<Vec<(String, String)>>,
+}
+
 /// What a pod's worker keeps between syncs.
 pub struct PodState {
     pub start_time: String,
@@ -110,6 +122,18 @@ pub(crate) fn latest<'a>(
     mine.sort_by_key(|r| r.attempt());
     let current = mine.pop();
     (current, mine.pop())
+}
+
+/// A container as the runtime's records show it: its latest instance and the one before.
+fn view_of(records: &[ContainerRecord], container: &Container) -> ContainerView {
+    let (current, previous) = latest(records, &container.name);
+    ContainerView {
+        name: container.name.clone(),
+        image: container.image.clone().unwrap_or_default(),
+        current: current.cloned(),
+        previous: previous.cloned(),
+        ..Default::default()
+    }
 }
 
 fn finished_at(record: &ContainerRecord) -> Option<chrono::DateTime<Utc>> {
@@ -292,7 +316,61 @@ impl Syncer {
         }
     }
 
-    /// Starts one container (a new attempt); on failure, the waiting reason.
+    /// Starts the next attempt of a container that is not running, unless it is still
+    /// backing off after its last exit (upstream's CrashLoopBackOff); the new instance, or
+    /// why there is none, goes into `view`.
+    #[allow(clippy::too_many_arguments)]
+    async fn start_or_back_off(
+        &self,
+        pod: &Pod,
+        container: &Container,
+        init: bool,
+        current: Option<&ContainerRecord>,
+        attempt: u32,
+        lookup: &mut Lookup<'_>,
+        inputs: &StartInputs<'_>,
+        state: &mut PodState,
+        view: &mut ContainerView,
+    ) {
+        let key = if init { format!("init/{}", container.name) } else { container.name.clone() };
+        let after_exit = current.and_then(finished_at);
+        if let Some(delay) =
+            after_exit.and_then(|t| state.crash_backoff.waiting(&key, instant_of(t)))
+        {
+            let pod_key = inputs.pod_key;
+            if state.recorded.insert(format!("backoff/{key}/{attempt}")) {
+                let message = format!(
+                    "Back-off restarting failed container {} in pod {pod_key}",
+                    container.name
+                );
+                self.recorder.pod_event(pod, "Warning", "BackOff", &message).await;
+            }
+            view.waiting = Some((
+                "CrashLoopBackOff".into(),
+                format!(
+                    "back-off {}s restarting failed container={} pod={pod_key}",
+                    delay.as_secs(),
+                    container.name
+                ),
+            ));
+            return;
+        }
+        if after_exit.is_some() {
+            state.crash_backoff.next(&key);
+        }
+        match self.start(pod, container, init, attempt, lookup, inputs, state).await {
+            Err(waiting) => view.waiting = Some(waiting),
+            Ok(id) => {
+                view.current = self.runtime.inspect(&id).await.ok();
+                if current.map(|c| c.attempt()) != Some(attempt) {
+                    view.previous = current.cloned();
+                }
+            }
+        }
+    }
+
+    /// Makes and starts one container (a new attempt): its id (it exists even when it
+    /// could not start: its status shows why), or the waiting reason.
     #[allow(clippy::too_many_arguments)]
     async fn start(
         &self,
@@ -300,13 +378,30 @@ impl Syncer {
         container: &Container,
         init: bool,
         attempt: u32,
-        sandbox_id: &str,
         lookup: &mut Lookup<'_>,
-        ctx: &Context<'_>,
+        inputs: &StartInputs<'_>,
         state: &mut PodState,
-    ) -> Result<(), (String, String)> {
+    ) -> Result<String, (String, String)> {
         self.ensure_image(pod, container, state).await?;
-        let mut spec = spec::container_spec(pod, container, init, attempt, lookup, ctx)
+        let service_env = inputs
+            .service_env
+            .get_or_init(|| async {
+                let links = pod.spec.as_ref().and_then(|s| s.enable_service_links).unwrap_or(true);
+                if links {
+                    spec::service_env(&self.client, &lookup.namespace).await
+                } else {
+                    Vec::new()
+                }
+            })
+            .await;
+        let ctx = Context {
+            pod_ip: inputs.pod_ip,
+            host_ip: inputs.host_ip,
+            service_env,
+            node_allocatable: &self.config.allocatable,
+            volumes: inputs.volumes,
+        };
+        let mut spec = spec::container_spec(pod, container, init, attempt, lookup, &ctx)
             .await
             .map_err(|e| ("CreateContainerConfigError".to_string(), e.0))?;
         // The termination message file is the node's, so it outlives the container.
@@ -325,17 +420,20 @@ impl Syncer {
             spec.binds.push(format!("{}:{path}", host.display()));
         }
         let share_pid = pod.spec.as_ref().and_then(|s| s.share_process_namespace).unwrap_or(false);
-        let id =
-            match self.runtime.create_container(self.node(), sandbox_id, share_pid, &spec).await {
-                Ok(id) => id,
-                Err(e) => {
-                    let message = e.to_string();
-                    self.recorder
-                        .pod_event(pod, "Warning", "Failed", &format!("Error: {message}"))
-                        .await;
-                    return Err(("CreateContainerError".into(), message));
-                }
-            };
+        let id = match self
+            .runtime
+            .create_container(self.node(), inputs.sandbox_id, share_pid, &spec)
+            .await
+        {
+            Ok(id) => id,
+            Err(e) => {
+                let message = e.to_string();
+                self.recorder
+                    .pod_event(pod, "Warning", "Failed", &format!("Error: {message}"))
+                    .await;
+                return Err(("CreateContainerError".into(), message));
+            }
+        };
         self.recorder
             .pod_event(pod, "Normal", "Created", &format!("Created container {}", container.name))
             .await;
@@ -343,12 +441,12 @@ impl Syncer {
             let message = e.to_string();
             self.recorder.pod_event(pod, "Warning", "Failed", &format!("Error: {message}")).await;
             // The container exists and has exited: its status shows the error.
-            return Ok(());
+            return Ok(id);
         }
         self.recorder
             .pod_event(pod, "Normal", "Started", &format!("Started container {}", container.name))
             .await;
-        Ok(())
+        Ok(id)
     }
 
     /// Makes the pod's sandbox run; its id and IP.
@@ -430,11 +528,6 @@ impl Syncer {
         let pod_ip = if host_network { host_ip.clone() } else { sandbox_ip };
         let mut lookup =
             Lookup::new(&self.client, pod.metadata.namespace.as_deref().unwrap_or("default"));
-        let service_env = if spec.enable_service_links.unwrap_or(true) {
-            spec::service_env(&self.client, &lookup.namespace).await
-        } else {
-            Vec::new()
-        };
         let volumes = match volumes::prepare(
             &self.config.root_dir,
             pod,
@@ -452,32 +545,28 @@ impl Syncer {
                 Default::default()
             }
         };
-        let ctx = Context {
-            pod_ip: &pod_ip,
-            host_ip: &host_ip,
-            service_env: &service_env,
-            node_allocatable: &self.config.allocatable,
-            volumes: &volumes,
-        };
         let pod_key = format!(
             "{}_{}({uid})",
             pod.metadata.name.as_deref().unwrap_or(""),
             pod.metadata.namespace.as_deref().unwrap_or("")
         );
+        let inputs = StartInputs {
+            sandbox_id: &sandbox_id,
+            pod_ip: &pod_ip,
+            host_ip: &host_ip,
+            volumes: &volumes,
+            pod_key: &pod_key,
+            service_env: tokio::sync::OnceCell::new(),
+        };
         let mut busy = false;
 
         // Init containers, one at a time, in order.
         let mut init_views = Vec::new();
         let mut init_done = true;
         for container in spec.init_containers.iter().flatten() {
-            let (current, previous) = latest(&records, &container.name);
-            let mut view = ContainerView {
-                name: container.name.clone(),
-                image: container.image.clone().unwrap_or_default(),
-                current: current.cloned(),
-                previous: previous.cloned(),
-                ..Default::default()
-            };
+            let mut view = view_of(&records, container);
+            let current = view.current.clone();
+            let current = current.as_ref();
             if !init_done {
                 view.waiting = Some(("PodInitializing".into(), String::new()));
                 init_views.push(view);
@@ -498,50 +587,18 @@ impl Syncer {
                     }
                     busy = true;
                     let attempt = current.map(|c| c.attempt() + 1).unwrap_or(0);
-                    let key = format!("init/{}", container.name);
-                    if let Some(delay) = current
-                        .and_then(finished_at)
-                        .and_then(|t| state.crash_backoff.waiting(&key, instant_of(t)))
-                    {
-                        view.waiting = Some((
-                            "CrashLoopBackOff".into(),
-                            format!(
-                                "back-off {}s restarting failed container={} pod={pod_key}",
-                                delay.as_secs(),
-                                container.name
-                            ),
-                        ));
-                    } else {
-                        if failed {
-                            state.crash_backoff.next(&key);
-                        }
-                        if let Err(waiting) = self
-                            .start(
-                                pod,
-                                container,
-                                true,
-                                attempt,
-                                &sandbox_id,
-                                &mut lookup,
-                                &ctx,
-                                state,
-                            )
-                            .await
-                        {
-                            view.waiting = Some(waiting);
-                        } else {
-                            view.current = self
-                                .records(&uid)
-                                .await
-                                .iter()
-                                .find(|r| {
-                                    r.label(labels::CONTAINER_NAME) == container.name
-                                        && r.attempt() == attempt
-                                })
-                                .cloned();
-                            view.previous = current.cloned();
-                        }
-                    }
+                    self.start_or_back_off(
+                        pod,
+                        container,
+                        true,
+                        current,
+                        attempt,
+                        &mut lookup,
+                        &inputs,
+                        state,
+                        &mut view,
+                    )
+                    .await;
                 }
             }
             init_views.push(view);
@@ -550,14 +607,9 @@ impl Syncer {
         // App containers.
         let mut app_views = Vec::new();
         for container in &spec.containers {
-            let (current, previous) = latest(&records, &container.name);
-            let mut view = ContainerView {
-                name: container.name.clone(),
-                image: container.image.clone().unwrap_or_default(),
-                current: current.cloned(),
-                previous: previous.cloned(),
-                ..Default::default()
-            };
+            let mut view = view_of(&records, container);
+            let current = view.current.clone();
+            let current = current.as_ref();
             if !init_done {
                 view.waiting = Some(("PodInitializing".into(), String::new()));
                 app_views.push(view);
@@ -580,64 +632,18 @@ impl Syncer {
             };
             if let Some(attempt) = start_attempt {
                 busy = true;
-                let key = container.name.clone();
-                let after_exit = current.and_then(finished_at);
-                if let Some(delay) =
-                    after_exit.and_then(|t| state.crash_backoff.waiting(&key, instant_of(t)))
-                {
-                    let message = format!(
-                        "back-off {}s restarting failed container={} pod={pod_key}",
-                        delay.as_secs(),
-                        container.name
-                    );
-                    if state.recorded.insert(format!("backoff/{}/{attempt}", container.name)) {
-                        self.recorder
-                            .pod_event(
-                                pod,
-                                "Warning",
-                                "BackOff",
-                                &format!(
-                                    "Back-off restarting failed container {} in pod {pod_key}",
-                                    container.name
-                                ),
-                            )
-                            .await;
-                    }
-                    view.waiting = Some(("CrashLoopBackOff".into(), message));
-                } else {
-                    if after_exit.is_some() {
-                        state.crash_backoff.next(&key);
-                    }
-                    match self
-                        .start(
-                            pod,
-                            container,
-                            false,
-                            attempt,
-                            &sandbox_id,
-                            &mut lookup,
-                            &ctx,
-                            state,
-                        )
-                        .await
-                    {
-                        Err(waiting) => view.waiting = Some(waiting),
-                        Ok(()) => {
-                            let fresh = self.records(&uid).await;
-                            view.current = fresh
-                                .iter()
-                                .find(|r| {
-                                    !r.is_sandbox()
-                                        && r.label(labels::CONTAINER_NAME) == container.name
-                                        && r.attempt() == attempt
-                                })
-                                .cloned();
-                            if current.map(|c| c.attempt()) != Some(attempt) {
-                                view.previous = current.cloned();
-                            }
-                        }
-                    }
-                }
+                self.start_or_back_off(
+                    pod,
+                    container,
+                    false,
+                    current,
+                    attempt,
+                    &mut lookup,
+                    &inputs,
+                    state,
+                    &mut view,
+                )
+                .await;
             }
             if let Some(record) =
                 view.current.as_ref().filter(|r| matches!(r.state, ContainerState::Exited { .. }))

@@ -128,6 +128,13 @@ impl DockerRuntime {
         }
     }
 
+    /// Creates a container under its kubelet-style name (`k8s_<container>_<pod>_...`).
+    async fn create_named(&self, name: String, config: ContainerCreateBody) -> Result<String> {
+        let options = CreateContainerOptions { name: Some(name), ..Default::default() };
+        let created = self.docker.create_container(Some(options), config).await.map_err(err)?;
+        Ok(created.id)
+    }
+
     fn base_labels(node: &str, pod: &super::PodRef) -> HashMap<String, String> {
         HashMap::from([
             (labels::NODE.to_string(), node.to_string()),
@@ -286,18 +293,10 @@ impl Runtime for DockerRuntime {
             "k8s_POD_{}_{}_{}_{}",
             spec.pod.name, spec.pod.namespace, spec.pod.uid, spec.attempt
         );
-        let created = self
-            .docker
-            .create_container(
-                Some(CreateContainerOptions { name: Some(name), ..Default::default() }),
-                config,
-            )
-            .await
-            .map_err(err)?;
-        self.docker.start_container(&created.id, None).await.map_err(err)?;
-        let ip =
-            if spec.host_network { String::new() } else { self.sandbox_ip(&created.id).await? };
-        Ok((created.id, ip))
+        let id = self.create_named(name, config).await?;
+        self.docker.start_container(&id, None).await.map_err(err)?;
+        let ip = if spec.host_network { String::new() } else { self.sandbox_ip(&id).await? };
+        Ok((id, ip))
     }
 
     async fn sandbox_ip(&self, id: &str) -> Result<String> {
@@ -368,15 +367,8 @@ impl Runtime for DockerRuntime {
             "k8s_{}_{}_{}_{}_{}",
             spec.name, pod.name, pod.namespace, pod.uid, spec.attempt
         );
-        let created = self
-            .docker
-            .create_container(
-                Some(CreateContainerOptions { name: Some(name), ..Default::default() }),
-                config,
-            )
-            .await
-            .map_err(err)?;
-        Ok(created.id)
+        let id = self.create_named(name, config).await?;
+        Ok(id)
     }
 
     async fn start_container(&self, id: &str) -> Result<()> {

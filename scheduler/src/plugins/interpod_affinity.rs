@@ -306,12 +306,7 @@ impl FilterPlugin for InterPodAffinity {
     /// The filter as if the node were the whole cluster; the scheduler uses
     /// [`FilterPlugin::filter_with_state`], which sees every node.
     fn filter(&self, pod: &PodInfo, node: &NodeInfo) -> Result<(), Rejection> {
-        let nodes = [node];
-        let mut state = CycleState::new(&nodes);
-        match self.pre_filter(pod, &mut state)? {
-            Next::Skip => Ok(()),
-            Next::Run => self.filter_with_state(pod, node, &state),
-        }
+        crate::framework::filter_alone(self, pod, node)
     }
 
     /// Skips when the pod has no required terms and no running pod's required

@@ -1,0 +1,64 @@
+//! Serving TLS with client certificates, as the API server and the kubelet both do: the
+//! acceptor (our certificate, client certificates requested and verified against a CA,
+//! HTTP/2 or HTTP/1.1 by ALPN) and the identity a verified client certificate carries.
+
+use openssl::nid::Nid;
+use openssl::pkey::PKey;
+use openssl::ssl::{AlpnError, SslAcceptor, SslMethod, SslRef, SslVerifyMode};
+use openssl::x509::X509;
+
+use crate::error::OsslContext;
+use crate::issue::name_entries;
+use crate::CertError;
+
+/// The TLS acceptor for `cert_pem` (leaf first, then its chain) and `key_pem`, requesting
+/// client certificates (not requiring them: the caller decides what an anonymous client
+/// may do) and verifying them against `client_ca_pem`. `session_id_context` names the
+/// server: clients resume TLS sessions, and with client certificates requested openssl
+/// refuses a resumption (alert "internal error") unless it is set.
+pub fn acceptor(
+    cert_pem: &[u8],
+    key_pem: &[u8],
+    client_ca_pem: &[u8],
+    session_id_context: &[u8],
+) -> Result<SslAcceptor, CertError> {
+    const ACTION: &str = "set up TLS";
+    let mut builder = SslAcceptor::mozilla_intermediate_v5(SslMethod::tls_server()).ossl(ACTION)?;
+    let mut chain =
+        X509::stack_from_pem(cert_pem).ossl("read the serving certificate")?.into_iter();
+    let leaf =
+        chain.next().ok_or_else(|| CertError::InvalidRequest("no serving certificate".into()))?;
+    builder.set_certificate(&leaf).ossl(ACTION)?;
+    for extra in chain {
+        builder.add_extra_chain_cert(extra).ossl(ACTION)?;
+    }
+    let key = PKey::private_key_from_pem(key_pem).ossl("read the serving key")?;
+    builder.set_private_key(&key).ossl(ACTION)?;
+    builder.check_private_key().ossl("match the serving key to its certificate")?;
+    let cas = X509::stack_from_pem(client_ca_pem).ossl("read the client CA")?;
+    if cas.is_empty() {
+        return Err(CertError::InvalidRequest("the client CA holds no certificate".into()));
+    }
+    let mut store = openssl::x509::store::X509StoreBuilder::new().ossl(ACTION)?;
+    for ca in cas {
+        store.add_cert(ca).ossl(ACTION)?;
+    }
+    builder.set_verify_cert_store(store.build()).ossl(ACTION)?;
+    builder.set_verify(SslVerifyMode::PEER);
+    builder.set_session_id_context(session_id_context).ossl(ACTION)?;
+    builder.set_alpn_select_callback(|_, client| {
+        openssl::ssl::select_next_proto(b"\x02h2\x08http/1.1", client).ok_or(AlpnError::NOACK)
+    });
+    Ok(builder.build())
+}
+
+/// Who a verified client certificate names: (CN, each O), Kubernetes' user and groups.
+/// None without a certificate, or when it did not verify.
+pub fn verified_peer(ssl: &SslRef) -> Option<(String, Vec<String>)> {
+    let cert = ssl.peer_certificate()?;
+    if ssl.verify_result() != openssl::x509::X509VerifyResult::OK {
+        return None;
+    }
+    let name = name_entries(cert.subject_name(), Nid::COMMONNAME).into_iter().next()?;
+    Some((name, name_entries(cert.subject_name(), Nid::ORGANIZATIONNAME)))
+}
