@@ -90,7 +90,11 @@ pub async fn watch(
             tokio::select! {
                 _ = &mut deadline => return,
                 _ = bookmarks.tick(), if request.allow_bookmarks => {
-                    let revision = cache.current().max(seen);
+                    // The cache's revision only when every event up to it has been taken off
+                    // the channel (events are sent before the revision is published): a
+                    // bookmark past an event still queued would make the client skip it.
+                    let current = cache.current();
+                    let revision = if start.live.is_empty() { current.max(seen) } else { seen };
                     seen = revision;
                     yield Ok(encoder.bookmark(revision, false, &mut first));
                 }
