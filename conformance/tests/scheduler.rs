@@ -330,3 +330,30 @@ fn a_higher_priority_pod_preempts_a_lower_one() {
     ]);
     assert!(events.contains("Preempted by pod") && events.contains("on node full"), "{events}");
 }
+
+#[test]
+fn preemption_spares_a_pod_its_disruption_budget_protects() {
+    let s = RkubeServer::start();
+    s.ok_stdin(&["apply", "-f", "-"], &node("full", "2", None));
+    s.ok(&["create", "priorityclass", "low", "--value=10"]);
+    s.ok(&["create", "priorityclass", "high", "--value=1000"]);
+    // No disruption is allowed: one pod selected, one must stay available.
+    s.ok(&["create", "poddisruptionbudget", "db", "--selector=app=db", "--min-available=1"]);
+    let pod_with = |name: &str, app: &str, class: &str| {
+        pod(name, "1").replace(
+            &format!("metadata:\n  name: {name}\n"),
+            &format!("metadata:\n  name: {name}\n  labels:\n    app: {app}\n"),
+        ) + &format!("  priorityClassName: {class}\n  terminationGracePeriodSeconds: 0\n")
+    };
+    // Without the budget, the pod bound last would be the victim (the others are put back
+    // first): the guarded one.
+    for (name, app) in [("free", "web"), ("guarded", "db")] {
+        s.ok_stdin(&["apply", "-f", "-"], &pod_with(name, app, "low"));
+        wait_for(&s, &["get", "pod", name, "-o", "jsonpath={.spec.nodeName}"], "full");
+    }
+    s.ok_stdin(&["apply", "-f", "-"], &pod_with("urgent", "x", "high"));
+    wait_for(&s, &["get", "pod", "urgent", "-o", "jsonpath={.spec.nodeName}"], "full");
+    let left = s.ok(&["get", "pods", "-o", "name"]);
+    assert!(left.contains("pod/guarded"), "the budget's pod was preempted:\n{left}");
+    assert!(!left.contains("pod/free"), "the unprotected pod should have made room:\n{left}");
+}

@@ -3,11 +3,16 @@
 //! nominate the node (`status.nominatedNodeName`). The pod is scheduled for real once the
 //! victims are gone.
 //!
-//! Simplification: PodDisruptionBudgets are not consulted yet.
+//! PodDisruptionBudgets are respected where they can be, as upstream does: a victim whose
+//! eviction would take a budget below what its `status.disruptionsAllowed` permits is put
+//! back first, and the node needing the fewest such violations wins. (Victims are deleted,
+//! as upstream's preemption does, not evicted through the eviction API.)
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::Client;
 use serde_json::json;
@@ -36,15 +41,58 @@ fn fits(profile: &Profile, pod: &PodInfo, node: &NodeInfo, all: &[&NodeInfo]) ->
     run.iter().all(|f| f.filter_with_state(pod, node, &state).is_ok())
 }
 
-/// The victims on one node: every lower-priority pod taken off, then as many as possible
-/// put back, highest priority first (upstream's reprieve). `None` when even an empty node
-/// of lower-priority pods would not do.
+/// Splits candidate victims (most important first) into those whose eviction would violate
+/// a PodDisruptionBudget and the others (upstream's filterPodsWithPDBViolation): each pod a
+/// budget selects uses up one of its allowed disruptions; past them, it violates. Budgets
+/// with an empty selector select nothing here, as upstream.
+fn split_by_budgets(
+    pods: Vec<Arc<PodInfo>>,
+    budgets: &[Arc<PodDisruptionBudget>],
+) -> (Vec<Arc<PodInfo>>, Vec<Arc<PodInfo>>) {
+    let mut allowed: Vec<i32> = budgets
+        .iter()
+        .map(|b| b.status.as_ref().map(|s| s.disruptions_allowed).unwrap_or(0))
+        .collect();
+    let selectors: Vec<_> = budgets
+        .iter()
+        .map(|b| {
+            let selector = b.spec.as_ref().and_then(|s| s.selector.as_ref());
+            let selector = crate::plugins::label_selector(selector, &BTreeMap::new());
+            (!selector.is_empty()).then_some(selector)
+        })
+        .collect();
+    let (mut violating, mut fine) = (Vec::new(), Vec::new());
+    for pod in pods {
+        let labels = pod.pod.metadata.labels.clone().unwrap_or_default();
+        let mut violates = false;
+        for (i, budget) in budgets.iter().enumerate() {
+            let same_namespace = budget.metadata.namespace.as_deref() == Some(pod.namespace());
+            let selected = selectors[i].as_ref().is_some_and(|s| s.matches(&labels));
+            if same_namespace && selected {
+                allowed[i] -= 1;
+                violates |= allowed[i] < 0;
+            }
+        }
+        if violates {
+            violating.push(pod);
+        } else {
+            fine.push(pod);
+        }
+    }
+    (violating, fine)
+}
+
+/// The victims on one node and how many of them violate a budget: every lower-priority
+/// pod taken off, then as many as possible put back, highest priority first, the ones a
+/// budget protects before the others (upstream's reprieve). `None` when even an empty
+/// node of lower-priority pods would not do.
 fn victims_on(
     profile: &Profile,
     pod: &PodInfo,
     node: &NodeInfo,
     all: &[&NodeInfo],
-) -> Option<Vec<Arc<PodInfo>>> {
+    budgets: &[Arc<PodDisruptionBudget>],
+) -> Option<(Vec<Arc<PodInfo>>, usize)> {
     let mut lower: Vec<Arc<PodInfo>> =
         node.pods.iter().filter(|p| p.priority() < pod.priority()).cloned().collect();
     if lower.is_empty() {
@@ -58,32 +106,43 @@ fn victims_on(
         return None;
     }
     lower.sort_by_key(|p| std::cmp::Reverse(p.priority()));
+    let (violating, fine) = split_by_budgets(lower, budgets);
     let mut victims = Vec::new();
-    for p in lower {
-        trial.add_pod(p.clone());
-        if !fits(profile, pod, &trial, all) {
-            trial.remove_pod(p.namespace(), p.name());
-            victims.push(p);
+    let mut violations = 0;
+    for (protected, group) in [(true, violating), (false, fine)] {
+        for p in group {
+            trial.add_pod(p.clone());
+            if !fits(profile, pod, &trial, all) {
+                trial.remove_pod(p.namespace(), p.name());
+                victims.push(p);
+                violations += usize::from(protected);
+            }
         }
     }
-    Some(victims)
+    Some((victims, violations))
 }
 
-/// The best node to preempt on: the lowest highest-victim priority, then the lowest sum of
-/// victim priorities, then the fewest victims.
-pub fn find(profile: &Profile, pod: &PodInfo, nodes: &[&NodeInfo]) -> Option<Plan> {
+/// The best node to preempt on, by upstream's order: the fewest budget violations, then
+/// the lowest highest-victim priority, then the lowest sum of victim priorities, then the
+/// fewest victims.
+pub fn find(
+    profile: &Profile,
+    pod: &PodInfo,
+    nodes: &[&NodeInfo],
+    budgets: &[Arc<PodDisruptionBudget>],
+) -> Option<Plan> {
     nodes
         .iter()
         .filter_map(|node| {
-            victims_on(profile, pod, node, nodes).map(|v| (node.name().to_string(), v))
+            victims_on(profile, pod, node, nodes, budgets).map(|v| (node.name().to_string(), v))
         })
-        .filter(|(_, v)| !v.is_empty())
-        .min_by_key(|(_, v)| {
+        .filter(|(_, (v, _))| !v.is_empty())
+        .min_by_key(|(_, (v, violations))| {
             let highest = v.iter().map(|p| p.priority()).max().unwrap_or(i32::MIN);
             let sum: i64 = v.iter().map(|p| i64::from(p.priority())).sum();
-            (highest, sum, v.len())
+            (*violations, highest, sum, v.len())
         })
-        .map(|(node, victims)| Plan { node, victims })
+        .map(|(node, (victims, _))| Plan { node, victims })
 }
 
 /// Evicts the victims and nominates the node for the preemptor.
@@ -109,5 +168,95 @@ pub async fn carry_out(client: &Client, preemptor: &Pod, plan: Plan) {
             ),
             Err(e) => tracing::warn!(error = %e, victim = victim.name(), "cannot evict"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::plugins::default_profile;
+    use crate::plugins::testing::{node_with, pod};
+
+    fn with_priority(name: &str, app: &str, priority: i32, cpu: &str) -> PodInfo {
+        pod(json!({
+            "metadata": {"name": name, "namespace": "default", "labels": {"app": app}},
+            "spec": {"priority": priority, "containers": [
+                {"name": "a", "image": "busybox", "resources": {"requests": {"cpu": cpu}}}
+            ]}
+        }))
+    }
+
+    fn budget(
+        namespace: &str,
+        selector: serde_json::Value,
+        allowed: i32,
+    ) -> Arc<PodDisruptionBudget> {
+        Arc::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": "pdb", "namespace": namespace},
+                "spec": {"selector": selector, "minAvailable": 1},
+                "status": {"disruptionsAllowed": allowed, "currentHealthy": 1, "desiredHealthy": 1,
+                           "expectedPods": 1, "observedGeneration": 1}
+            }))
+            .unwrap(),
+        )
+    }
+
+    fn small(name: &str, pods: Vec<PodInfo>) -> NodeInfo {
+        node_with(name, json!({"cpu": "2", "memory": "4Gi", "pods": "110"}), pods)
+    }
+
+    fn names(plan: &Plan) -> Vec<&str> {
+        plan.victims.iter().map(|v| v.name()).collect()
+    }
+
+    #[test]
+    fn a_budget_keeps_its_pod_when_another_victim_will_do() {
+        let node = small(
+            "n",
+            vec![with_priority("guarded", "db", 10, "1"), with_priority("free", "web", 10, "1")],
+        );
+        let urgent = with_priority("urgent", "x", 1000, "1");
+        let profile = default_profile();
+        let db = budget("default", json!({"matchLabels": {"app": "db"}}), 0);
+        let plan = find(&profile, &urgent, &[&node], &[db]).unwrap();
+        assert_eq!(names(&plan), ["free"]);
+        let web = budget("default", json!({"matchLabels": {"app": "web"}}), 0);
+        let plan = find(&profile, &urgent, &[&node], &[web]).unwrap();
+        assert_eq!(names(&plan), ["guarded"]);
+    }
+
+    #[test]
+    fn the_node_with_fewer_violations_wins_over_lower_priorities() {
+        let cheap = small("cheap", vec![with_priority("guarded", "db", 5, "2")]);
+        let dear = small("dear", vec![with_priority("free", "web", 10, "2")]);
+        let urgent = with_priority("urgent", "x", 1000, "1");
+        let profile = default_profile();
+        // Without budgets, the lowest-priority victim decides.
+        assert_eq!(find(&profile, &urgent, &[&cheap, &dear], &[]).unwrap().node, "cheap");
+        let db = budget("default", json!({"matchLabels": {"app": "db"}}), 0);
+        let plan = find(&profile, &urgent, &[&cheap, &dear], std::slice::from_ref(&db)).unwrap();
+        assert_eq!(plan.node, "dear");
+        // With no other way, a budget is violated all the same.
+        let plan = find(&profile, &urgent, &[&cheap], &[db]);
+        assert_eq!(names(&plan.unwrap()), ["guarded"]);
+    }
+
+    #[test]
+    fn budgets_count_their_allowed_disruptions() {
+        let pods: Vec<Arc<PodInfo>> =
+            ["a", "b", "c"].iter().map(|n| Arc::new(with_priority(n, "db", 10, "100m"))).collect();
+        let db = budget("default", json!({"matchLabels": {"app": "db"}}), 1);
+        let (violating, fine) = split_by_budgets(pods.clone(), &[db]);
+        assert_eq!(fine.iter().map(|p| p.name()).collect::<Vec<_>>(), ["a"]);
+        assert_eq!(violating.iter().map(|p| p.name()).collect::<Vec<_>>(), ["b", "c"]);
+        // An empty selector selects nothing here (upstream), nor does another namespace's.
+        let (violating, _) = split_by_budgets(pods.clone(), &[budget("default", json!({}), 0)]);
+        assert!(violating.is_empty());
+        let other = budget("other", json!({"matchLabels": {"app": "db"}}), 0);
+        let (violating, _) = split_by_budgets(pods, &[other]);
+        assert!(violating.is_empty());
     }
 }

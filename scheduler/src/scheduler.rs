@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Event, Node, Pod, Taint};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::watcher::{self, Event as WatchEvent};
@@ -38,6 +39,8 @@ struct Cache {
     pending: HashMap<PodKey, Arc<Pod>>,
     /// Pods whose binding is in flight: assumed on their node, not to be scheduled again.
     binding: std::collections::HashSet<PodKey>,
+    /// PodDisruptionBudgets by namespace and name.
+    budgets: BTreeMap<(String, String), Arc<PodDisruptionBudget>>,
 }
 
 /// A stand-in for a node known only from the pods bound to it.
@@ -169,6 +172,9 @@ pub async fn run(client: Client, profile: Profile) {
     let pods: Api<Pod> = Api::all(client.clone());
     let mut node_events = watcher::watcher(nodes, watcher::Config::default()).boxed();
     let mut pod_events = watcher::watcher(pods, watcher::Config::default()).boxed();
+    // PodDisruptionBudgets, which preemption respects where it can.
+    let budgets: Api<PodDisruptionBudget> = Api::all(client.clone());
+    let mut budget_events = watcher::watcher(budgets, watcher::Config::default()).boxed();
     let mut cache = Cache::default();
     let mut queue = Queue::default();
     let mut tick = tokio::time::interval(Duration::from_millis(200));
@@ -194,6 +200,10 @@ pub async fn run(client: Client, profile: Profile) {
                 Some(Ok(e)) => on_pod_event(&mut cache, &mut queue, &profile.scheduler_name, e),
                 Some(Err(e)) => tracing::warn!(error = %e, "pod watch"),
                 None => return,
+            },
+            Some(event) = budget_events.next() => match event {
+                Ok(e) => on_budget_event(&mut cache, e),
+                Err(e) => tracing::warn!(error = %e, "PodDisruptionBudget watch"),
             },
             Some(result) = bound_rx.recv() => {
                 cache.binding.remove(&result.key);
@@ -232,7 +242,10 @@ pub async fn run(client: Client, profile: Profile) {
                     Err(message) => {
                         tracing::debug!(pod = %key, message, "unschedulable");
                         let preemption = (info.may_preempt() && info.priority() > 0)
-                            .then(|| crate::preemption::find(&profile, &info, &nodes))
+                            .then(|| {
+                                let budgets: Vec<_> = cache.budgets.values().cloned().collect();
+                                crate::preemption::find(&profile, &info, &nodes, &budgets)
+                            })
                             .flatten();
                         queue.unschedulable(key);
                         let client = client.clone();
@@ -249,6 +262,25 @@ pub async fn run(client: Client, profile: Profile) {
                 tokio::task::yield_now().await;
             }
         }
+    }
+}
+
+fn on_budget_event(cache: &mut Cache, event: WatchEvent<PodDisruptionBudget>) {
+    let key = |b: &PodDisruptionBudget| {
+        (
+            b.metadata.namespace.clone().unwrap_or_default(),
+            b.metadata.name.clone().unwrap_or_default(),
+        )
+    };
+    match event {
+        WatchEvent::Apply(b) | WatchEvent::InitApply(b) => {
+            cache.budgets.insert(key(&b), Arc::new(b));
+        }
+        WatchEvent::Delete(b) => {
+            cache.budgets.remove(&key(&b));
+        }
+        WatchEvent::Init => cache.budgets.clear(),
+        WatchEvent::InitDone => {}
     }
 }
 
