@@ -357,3 +357,40 @@ fn preemption_spares_a_pod_its_disruption_budget_protects() {
     assert!(left.contains("pod/guarded"), "the budget's pod was preempted:\n{left}");
     assert!(!left.contains("pod/free"), "the unprotected pod should have made room:\n{left}");
 }
+
+#[test]
+fn a_read_write_once_pod_claim_serves_one_pod_at_a_time() {
+    let s = RkubeServer::start();
+    s.ok_stdin(&["apply", "-f", "-"], &node("only", "4", None));
+    s.ok_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\nspec:\n  accessModes: [ReadWriteOncePod]\n  resources:\n    requests:\n      storage: 1Gi\n",
+    );
+    let pod_with_claim = |name: &str| {
+        pod(name, "100m")
+            + "    volumeMounts:\n    - {name: data, mountPath: /data}\n  terminationGracePeriodSeconds: 0\n  volumes:\n  - name: data\n    persistentVolumeClaim: {claimName: data}\n"
+    };
+    s.ok_stdin(&["apply", "-f", "-"], &pod_with_claim("first"));
+    wait_for(&s, &["get", "pod", "first", "-o", "jsonpath={.spec.nodeName}"], "only");
+    s.ok_stdin(&["apply", "-f", "-"], &pod_with_claim("second"));
+    let message = wait_for(
+        &s,
+        &[
+            "get",
+            "pod",
+            "second",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"PodScheduled\")].message}",
+        ],
+        "ReadWriteOncePod",
+    );
+    assert!(
+        message.starts_with(
+            "0/1 nodes are available: 1 node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode."
+        ),
+        "{message}"
+    );
+    // Once the claim is free, the waiting pod gets it.
+    s.ok(&["delete", "pod", "first"]);
+    wait_for(&s, &["get", "pod", "second", "-o", "jsonpath={.spec.nodeName}"], "only");
+}

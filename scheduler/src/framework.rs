@@ -32,6 +32,9 @@ pub struct PodInfo {
     pub host_ports: Vec<HostPort>,
     /// Its pod affinity and anti-affinity terms, parsed.
     pub affinity: AffinityTerms,
+    /// The claims it uses that have the ReadWriteOncePod access mode (set by the scheduler,
+    /// which knows the claims; empty otherwise).
+    pub read_write_once_pod_claims: Vec<String>,
 }
 
 impl PodInfo {
@@ -40,7 +43,14 @@ impl PodInfo {
         let non_zero_requests = non_zero_requests(&pod);
         let host_ports = HostPort::of_pod(&pod);
         let affinity = AffinityTerms::of(&pod);
-        PodInfo { pod, requests, non_zero_requests, host_ports, affinity }
+        PodInfo {
+            pod,
+            requests,
+            non_zero_requests,
+            host_ports,
+            affinity,
+            read_write_once_pod_claims: Vec::new(),
+        }
     }
 
     pub fn namespace(&self) -> &str {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Event, Node, Pod, Taint};
+use k8s_openapi::api::core::v1::{Event, Node, PersistentVolumeClaim, Pod, Taint};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -41,6 +41,8 @@ struct Cache {
     binding: std::collections::HashSet<PodKey>,
     /// PodDisruptionBudgets by namespace and name.
     budgets: BTreeMap<(String, String), Arc<PodDisruptionBudget>>,
+    /// Claims with the ReadWriteOncePod access mode, by namespace and name.
+    exclusive_claims: std::collections::HashSet<(String, String)>,
 }
 
 /// A stand-in for a node known only from the pods bound to it.
@@ -51,6 +53,17 @@ fn placeholder_node(name: &str) -> Arc<Node> {
 }
 
 impl Cache {
+    /// The pod's claims that have the ReadWriteOncePod access mode.
+    fn read_write_once_pod_claims(&self, pod: &PodInfo) -> Vec<String> {
+        let volumes = pod.pod.spec.as_ref().and_then(|s| s.volumes.as_deref()).unwrap_or(&[]);
+        volumes
+            .iter()
+            .filter_map(|v| v.persistent_volume_claim.as_ref())
+            .map(|c| c.claim_name.clone())
+            .filter(|c| self.exclusive_claims.contains(&(pod.namespace().to_string(), c.clone())))
+            .collect()
+    }
+
     /// The node's entry, attached or not (created detached when unknown).
     fn node_mut(&mut self, name: &str) -> &mut NodeInfo {
         if self.nodes.contains_key(name) {
@@ -175,6 +188,9 @@ pub async fn run(client: Client, profile: Profile) {
     // PodDisruptionBudgets, which preemption respects where it can.
     let budgets: Api<PodDisruptionBudget> = Api::all(client.clone());
     let mut budget_events = watcher::watcher(budgets, watcher::Config::default()).boxed();
+    // Claims, for the ReadWriteOncePod access mode.
+    let claims: Api<PersistentVolumeClaim> = Api::all(client.clone());
+    let mut claim_events = watcher::watcher(claims, watcher::Config::default()).boxed();
     let mut cache = Cache::default();
     let mut queue = Queue::default();
     let mut tick = tokio::time::interval(Duration::from_millis(200));
@@ -205,6 +221,15 @@ pub async fn run(client: Client, profile: Profile) {
                 Ok(e) => on_budget_event(&mut cache, e),
                 Err(e) => tracing::warn!(error = %e, "PodDisruptionBudget watch"),
             },
+            Some(event) = claim_events.next() => match event {
+                Ok(e) => {
+                    if on_claim_event(&mut cache, e) {
+                        // A claim changed access modes or went: pods waiting on it may fit.
+                        queue.cluster_changed();
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "PersistentVolumeClaim watch"),
+            },
             Some(result) = bound_rx.recv() => {
                 cache.binding.remove(&result.key);
                 if let Some(error) = result.error {
@@ -219,7 +244,8 @@ pub async fn run(client: Client, profile: Profile) {
             _ = std::future::ready(()), if queue.has_ready() => {
                 let Some(key) = queue.pop() else { continue };
                 let Some(pod) = cache.pending.get(&key).cloned() else { continue };
-                let info = PodInfo::new(pod.clone());
+                let mut info = PodInfo::new(pod.clone());
+                info.read_write_once_pod_claims = cache.read_write_once_pod_claims(&info);
                 let nodes: Vec<&NodeInfo> = cache.nodes.values().collect();
                 match decide(&profile, &info, &nodes, &mut next_start) {
                     Ok(node) => {
@@ -262,6 +288,38 @@ pub async fn run(client: Client, profile: Profile) {
                 tokio::task::yield_now().await;
             }
         }
+    }
+}
+
+/// Applies a claim event; true when a claim stopped being exclusive.
+fn on_claim_event(cache: &mut Cache, event: WatchEvent<PersistentVolumeClaim>) -> bool {
+    let key = |c: &PersistentVolumeClaim| {
+        (
+            c.metadata.namespace.clone().unwrap_or_default(),
+            c.metadata.name.clone().unwrap_or_default(),
+        )
+    };
+    let exclusive = |c: &PersistentVolumeClaim| {
+        c.spec
+            .as_ref()
+            .and_then(|s| s.access_modes.as_ref())
+            .is_some_and(|m| m.iter().any(|m| m == "ReadWriteOncePod"))
+    };
+    match event {
+        WatchEvent::Apply(c) | WatchEvent::InitApply(c) => {
+            if exclusive(&c) {
+                cache.exclusive_claims.insert(key(&c));
+                false
+            } else {
+                cache.exclusive_claims.remove(&key(&c))
+            }
+        }
+        WatchEvent::Delete(c) => cache.exclusive_claims.remove(&key(&c)),
+        WatchEvent::Init => {
+            cache.exclusive_claims.clear();
+            false
+        }
+        WatchEvent::InitDone => false,
     }
 }
 

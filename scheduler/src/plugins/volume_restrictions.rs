@@ -1,7 +1,8 @@
 //! `VolumeRestrictions`: a pod may not share a node with another pod using the same disk
 //! that cannot be attached twice: a GCE persistent disk or an RBD or iSCSI volume unless both
-//! mount it read-only, an AWS EBS volume always (upstream's rules for in-tree volumes). The
-//! ReadWriteOncePod check on claims needs the claims themselves and is not done here.
+//! mount it read-only, an AWS EBS volume always (upstream's rules for in-tree volumes); and
+//! a claim with the ReadWriteOncePod access mode ([`PodInfo::read_write_once_pod_claims`],
+//! filled in by the scheduler from the claims it watches) serves one pod in the cluster.
 
 use k8s_openapi::api::core::v1::Volume;
 
@@ -11,6 +12,22 @@ pub struct VolumeRestrictions;
 
 /// The reason upstream gives.
 pub const REASON: &str = "node(s) had no available disk";
+/// Upstream's reason when a ReadWriteOncePod claim is in use by another pod.
+pub const REASON_READ_WRITE_ONCE_POD: &str =
+    "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode";
+
+const PRE_FILTER_KEY: &str = "PreFilterVolumeRestrictions";
+
+/// How many other pods use the pod's ReadWriteOncePod claims (computed in PreFilter).
+struct ClaimsInUse(usize);
+
+/// The claim names a pod's volumes use.
+fn claims(pod: &PodInfo) -> impl Iterator<Item = &str> {
+    volumes(pod)
+        .iter()
+        .filter_map(|v| v.persistent_volume_claim.as_ref())
+        .map(|c| c.claim_name.as_str())
+}
 
 fn volumes(pod: &PodInfo) -> &[Volume] {
     pod.pod.spec.as_ref().and_then(|s| s.volumes.as_deref()).unwrap_or(&[])
@@ -52,9 +69,37 @@ impl FilterPlugin for VolumeRestrictions {
         "VolumeRestrictions"
     }
 
-    /// Nothing to check for a pod without disks of the restricted kinds (upstream skips it).
-    fn pre_filter(&self, pod: &PodInfo, _state: &mut CycleState<'_>) -> Result<Next, Rejection> {
+    /// Nothing to check for a pod without disks of the restricted kinds or ReadWriteOncePod
+    /// claims (upstream skips it); for the claims, the other pods using them, cluster-wide.
+    fn pre_filter(&self, pod: &PodInfo, state: &mut CycleState<'_>) -> Result<Next, Rejection> {
+        let exclusive = &pod.read_write_once_pod_claims;
+        if !exclusive.is_empty() {
+            let in_use = state
+                .nodes
+                .iter()
+                .flat_map(|n| n.pods.iter())
+                .filter(|other| {
+                    other.namespace() == pod.namespace()
+                        && other.pod.metadata.uid != pod.pod.metadata.uid
+                        && claims(other).any(|c| exclusive.iter().any(|e| e == c))
+                })
+                .count();
+            state.put(PRE_FILTER_KEY, ClaimsInUse(in_use));
+            return Ok(Next::Run);
+        }
         Ok(if volumes(pod).iter().any(restricted) { Next::Run } else { Next::Skip })
+    }
+
+    fn filter_with_state(
+        &self,
+        pod: &PodInfo,
+        node: &NodeInfo,
+        state: &CycleState<'_>,
+    ) -> Result<(), Rejection> {
+        if state.get::<ClaimsInUse>(PRE_FILTER_KEY).is_some_and(|c| c.0 > 0) {
+            return Err(Rejection::new(REASON_READ_WRITE_ONCE_POD));
+        }
+        self.filter(pod, node)
     }
 
     fn filter(&self, pod: &PodInfo, node: &NodeInfo) -> Result<(), Rejection> {
@@ -107,6 +152,42 @@ mod tests {
         let ebs = serde_json::json!({"name": "e", "awsElasticBlockStore": {"volumeID": "vol-1", "readOnly": true}});
         let node = node_with(pod(ebs.clone()));
         assert_eq!(VolumeRestrictions.filter(&pod(ebs), &node), Err(Rejection::new(REASON)));
+    }
+
+    #[test]
+    fn a_read_write_once_pod_claim_serves_one_pod() {
+        let claim =
+            serde_json::json!({"name": "data", "persistentVolumeClaim": {"claimName": "db"}});
+        let holder = pod(claim.clone());
+        let elsewhere = node_with(holder);
+        let empty = NodeInfo::new(Arc::new(
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "m"}})).unwrap(),
+        ));
+        let mut second = (*pod(claim)).clone();
+        second.pod = Arc::new({
+            let mut p = (*second.pod).clone();
+            p.metadata.name = Some("second".into());
+            p.metadata.uid = Some("uid-2".into());
+            p
+        });
+        let refs = [&elsewhere, &empty];
+        // Without the access mode, two pods may share the claim.
+        let mut state = CycleState::new(&refs);
+        assert_eq!(VolumeRestrictions.pre_filter(&second, &mut state), Ok(Next::Skip));
+        second.read_write_once_pod_claims = vec!["db".into()];
+        let mut state = CycleState::new(&refs);
+        assert_eq!(VolumeRestrictions.pre_filter(&second, &mut state), Ok(Next::Run));
+        for node in refs {
+            assert_eq!(
+                VolumeRestrictions.filter_with_state(&second, node, &state),
+                Err(Rejection::new(REASON_READ_WRITE_ONCE_POD))
+            );
+        }
+        // Alone in the cluster, it fits.
+        let refs = [&empty];
+        let mut state = CycleState::new(&refs);
+        assert_eq!(VolumeRestrictions.pre_filter(&second, &mut state), Ok(Next::Run));
+        assert_eq!(VolumeRestrictions.filter_with_state(&second, &empty, &state), Ok(()));
     }
 
     #[test]
