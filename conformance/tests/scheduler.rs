@@ -394,3 +394,29 @@ fn a_read_write_once_pod_claim_serves_one_pod_at_a_time() {
     s.ok(&["delete", "pod", "first"]);
     wait_for(&s, &["get", "pod", "second", "-o", "jsonpath={.spec.nodeName}"], "only");
 }
+
+#[test]
+fn pods_of_a_service_spread_by_the_default_constraints() {
+    let s = RkubeServer::start();
+    // The big node wins on free resources alone; the default spread constraints (the
+    // Service selects the pods) send the second pod to the small one.
+    s.ok_stdin(&["apply", "-f", "-"], &node("big", "64", None));
+    s.ok_stdin(&["apply", "-f", "-"], &node("small", "2", None));
+    s.ok(&["create", "service", "clusterip", "web", "--tcp=80:80"]);
+    // Memory requested too, so that the default request for memory does not even out.
+    let labelled = |name: &str| {
+        pod(name, "100m")
+            .replace(
+                &format!("metadata:\n  name: {name}\n"),
+                &format!("metadata:\n  name: {name}\n  labels:\n    app: web\n"),
+            )
+            .replace("        cpu: \"100m\"\n", "        cpu: \"100m\"\n        memory: 1Mi\n")
+    };
+    s.ok_stdin(&["apply", "-f", "-"], &labelled("web-1"));
+    wait_for(&s, &["get", "pod", "web-1", "-o", "jsonpath={.spec.nodeName}"], "big");
+    s.ok_stdin(&["apply", "-f", "-"], &labelled("web-2"));
+    wait_for(&s, &["get", "pod", "web-2", "-o", "jsonpath={.spec.nodeName}"], "small");
+    // A pod nothing selects goes by resources alone.
+    s.ok_stdin(&["apply", "-f", "-"], &pod("loner", "100m"));
+    wait_for(&s, &["get", "pod", "loner", "-o", "jsonpath={.spec.nodeName}"], "big");
+}

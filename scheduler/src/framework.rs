@@ -35,6 +35,10 @@ pub struct PodInfo {
     /// The claims it uses that have the ReadWriteOncePod access mode (set by the scheduler,
     /// which knows the claims; empty otherwise).
     pub read_write_once_pod_claims: Vec<String>,
+    /// What upstream's system default spread constraints select for it: the pods of the
+    /// Services, ReplicationControllers, ReplicaSets and StatefulSets that select it (set
+    /// by the scheduler, which watches them; None when nothing does).
+    pub default_spread_selector: Option<rkube_apis::selectors::LabelSelector>,
 }
 
 impl PodInfo {
@@ -50,6 +54,7 @@ impl PodInfo {
             host_ports,
             affinity,
             read_write_once_pod_claims: Vec::new(),
+            default_spread_selector: None,
         }
     }
 

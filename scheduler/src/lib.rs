@@ -4,7 +4,8 @@
 //! Start at [`framework`] (what plugins see and implement) and [`plugins`] (the default
 //! set); [`scheduler`] is the loop (watches, cache, binding), [`queue`] the scheduling queue,
 //! [`resources`] parses quantities and computes what a pod requests, [`config`] reads a
-//! KubeSchedulerConfiguration, and [`leader`] elects one active scheduler through a Lease.
+//! KubeSchedulerConfiguration, [`leader`] elects one active scheduler through a Lease, and
+//! [`workloads`] keeps the selectors the default topology spread constraints need.
 
 pub mod config;
 pub mod framework;
@@ -14,6 +15,7 @@ pub mod preemption;
 pub mod queue;
 pub mod resources;
 pub mod scheduler;
+pub mod workloads;
 
 pub use scheduler::run;
 

@@ -43,6 +43,8 @@ struct Cache {
     budgets: BTreeMap<(String, String), Arc<PodDisruptionBudget>>,
     /// Claims with the ReadWriteOncePod access mode, by namespace and name.
     exclusive_claims: std::collections::HashSet<(String, String)>,
+    /// The selectors of Services, ReplicationControllers, ReplicaSets and StatefulSets.
+    workloads: crate::workloads::Workloads,
 }
 
 /// A stand-in for a node known only from the pods bound to it.
@@ -191,6 +193,8 @@ pub async fn run(client: Client, profile: Profile) {
     // Claims, for the ReadWriteOncePod access mode.
     let claims: Api<PersistentVolumeClaim> = Api::all(client.clone());
     let mut claim_events = watcher::watcher(claims, watcher::Config::default()).boxed();
+    // What selects pods, for the default topology spread constraints.
+    let mut workload_events = crate::workloads::watch(&client);
     let mut cache = Cache::default();
     let mut queue = Queue::default();
     let mut tick = tokio::time::interval(Duration::from_millis(200));
@@ -230,6 +234,7 @@ pub async fn run(client: Client, profile: Profile) {
                 }
                 Err(e) => tracing::warn!(error = %e, "PersistentVolumeClaim watch"),
             },
+            Some(update) = workload_events.next() => cache.workloads.apply(update),
             Some(result) = bound_rx.recv() => {
                 cache.binding.remove(&result.key);
                 if let Some(error) = result.error {
@@ -246,6 +251,7 @@ pub async fn run(client: Client, profile: Profile) {
                 let Some(pod) = cache.pending.get(&key).cloned() else { continue };
                 let mut info = PodInfo::new(pod.clone());
                 info.read_write_once_pod_claims = cache.read_write_once_pod_claims(&info);
+                info.default_spread_selector = cache.workloads.default_spread_selector(&info);
                 let nodes: Vec<&NodeInfo> = cache.nodes.values().collect();
                 match decide(&profile, &info, &nodes, &mut next_start) {
                     Ok(node) => {

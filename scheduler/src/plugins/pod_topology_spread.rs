@@ -12,10 +12,11 @@
 //! while there are fewer eligible domains. `matchLabelKeys` adds the pod's values for those
 //! keys to the selector.
 //!
-//! Left out: upstream's system default constraints (hostname maxSkew 3, zone maxSkew 5,
-//! `ScheduleAnyway`) for pods without any. Upstream builds their selector from the Services,
-//! ReplicaSets, ReplicationControllers and StatefulSets that select the pod, which this
-//! scheduler does not watch; pods without constraints are not spread.
+//! A pod without constraints of its own gets upstream's system defaults (hostname maxSkew 3,
+//! zone maxSkew 5, both `ScheduleAnyway`), selecting the pods of the Services,
+//! ReplicationControllers, ReplicaSets and StatefulSets that select it
+//! ([`PodInfo::default_spread_selector`], filled in by the scheduler, which watches them);
+//! with defaults, nodes lacking a topology key are not left out of scoring, as upstream.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -50,20 +51,43 @@ struct Constraint {
     honor_node_taints: bool,
 }
 
+/// Upstream's system default constraints: (topology key, maxSkew), `ScheduleAnyway`.
+const SYSTEM_DEFAULTS: [(&str, i64); 2] = [(HOSTNAME_LABEL, 3), ("topology.kubernetes.io/zone", 5)];
+
+fn listed(pod: &PodInfo) -> &[TopologySpreadConstraint] {
+    pod.pod.spec.as_ref().and_then(|s| s.topology_spread_constraints.as_deref()).unwrap_or(&[])
+}
+
+/// Whether the pod spreads by the system defaults: no constraints of its own, and
+/// something that selects it.
+fn system_defaulted(pod: &PodInfo) -> bool {
+    listed(pod).is_empty() && pod.default_spread_selector.is_some()
+}
+
 /// Whether the pod has any constraint with the given `whenUnsatisfiable` (checked before
 /// anything is computed, since most pods have none).
 fn has_constraints(pod: &PodInfo, when_unsatisfiable: &str) -> bool {
-    pod.pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.topology_spread_constraints.as_deref())
-        .is_some_and(|cs| cs.iter().any(|c| c.when_unsatisfiable == when_unsatisfiable))
+    listed(pod).iter().any(|c| c.when_unsatisfiable == when_unsatisfiable)
+        || (when_unsatisfiable == "ScheduleAnyway" && system_defaulted(pod))
 }
 
 /// The pod's constraints with the given `whenUnsatisfiable`.
 fn constraints(pod: &PodInfo, when_unsatisfiable: &str) -> Vec<Constraint> {
-    let listed: &[TopologySpreadConstraint] =
-        pod.pod.spec.as_ref().and_then(|s| s.topology_spread_constraints.as_deref()).unwrap_or(&[]);
+    if when_unsatisfiable == "ScheduleAnyway" && system_defaulted(pod) {
+        let selector = pod.default_spread_selector.clone().expect("defaulted");
+        return SYSTEM_DEFAULTS
+            .iter()
+            .map(|(key, max_skew)| Constraint {
+                max_skew: *max_skew,
+                topology_key: key.to_string(),
+                selector: selector.clone(),
+                min_domains: 1,
+                honor_node_affinity: true,
+                honor_node_taints: false,
+            })
+            .collect();
+    }
+    let listed = listed(pod);
     let labels = pod_labels(pod);
     listed
         .iter()
@@ -178,16 +202,21 @@ struct ScoreState {
 
 fn pre_score_state(pod: &PodInfo, feasible: &[&NodeInfo], nodes: &[&NodeInfo]) -> ScoreState {
     let constraints = constraints(pod, "ScheduleAnyway");
+    // With the system defaults a node may lack a key (no zones): it is not left out.
+    let require_all_keys = !system_defaulted(pod);
     let mut ignored = HashSet::new();
     let mut counts: Vec<HashMap<String, i64>> = vec![HashMap::new(); constraints.len()];
     for node in feasible {
-        if !has_all_keys(node, &constraints) {
+        if require_all_keys && !has_all_keys(node, &constraints) {
             ignored.insert(node.name().to_string());
             continue;
         }
         for (i, c) in constraints.iter().enumerate() {
-            if c.topology_key != HOSTNAME_LABEL {
-                counts[i].entry(node.labels()[&c.topology_key].clone()).or_insert(0);
+            if c.topology_key == HOSTNAME_LABEL {
+                continue;
+            }
+            if let Some(value) = node.labels().get(&c.topology_key) {
+                counts[i].entry(value.clone()).or_insert(0);
             }
         }
     }
@@ -205,14 +234,15 @@ fn pre_score_state(pod: &PodInfo, feasible: &[&NodeInfo], nodes: &[&NodeInfo]) -
         .collect();
     // Pods on every node count towards the domains of the feasible ones.
     for node in nodes {
-        if !has_all_keys(node, &constraints) {
+        if require_all_keys && !has_all_keys(node, &constraints) {
             continue;
         }
         for (i, c) in constraints.iter().enumerate() {
             if c.topology_key == HOSTNAME_LABEL || !included(c, pod, node) {
                 continue;
             }
-            if let Some(count) = counts[i].get_mut(&node.labels()[&c.topology_key]) {
+            let Some(value) = node.labels().get(&c.topology_key) else { continue };
+            if let Some(count) = counts[i].get_mut(value) {
                 *count += count_matching(node, &c.selector, pod.namespace());
             }
         }
