@@ -420,3 +420,128 @@ fn pods_of_a_service_spread_by_the_default_constraints() {
     s.ok_stdin(&["apply", "-f", "-"], &pod("loner", "100m"));
     wait_for(&s, &["get", "pod", "loner", "-o", "jsonpath={.spec.nodeName}"], "big");
 }
+
+/// A 4-cpu node with these labels (and `group`), extra `spec` lines and extra `status`
+/// lines (each indented by two spaces).
+fn group_node(
+    name: &str,
+    group: &str,
+    labels: &[(&str, &str)],
+    spec: &str,
+    status: &str,
+) -> String {
+    let labels: String = labels.iter().map(|(k, v)| format!("    {k}: \"{v}\"\n")).collect();
+    format!(
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  labels:\n    kubernetes.io/hostname: \"{name}\"\n    group: {group}\n{labels}spec:\n{spec}status:\n  allocatable: {{cpu: \"4\", memory: 8Gi, pods: \"110\"}}\n  capacity: {{cpu: \"4\", memory: 8Gi, pods: \"110\"}}\n  conditions:\n  - {{type: Ready, status: \"True\"}}\n{status}"
+    )
+}
+
+/// A pod kept to one group of nodes, with `spec` lines added (indented by two spaces) and
+/// its container's lines (indented by four).
+fn group_pod(name: &str, group: &str, labels: &str, spec: &str, container: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  labels: {{{labels}}}\nspec:\n  terminationGracePeriodSeconds: 0\n  nodeSelector: {{group: {group}}}\n{spec}  containers:\n  - name: c\n    image: busybox:1.36\n    resources: {{requests: {{cpu: 100m, memory: 64Mi}}}}\n{container}"
+    )
+}
+
+fn node_of(s: &RkubeServer, pod: &str) -> String {
+    let path = "jsonpath={.spec.nodeName}";
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let node = s.ok(&["get", "pod", pod, "-o", path]);
+        if !node.is_empty() {
+            return node;
+        }
+        assert!(Instant::now() < deadline, "pod {pod} was not scheduled in 30 s");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn each_plugin_steers_placement_as_upstream() {
+    let s = RkubeServer::start();
+    let nodes = [
+        group_node("ports-1", "ports", &[], "", ""),
+        group_node("ports-2", "ports", &[], "", ""),
+        group_node("ssd", "affinity", &[("disk", "ssd")], "", ""),
+        group_node("hdd", "affinity", &[("disk", "hdd")], "", ""),
+        group_node(
+            "tainted",
+            "taints",
+            &[],
+            "  taints:\n  - {key: maintenance, value: soon, effect: PreferNoSchedule}\n",
+            "",
+        ),
+        group_node("clean", "taints", &[], "", ""),
+        group_node("near", "pods", &[], "", ""),
+        group_node("far", "pods", &[], "", ""),
+        group_node("zone-a", "zones", &[("topology.kubernetes.io/zone", "a")], "", ""),
+        group_node("zone-b", "zones", &[("topology.kubernetes.io/zone", "b")], "", ""),
+        group_node(
+            "cached",
+            "images",
+            &[],
+            "",
+            "  images:\n  - {names: [\"example.com/big:1\"], sizeBytes: 3000000000}\n",
+        ),
+        group_node("bare", "images", &[], "", ""),
+    ];
+    s.ok_stdin(&["apply", "-f", "-"], &nodes.join("---\n"));
+
+    // NodePorts: the same host port twice goes to two nodes, a third time nowhere.
+    let port = "    ports: [{containerPort: 80, hostPort: 8080}]\n";
+    for name in ["port-a", "port-b", "port-c"] {
+        s.ok_stdin(&["apply", "-f", "-"], &group_pod(name, "ports", "", "", port));
+    }
+    let (a, b) = (node_of(&s, "port-a"), node_of(&s, "port-b"));
+    assert_ne!(a, b, "two pods with host port 8080 on one node");
+    wait_for(
+        &s,
+        &["get", "pod", "port-c", "-o", "jsonpath={.status.conditions[0].message}"],
+        "2 node(s) didn't have free ports for the requested pod ports",
+    );
+
+    // NodeAffinity: a preferred term wins the score, a required term filters.
+    let preferred = "  affinity:\n    nodeAffinity:\n      preferredDuringSchedulingIgnoredDuringExecution:\n      - weight: 100\n        preference: {matchExpressions: [{key: disk, operator: In, values: [ssd]}]}\n";
+    s.ok_stdin(&["apply", "-f", "-"], &group_pod("wants-ssd", "affinity", "", preferred, ""));
+    assert_eq!(node_of(&s, "wants-ssd"), "ssd");
+    let required = "  affinity:\n    nodeAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n        nodeSelectorTerms: [{matchExpressions: [{key: disk, operator: NotIn, values: [ssd]}]}]\n";
+    s.ok_stdin(&["apply", "-f", "-"], &group_pod("no-ssd", "affinity", "", required, ""));
+    assert_eq!(node_of(&s, "no-ssd"), "hdd");
+
+    // TaintToleration score: a PreferNoSchedule taint the pod does not tolerate ranks last.
+    s.ok_stdin(&["apply", "-f", "-"], &group_pod("shy", "taints", "", "", ""));
+    assert_eq!(node_of(&s, "shy"), "clean");
+
+    // InterPodAffinity score: a preferred affinity brings a pod next to its peer.
+    s.ok_stdin(
+        &["apply", "-f", "-"],
+        &group_pod("anchor", "pods", "app: cache", "  nodeName: far\n", ""),
+    );
+    let near_cache = "  affinity:\n    podAffinity:\n      preferredDuringSchedulingIgnoredDuringExecution:\n      - weight: 100\n        podAffinityTerm:\n          topologyKey: kubernetes.io/hostname\n          labelSelector: {matchLabels: {app: cache}}\n";
+    s.ok_stdin(&["apply", "-f", "-"], &group_pod("follower", "pods", "", near_cache, ""));
+    assert_eq!(node_of(&s, "follower"), "far");
+
+    // PodTopologySpread (DoNotSchedule): two pods of a set over two zones, one in each.
+    let spread = "  topologySpreadConstraints:\n  - maxSkew: 1\n    topologyKey: topology.kubernetes.io/zone\n    whenUnsatisfiable: DoNotSchedule\n    labelSelector: {matchLabels: {app: spread}}\n";
+    s.ok_stdin(&["apply", "-f", "-"], &group_pod("spread-1", "zones", "app: spread", spread, ""));
+    let first = node_of(&s, "spread-1");
+    s.ok_stdin(&["apply", "-f", "-"], &group_pod("spread-2", "zones", "app: spread", spread, ""));
+    assert_ne!(node_of(&s, "spread-2"), first, "both pods in one zone");
+
+    // ImageLocality: the node that has the (large) image already ranks first.
+    let image = "    imagePullPolicy: IfNotPresent\n";
+    let with_image = group_pod("needs-image", "images", "", "", image)
+        .replace("image: busybox:1.36", "image: example.com/big:1");
+    s.ok_stdin(&["apply", "-f", "-"], &with_image);
+    assert_eq!(node_of(&s, "needs-image"), "cached");
+
+    // NodeResourcesFit counts init containers: one asking for more than a node has.
+    let init = "  initContainers:\n  - {name: setup, image: busybox:1.36, resources: {requests: {cpu: \"5\"}}}\n";
+    s.ok_stdin(&["apply", "-f", "-"], &group_pod("big-init", "images", "", init, ""));
+    wait_for(
+        &s,
+        &["get", "pod", "big-init", "-o", "jsonpath={.status.conditions[0].message}"],
+        "2 Insufficient cpu",
+    );
+}
