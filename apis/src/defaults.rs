@@ -174,6 +174,26 @@ fn container(c: &mut Value) {
             default(p, "protocol", json!("TCP"));
         }
     }
+    for key in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(probe) = field(c, key) {
+            default(probe, "timeoutSeconds", json!(1));
+            default(probe, "periodSeconds", json!(10));
+            default(probe, "successThreshold", json!(1));
+            default(probe, "failureThreshold", json!(3));
+            field(probe, "httpGet").into_iter().for_each(http_get);
+        }
+    }
+    if let Some(lifecycle) = field(c, "lifecycle") {
+        for hook in ["postStart", "preStop"] {
+            field(lifecycle, hook).and_then(|h| field(h, "httpGet")).into_iter().for_each(http_get);
+        }
+    }
+}
+
+/// An HTTP GET action (of a probe or a lifecycle hook).
+fn http_get(action: &mut Value) {
+    default(action, "path", json!("/"));
+    default(action, "scheme", json!("HTTP"));
 }
 
 fn service_spec(spec: &mut Value) {
@@ -234,5 +254,32 @@ mod tests {
             container(&mut c);
             assert_eq!(c["imagePullPolicy"], policy, "{image}");
         }
+    }
+
+    #[test]
+    fn probes_and_hooks_get_upstream_defaults() {
+        let mut c = json!({
+            "image": "busybox:1.36",
+            "readinessProbe": {"httpGet": {"port": 80}},
+            "livenessProbe": {"exec": {"command": ["true"]}, "periodSeconds": 2},
+            "lifecycle": {"preStop": {"httpGet": {"port": 80, "path": "/stop"}}}
+        });
+        container(&mut c);
+        let readiness = &c["readinessProbe"];
+        assert_eq!(
+            (readiness["timeoutSeconds"].clone(), readiness["periodSeconds"].clone()),
+            (json!(1), json!(10))
+        );
+        assert_eq!(
+            (readiness["successThreshold"].clone(), readiness["failureThreshold"].clone()),
+            (json!(1), json!(3))
+        );
+        assert_eq!(readiness["httpGet"], json!({"port": 80, "path": "/", "scheme": "HTTP"}));
+        assert_eq!(c["livenessProbe"]["periodSeconds"], 2);
+        assert!(c["livenessProbe"].get("httpGet").is_none() && c.get("startupProbe").is_none());
+        assert_eq!(
+            c["lifecycle"]["preStop"]["httpGet"],
+            json!({"port": 80, "path": "/stop", "scheme": "HTTP"})
+        );
     }
 }

@@ -130,11 +130,9 @@ impl RkubeServer {
 
     /// Runs a given kubectl binary, with `stdin` fed when given.
     pub fn kubectl_with(&self, kubectl: &Path, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut child = Command::new(kubectl)
+        let mut child = self
+            .kubectl_command(kubectl)
             .args(args)
-            .env("KUBECONFIG", &self.kubeconfig)
-            .env_remove("KUBERNETES_SERVICE_HOST")
-            .env("HOME", self.data_dir.path())
             .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -146,6 +144,17 @@ impl RkubeServer {
             pipe.write_all(input.as_bytes()).expect("write stdin");
         }
         wait_with_timeout(child, Duration::from_secs(60))
+    }
+
+    /// A `kubectl` (this binary) command set up to talk to this server and nothing else: its
+    /// kubeconfig, a HOME of its own (kubectl's cache), no in-cluster configuration.
+    pub fn kubectl_command(&self, kubectl: &Path) -> Command {
+        let mut command = Command::new(kubectl);
+        command
+            .env("KUBECONFIG", &self.kubeconfig)
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .env("HOME", self.data_dir.path());
+        command
     }
 
     /// kubectl that must succeed; returns its stdout.

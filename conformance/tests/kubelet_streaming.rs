@@ -25,11 +25,9 @@ struct Streaming {
 
 impl Streaming {
     fn start(s: &RkubeServer, args: &[&str]) -> Streaming {
-        let mut child = Command::new(&s.kubectl)
+        let mut child = s
+            .kubectl_command(&s.kubectl)
             .args(args)
-            .env("KUBECONFIG", &s.kubeconfig)
-            .env_remove("KUBERNETES_SERVICE_HOST")
-            .env("HOME", s.data_dir.path())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -346,4 +344,70 @@ spec:
         Duration::from_secs(60),
         |p| p == "Succeeded",
     );
+}
+
+#[test]
+fn kubectl_cp_both_ways_and_run_with_rm() {
+    let n = NodeServer::start();
+    let s = &n.server;
+    s.ok(&[
+        "run",
+        "box",
+        "--image=busybox:1.36",
+        "--image-pull-policy=IfNotPresent",
+        "--",
+        "sleep",
+        "3600",
+    ]);
+    s.ok(&["wait", "--for=condition=Ready", "pod/box", "--timeout=50s"]);
+
+    // A directory with a text file and a binary one goes in (tar over exec with stdin)...
+    let local = tempfile::tempdir().unwrap();
+    let tree = local.path().join("tree");
+    std::fs::create_dir_all(tree.join("sub")).unwrap();
+    std::fs::write(tree.join("a.txt"), "alpha\n").unwrap();
+    let binary: Vec<u8> =
+        (0..300_000u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    std::fs::write(tree.join("sub/b.bin"), &binary).unwrap();
+    s.ok(&["cp", tree.to_str().unwrap(), "box:/tmp/tree"]);
+    assert_eq!(s.ok(&["exec", "box", "--", "cat", "/tmp/tree/a.txt"]), "alpha\n");
+    let size = s.ok(&["exec", "box", "--", "stat", "-c", "%s", "/tmp/tree/sub/b.bin"]);
+    assert_eq!(size.trim(), binary.len().to_string());
+
+    // ... and comes back out the same (tar over exec with stdout).
+    let back = local.path().join("back");
+    s.ok(&["cp", "box:/tmp/tree", back.to_str().unwrap()]);
+    assert_eq!(std::fs::read_to_string(back.join("a.txt")).unwrap(), "alpha\n");
+    assert_eq!(std::fs::read(back.join("sub/b.bin")).unwrap(), binary);
+    // A single file.
+    let single = local.path().join("single.txt");
+    s.ok(&["cp", "box:/tmp/tree/a.txt", single.to_str().unwrap()]);
+    assert_eq!(std::fs::read_to_string(&single).unwrap(), "alpha\n");
+
+    // `kubectl run -i --rm`: stdin reaches the pod's process, its output comes back, and the
+    // pod is deleted afterwards.
+    let out = s.kubectl_with(
+        &s.kubectl,
+        &[
+            "run",
+            "once",
+            "-i",
+            "--rm",
+            "--restart=Never",
+            "--image=busybox:1.36",
+            "--image-pull-policy=IfNotPresent",
+            "--",
+            "sh",
+            "-c",
+            "read x; echo got-$x",
+        ],
+        Some("abc\n"),
+    );
+    assert!(out.status.success(), "{}\n{}", stdout_of(&out), stderr_of(&out));
+    let text = stdout_of(&out);
+    assert!(text.contains("got-abc"), "{text}");
+    assert!(text.contains("pod \"once\" deleted"), "{text}");
+    n.wait_for(&["get", "pods", "-o", "name"], Duration::from_secs(30), |out| {
+        !out.contains("pod/once")
+    });
 }

@@ -1,7 +1,9 @@
 //! The rkube node agent. It registers its Node and keeps its heartbeat ([`node`]), runs the
 //! pods bound to it on a container runtime ([`pods`] over the [`runtime::Runtime`] trait,
 //! with Docker through bollard in [`runtime::docker`]), records events ([`events`]), and
-//! serves the kubelet API the API server proxies logs, exec and attach to ([`server`]).
+//! serves the kubelet API the API server proxies logs, exec and attach to ([`server`]),
+//! with the node's and its pods' resource usage ([`stats`]). Projected service-account
+//! tokens come from the TokenRequest API through its token cache ([`tokens`]).
 //!
 //! It reaches the API server only through its public API (a kube-rs client), like any
 //! other client: the same code runs inside `rkube server` and as `rkube kubelet` on another
@@ -13,8 +15,13 @@ pub mod events;
 pub mod net;
 pub mod node;
 pub mod pods;
+pub mod portforward;
 pub mod runtime;
 pub mod server;
+pub mod spdy;
+pub mod static_pods;
+pub mod stats;
+pub mod tokens;
 
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -51,6 +58,13 @@ pub struct Config {
     /// (the API server's kubelet-client certificate) must chain to. Without it the API is
     /// not served.
     pub client_ca_pem: Option<Vec<u8>>,
+    /// `--pod-manifest-path`: a directory of static pod manifests ([`static_pods`]).
+    pub pod_manifest_path: Option<PathBuf>,
+    /// `--file-check-frequency`: how often the manifests are read even when no file changed.
+    pub file_check_frequency: Duration,
+    /// How often container and node usage is sampled for the stats API (upstream's
+    /// housekeeping interval): CPU rates are measured between samples.
+    pub housekeeping_interval: Duration,
 }
 
 impl Config {
@@ -71,6 +85,9 @@ impl Config {
             allocatable,
             eviction: Default::default(),
             client_ca_pem: None,
+            pod_manifest_path: None,
+            file_check_frequency: Duration::from_secs(20),
+            housekeeping_interval: Duration::from_secs(10),
         }
     }
 
@@ -120,31 +137,81 @@ pub async fn start(
             None
         }
     };
-    node::register(&client, &config, runtime.as_ref()).await?;
-    node::renew_lease(&client, &config).await?;
+    // As upstream's kubelet: registration is tried again until the API server takes it.
+    let mut delay = Duration::from_millis(200);
+    loop {
+        let registered = match node::register(&client, &config, runtime.as_ref()).await {
+            Ok(()) => node::renew_lease(&client, &config).await,
+            Err(e) => Err(e),
+        };
+        match registered {
+            Ok(()) => break,
+            Err(e) => {
+                tracing::warn!(node = config.node_name, error = %e, "unable to register the node; trying again");
+                tokio::time::sleep(delay).await;
+                delay = (delay * 2).min(Duration::from_secs(7));
+            }
+        }
+    }
     let config = Arc::new(config);
     let pod_cache = pods::PodCache::default();
-    let mut tasks =
-        vec![tokio::spawn(node::heartbeat(client.clone(), config.clone(), runtime.clone()))];
+    // The node turns Ready once its pod network exists.
+    let (network_ready, network_rx) = tokio::sync::watch::channel(false);
+    let mut tasks = vec![tokio::spawn(node::heartbeat(
+        client.clone(),
+        config.clone(),
+        runtime.clone(),
+        network_rx,
+    ))];
     if let Some((listener, acceptor)) = api {
+        // Usage is sampled only for the API that serves it.
+        let stats = Arc::new(stats::StatsProvider::new(
+            runtime.clone(),
+            &config.node_name,
+            &config.root_dir,
+            pod_cache.clone(),
+        ));
+        tasks.push(tokio::spawn(stats.clone().run(config.housekeeping_interval)));
         let state = Arc::new(server::ServerState {
             config: config.clone(),
             runtime: runtime.clone(),
             pods: pod_cache.clone(),
+            stats,
         });
         tracing::info!(port = config.port, "kubelet API serving");
         tasks.push(tokio::spawn(server::serve(listener, acceptor, server::router(state))));
     }
     let cidr = node::wait_for_pod_cidr(&client, &config).await;
     runtime.ensure_network(&config.node_name, &cidr).await?;
+    network_ready.send_replace(true);
     tracing::info!(node = config.node_name, cidr, "pod network ready");
     let syncer = Arc::new(pods::sync::Syncer {
         client: client.clone(),
         runtime: runtime.clone(),
         config: config.clone(),
         recorder: events::Recorder::new(client.clone(), &config.node_name),
+        tokens: Default::default(),
     });
     syncer.recorder.node_event("Normal", "Starting", "Starting kubelet.").await;
-    tasks.push(tokio::spawn(pods::run(syncer, pod_cache)));
+    let statics = config.pod_manifest_path.clone().map(|dir| {
+        let initial = static_pods::read_now(&dir, &config.node_name, &Default::default());
+        let (tx, rx) = tokio::sync::watch::channel(initial);
+        let mirror_changed = Arc::new(tokio::sync::Notify::new());
+        tracing::info!(dir = %dir.display(), "static pods");
+        tasks.push(tokio::spawn(static_pods::watch_dir(
+            dir,
+            config.node_name.clone(),
+            config.file_check_frequency,
+            tx,
+        )));
+        tasks.push(tokio::spawn(static_pods::mirror(
+            client.clone(),
+            config.node_name.clone(),
+            rx.clone(),
+            mirror_changed.clone(),
+        )));
+        pods::StaticSource { pods: rx, mirror_changed }
+    });
+    tasks.push(tokio::spawn(pods::run(syncer, pod_cache, statics)));
     Ok(Kubelet { tasks })
 }

@@ -193,6 +193,7 @@ pub fn status(
     runtime_version: &str,
     images: &[crate::runtime::ImageRecord],
     previous_conditions: Option<&Value>,
+    network_ready: bool,
 ) -> Value {
     let eviction = &config.eviction;
     let memory_kib = machine.memory_bytes / 1024;
@@ -261,13 +262,24 @@ pub fn status(
             "KubeletHasSufficientPID",
             "kubelet has sufficient PID available",
         ),
-        condition(
-            previous_conditions,
-            "Ready",
-            true,
-            "KubeletReady",
-            "kubelet is posting ready status",
-        ),
+        if network_ready {
+            condition(
+                previous_conditions,
+                "Ready",
+                true,
+                "KubeletReady",
+                "kubelet is posting ready status",
+            )
+        } else {
+            // As upstream's kubelet before its CNI plugin is configured.
+            condition(
+                previous_conditions,
+                "Ready",
+                false,
+                "KubeletNotReady",
+                "container runtime network not ready: NetworkReady=false reason:NetworkPluginNotReady message:the node has no pod network yet (waiting for its podCIDR)",
+            )
+        },
     ];
     let mut images: Vec<&crate::runtime::ImageRecord> =
         images.iter().filter(|i| !i.names.is_empty() && i.names[0] != "<none>:<none>").collect();
@@ -330,14 +342,16 @@ pub async fn register(
         }
         Err(e) => return Err(e.into()),
     }
-    report_status(client, config, runtime).await
+    report_status(client, config, runtime, false).await
 }
 
-/// Writes the node's status (through `nodes/{name}/status`).
+/// Writes the node's status (through `nodes/{name}/status`); the node is Ready once its pod
+/// network is.
 pub async fn report_status(
     client: &Client,
     config: &Config,
     runtime: &dyn Runtime,
+    network_ready: bool,
 ) -> anyhow::Result<()> {
     let nodes: Api<Node> = Api::all(client.clone());
     let current = nodes.get_status(&config.node_name).await?;
@@ -349,7 +363,7 @@ pub async fn report_status(
     let machine = Machine::read(&config.root_dir);
     let version = runtime.version().await.unwrap_or_default();
     let images = runtime.images().await.unwrap_or_default();
-    let status = status(config, &machine, &version, &images, previous.as_ref());
+    let status = status(config, &machine, &version, &images, previous.as_ref(), network_ready);
     let patch = json!({"status": status});
     nodes.patch_status(&config.node_name, &PatchParams::default(), &Patch::Merge(&patch)).await?;
     Ok(())
@@ -418,19 +432,27 @@ pub async fn wait_for_pod_cidr(client: &Client, config: &Config) -> String {
     }
 }
 
-/// Renews the Lease every 10 s and reports the status every `status_update_frequency`, for ever.
-pub async fn heartbeat(client: Client, config: Arc<Config>, runtime: Arc<dyn Runtime>) {
+/// Renews the Lease every 10 s and reports the status every `status_update_frequency`, and
+/// at once when the pod network becomes ready, for ever.
+pub async fn heartbeat(
+    client: Client,
+    config: Arc<Config>,
+    runtime: Arc<dyn Runtime>,
+    mut network_ready: tokio::sync::watch::Receiver<bool>,
+) {
     let mut lease = tokio::time::interval(Duration::from_secs(10));
     let mut status = tokio::time::interval(config.status_update_frequency);
     loop {
         tokio::select! {
+            Ok(()) = network_ready.changed() => status.reset_immediately(),
             _ = lease.tick() => {
                 if let Err(e) = renew_lease(&client, &config).await {
                     tracing::warn!(error = %e, "cannot renew the node lease");
                 }
             }
             _ = status.tick() => {
-                if let Err(e) = report_status(&client, &config, runtime.as_ref()).await {
+                let ready = *network_ready.borrow();
+                if let Err(e) = report_status(&client, &config, runtime.as_ref(), ready).await {
                     tracing::warn!(error = %e, "cannot update the node status");
                 }
             }
@@ -453,7 +475,7 @@ mod tests {
             disk_available_bytes: 50 * 1024 * 1024 * 1024,
             ..Default::default()
         };
-        let s = status(&config, &machine, "docker://20.10.24", &[], None);
+        let s = status(&config, &machine, "docker://20.10.24", &[], None, true);
         assert_eq!(s["capacity"]["cpu"], "2");
         assert_eq!(s["capacity"]["memory"], "4194304Ki");
         assert_eq!(s["allocatable"]["memory"], format!("{}Ki", 4194304 - 102400));
@@ -464,6 +486,19 @@ mod tests {
         assert_eq!(ready["reason"], "KubeletReady");
         assert_eq!(s["nodeInfo"]["containerRuntimeVersion"], "docker://20.10.24");
         assert_eq!(s["daemonEndpoints"]["kubeletEndpoint"]["Port"], config.port);
+
+        // Without its pod network the node is not ready, with upstream's reason.
+        let s = status(&config, &machine, "docker://20.10.24", &[], None, false);
+        let ready =
+            s["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Ready").unwrap();
+        assert_eq!(
+            (ready["status"].as_str(), ready["reason"].as_str()),
+            (Some("False"), Some("KubeletNotReady"))
+        );
+        assert!(ready["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("container runtime network not ready"));
     }
 
     #[test]
@@ -493,7 +528,7 @@ mod tests {
             memory_available_bytes: 50 << 20,
             ..Default::default()
         };
-        let s = status(&config, &machine, "", &[], None);
+        let s = status(&config, &machine, "", &[], None, true);
         let c = s["conditions"]
             .as_array()
             .unwrap()

@@ -7,13 +7,16 @@
 //! | `GET /containerLogs/{ns}/{pod}/{container}?follow&previous&sinceSeconds&sinceTime&tailLines&timestamps&limitBytes` | the container's log, streamed |
 //! | `GET /exec/{ns}/{pod}[/{uid}]/{container}?command=..&input=1&output=1&error=1&tty=1` | a command in the container, over a WebSocket |
 //! | `GET /attach/{ns}/{pod}[/{uid}]/{container}?input=1&output=1&error=1&tty=1` | the container's main process, over a WebSocket |
+//! | `* /portForward/{ns}/{pod}[/{uid}]` | `kubectl port-forward`: SPDY/3.1, plain or tunnelled in a WebSocket, or `v4.channel.k8s.io` ([`crate::portforward`]) |
+//! | `GET /stats/summary`, `GET /metrics/resource` | CPU and memory usage of the node and its pods ([`crate::stats`]) |
 //!
 //! Exec and attach speak the `channel.k8s.io` WebSocket protocols (v1 to v5): binary
 //! messages whose first byte names the stream (0 stdin, 1 stdout, 2 stderr, 3 error, 4 resize;
 //! v5 adds 255, "this stream is closed"). The session ends with a `metav1.Status` on the error
 //! stream (v4 and later; earlier versions get the failure message only) and a normal close.
-//! SPDY, which upstream's kubelet also speaks, is not offered: clients reach this kubelet
-//! through the API server, which passes WebSockets through.
+//! SPDY, which upstream's kubelet also speaks for them, is not offered there: clients reach
+//! this kubelet through the API server, which passes WebSockets through. Port forwarding is
+//! SPDY's, as kubectl speaks it ([`crate::portforward`]).
 //!
 //! TLS is openssl's: a serving certificate the kubelet makes for itself at start
 //! ([`self_signed_certificate`], as upstream's kubelet does without `--tls-cert-file`), and
@@ -52,6 +55,7 @@ use tower::ServiceExt;
 
 use crate::pods::sync::latest;
 use crate::pods::PodCache;
+use crate::portforward;
 use crate::runtime::{self, ContainerState, Runtime};
 use crate::Config;
 
@@ -60,6 +64,8 @@ pub struct ServerState {
     pub config: Arc<Config>,
     pub runtime: Arc<dyn Runtime>,
     pub pods: PodCache,
+    /// Resource usage for `/stats/summary` and `/metrics/resource`.
+    pub stats: Arc<crate::stats::StatsProvider>,
 }
 
 type Shared = State<Arc<ServerState>>;
@@ -72,10 +78,17 @@ pub fn router(state: Arc<ServerState>) -> Router {
         .route("/pods", get(pods))
         .route("/pods/", get(pods))
         .route("/containerLogs/{namespace}/{pod}/{container}", get(container_logs))
+        .route("/stats/summary", get(crate::stats::summary))
+        .route("/metrics/resource", get(crate::stats::resource_metrics))
         .route("/exec/{namespace}/{pod}/{container}", axum::routing::on(streams, exec))
         .route("/exec/{namespace}/{pod}/{uid}/{container}", axum::routing::on(streams, exec))
         .route("/attach/{namespace}/{pod}/{container}", axum::routing::on(streams, attach))
         .route("/attach/{namespace}/{pod}/{uid}/{container}", axum::routing::on(streams, attach))
+        .route("/portForward/{namespace}/{pod}", axum::routing::any(portforward::port_forward))
+        .route(
+            "/portForward/{namespace}/{pod}/{uid}",
+            axum::routing::any(portforward::port_forward),
+        )
         .fallback(|| async { (StatusCode::NOT_FOUND, "404 page not found\n") })
         .with_state(state)
 }

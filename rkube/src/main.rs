@@ -24,7 +24,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run the cluster on this machine: the API server on the embedded store (or etcd).
-    Server(ServerArgs),
+    Server(Box<ServerArgs>),
     /// Run the scheduler alone against an API server.
     Scheduler(SchedulerArgs),
     /// Run a node: the kubelet on the local Docker engine, against an API server.
@@ -61,6 +61,13 @@ struct NodeArgs {
     /// serves no API (no logs, exec or attach).
     #[arg(long)]
     client_ca_file: Option<PathBuf>,
+    /// A directory of static pod manifests: pods this kubelet runs without the API server,
+    /// shown in the API as mirror pods.
+    #[arg(long)]
+    pod_manifest_path: Option<PathBuf>,
+    /// How often the static pod manifests are read again even when no file changed.
+    #[arg(long, default_value = "20s", value_parser = parse_duration)]
+    file_check_frequency: Duration,
 }
 
 #[derive(clap::Args)]
@@ -68,6 +75,14 @@ struct KubeletArgs {
     /// The kubeconfig to reach the API server with.
     #[arg(long)]
     kubeconfig: PathBuf,
+    /// The container runtime: `docker` (the local engine), or `simulated` (no containers:
+    /// pods run on paper, for scale tests; see `--nodes`).
+    #[arg(long, default_value = "docker", value_parser = ["docker", "simulated"])]
+    runtime: String,
+    /// With `--runtime simulated`: how many nodes this process runs, named
+    /// `<node-name>-0000`, `<node-name>-0001`, ... (`--node-name` defaults to `sim` here).
+    #[arg(long, default_value_t = 1)]
+    nodes: u32,
     #[command(flatten)]
     node: NodeArgs,
 }
@@ -121,6 +136,9 @@ struct ServerArgs {
     /// The controllers' flags (kube-controller-manager's names).
     #[command(flatten)]
     controller_manager: Box<ControllerManagerArgs>,
+    /// Service-account tokens (kube-apiserver's flag names).
+    #[command(flatten)]
+    service_accounts: ServiceAccountArgs,
     /// The local node (when a Docker engine is reachable).
     #[command(flatten)]
     node: NodeArgs,
@@ -215,7 +233,7 @@ async fn main() {
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Server(args) => server(args).await,
+        Command::Server(args) => server(*args).await,
         Command::Scheduler(args) => scheduler(args).await,
         Command::Kubelet(args) => kubelet(args).await,
     };
@@ -280,6 +298,7 @@ async fn server(args: ServerArgs) -> anyhow::Result<()> {
                 pki.kubelet_client().key_pem.as_bytes().to_vec(),
             )
         }),
+        service_account_tokens: args.service_accounts.options(&pki)?,
     })
     .await?;
 
@@ -366,6 +385,13 @@ async fn kubelet(args: KubeletArgs) -> anyhow::Result<()> {
     let root =
         args.node.root_dir.clone().unwrap_or_else(|| PathBuf::from("/var/lib/rkube/kubelet"));
     let node_ip = args.node.node_ip.unwrap_or(IpAddr::from([127, 0, 0, 1]));
+    if args.runtime == "simulated" {
+        let _nodes = start_simulated_nodes(client, &args, root, node_ip).await?;
+        shutdown_signal().await;
+        eprintln!("rkube: shutting down");
+        return Ok(());
+    }
+    anyhow::ensure!(args.nodes == 1, "--nodes needs --runtime simulated");
     let _kubelet = start_kubelet(client, args.node, root, node_ip).await?;
     shutdown_signal().await;
     eprintln!("rkube: shutting down");
@@ -396,6 +422,8 @@ async fn start_kubelet(
     );
     config.pod_cidr = node.pod_cidr;
     config.eviction = node.eviction_hard;
+    config.pod_manifest_path = node.pod_manifest_path;
+    config.file_check_frequency = node.file_check_frequency;
     // Without one the kubelet serves no API, and says so.
     config.client_ca_pem = match &node.client_ca_file {
         Some(path) => Some(
@@ -407,6 +435,41 @@ async fn start_kubelet(
     let kubelet = rkube_kubelet::start(client, config, Arc::new(docker)).await?;
     eprintln!("rkube: node {name} is up (Docker)");
     Ok(kubelet)
+}
+
+/// `rkube kubelet --runtime simulated --nodes N`: N kubelets in this process sharing one
+/// simulated runtime, each a full node to the API server (registration, lease, status, pods
+/// watched and run on paper). They serve no kubelet API.
+async fn start_simulated_nodes(
+    client: kube::Client,
+    args: &KubeletArgs,
+    root_dir: PathBuf,
+    node_ip: IpAddr,
+) -> anyhow::Result<Vec<rkube_kubelet::Kubelet>> {
+    anyhow::ensure!(args.nodes >= 1, "--nodes must be at least 1");
+    anyhow::ensure!(
+        args.node.pod_cidr.is_none() || args.nodes == 1,
+        "--pod-cidr names one node's range: leave it out with --nodes, the node IPAM controller assigns each its own"
+    );
+    let prefix = args.node.node_name.clone().unwrap_or_else(|| "sim".into());
+    let runtime = Arc::new(rkube_kubelet::runtime::sim::SimulatedRuntime::new());
+    eprintln!("rkube: starting {} simulated node(s) named {prefix}-NNNN", args.nodes);
+    let starts = (0..args.nodes).map(|i| {
+        let name = format!("{prefix}-{i:04}");
+        let mut config = rkube_kubelet::Config::new(
+            &name,
+            node_ip,
+            args.node.kubelet_port,
+            root_dir.join(&name),
+        );
+        config.pod_cidr = args.node.pod_cidr.clone();
+        config.eviction = args.node.eviction_hard.clone();
+        let runtime: Arc<dyn rkube_kubelet::runtime::Runtime> = runtime.clone();
+        rkube_kubelet::start(client.clone(), config, runtime)
+    });
+    let kubelets = futures::future::try_join_all(starts).await?;
+    eprintln!("rkube: {} simulated node(s) are up", kubelets.len());
+    Ok(kubelets)
 }
 
 /// The scheduler's configuration: the file, or the default profile.
@@ -428,5 +491,62 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
+    }
+}
+
+/// kube-apiserver's service-account token flags.
+#[derive(clap::Args)]
+struct ServiceAccountArgs {
+    /// The issuer (`iss`) of service-account tokens; repeat it to accept tokens of earlier
+    /// issuers too (the first one signs new tokens).
+    #[arg(long, default_value = rkube_server::authn::DEFAULT_ISSUER)]
+    service_account_issuer: Vec<String>,
+    /// The private key (PEM) that signs service-account tokens (default: the PKI's sa.key).
+    #[arg(long)]
+    service_account_signing_key_file: Option<PathBuf>,
+    /// PEM files of the keys that verify service-account tokens (public or private keys,
+    /// certificates; repeatable). Default: the signing key's, else the PKI's sa.pub.
+    #[arg(long)]
+    service_account_key_file: Vec<PathBuf>,
+    /// The audiences of this API (comma-separated): a token must be for one of them.
+    /// Default: the issuers.
+    #[arg(long, value_delimiter = ',')]
+    api_audiences: Vec<String>,
+    /// The longest token the TokenRequest API gives (0: no limit); longer requests are
+    /// shortened, with a warning.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    service_account_max_token_expiration: Duration,
+    /// Give pod-bound tokens of the admission plugin's 3607 s a year instead, reporting them
+    /// as stale after the 3607 s (upstream's safe rollout of bound tokens).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    service_account_extend_token_expiration: bool,
+}
+
+impl ServiceAccountArgs {
+    fn options(&self, pki: &Pki) -> anyhow::Result<rkube_server::authn::TokenOptions> {
+        let read = |path: &std::path::Path| {
+            std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
+        };
+        let (signing_key, default_keys) = match &self.service_account_signing_key_file {
+            Some(path) => (read(path)?, Vec::new()),
+            None => (
+                pki.sa_private_key_pem().as_bytes().to_vec(),
+                vec![pki.sa_public_key_pem().as_bytes().to_vec()],
+            ),
+        };
+        let mut keys = self
+            .service_account_key_file
+            .iter()
+            .map(|p| read(p))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        if keys.is_empty() {
+            keys = default_keys;
+        }
+        let mut options = rkube_server::authn::TokenOptions::new(signing_key, keys);
+        options.issuers = self.service_account_issuer.clone();
+        options.api_audiences = self.api_audiences.clone();
+        options.max_expiration_seconds = self.service_account_max_token_expiration.as_secs() as i64;
+        options.extend_expiration = self.service_account_extend_token_expiration;
+        Ok(options)
     }
 }

@@ -34,6 +34,9 @@ pub struct ApiState {
     pub metrics: crate::metrics::Metrics,
     /// How kubelets are reached (logs, exec, attach, port-forward, node proxy).
     pub kubelet: kubelet::KubeletClient,
+    /// Service-account tokens: issued by `serviceaccounts/token`, checked by the bearer
+    /// token layer and `TokenReview` ([`crate::authn`]).
+    pub tokens: crate::authn::ServiceAccountTokens,
 }
 
 /// Axum fallback handler for every `/api` and `/apis` path.
@@ -187,6 +190,10 @@ async fn resource(
     body: &[u8],
     raw: Option<kubelet::RawRequest>,
 ) -> ApiResult<Response> {
+    if r.group == crate::metrics_api::GROUP {
+        // Not stored: read from the kubelets.
+        return crate::metrics_api::serve(state, method, headers, query, &r).await;
+    }
     let info = state
         .resources
         .get(&r.group, &r.version, &r.resource)
@@ -245,6 +252,12 @@ async fn resource(
                 filter,
             )
             .await
+        }
+        "create" if info.group == "authentication.k8s.io" && info.plural == "tokenreviews" => {
+            let output = negotiate::output(headers)?;
+            let review = negotiate::decode_body(headers, body)?;
+            let answered = crate::authn::token_review(state, review).await?;
+            Ok(object_response(StatusCode::CREATED, info, answered, output, query))
         }
         "create" if crate::reviews::is_review(info) => {
             let output = negotiate::output(headers)?;
@@ -871,6 +884,13 @@ async fn subresource(
                 .await?;
             let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
             Ok(negotiate::respond(StatusCode::CREATED, &status, Output::Json, &[]))
+        }
+        ("token", "create") if info.plural == "serviceaccounts" => {
+            let ns = ns.unwrap_or("default");
+            let (answered, warnings) =
+                crate::authn::token_request::create(state, headers, ns, name, body).await?;
+            let output = if matches!(output, Output::Yaml) { Output::Yaml } else { Output::Json };
+            Ok(negotiate::respond(StatusCode::CREATED, &answered, output, &warnings))
         }
         ("eviction", "create") => {
             // Stored as a plain delete for now (no PodDisruptionBudget check yet).

@@ -1,9 +1,12 @@
 //! Discovery: `/api`, `/apis`, `/apis/<group>`, `/api/v1` and `/apis/<group>/<version>`, in
 //! the legacy form and, when the client asks for it, the aggregated form
-//! (`apidiscovery.k8s.io/v2`, one request for everything).
+//! (`apidiscovery.k8s.io/v2`, one request for everything). The stored resources come from
+//! the registry; `metrics.k8s.io` ([`crate::metrics_api`]) is added to them.
 
 use rkube_apis::resources::{ResourceInfo, Resources};
 use serde_json::{json, Value};
+
+use crate::metrics_api;
 
 /// The content type of aggregated discovery responses.
 pub const AGGREGATED_V2: &str =
@@ -45,19 +48,25 @@ fn group_json(group: &str, versions: &[&str]) -> Value {
 }
 
 pub fn group_list(resources: &Resources) -> Value {
-    let groups: Vec<Value> = resources
+    let mut groups: Vec<Value> = resources
         .groups()
         .into_iter()
         .filter(|(g, _)| !g.is_empty())
         .map(|(g, versions)| group_json(g, &versions))
         .collect();
+    // Served but not stored (no registry entry), as an aggregated API would be.
+    groups.push(metrics_api::api_group());
     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
 }
 
 pub fn group(resources: &Resources, name: &str) -> Option<Value> {
-    let (g, versions) =
-        resources.groups().into_iter().find(|(g, _)| *g == name && !g.is_empty())?;
-    let mut out = group_json(g, &versions);
+    let mut out = if name == metrics_api::GROUP {
+        metrics_api::api_group()
+    } else {
+        let (g, versions) =
+            resources.groups().into_iter().find(|(g, _)| *g == name && !g.is_empty())?;
+        group_json(g, &versions)
+    };
     out["kind"] = json!("APIGroup");
     out["apiVersion"] = json!("v1");
     Some(out)
@@ -93,6 +102,9 @@ fn subresource_kind(
 
 /// `/api/v1` or `/apis/<group>/<version>`: the legacy APIResourceList.
 pub fn resource_list(resources: &Resources, group: &str, version: &str) -> Option<Value> {
+    if group == metrics_api::GROUP {
+        return (version == metrics_api::VERSION).then(metrics_api::resource_list);
+    }
     let mut list = Vec::new();
     for r in resources.in_group_version(group, version) {
         let mut entry = json!({
@@ -156,6 +168,9 @@ pub fn aggregated(resources: &Resources, core: bool, api_version: &str) -> Value
             metadata["name"] = json!(group);
         }
         items.push(json!({"metadata": metadata, "versions": versions}));
+    }
+    if !core {
+        items.push(metrics_api::aggregated_group());
     }
     let api_version = if api_version == AGGREGATED_V2BETA1 {
         "apidiscovery.k8s.io/v2beta1"
@@ -221,5 +236,15 @@ mod tests {
         );
         let apps = aggregated(Resources::builtin(), false, AGGREGATED_V2);
         assert!(apps["items"].as_array().unwrap().iter().any(|g| g["metadata"]["name"] == "apps"));
+        let metrics = apps["items"].as_array().unwrap().last().unwrap();
+        assert_eq!(metrics["metadata"]["name"], "metrics.k8s.io");
+        assert!(group_list(Resources::builtin())["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|g| g["name"] == "metrics.k8s.io"));
+        assert_eq!(group(Resources::builtin(), "metrics.k8s.io").unwrap()["kind"], "APIGroup");
+        assert!(resource_list(Resources::builtin(), "metrics.k8s.io", "v1beta1").is_some());
+        assert!(resource_list(Resources::builtin(), "metrics.k8s.io", "v1").is_none());
     }
 }

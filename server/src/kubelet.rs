@@ -153,6 +153,37 @@ impl KubeletClient {
             )),
         }
     }
+
+    /// GETs `path_and_query` from the kubelet of `node` (a Node object) with the
+    /// kubelet-client certificate, at the node's preferred address and kubelet port: the
+    /// status code and at most `limit` bytes of the body. The error is a message for logs.
+    pub async fn get(
+        &self,
+        node: &Value,
+        path_and_query: &str,
+        limit: usize,
+    ) -> Result<(u16, bytes::Bytes), String> {
+        let name = node["metadata"]["name"].as_str().unwrap_or("");
+        let host = preferred_address(node, &self.preferred_address_types)?;
+        let endpoint =
+            Endpoint { scheme: "https", host, port: kubelet_port(node, self.default_port) };
+        let tls = self.kubelet_tls(name, false).map_err(|e| e.message)?;
+        let failed = |e: String| format!("Get {:?}: {e}", endpoint.url(path_and_query));
+        let sender = proxy::connect(&endpoint, Some(tls)).await.map_err(failed)?;
+        let request = http::Request::get(path_and_query)
+            .header(http::header::HOST, endpoint.authority())
+            .header(http::header::USER_AGENT, "rkube-apiserver")
+            .body(Body::empty())
+            .map_err(|e| e.to_string())?;
+        let response = proxy::send(sender, request).await.map_err(failed)?;
+        let code = response.status().as_u16();
+        let body = http_body_util::Limited::new(response.into_body(), limit)
+            .collect()
+            .await
+            .map_err(|e| failed(format!("reading the body: {e}")))?
+            .to_bytes();
+        Ok((code, body))
+    }
 }
 
 /// What a kubelet subresource needs of the request besides its parsed target: the URI (for

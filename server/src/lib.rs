@@ -2,23 +2,27 @@
 //!
 //! Start at [`Server::start`]: it takes a store and the TLS material, bootstraps what every
 //! cluster has (the default namespaces), and serves HTTPS. A request goes through
-//! [`listener`] (TLS, client certificate → [`auth::UserInfo`]), then the axum router: the
+//! [`listener`] (TLS, client certificate → [`auth::UserInfo`]), [`authn`] (bearer tokens: the
+//! service-account JWTs of the TokenRequest API), then the axum router: the
 //! health and version endpoints here, everything under `/api` and `/apis` in [`api`], which
 //! reads the request ([`request`]), negotiates the encoding ([`negotiate`]) and calls the one
 //! generic [`registry`] (per-kind behaviour lives in `rkube_apis::strategy`), answering
 //! errors as `Status` objects ([`status`]). Watches stream from [`watch`]; discovery is in
 //! [`discovery`]; `kubectl get` tables in [`table`]. Logs, exec, attach, port-forward and
 //! `nodes/proxy` go on to the node's kubelet ([`kubelet`], over the upgrade-aware
-//! [`proxy`]).
+//! [`proxy`]). The resource metrics API (`metrics.k8s.io`, `kubectl top`) is
+//! [`metrics_api`], read from the kubelets on request.
 
 pub mod api;
 pub mod auth;
+pub mod authn;
 pub mod cache;
 pub mod discovery;
 pub mod duplicates;
 pub mod kubelet;
 pub mod listener;
 pub mod metrics;
+pub mod metrics_api;
 pub mod negotiate;
 pub mod object;
 pub mod proxy;
@@ -61,6 +65,9 @@ pub struct ServerConfig {
     /// API server's kubelet-client certificate and the rules for choosing an address. `None`:
     /// no kubelet access (those requests get a 503 saying so).
     pub kubelet_client: Option<KubeletClientConfig>,
+    /// Service-account tokens: the keys that sign and verify them, the issuer, audiences
+    /// and expiration limits (`--service-account-*`).
+    pub service_account_tokens: authn::TokenOptions,
 }
 
 /// A running API server.
@@ -88,6 +95,8 @@ impl Server {
         bootstrap(&registry, &config).await?;
         let acceptor = listener::acceptor(&config.tls)?;
         let kubelet = kubelet::KubeletClient::new(config.kubelet_client.as_ref())?;
+        let tokens = authn::ServiceAccountTokens::new(&config.service_account_tokens)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
         let tcp = tokio::net::TcpListener::bind(config.bind)
             .await
             .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.bind))?;
@@ -103,6 +112,7 @@ impl Server {
             server_address: config.advertise_address.clone(),
             metrics: metrics::Metrics::default(),
             kubelet,
+            tokens,
         });
         let router = Router::new()
             .route("/healthz", get(healthz))
@@ -115,7 +125,8 @@ impl Server {
             .route("/openapi/v3/{*path}", get(openapi_v3))
             .with_state(health)
             .fallback(api::handle)
-            .with_state(api_state);
+            .with_state(api_state.clone())
+            .layer(axum::middleware::from_fn_with_state(api_state, authn::authenticate));
         // Build the OpenAPI documents now rather than on kubectl's first request.
         tokio::task::spawn_blocking(|| {
             rkube_apis::openapi::Documents::builtin();

@@ -1,12 +1,12 @@
 //! The resources that are answered rather than stored: `SelfSubjectReview` (`kubectl auth
-//! whoami`), the access reviews (`kubectl auth can-i`), `SelfSubjectRulesReview` and
-//! `TokenReview`. Until RBAC arrives every authenticated user may do everything, and the
-//! reviews say so.
+//! whoami`), the access reviews (`kubectl auth can-i`) and `SelfSubjectRulesReview`
+//! (`TokenReview` needs the token authenticator: [`crate::authn::token_review`]). Until RBAC
+//! arrives every authenticated user may do everything, and the reviews say so.
 
 use serde_json::{json, Value};
 
 use crate::auth::UserInfo;
-use crate::status::{ApiError, ApiResult};
+use crate::status::ApiResult;
 use rkube_apis::resources::ResourceInfo;
 
 /// True for the resources this module answers.
@@ -33,17 +33,15 @@ pub fn answer(info: &ResourceInfo, user: &UserInfo, mut review: Value) -> ApiRes
     }
     review["metadata"]["creationTimestamp"] = Value::Null;
     let status = match info.plural {
-        "selfsubjectreviews" => json!({"userInfo": {"username": user.name, "groups": user.groups}}),
-        "tokenreviews" => {
-            if review["spec"]["token"].as_str().is_none_or(str::is_empty) {
-                return Err(ApiError::invalid(
-                    info.group,
-                    info.kind,
-                    "",
-                    vec![rkube_apis::validation::FieldError::required("spec.token", "")],
-                ));
+        "selfsubjectreviews" => {
+            let mut info = json!({"username": user.name, "groups": user.groups});
+            if !user.uid.is_empty() {
+                info["uid"] = json!(user.uid);
             }
-            json!({"user": {}, "authenticated": false, "error": "rkube does not authenticate bearer tokens yet"})
+            if !user.extra.is_empty() {
+                info["extra"] = json!(user.extra);
+            }
+            json!({"userInfo": info})
         }
         "selfsubjectrulesreviews" => json!({
             "resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],

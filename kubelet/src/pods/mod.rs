@@ -1,8 +1,12 @@
 //! The pods of this node: a watch on `spec.nodeName=<node>`, one worker task per pod that
 //! syncs it ([`sync`]) whenever the pod object changes, one of its containers starts or
-//! stops, or its resync period passes; and the clean-up of containers whose pod is gone.
+//! stops, one of its probes changes its mind ([`probes`]), or its resync period passes;
+//! and the clean-up of containers whose pod is gone.
 //! The pods seen are kept in a [`PodCache`] for the kubelet API ([`crate::server`]).
 
+pub mod handlers;
+pub mod hooks;
+pub mod probes;
 pub mod spec;
 pub mod status;
 pub mod sync;
@@ -18,6 +22,7 @@ use kube::api::Api;
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::{watch, Notify};
 
+use crate::static_pods;
 use sync::{Next, PodState, Syncer};
 
 /// The pods bound to this node as the watch last saw them, by uid: the kubelet's pod
@@ -81,7 +86,7 @@ async fn work(
     poke: Arc<Notify>,
     uid: String,
 ) {
-    let mut state = PodState::default();
+    let mut state = PodState::new(poke.clone(), pod.clone());
     loop {
         let current = pod.borrow_and_update().clone();
         let next = match current {
@@ -104,9 +109,34 @@ async fn work(
     }
 }
 
+/// Hands a pod to its worker, starting one when it has none.
+fn dispatch(workers: &mut HashMap<String, Worker>, syncer: &Arc<Syncer>, pod: Arc<Pod>) {
+    let uid = uid(&pod);
+    match workers.get(&uid).filter(|w| !w.task.is_finished()) {
+        Some(worker) => {
+            worker.pod.send_replace(Some(pod));
+        }
+        None => {
+            let (tx, rx) = watch::channel(Some(pod));
+            let poke = Arc::new(Notify::new());
+            let task = tokio::spawn(work(syncer.clone(), rx, poke.clone(), uid.clone()));
+            workers.insert(uid, Worker { pod: tx, poke, task });
+        }
+    }
+}
+
+/// Where pods come from besides the API: the static pods of `--pod-manifest-path`
+/// ([`crate::static_pods`]), and a poke for their mirror pods' keeper when a mirror pod
+/// changes in the API.
+pub struct StaticSource {
+    pub pods: watch::Receiver<Vec<Arc<Pod>>>,
+    pub mirror_changed: Arc<Notify>,
+}
+
 /// Watches this node's pods and keeps one worker per pod (and `cache` up to date) until the
-/// task is aborted.
-pub async fn run(syncer: Arc<Syncer>, cache: PodCache) {
+/// task is aborted. Pods come from the API and, with `statics`, from manifest files; the
+/// API's mirror pods are not run (their static pods are).
+pub async fn run(syncer: Arc<Syncer>, cache: PodCache, mut statics: Option<StaticSource>) {
     let node = syncer.config.node_name.clone();
     let pods: Api<Pod> = Api::all(syncer.client.clone());
     let config = watcher::Config::default().fields(&format!("spec.nodeName={node}"));
@@ -114,23 +144,34 @@ pub async fn run(syncer: Arc<Syncer>, cache: PodCache) {
     let mut runtime_events = syncer.runtime.container_events(&node);
     let mut workers: HashMap<String, Worker> = HashMap::new();
     let mut listed: Option<HashSet<String>> = None;
+    // The uids of the static pods now.
+    let mut static_uids: HashSet<String> = HashSet::new();
+    // The static pods read at start count before the API's list: their containers are not
+    // orphans.
+    if let Some(source) = statics.as_mut() {
+        let now = source.pods.borrow_and_update().clone();
+        apply_statics(now, &mut static_uids, &mut workers, &syncer, &cache);
+    }
     loop {
+        let statics_changed = async {
+            match statics.as_mut() {
+                Some(source) => source.pods.changed().await.is_ok(),
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             event = events.next() => match event {
+                Some(Ok(Event::Apply(pod) | Event::InitApply(pod))) if static_pods::is_mirror(&pod) => {
+                    if let Some(source) = &statics { source.mirror_changed.notify_one(); }
+                }
                 Some(Ok(Event::Apply(pod) | Event::InitApply(pod))) => {
-                    let uid = uid(&pod);
-                    if let Some(seen) = listed.as_mut() { seen.insert(uid.clone()); }
+                    if let Some(seen) = listed.as_mut() { seen.insert(uid(&pod)); }
                     let pod = Arc::new(pod);
                     cache.insert(pod.clone());
-                    match workers.get(&uid).filter(|w| !w.task.is_finished()) {
-                        Some(worker) => { worker.pod.send_replace(Some(pod)); }
-                        None => {
-                            let (tx, rx) = watch::channel(Some(pod));
-                            let poke = Arc::new(Notify::new());
-                            let task = tokio::spawn(work(syncer.clone(), rx, poke.clone(), uid.clone()));
-                            workers.insert(uid, Worker { pod: tx, poke, task });
-                        }
-                    }
+                    dispatch(&mut workers, &syncer, pod);
+                }
+                Some(Ok(Event::Delete(pod))) if static_pods::is_mirror(&pod) => {
+                    if let Some(source) = &statics { source.mirror_changed.notify_one(); }
                 }
                 Some(Ok(Event::Delete(pod))) => {
                     cache.remove(&uid(&pod));
@@ -140,7 +181,8 @@ pub async fn run(syncer: Arc<Syncer>, cache: PodCache) {
                 }
                 Some(Ok(Event::Init)) => listed = Some(Default::default()),
                 Some(Ok(Event::InitDone)) => {
-                    if let Some(seen) = listed.take() {
+                    if let Some(mut seen) = listed.take() {
+                        seen.extend(static_uids.iter().cloned());
                         cache.retain(&seen);
                         remove_orphans(&syncer, &seen).await;
                         for (uid, worker) in &workers {
@@ -151,6 +193,12 @@ pub async fn run(syncer: Arc<Syncer>, cache: PodCache) {
                 Some(Err(e)) => tracing::warn!(error = %e, "pod watch"),
                 None => return,
             },
+            true = statics_changed => {
+                if let Some(source) = statics.as_mut() {
+                    let now = source.pods.borrow_and_update().clone();
+                    apply_statics(now, &mut static_uids, &mut workers, &syncer, &cache);
+                }
+            }
             Some(uid) = runtime_events.next() => {
                 if let Some(worker) = workers.get(&uid) {
                     worker.poke.notify_one();
@@ -159,6 +207,31 @@ pub async fn run(syncer: Arc<Syncer>, cache: PodCache) {
         }
         workers.retain(|_, w| !w.task.is_finished());
     }
+}
+
+/// Starts workers for new static pods and stops those of static pods that are gone.
+fn apply_statics(
+    now: Vec<Arc<Pod>>,
+    static_uids: &mut HashSet<String>,
+    workers: &mut HashMap<String, Worker>,
+    syncer: &Arc<Syncer>,
+    cache: &PodCache,
+) {
+    let uids: HashSet<String> = now.iter().map(|p| uid(p)).collect();
+    for gone in static_uids.difference(&uids) {
+        cache.remove(gone);
+        if let Some(worker) = workers.get(gone) {
+            worker.pod.send_replace(None);
+        }
+    }
+    for pod in now {
+        // A static pod's object never changes under the same uid.
+        if !static_uids.contains(&uid(&pod)) {
+            cache.insert(pod.clone());
+            dispatch(workers, syncer, pod);
+        }
+    }
+    *static_uids = uids;
 }
 
 /// Containers of pods this node no longer has (deleted while the kubelet was down).

@@ -40,6 +40,9 @@ pub struct Lookup<'a> {
     pub namespace: String,
     config_maps: BTreeMap<String, Option<ConfigMap>>,
     secrets: BTreeMap<String, Option<Secret>>,
+    /// Service-account tokens for projected volumes (the kubelet's shared cache, see
+    /// [`Lookup::with_tokens`]; a private one otherwise).
+    pub tokens: std::sync::Arc<crate::tokens::TokenManager>,
 }
 
 impl<'a> Lookup<'a> {
@@ -49,7 +52,14 @@ impl<'a> Lookup<'a> {
             namespace: namespace.to_string(),
             config_maps: BTreeMap::new(),
             secrets: BTreeMap::new(),
+            tokens: Default::default(),
         }
+    }
+
+    /// Takes service-account tokens from (and keeps new ones in) the kubelet's cache.
+    pub fn with_tokens(mut self, tokens: std::sync::Arc<crate::tokens::TokenManager>) -> Self {
+        self.tokens = tokens;
+        self
     }
 
     pub async fn config_map(&mut self, name: &str) -> Option<&ConfigMap> {

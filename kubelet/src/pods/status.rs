@@ -21,6 +21,10 @@ pub struct ContainerView {
     pub waiting: Option<(String, String)>,
     /// What the container wrote to its termination message path.
     pub termination_message: Option<String>,
+    /// Whether its startup probe succeeded for the current instance (None: it has none).
+    pub startup: Option<bool>,
+    /// Whether its readiness probe says ready (None: it has none).
+    pub readiness: Option<bool>,
 }
 
 impl ContainerView {
@@ -30,6 +34,17 @@ impl ContainerView {
 
     pub fn is_running(&self) -> bool {
         matches!(self.current.as_ref().map(|c| &c.state), Some(ContainerState::Running { .. }))
+    }
+
+    /// `started`, as upstream: running, and its startup probe (if any) succeeded.
+    pub fn started(&self) -> bool {
+        self.is_running() && self.startup.unwrap_or(true)
+    }
+
+    /// `ready`, as upstream: started, and its readiness probe (if any) says so; without a
+    /// readiness probe a started container is ready.
+    pub fn ready(&self) -> bool {
+        self.started() && self.readiness.unwrap_or(true)
     }
 
     /// The exit code of the latest instance, when it has exited.
@@ -115,7 +130,7 @@ pub fn container_status(view: &ContainerView, ready: bool) -> Value {
         "lastState": last.map(|t| json!({"terminated": t})).unwrap_or(json!({})),
         "ready": ready,
         "restartCount": view.restart_count(),
-        "started": view.is_running(),
+        "started": view.started(),
     });
     if let Some(record) = &view.current {
         status["containerID"] = format!("docker://{}", record.id).into();
@@ -225,11 +240,8 @@ pub fn pod_status(
     let phase = phase(pod, init, apps);
     let init_statuses: Vec<Value> =
         init.iter().map(|v| container_status(v, v.exit_code() == Some(0))).collect();
-    // A running container is ready (readiness probes decide once they exist).
-    let app_statuses: Vec<Value> =
-        apps.iter().map(|v| container_status(v, v.is_running())).collect();
-    let unready: Vec<&str> =
-        apps.iter().filter(|v| !v.is_running()).map(|v| v.name.as_str()).collect();
+    let app_statuses: Vec<Value> = apps.iter().map(|v| container_status(v, v.ready())).collect();
+    let unready: Vec<&str> = apps.iter().filter(|v| !v.ready()).map(|v| v.name.as_str()).collect();
     let incomplete: Vec<&str> =
         init.iter().filter(|v| v.exit_code() != Some(0)).map(|v| v.name.as_str()).collect();
     let initialized = incomplete.is_empty() || phase == "Succeeded";
@@ -385,5 +397,59 @@ mod tests {
         assert_eq!(ready["message"], "containers with unready status: [a]");
         assert_eq!(s["podIP"], "10.42.0.5");
         assert_eq!(s["phase"], "Pending");
+    }
+
+    fn condition_of<'a>(status: &'a Value, kind: &str) -> &'a Value {
+        status["conditions"].as_array().unwrap().iter().find(|c| c["type"] == kind).unwrap()
+    }
+
+    #[test]
+    fn probes_decide_started_and_ready() {
+        let p = pod("Always");
+        let facts = PodFacts {
+            pod_ip: "10.42.0.5",
+            host_ip: "127.0.0.1",
+            sandbox_ready: true,
+            start_time: "2026-01-01T00:00:00Z",
+        };
+        let running = || view(Some(ContainerState::Running { started_at: Utc::now() }));
+        // No probes: running is started and ready.
+        let plain = running();
+        assert!(plain.started() && plain.ready());
+        let s = pod_status(&p, &facts, &[], std::slice::from_ref(&plain));
+        assert_eq!(s["containerStatuses"][0]["ready"], true);
+        assert_eq!(s["containerStatuses"][0]["started"], true);
+        assert_eq!(condition_of(&s, "Ready")["status"], "True");
+        assert_eq!(condition_of(&s, "ContainersReady")["status"], "True");
+        // A readiness probe that has not succeeded: started, not ready; the conditions say
+        // which container, with upstream's reason.
+        let mut unready = running();
+        unready.readiness = Some(false);
+        let s = pod_status(&p, &facts, &[], std::slice::from_ref(&unready));
+        assert_eq!(s["phase"], "Running");
+        assert_eq!(s["containerStatuses"][0]["ready"], false);
+        assert_eq!(s["containerStatuses"][0]["started"], true);
+        for kind in ["Ready", "ContainersReady"] {
+            let c = condition_of(&s, kind);
+            assert_eq!(c["status"], "False");
+            assert_eq!(c["reason"], "ContainersNotReady");
+            assert_eq!(c["message"], "containers with unready status: [a]");
+        }
+        // A startup probe that has not succeeded holds both back, even if readiness said yes.
+        let mut starting = running();
+        starting.startup = Some(false);
+        starting.readiness = Some(true);
+        assert!(!starting.started() && !starting.ready());
+        let s = container_status(&starting, starting.ready());
+        assert_eq!(s["started"], false);
+        assert_eq!(s["ready"], false);
+        assert!(s["state"]["running"].is_object());
+        starting.startup = Some(true);
+        assert!(starting.started() && starting.ready());
+        // Not running: neither, whatever the probes said last.
+        let mut gone = view(Some(exited(137)));
+        gone.startup = Some(true);
+        gone.readiness = Some(true);
+        assert!(!gone.started() && !gone.ready());
     }
 }

@@ -2,6 +2,11 @@
 //! init containers in order, then the app containers, restart the ones that ended as the
 //! restart policy says (with upstream's back-off), and report the status. A pod being
 //! deleted is stopped gracefully and its object removed.
+//!
+//! Probes ([`super::probes`]) run beside the sync and wake it when a result changes: readiness
+//! goes into the status, a failed liveness or startup probe has the container killed and
+//! restarted here. Lifecycle hooks ([`super::hooks`]) run here: postStart before the
+//! container is reported running, preStop before it is stopped.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -13,10 +18,11 @@ use k8s_openapi::api::core::v1::{Container, Pod, Secret};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use kube::Client;
 use serde_json::{json, Value};
+use tokio::sync::{watch, Notify};
 
 use super::spec::{self, pod_ref, Context, Lookup};
 use super::status::{self, ContainerView, PodFacts};
-use super::volumes;
+use super::{handlers, hooks, probes, volumes};
 use crate::events::Recorder;
 use crate::runtime::{
     labels, ContainerRecord, ContainerState, Credentials, PodRef, Runtime, SandboxSpec,
@@ -79,6 +85,16 @@ pub struct PodState {
     /// Events already recorded, so a sync repeated every second does not repeat them.
     recorded: std::collections::HashSet<String>,
     last_status: Option<Value>,
+    /// The pod's probe workers and their results.
+    pub probes: probes::Probes,
+    /// Container instances the kubelet killed (a failed probe or postStart hook): restarted
+    /// unless the policy is Never, whatever their exit code; with the waiting reason to show
+    /// meanwhile, if any.
+    killed: HashMap<String, Option<(String, String)>>,
+    /// The pod as the watch sees it, to notice its deletion while a postStart hook runs.
+    updates: Option<watch::Receiver<Option<Arc<Pod>>>>,
+    /// Whether the runtime is the simulated one, once asked.
+    simulated: Option<bool>,
 }
 
 impl Default for PodState {
@@ -90,7 +106,90 @@ impl Default for PodState {
             image_failures: HashMap::new(),
             recorded: Default::default(),
             last_status: None,
+            probes: probes::Probes::default(),
+            killed: HashMap::new(),
+            updates: None,
+            simulated: None,
         }
+    }
+}
+
+impl PodState {
+    /// The state of a pod worker that `wake` wakes and that sees the pod through `updates`.
+    pub fn new(wake: Arc<Notify>, updates: watch::Receiver<Option<Arc<Pod>>>) -> PodState {
+        PodState {
+            probes: probes::Probes::new(wake),
+            updates: Some(updates),
+            ..PodState::default()
+        }
+    }
+}
+
+/// Resolves once the pod is deleted or being deleted (never without a view of the pod).
+async fn deletion(updates: Option<watch::Receiver<Option<Arc<Pod>>>>) {
+    let Some(mut updates) = updates else { return std::future::pending().await };
+    loop {
+        let gone = updates
+            .borrow_and_update()
+            .as_ref()
+            .is_none_or(|p| p.metadata.deletion_timestamp.is_some());
+        if gone {
+            return;
+        }
+        if updates.changed().await.is_err() {
+            return std::future::pending().await;
+        }
+    }
+}
+
+/// The spec of the container (app or init) named `name`.
+fn container_named<'a>(pod: &'a Pod, name: &str) -> Option<&'a Container> {
+    let spec = pod.spec.as_ref()?;
+    spec.containers.iter().chain(spec.init_containers.iter().flatten()).find(|c| c.name == name)
+}
+
+/// The pod's `terminationGracePeriodSeconds` (30 s by default).
+fn termination_grace(pod: &Pod) -> Duration {
+    let seconds = pod.spec.as_ref().and_then(|s| s.termination_grace_period_seconds).unwrap_or(30);
+    Duration::from_secs(seconds.max(0) as u64)
+}
+
+/// Upstream's shortest stop after a preStop hook, so a container is not SIGKILLed at once.
+const MINIMUM_GRACE: Duration = Duration::from_secs(2);
+
+/// Stops one container instance as upstream's killContainer does: its preStop hook first
+/// (within `grace`; a failure is a `FailedPreStopHook` event), then the stop signal with what
+/// is left of the grace period. The caller records the `Killing` event.
+async fn stop_instance(
+    runtime: Arc<dyn Runtime>,
+    recorder: Recorder,
+    pod: Option<Arc<Pod>>,
+    id: String,
+    name: String,
+    pod_ip: String,
+    grace: Duration,
+) {
+    let mut left = grace;
+    let container = pod.as_deref().and_then(|p| container_named(p, &name));
+    let hook = container.and_then(|c| c.lifecycle.as_ref()).and_then(|l| l.pre_stop.as_ref());
+    if let (Some(pod), Some(container), Some(hook)) = (pod.as_deref(), container, hook) {
+        if !grace.is_zero() {
+            let started = Instant::now();
+            let run = hooks::run(runtime.as_ref(), pod, container, &id, &pod_ip, hook);
+            match tokio::time::timeout(grace, run).await {
+                Ok(Err(message)) => {
+                    recorder.pod_event(pod, "Warning", "FailedPreStopHook", &message).await;
+                }
+                Ok(Ok(())) => {}
+                Err(_) => {
+                    tracing::info!(container = name, "preStop hook not completed in grace period")
+                }
+            }
+            left = grace.saturating_sub(started.elapsed()).max(MINIMUM_GRACE);
+        }
+    }
+    if let Err(e) = runtime.stop_container(&id, left).await {
+        tracing::warn!(error = %e, container = name, "cannot stop the container");
     }
 }
 
@@ -108,6 +207,8 @@ pub struct Syncer {
     pub runtime: Arc<dyn Runtime>,
     pub config: Arc<Config>,
     pub recorder: Recorder,
+    /// Service-account tokens of projected volumes, cached across syncs.
+    pub tokens: Arc<crate::tokens::TokenManager>,
 }
 
 /// A container's newest attempt and the one before it (by the attempt label).
@@ -149,6 +250,10 @@ fn instant_of(t: chrono::DateTime<Utc>) -> Instant {
     Instant::now().checked_sub(ago).unwrap_or_else(Instant::now)
 }
 
+fn is_running(record: &ContainerRecord) -> bool {
+    matches!(record.state, ContainerState::Running { .. })
+}
+
 fn should_restart(policy: &str, exit_code: i64) -> bool {
     match policy {
         "Never" => false,
@@ -176,18 +281,36 @@ impl Syncer {
     /// removes them with the pod's volumes.
     pub async fn kill(&self, pod: Option<&Pod>, uid: &str, grace: Duration) {
         let records = self.records(uid).await;
+        // preStop hooks need the pod's spec, and its IP for an httpGet.
+        let with_hooks = pod.filter(|p| {
+            let spec = p.spec.as_ref();
+            spec.into_iter()
+                .flat_map(|s| s.containers.iter().chain(s.init_containers.iter().flatten()))
+                .any(|c| c.lifecycle.as_ref().is_some_and(|l| l.pre_stop.is_some()))
+        });
+        let pod_ip = match with_hooks {
+            Some(pod) => self.pod_ip_of(pod, &records).await,
+            None => String::new(),
+        };
+        let shared_pod = with_hooks.map(|p| Arc::new(p.clone()));
         let mut stops = Vec::new();
         for record in records.iter().filter(|r| !r.is_sandbox()) {
             if matches!(record.state, ContainerState::Running { .. }) {
+                let name = record.label(labels::CONTAINER_NAME).to_string();
                 if let Some(pod) = pod {
-                    let name = record.label(labels::CONTAINER_NAME).to_string();
                     self.recorder
                         .pod_event(pod, "Normal", "Killing", &format!("Stopping container {name}"))
                         .await;
                 }
-                let runtime = self.runtime.clone();
-                let id = record.id.clone();
-                stops.push(tokio::spawn(async move { runtime.stop_container(&id, grace).await }));
+                stops.push(tokio::spawn(stop_instance(
+                    self.runtime.clone(),
+                    self.recorder.clone(),
+                    shared_pod.clone(),
+                    record.id.clone(),
+                    name,
+                    pod_ip.clone(),
+                    grace,
+                )));
             }
         }
         for stop in stops {
@@ -200,6 +323,102 @@ impl Syncer {
             let _ = self.runtime.remove_container(&record.id).await;
         }
         volumes::clean_up(&self.config.root_dir, uid);
+        self.tokens.forget_pod(uid);
+        self.recorder.forget_pod(uid);
+    }
+
+    /// The pod's IP: as its status says, else its running sandbox's.
+    async fn pod_ip_of(&self, pod: &Pod, records: &[ContainerRecord]) -> String {
+        if let Some(ip) =
+            pod.status.as_ref().and_then(|s| s.pod_ip.clone()).filter(|ip| !ip.is_empty())
+        {
+            return ip;
+        }
+        for sandbox in records.iter().filter(|r| r.is_sandbox()) {
+            if matches!(sandbox.state, ContainerState::Running { .. }) {
+                if let Ok(ip) = self.runtime.sandbox_ip(&sandbox.id).await {
+                    return ip;
+                }
+            }
+        }
+        String::new()
+    }
+
+    /// Runs a container's postStart hook (unless the pod is deleted meanwhile); when it fails,
+    /// records `FailedPostStartHook`, kills the container and remembers why, so that the
+    /// status says `PostStartHookError` until it restarts.
+    async fn post_start(
+        &self,
+        pod: &Pod,
+        container: &Container,
+        id: &str,
+        pod_ip: &str,
+        state: &mut PodState,
+    ) {
+        let Some(hook) = container.lifecycle.as_ref().and_then(|l| l.post_start.as_ref()) else {
+            return;
+        };
+        let run = hooks::run(self.runtime.as_ref(), pod, container, id, pod_ip, hook);
+        let message = tokio::select! {
+            result = run => match result {
+                Ok(()) => return,
+                Err(message) => message,
+            },
+            _ = deletion(state.updates.clone()) => return,
+        };
+        self.recorder.pod_event(pod, "Warning", "FailedPostStartHook", &message).await;
+        self.recorder.pod_event(pod, "Normal", "Killing", "FailedPostStartHook").await;
+        stop_instance(
+            self.runtime.clone(),
+            self.recorder.clone(),
+            Some(Arc::new(pod.clone())),
+            id.to_string(),
+            container.name.clone(),
+            pod_ip.to_string(),
+            termination_grace(pod),
+        )
+        .await;
+        state.killed.insert(id.to_string(), Some(("PostStartHookError".into(), message)));
+    }
+
+    /// Kills a container whose liveness or startup probe failed, as upstream: a `Killing`
+    /// event, preStop, and the probe's own terminationGracePeriodSeconds when it has one.
+    async fn kill_for_probe(
+        &self,
+        pod: &Pod,
+        container: &Container,
+        record: &ContainerRecord,
+        kind: probes::Kind,
+        pod_ip: &str,
+        state: &mut PodState,
+    ) {
+        let restart = pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()) != Some("Never");
+        let mut message =
+            format!("Container {} failed {} probe", container.name, kind.name().to_lowercase());
+        if restart {
+            message.push_str(", will be restarted");
+        }
+        self.recorder.pod_event(pod, "Normal", "Killing", &message).await;
+        let probe = match kind {
+            probes::Kind::Startup => container.startup_probe.as_ref(),
+            _ => container.liveness_probe.as_ref(),
+        };
+        let grace = match probe.and_then(|p| p.termination_grace_period_seconds) {
+            Some(seconds) => Duration::from_secs(seconds.max(0) as u64),
+            None => termination_grace(pod),
+        };
+        stop_instance(
+            self.runtime.clone(),
+            self.recorder.clone(),
+            Some(Arc::new(pod.clone())),
+            record.id.clone(),
+            container.name.clone(),
+            pod_ip.to_string(),
+            grace,
+        )
+        .await;
+        state.killed.insert(record.id.clone(), None);
+        state.probes.stop(&container.name);
     }
 
     /// The credentials of the pod's imagePullSecrets for the image's registry.
@@ -365,6 +584,11 @@ impl Syncer {
                 if current.map(|c| c.attempt()) != Some(attempt) {
                     view.previous = current.cloned();
                 }
+                let restarts =
+                    pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()) != Some("Never");
+                if let Some(Some(waiting)) = state.killed.get(&id).filter(|_| restarts) {
+                    view.waiting = Some(waiting.clone());
+                }
             }
         }
     }
@@ -446,6 +670,8 @@ impl Syncer {
         self.recorder
             .pod_event(pod, "Normal", "Started", &format!("Started container {}", container.name))
             .await;
+        // Until the hook is done the sync does not go on, so the status does not say Running.
+        self.post_start(pod, container, &id, inputs.pod_ip, state).await;
         Ok(id)
     }
 
@@ -489,8 +715,9 @@ impl Syncer {
                 .or_else(|| pod.spec.as_ref().and_then(|s| s.termination_grace_period_seconds))
                 .unwrap_or(30)
                 .max(0) as u64;
+            state.probes.clear();
             self.kill(Some(pod), &uid, Duration::from_secs(grace)).await;
-            self.delete_object(pod).await;
+            delete_now(&self.client, pod).await;
             return Next::Done;
         }
         let terminal = matches!(
@@ -502,7 +729,9 @@ impl Syncer {
         let host_network = pod.spec.as_ref().and_then(|s| s.host_network).unwrap_or(false);
         let spec = pod.spec.clone().unwrap_or_default();
         let restart_policy = spec.restart_policy.clone().unwrap_or_else(|| "Always".into());
+        state.killed.retain(|id, _| records.iter().any(|r| r.id == *id));
         if terminal {
+            state.probes.clear();
             // Nothing runs again; the sandbox is no longer needed. Containers stay for logs.
             for record in records
                 .iter()
@@ -527,7 +756,8 @@ impl Syncer {
         let records = if fresh { self.records(&uid).await } else { records };
         let pod_ip = if host_network { host_ip.clone() } else { sandbox_ip };
         let mut lookup =
-            Lookup::new(&self.client, pod.metadata.namespace.as_deref().unwrap_or("default"));
+            Lookup::new(&self.client, pod.metadata.namespace.as_deref().unwrap_or("default"))
+                .with_tokens(self.tokens.clone());
         let volumes = match volumes::prepare(
             &self.config.root_dir,
             pod,
@@ -608,17 +838,30 @@ impl Syncer {
         let mut app_views = Vec::new();
         for container in &spec.containers {
             let mut view = view_of(&records, container);
-            let current = view.current.clone();
-            let current = current.as_ref();
             if !init_done {
                 view.waiting = Some(("PodInitializing".into(), String::new()));
                 app_views.push(view);
                 continue;
             }
+            // A failed liveness or startup probe: the container is killed, then restarted
+            // below as the policy says.
+            if let Some(record) = view.current.clone().filter(is_running) {
+                if let Some(kind) = state.probes.failed(&container.name, &record.id) {
+                    busy = true;
+                    self.kill_for_probe(pod, container, &record, kind, &pod_ip, state).await;
+                    if let Ok(after) = self.runtime.inspect(&record.id).await {
+                        view.current = Some(after);
+                    }
+                }
+            }
+            let current = view.current.clone();
+            let current = current.as_ref();
             let start_attempt = match current.map(|c| &c.state) {
                 Some(ContainerState::Running { .. }) => None,
                 Some(ContainerState::Exited { exit_code, .. }) => {
-                    should_restart(&restart_policy, *exit_code)
+                    let killed = current.is_some_and(|c| state.killed.contains_key(&c.id))
+                        && restart_policy != "Never";
+                    (killed || should_restart(&restart_policy, *exit_code))
                         .then(|| current.map(|c| c.attempt() + 1).unwrap_or(0))
                 }
                 // Made but not started, or not made yet.
@@ -656,6 +899,31 @@ impl Syncer {
                     view.termination_message = (!text.is_empty()).then_some(text);
                 }
             }
+            // Probes follow the running instance; what they say goes into the status.
+            if probes::has_probes(container) {
+                match view.current.as_ref().filter(|r| is_running(r)) {
+                    Some(record) => {
+                        let simulated = match state.simulated {
+                            Some(simulated) => simulated,
+                            None => {
+                                let simulated = handlers::simulated(self.runtime.as_ref()).await;
+                                *state.simulated.insert(simulated)
+                            }
+                        };
+                        let ctx = probes::Context {
+                            runtime: self.runtime.clone(),
+                            recorder: self.recorder.clone(),
+                            pod_ip: pod_ip.clone(),
+                            simulated,
+                        };
+                        state.probes.ensure(&ctx, pod, container, record);
+                        let says = state.probes.says(container, &record.id);
+                        view.startup = says.startup;
+                        view.readiness = says.readiness;
+                    }
+                    None => state.probes.stop(&container.name),
+                }
+            }
             app_views.push(view);
         }
 
@@ -685,31 +953,35 @@ impl Syncer {
             pod.metadata.namespace.as_deref().unwrap_or("default"),
         );
         let name = pod.metadata.name.as_deref().unwrap_or("");
-        // Upstream's kubelet patches with the pod's uid as a precondition.
-        let patch = json!({"metadata": {"uid": pod.metadata.uid}, "status": status});
+        // Upstream's kubelet patches with the pod's uid as a precondition; a static pod's
+        // status goes to its mirror pod, whose uid is the API server's.
+        let patch = if crate::static_pods::is_static(pod) {
+            json!({"status": status})
+        } else {
+            json!({"metadata": {"uid": pod.metadata.uid}, "status": status})
+        };
         match pods.patch_status(name, &PatchParams::default(), &Patch::Strategic(&patch)).await {
             Ok(_) => state.last_status = Some(status),
             Err(e) => tracing::debug!(pod = name, error = %e, "cannot update the pod status"),
         }
     }
+}
 
-    /// The final delete of a pod whose containers are gone (grace period 0, same uid).
-    async fn delete_object(&self, pod: &Pod) {
-        let pods: Api<Pod> = Api::namespaced(
-            self.client.clone(),
-            pod.metadata.namespace.as_deref().unwrap_or("default"),
-        );
-        let params = DeleteParams {
-            grace_period_seconds: Some(0),
-            preconditions: Some(Preconditions {
-                uid: pod.metadata.uid.clone(),
-                resource_version: None,
-            }),
-            ..Default::default()
-        };
-        if let Err(e) = pods.delete(pod.metadata.name.as_deref().unwrap_or(""), &params).await {
-            tracing::debug!(error = %e, "final delete of the pod");
-        }
+/// Deletes a pod object at once (grace period 0), if it is still the one with this uid: the
+/// final delete of a pod whose containers are gone, or of a mirror pod.
+pub async fn delete_now(client: &kube::Client, pod: &Pod) {
+    let pods: Api<Pod> =
+        Api::namespaced(client.clone(), pod.metadata.namespace.as_deref().unwrap_or("default"));
+    let params = DeleteParams {
+        grace_period_seconds: Some(0),
+        preconditions: Some(Preconditions {
+            uid: pod.metadata.uid.clone(),
+            resource_version: None,
+        }),
+        ..Default::default()
+    };
+    if let Err(e) = pods.delete(pod.metadata.name.as_deref().unwrap_or(""), &params).await {
+        tracing::debug!(error = %e, "deleting a pod object");
     }
 }
 

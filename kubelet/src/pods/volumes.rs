@@ -1,16 +1,20 @@
 //! A pod's volumes as directories on the node, bind-mounted into its containers: emptyDir
 //! (on disk, or memory-backed under /dev/shm), hostPath, configMap, secret, downwardAPI,
 //! projected, and persistentVolumeClaims bound to hostPath or local volumes. Content volumes
-//! are rewritten on every sync, so updates to a configMap or secret reach running pods.
+//! are rewritten on every sync, so updates to a configMap or secret reach running pods, and
+//! renewed service-account tokens ([`crate::tokens`]) reach projected volumes.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use k8s_openapi::api::core::v1::{KeyToPath, PersistentVolume, PersistentVolumeClaim, Pod, Volume};
+use k8s_openapi::api::core::v1::{
+    KeyToPath, PersistentVolume, PersistentVolumeClaim, Pod, ServiceAccountTokenProjection, Volume,
+};
 use k8s_openapi::ByteString;
 use kube::api::Api;
 
 use super::spec::{field_value, volume_dir, ConfigError, Lookup};
+use crate::tokens::TokenKey;
 
 /// Memory-backed emptyDirs live here (a tmpfs on every Linux host).
 const MEMORY_ROOT: &str = "/dev/shm/rkube";
@@ -144,6 +148,35 @@ async fn downward_files(
     files
 }
 
+/// A projected `serviceAccountToken`: a token of the pod's service account from the
+/// TokenRequest API, bound to the pod, for the source's audience (default: the API
+/// server's) and lifetime (default one hour), through the kubelet's token cache.
+async fn service_account_token(
+    lookup: &Lookup<'_>,
+    pod: &Pod,
+    source: &ServiceAccountTokenProjection,
+) -> Result<String, ConfigError> {
+    let spec = pod.spec.as_ref();
+    // What the ServiceAccount admission plugin would have set.
+    let account = spec
+        .and_then(|s| {
+            [s.service_account_name.as_deref(), s.service_account.as_deref()]
+                .into_iter()
+                .flatten()
+                .find(|a| !a.is_empty())
+        })
+        .unwrap_or("default");
+    let key = TokenKey {
+        namespace: lookup.namespace.clone(),
+        service_account: account.to_string(),
+        audiences: source.audience.iter().filter(|a| !a.is_empty()).cloned().collect(),
+        expiration_seconds: source.expiration_seconds.unwrap_or(3600),
+        pod_name: pod.metadata.name.clone().unwrap_or_default(),
+        pod_uid: pod.metadata.uid.clone().unwrap_or_default(),
+    };
+    lookup.tokens.token(lookup.client, &key).await.map_err(ConfigError)
+}
+
 /// Makes every volume of the pod ready; returns volume name → host path (None: tmpfs in the
 /// container itself is never used; memory volumes are host paths under /dev/shm).
 pub async fn prepare(
@@ -262,10 +295,9 @@ pub async fn prepare(
                             .await,
                     );
                 }
-                if let Some(token) = &projection.service_account_token {
-                    // Service-account tokens come with the TokenRequest API (a later issue);
-                    // until then the file holds an empty token.
-                    files.entry(token.path.clone()).or_insert_with(Vec::new);
+                if let Some(source) = &projection.service_account_token {
+                    let token = service_account_token(lookup, pod, source).await?;
+                    files.insert(source.path.clone(), token.into_bytes());
                 }
             }
             write_files(&dir, &files, source.default_mode.unwrap_or(0o644) as u32)?;

@@ -20,13 +20,17 @@ use chrono::{DateTime, Utc};
 use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 
+use super::cgroups::CgroupPaths;
 use super::{
-    labels, pause, ContainerRecord, ContainerSpec, ContainerState, Credentials, ExecSession,
-    ImageRecord, LogOptions, Result, Runtime, RuntimeError, SandboxSpec,
+    labels, pause, ContainerRecord, ContainerSpec, ContainerState, ContainerStats, Credentials,
+    ExecSession, ImageRecord, LogOptions, Result, Runtime, RuntimeError, SandboxSpec,
 };
 
 pub struct DockerRuntime {
     docker: Docker,
+    /// Where each container's cgroup is, found once per container (its stats are read
+    /// from there).
+    cgroups: std::sync::Mutex<HashMap<String, CgroupPaths>>,
 }
 
 fn err(e: bollard::errors::Error) -> RuntimeError {
@@ -61,7 +65,7 @@ impl DockerRuntime {
             .ping()
             .await
             .map_err(|e| RuntimeError::Other(format!("cannot reach the Docker engine: {e}")))?;
-        Ok(DockerRuntime { docker })
+        Ok(DockerRuntime { docker, cgroups: Default::default() })
     }
 
     /// Makes the pause image from the program in [`pause`] unless it is there already.
@@ -315,11 +319,7 @@ impl Runtime for DockerRuntime {
         share_pid: bool,
         spec: &ContainerSpec,
     ) -> Result<String> {
-        let pod = spec.pod.clone().unwrap_or(super::PodRef {
-            uid: String::new(),
-            namespace: String::new(),
-            name: String::new(),
-        });
+        let pod = spec.pod.clone().unwrap_or_default();
         let mut labels = Self::base_labels(node, &pod);
         labels.insert(labels::TYPE.into(), "container".into());
         labels.insert(labels::CONTAINER_NAME.into(), spec.name.clone());
@@ -391,6 +391,7 @@ impl Runtime for DockerRuntime {
     }
 
     async fn remove_container(&self, id: &str) -> Result<()> {
+        self.cgroups.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
         let options = RemoveContainerOptions { force: true, v: true, ..Default::default() };
         match self.docker.remove_container(id, Some(options)).await {
             Err(e) if !is_not_found(&e) => Err(err(e)),
@@ -516,6 +517,61 @@ impl Runtime for DockerRuntime {
         };
         self.docker.resize_container_tty(id, options).await.map_err(err)
     }
+
+    async fn container_stats(&self, id: &str) -> Result<ContainerStats> {
+        let known = self.cgroups.lock().unwrap_or_else(|e| e.into_inner()).get(id).cloned();
+        let paths = match known {
+            Some(paths) => paths,
+            None => {
+                let inspect = self.docker.inspect_container(id, None).await.map_err(err)?;
+                let state = inspect.state.unwrap_or_default();
+                if state.running != Some(true) {
+                    return Err(RuntimeError::Other(format!("container {id} is not running")));
+                }
+                let full_id = inspect.id.unwrap_or_else(|| id.to_string());
+                let paths = state
+                    .pid
+                    .filter(|pid| *pid > 0)
+                    .and_then(CgroupPaths::for_pid)
+                    .or_else(|| CgroupPaths::for_docker_id(&full_id))
+                    .ok_or_else(|| {
+                        RuntimeError::Other(format!("the cgroup of container {id} is not found"))
+                    })?;
+                self.cgroups
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(id.to_string(), paths.clone());
+                paths
+            }
+        };
+        paths.read().map_err(|e| {
+            // Gone with its container: found again if it ever runs again.
+            self.cgroups.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+            RuntimeError::Other(format!("cannot read the cgroup of container {id}: {e}"))
+        })
+    }
+
+    async fn port_forward(&self, sandbox_id: &str, port: u16) -> Result<tokio::net::TcpStream> {
+        let inspect = self.docker.inspect_container(sandbox_id, None).await.map_err(err)?;
+        let state = inspect.state.unwrap_or_default();
+        let pid = state.pid.filter(|pid| *pid > 0 && state.running == Some(true));
+        let Some(pid) = pid else {
+            return Err(RuntimeError::Other(format!("container {sandbox_id} is not running")));
+        };
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let id = sandbox_id.to_string();
+        // setns changes the calling thread's namespace: a thread of its own, gone afterwards.
+        std::thread::Builder::new()
+            .name("rkube-port-forward".into())
+            .spawn(move || {
+                let _ = tx.send(connect_in_netns(pid, port, &id));
+            })
+            .map_err(|e| RuntimeError::Other(format!("cannot start a thread: {e}")))?;
+        let stream = rx
+            .await
+            .map_err(|_| RuntimeError::Other("the port-forward thread ended early".into()))??;
+        tokio::net::TcpStream::from_std(stream).map_err(|e| RuntimeError::Other(e.to_string()))
+    }
 }
 
 /// Docker's multiplexed output as (stream, bytes): 2 for stderr, 1 for the rest (stdout, or
@@ -533,4 +589,52 @@ fn by_stream(
         })
         .map_err(err)
         .boxed()
+}
+
+/// Connects to `localhost:port` inside the network namespace of process `pid` (IPv4, then
+/// IPv6), on the calling thread, which stays in that namespace: call it on a thread of its
+/// own. The socket keeps its namespace wherever it is used afterwards.
+fn connect_in_netns(pid: i64, port: u16, sandbox_id: &str) -> Result<std::net::TcpStream> {
+    use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, TcpStream};
+    use std::os::fd::AsRawFd;
+    let path = format!("/proc/{pid}/ns/net");
+    let namespace = std::fs::File::open(&path)
+        .map_err(|e| RuntimeError::Other(format!("cannot open {path}: {e}")))?;
+    // SAFETY: setns on a descriptor we own; it affects only this thread.
+    if unsafe { libc::setns(namespace.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(RuntimeError::Other(format!("cannot enter the network namespace {path}: {e}")));
+    }
+    let timeout = std::time::Duration::from_secs(10);
+    let v4 = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let v6 = SocketAddr::from((Ipv6Addr::LOCALHOST, port));
+    let stream = match TcpStream::connect_timeout(&v4, timeout) {
+        Ok(stream) => stream,
+        Err(e4) => match TcpStream::connect_timeout(&v6, timeout) {
+            Ok(stream) => stream,
+            // Worded as containerd words it (kubectl shows it after the kubelet's prefix).
+            Err(e6) => {
+                return Err(RuntimeError::Other(format!(
+                    "failed to connect to localhost:{port} inside namespace {sandbox_id:?}, \
+                     IPv4: dial tcp4 {v4}: connect: {} IPv6 dial tcp6 {v6}: connect: {}",
+                    go_error(&e4),
+                    go_error(&e6)
+                )))
+            }
+        },
+    };
+    stream.set_nonblocking(true).map_err(|e| RuntimeError::Other(e.to_string()))?;
+    let _ = stream.set_nodelay(true);
+    Ok(stream)
+}
+
+/// An OS error as Go prints it: `connection refused`, not `Connection refused (os error 111)`.
+fn go_error(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    let text = text.split(" (os error").next().unwrap_or(&text);
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => String::new(),
+    }
 }

@@ -6,8 +6,10 @@
 //! the attempt number, so that a restarted kubelet rebuilds its view from the runtime alone
 //! ([`Runtime::list`]).
 
+pub mod cgroups;
 pub mod docker;
 pub mod pause;
+pub mod sim;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -38,12 +40,15 @@ pub enum RuntimeError {
     ImageNotFound(String),
     #[error("{0}")]
     Other(String),
+    /// The runtime cannot do this at all (e.g. resource stats of the simulated runtime).
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 pub type Result<T> = std::result::Result<T, RuntimeError>;
 
 /// Which pod a container belongs to.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct PodRef {
     pub uid: String,
     pub namespace: String,
@@ -51,7 +56,7 @@ pub struct PodRef {
 }
 
 /// What the kubelet asks of a pod sandbox.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct SandboxSpec {
     pub pod: PodRef,
     pub attempt: u32,
@@ -154,6 +159,26 @@ pub struct ImageRecord {
     pub size: i64,
 }
 
+/// A container's resource usage at one moment, as its cgroup accounts it: CPU time is
+/// cumulative since the container started, memory is current.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ContainerStats {
+    /// When it was read.
+    pub timestamp: DateTime<Utc>,
+    /// CPU time used on all cores, in nanoseconds.
+    pub cpu_usage_ns: u64,
+    /// All memory charged to the container, page cache included.
+    pub memory_usage_bytes: u64,
+    /// The usage less inactive file cache: what `kubectl top` shows and eviction goes by.
+    pub memory_working_set_bytes: u64,
+    /// Anonymous memory (and swap cache), when the runtime knows it.
+    pub memory_rss_bytes: Option<u64>,
+    /// The memory limit, None when unlimited.
+    pub memory_limit_bytes: Option<u64>,
+    pub page_faults: Option<u64>,
+    pub major_page_faults: Option<u64>,
+}
+
 /// Registry credentials from an imagePullSecret.
 #[derive(Clone, Debug, Default)]
 pub struct Credentials {
@@ -218,4 +243,18 @@ pub trait Runtime: Send + Sync {
     async fn attach(&self, id: &str, stdin: bool) -> Result<ExecSession>;
     /// Resizes the TTY of a container's main process.
     async fn resize_container(&self, id: &str, width: u16, height: u16) -> Result<()>;
+    /// The current CPU and memory usage of a running container (the kubelet's stats API,
+    /// `kubectl top`). Runtimes without it answer [`RuntimeError::Unsupported`].
+    async fn container_stats(&self, id: &str) -> Result<ContainerStats> {
+        Err(RuntimeError::Unsupported(format!(
+            "container stats are not supported by this runtime (container {id})"
+        )))
+    }
+    /// A TCP connection to `port` on the loopback address inside the sandbox's network
+    /// namespace (`kubectl port-forward`): what a server in the pod listening on 127.0.0.1
+    /// accepts.
+    async fn port_forward(&self, sandbox_id: &str, port: u16) -> Result<tokio::net::TcpStream> {
+        let _ = (sandbox_id, port);
+        Err(RuntimeError::Other("port forwarding is not supported by this runtime".into()))
+    }
 }

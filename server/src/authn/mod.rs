@@ -1,0 +1,333 @@
+//! Authentication by bearer token: service-account JWTs (the TokenRequest API's, bound or
+//! not), as kube-apiserver's service-account token authenticator.
+//!
+//! [`authenticate`] is the layer: a request that the TLS listener did not already identify
+//! by its client certificate and that carries `Authorization: Bearer <token>` is
+//! authenticated here, or refused with `401 Unauthorized` as upstream does for a token no
+//! authenticator accepts. [`ServiceAccountTokens`] holds the keys and the issuer settings
+//! (`--service-account-*` flags); the JWT work is in [`jwt`]; the
+//! `serviceaccounts/<name>/token` subresource that issues tokens is [`token_request`]; and
+//! [`token_review`] answers `TokenReview`.
+
+pub mod jwt;
+pub mod token_request;
+
+use std::sync::Arc;
+
+use axum::extract::{Request, State};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use http::StatusCode;
+use serde_json::{json, Value};
+
+use crate::api::ApiState;
+use crate::auth::UserInfo;
+use crate::registry::Registry;
+use crate::status::{ApiError, ApiResult};
+use jwt::{LiveObject, ObjectGetter, ObjectKind, Rejection};
+
+/// kube-apiserver's usual issuer (`--service-account-issuer`), as k3s and kubeadm set it.
+pub const DEFAULT_ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
+
+/// What `TokenRequest` defaults `spec.expirationSeconds` to.
+pub const DEFAULT_EXPIRATION_SECONDS: i64 = 3600;
+
+/// The expiration the service-account admission plugin gives projected tokens (one hour and
+/// seven seconds): such pod-bound tokens are extended when `extend_expiration` is on.
+pub const WARN_ONLY_EXPIRATION_SECONDS: i64 = 3607;
+
+/// How long extended tokens live (a year).
+pub const EXTENDED_EXPIRATION_SECONDS: i64 = 365 * 24 * 3600;
+
+/// The service-account token settings, as kube-apiserver's flags.
+#[derive(Clone, Debug)]
+pub struct TokenOptions {
+    /// `--service-account-issuer`: the first one is written into new tokens, all are accepted.
+    pub issuers: Vec<String>,
+    /// `--api-audiences`: the audiences a token must have one of to reach this API; default
+    /// the issuers.
+    pub api_audiences: Vec<String>,
+    /// `--service-account-signing-key-file`'s PEM.
+    pub signing_key_pem: Vec<u8>,
+    /// `--service-account-key-file`s' PEMs: the keys that verify tokens.
+    pub verification_keys_pem: Vec<Vec<u8>>,
+    /// `--service-account-max-token-expiration` in seconds; 0: no maximum.
+    pub max_expiration_seconds: i64,
+    /// `--service-account-extend-token-expiration`.
+    pub extend_expiration: bool,
+}
+
+impl TokenOptions {
+    /// Upstream's defaults with these keys.
+    pub fn new(signing_key_pem: Vec<u8>, verification_keys_pem: Vec<Vec<u8>>) -> TokenOptions {
+        TokenOptions {
+            issuers: vec![DEFAULT_ISSUER.to_string()],
+            api_audiences: Vec::new(),
+            signing_key_pem,
+            verification_keys_pem,
+            max_expiration_seconds: 0,
+            extend_expiration: true,
+        }
+    }
+}
+
+/// Issues and checks service-account tokens.
+pub struct ServiceAccountTokens {
+    /// The issuer new tokens name.
+    pub issuer: String,
+    /// The API server's audiences (what a token without `spec.audiences` is for).
+    pub api_audiences: Vec<String>,
+    pub max_expiration_seconds: i64,
+    pub extend_expiration: bool,
+    pub max_extended_expiration_seconds: i64,
+    signer: jwt::SigningKey,
+    verifier: jwt::Verifier,
+}
+
+impl ServiceAccountTokens {
+    /// Reads the keys and checks the settings as kube-apiserver does at startup.
+    pub fn new(options: &TokenOptions) -> Result<ServiceAccountTokens, String> {
+        let issuer = options
+            .issuers
+            .first()
+            .filter(|i| !i.is_empty())
+            .ok_or("--service-account-issuer must not be empty")?
+            .clone();
+        let max = options.max_expiration_seconds;
+        if max != 0 && !(3600..=1i64 << 32).contains(&max) {
+            return Err(
+                "--service-account-max-token-expiration must be between 1 hour and 2^32 seconds"
+                    .into(),
+            );
+        }
+        if max != 0 && options.extend_expiration && max < WARN_ONLY_EXPIRATION_SECONDS {
+            return Err(format!(
+                "--service-account-max-token-expiration must be at least {WARN_ONLY_EXPIRATION_SECONDS}s \
+                 when --service-account-extend-token-expiration is true"
+            ));
+        }
+        let signer = jwt::SigningKey::from_pem(&options.signing_key_pem)
+            .map_err(|e| format!("service-account signing key: {e}"))?;
+        let mut keys = jwt::PublicKeys::default();
+        for pem in &options.verification_keys_pem {
+            keys.add_pem(pem).map_err(|e| format!("service-account key file: {e}"))?;
+        }
+        if keys.is_empty() {
+            keys.add_pem(&options.signing_key_pem)
+                .map_err(|e| format!("service-account signing key: {e}"))?;
+        }
+        let api_audiences = if options.api_audiences.is_empty() {
+            options.issuers.clone()
+        } else {
+            options.api_audiences.clone()
+        };
+        Ok(ServiceAccountTokens {
+            issuer,
+            api_audiences: api_audiences.clone(),
+            max_expiration_seconds: max,
+            extend_expiration: options.extend_expiration,
+            max_extended_expiration_seconds: EXTENDED_EXPIRATION_SECONDS.max(max),
+            signer,
+            verifier: jwt::Verifier {
+                issuers: options.issuers.clone(),
+                implicit_audiences: api_audiences,
+                keys,
+            },
+        })
+    }
+
+    /// Signs new claims.
+    pub fn sign(&self, claims: &jwt::Claims) -> Result<String, String> {
+        self.signer.sign(claims)
+    }
+
+    /// The user a token speaks for and the audiences it was accepted for (the requested
+    /// ones, default the API's). `Err(None)`: not a token of ours; `Err(Some(why))`: ours
+    /// and invalid.
+    pub async fn authenticate<G: ObjectGetter>(
+        &self,
+        getter: &G,
+        token: &str,
+        audiences: Option<&[String]>,
+    ) -> Result<(UserInfo, Vec<String>), Option<String>> {
+        let now = chrono::Utc::now().timestamp();
+        let verified = self.verifier.verify(token, audiences, now).map_err(|r| match r {
+            Rejection::NotOurs => None,
+            Rejection::Invalid(why) => Some(why),
+        })?;
+        let info = jwt::validate_objects(getter, &verified.claims, now).await.map_err(Some)?;
+        Ok((info.user(), verified.audiences))
+    }
+}
+
+/// Reads objects for token validation: from the watch cache (what upstream's informers
+/// give), else from the store (an object made a moment ago may not be in the cache yet).
+pub struct RegistryGetter<'a>(pub &'a Registry);
+
+impl ObjectGetter for RegistryGetter<'_> {
+    async fn get(
+        &self,
+        kind: ObjectKind,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<LiveObject>, String> {
+        let registry = self.0;
+        let info = registry.resources.get("", "v1", kind.plural()).ok_or("unknown resource")?;
+        let namespace = info.namespaced.then_some(namespace);
+        if let Ok(cache) = registry.cache(info) {
+            if let Some(obj) = cache.get(&info.key(namespace, name)) {
+                return Ok(Some(LiveObject::of(&obj.value())));
+            }
+        }
+        match registry.get(info, namespace, name).await {
+            Ok(obj) => Ok(Some(LiveObject::of(&obj))),
+            Err(e) if e.code == StatusCode::NOT_FOUND => Ok(None),
+            Err(e) => Err(e.message),
+        }
+    }
+}
+
+/// The bearer token of a request, as upstream reads it: `Authorization: Bearer <token>`, or
+/// for WebSockets (which cannot set headers from a browser) the
+/// `base64url.bearer.authorization.k8s.io.<token>` subprotocol.
+pub fn bearer_token(headers: &http::HeaderMap) -> Option<String> {
+    if let Some(auth) = headers.get(http::header::AUTHORIZATION).and_then(|v| v.to_str().ok()) {
+        let mut parts = auth.trim().splitn(3, ' ');
+        if let (Some(scheme), Some(token)) = (parts.next(), parts.next()) {
+            if scheme.eq_ignore_ascii_case("bearer") && !token.is_empty() {
+                return Some(token.to_string());
+            }
+        }
+    }
+    const PREFIX: &str = "base64url.bearer.authorization.k8s.io.";
+    let protocols = headers.get_all(http::header::SEC_WEBSOCKET_PROTOCOL);
+    protocols
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|p| p.trim().strip_prefix(PREFIX))
+        .find_map(|encoded| {
+            use base64::Engine;
+            let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(encoded).ok()?;
+            String::from_utf8(bytes).ok().filter(|t| !t.is_empty())
+        })
+}
+
+/// `401 Unauthorized`, as kube-apiserver answers a request whose credentials it refuses.
+pub fn unauthorized() -> Response {
+    ApiError::new(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized").into_response()
+}
+
+/// The authentication layer (see the module doc): x509 first, then the bearer token.
+pub async fn authenticate(
+    State(state): State<Arc<ApiState>>,
+    mut request: Request,
+    next: Next,
+) -> Response {
+    let has_certificate = request.extensions().get::<UserInfo>().is_some_and(|u| !u.is_anonymous());
+    if has_certificate {
+        return next.run(request).await;
+    }
+    let Some(token) = bearer_token(request.headers()) else {
+        return next.run(request).await;
+    };
+    let getter = RegistryGetter(&state.registry);
+    match state.tokens.authenticate(&getter, &token, None).await {
+        Ok((user, _)) => {
+            // As upstream: the credential goes no further than authentication.
+            request.headers_mut().remove(http::header::AUTHORIZATION);
+            request.extensions_mut().insert(user);
+            next.run(request).await
+        }
+        Err(why) => {
+            let why = why.as_deref().unwrap_or("invalid bearer token");
+            tracing::info!(
+                path = request.uri().path(),
+                error = why,
+                "Unable to authenticate the request"
+            );
+            unauthorized()
+        }
+    }
+}
+
+/// `TokenReview`: whether a token authenticates, for whom, for which audiences.
+pub async fn token_review(state: &ApiState, mut review: Value) -> ApiResult<Value> {
+    let token = review["spec"]["token"].as_str().unwrap_or("").to_string();
+    if token.is_empty() {
+        return Err(ApiError::bad_request("token is required for TokenReview in authentication"));
+    }
+    let requested: Vec<String> = review["spec"]["audiences"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).map(String::from).collect())
+        .unwrap_or_default();
+    let requested =
+        if requested.is_empty() { state.tokens.api_audiences.clone() } else { requested };
+    let getter = RegistryGetter(&state.registry);
+    let status = match state.tokens.authenticate(&getter, &token, Some(&requested)).await {
+        Ok((user, audiences)) => {
+            let mut info = json!({"username": user.name, "groups": user.groups});
+            if !user.uid.is_empty() {
+                info["uid"] = json!(user.uid);
+            }
+            if !user.extra.is_empty() {
+                info["extra"] = json!(user.extra);
+            }
+            json!({"authenticated": true, "user": info, "audiences": audiences})
+        }
+        Err(why) => json!({
+            "user": {},
+            "error": why.as_deref().unwrap_or("invalid bearer token"),
+        }),
+    };
+    review["apiVersion"] = json!("authentication.k8s.io/v1");
+    review["kind"] = json!("TokenReview");
+    if !review["metadata"].is_object() {
+        review["metadata"] = json!({});
+    }
+    review["metadata"]["creationTimestamp"] = Value::Null;
+    review["status"] = status;
+    Ok(review)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bearer_tokens_are_read_as_upstream() {
+        let mut h = http::HeaderMap::new();
+        assert_eq!(bearer_token(&h), None);
+        h.insert(http::header::AUTHORIZATION, "Bearer abc".parse().unwrap());
+        assert_eq!(bearer_token(&h).as_deref(), Some("abc"));
+        h.insert(http::header::AUTHORIZATION, "  bearer abc extra".parse().unwrap());
+        assert_eq!(bearer_token(&h).as_deref(), Some("abc"));
+        h.insert(http::header::AUTHORIZATION, "Basic Zm9vOmJhcg==".parse().unwrap());
+        assert_eq!(bearer_token(&h), None);
+        h.insert(http::header::AUTHORIZATION, "Bearer ".parse().unwrap());
+        assert_eq!(bearer_token(&h), None);
+        let mut ws = http::HeaderMap::new();
+        ws.insert(
+            http::header::SEC_WEBSOCKET_PROTOCOL,
+            "v5.channel.k8s.io, base64url.bearer.authorization.k8s.io.YWJj".parse().unwrap(),
+        );
+        assert_eq!(bearer_token(&ws).as_deref(), Some("abc"));
+    }
+
+    #[test]
+    fn settings_are_checked_at_startup() {
+        let key = openssl::rsa::Rsa::generate(2048).unwrap();
+        let pem = openssl::pkey::PKey::from_rsa(key).unwrap().private_key_to_pem_pkcs8().unwrap();
+        let tokens = ServiceAccountTokens::new(&TokenOptions::new(pem.clone(), vec![])).unwrap();
+        assert_eq!(tokens.issuer, DEFAULT_ISSUER);
+        assert_eq!(tokens.api_audiences, [DEFAULT_ISSUER]);
+        assert_eq!(tokens.max_extended_expiration_seconds, EXTENDED_EXPIRATION_SECONDS);
+        let mut options = TokenOptions::new(pem.clone(), vec![]);
+        options.max_expiration_seconds = 600;
+        assert!(ServiceAccountTokens::new(&options).is_err());
+        options.max_expiration_seconds = 2 * 365 * 24 * 3600;
+        let tokens = ServiceAccountTokens::new(&options).unwrap();
+        assert_eq!(tokens.max_extended_expiration_seconds, 2 * 365 * 24 * 3600);
+        assert!(ServiceAccountTokens::new(&TokenOptions::new(b"nope".to_vec(), vec![])).is_err());
+    }
+}
