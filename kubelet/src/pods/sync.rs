@@ -30,6 +30,11 @@ use crate::runtime::{
 use crate::Config;
 
 const INITIAL_BACKOFF: Duration = Duration::from_secs(10);
+/// How often a pod is synced when nothing wakes its worker: what refreshes its configMap and
+/// secret volumes, and catches a runtime event that was missed.
+const RESYNC: Duration = Duration::from_secs(10);
+/// The same while containers are being started (their start or exit is an event too).
+const BUSY_RESYNC: Duration = Duration::from_secs(3);
 const MAX_BACKOFF: Duration = Duration::from_secs(300);
 
 /// Upstream's flowcontrol back-off: the first retry is at once, then 10 s doubling to 5 min;
@@ -56,6 +61,12 @@ impl Backoff {
         }
         entry.0 = if entry.0.is_zero() { INITIAL_BACKOFF } else { (entry.0 * 2).min(MAX_BACKOFF) };
         entry.1 = now;
+    }
+
+    /// How much longer `key` must wait, counting from `since`.
+    pub fn remaining(&self, key: &str, since: Instant) -> Option<Duration> {
+        let (delay, _) = self.entries.get(key)?;
+        delay.checked_sub(since.elapsed()).filter(|d| !d.is_zero())
     }
 
     pub fn delay(&self, key: &str) -> Duration {
@@ -95,6 +106,8 @@ pub struct PodState {
     updates: Option<watch::Receiver<Option<Arc<Pod>>>>,
     /// Whether the runtime is the simulated one, once asked.
     simulated: Option<bool>,
+    /// The soonest a back-off this sync met ends: the next sync is then, not later.
+    wake: Option<Duration>,
 }
 
 impl Default for PodState {
@@ -110,11 +123,17 @@ impl Default for PodState {
             killed: HashMap::new(),
             updates: None,
             simulated: None,
+            wake: None,
         }
     }
 }
 
 impl PodState {
+    /// Asks for the next sync within `delay`.
+    fn wake_within(&mut self, delay: Duration) {
+        self.wake = Some(self.wake.map_or(delay, |w| w.min(delay)));
+    }
+
     /// The state of a pod worker that `wake` wakes and that sees the pod through `updates`.
     pub fn new(wake: Arc<Notify>, updates: watch::Receiver<Option<Arc<Pod>>>) -> PodState {
         PodState {
@@ -496,7 +515,8 @@ impl Syncer {
             _ => {}
         }
         if let Some((failed_at, _)) = state.image_failures.get(&image) {
-            if state.image_backoff.waiting(&image, *failed_at).is_some() {
+            if let Some(left) = state.image_backoff.remaining(&image, *failed_at) {
+                state.wake_within(left);
                 return Err((
                     "ImagePullBackOff".into(),
                     format!("Back-off pulling image \"{image}\""),
@@ -556,6 +576,11 @@ impl Syncer {
         if let Some(delay) =
             after_exit.and_then(|t| state.crash_backoff.waiting(&key, instant_of(t)))
         {
+            if let Some(left) =
+                after_exit.and_then(|t| state.crash_backoff.remaining(&key, instant_of(t)))
+            {
+                state.wake_within(left);
+            }
             let pod_key = inputs.pod_key;
             if state.recorded.insert(format!("backoff/{key}/{attempt}")) {
                 let message = format!(
@@ -940,7 +965,10 @@ impl Syncer {
             // Stop the sandbox now that nothing will run again.
             let _ = self.runtime.stop_container(&sandbox_id, Duration::ZERO).await;
         }
-        Next::After(if busy { Duration::from_secs(1) } else { Duration::from_secs(5) })
+        // Containers starting or stopping wake the worker (runtime events), and so do probes;
+        // the timer is for back-offs ending, and a safety net.
+        let safety = if busy { BUSY_RESYNC } else { RESYNC };
+        Next::After(state.wake.take().map_or(safety, |w| w.min(safety)))
     }
 
     /// Patches the pod's status when it changed.
