@@ -41,8 +41,28 @@ pub fn keeps_status_on_create(info: &ResourceInfo) -> bool {
         || matches!((info.group, info.plural), ("", "nodes") | ("", "persistentvolumes"))
 }
 
+/// What decoding a v1 object does on every write, create or update: a Secret's `stringData`
+/// is merged into `data` (base64, overriding keys of the same name) and dropped, as upstream.
+pub fn canonicalize(info: &ResourceInfo, obj: &mut Value) {
+    if let ("", "secrets") = (info.group, info.plural) {
+        use base64::Engine as _;
+        let Some(strings) = obj.as_object_mut().and_then(|o| o.remove("stringData")) else {
+            return;
+        };
+        let Some(strings) = strings.as_object().filter(|s| !s.is_empty()) else { return };
+        if !obj["data"].is_object() {
+            obj["data"] = json!({});
+        }
+        for (key, value) in strings {
+            let text = value.as_str().unwrap_or_default();
+            obj["data"][key] = json!(base64::engine::general_purpose::STANDARD.encode(text));
+        }
+    }
+}
+
 /// Fills in what a new object gets from the server: status for a few kinds, and defaults.
 pub fn prepare_for_create(info: &ResourceInfo, obj: &mut Value) {
+    canonicalize(info, obj);
     if !keeps_status_on_create(info) {
         if let Some(map) = obj.as_object_mut() {
             map.remove("status");
@@ -205,6 +225,19 @@ pub fn qos_class(pod: &Value) -> &'static str {
 mod tests {
     use super::*;
     use crate::resources::Resources;
+
+    #[test]
+    fn secret_string_data_is_merged_into_data() {
+        let secrets = Resources::builtin().get("", "v1", "secrets").unwrap();
+        let mut secret =
+            json!({"data": {"a": "b2xk", "keep": "eA=="}, "stringData": {"a": "new", "b": "two"}});
+        canonicalize(secrets, &mut secret);
+        assert_eq!(secret, json!({"data": {"a": "bmV3", "keep": "eA==", "b": "dHdv"}}));
+        let mut only = json!({"stringData": {"k": "v"}});
+        prepare_for_create(secrets, &mut only);
+        assert_eq!(only["data"], json!({"k": "dg=="}));
+        assert!(only.get("stringData").is_none());
+    }
 
     #[test]
     fn pods_get_pending_status_and_qos() {

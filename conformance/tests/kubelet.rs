@@ -365,3 +365,88 @@ fn a_restarted_kubelet_adopts_its_running_containers() {
     let uid = n.server.ok(&["get", "pod", "sleeper", "-o", &jsonpath("{.metadata.uid}")]);
     assert_eq!(n.containers_of(uid.trim()).len(), 2, "one sandbox and one container");
 }
+
+#[test]
+fn volume_updates_reach_running_pods_and_oom_kills_are_reported() {
+    let n = NodeServer::start();
+    let s = &n.server;
+    let manifest = r#"
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: live}
+data: {mode: first}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: live-secret}
+stringData: {token: one}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: reader}
+spec:
+  containers:
+  - name: app
+    image: "busybox:1.36"
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "3600"]
+    volumeMounts:
+    - {name: cfg, mountPath: /cfg}
+    - {name: sec, mountPath: /sec}
+  volumes:
+  - {name: cfg, configMap: {name: live}}
+  - {name: sec, secret: {secretName: live-secret}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: hog}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: app
+    image: "busybox:1.36"
+    imagePullPolicy: IfNotPresent
+    # Doubles a shell string until the 16Mi limit kills it.
+    command: ["sh", "-c", "x=0123456789abcdef; while true; do x=$x$x; done"]
+    resources: {limits: {memory: 16Mi}}
+"#;
+    s.ok_stdin(&["apply", "-f", "-"], manifest);
+    s.ok(&["wait", "--for=condition=Ready", "pod/reader", "--timeout=50s"]);
+    assert_eq!(s.ok(&["exec", "reader", "--", "cat", "/cfg/mode"]), "first");
+    assert_eq!(s.ok(&["exec", "reader", "--", "cat", "/sec/token"]), "one");
+
+    // Edits reach the running pod's files without a restart (upstream: within its sync
+    // period; here 10 s).
+    s.ok(&["patch", "configmap", "live", "-p", r#"{"data":{"mode":"second","extra":"new"}}"#]);
+    s.ok(&["patch", "secret", "live-secret", "-p", r#"{"stringData":{"token":"two"}}"#]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let mode =
+            s.kubectl(&["exec", "reader", "--", "cat", "/cfg/mode", "/cfg/extra", "/sec/token"]);
+        if String::from_utf8_lossy(&mode.stdout) == "secondnewtwo" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "volumes not updated: {}",
+            String::from_utf8_lossy(&mode.stdout)
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let restarts = s.ok(&[
+        "get",
+        "pod",
+        "reader",
+        "-o",
+        &jsonpath("{.status.containerStatuses[0].restartCount}"),
+    ]);
+    assert_eq!(restarts, "0");
+
+    // The memory hog is killed by its cgroup limit: OOMKilled, exit code 137, phase Failed.
+    let state = n.wait_for(
+        &["get", "pod", "hog", "-o", &jsonpath("{.status.phase} {.status.containerStatuses[0].state.terminated.reason} {.status.containerStatuses[0].state.terminated.exitCode}")],
+        Duration::from_secs(60),
+        |out| out.starts_with("Failed "),
+    );
+    assert_eq!(state, "Failed OOMKilled 137");
+}

@@ -729,6 +729,7 @@ fn prepare_for_update(
             }
         }
     }
+    strategy::canonicalize(info, &mut new);
     // Namespaces: spec.finalizers change only through /finalize.
     if info.group.is_empty() && info.plural == "namespaces" && subresource != Some("finalize") {
         new["spec"] = old["spec"].clone();
