@@ -380,11 +380,18 @@ fn remove_node_leftovers(node: &str) {
                 Command::new("docker").args(["rm", "-f"]).args(&ids).stdout(Stdio::null()).status();
         }
     }
-    let _ = Command::new("docker")
-        .args(["network", "rm", &format!("rkube-{node}")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
+    // Docker may still be letting go of the last endpoints: a few tries.
+    for _ in 0..5 {
+        let removed = Command::new("docker")
+            .args(["network", "rm", &format!("rkube-{node}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if removed.is_ok_and(|s| s.success()) {
+            break;
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
 }
 
 /// The RSS (KiB) of one process running `nodes` simulated nodes, once they are Ready and idle.
