@@ -1,15 +1,18 @@
 //! The rkube node agent. It registers its Node and keeps its heartbeat ([`node`]), runs the
-//! pods bound to it on a container runtime ([`pods`] over the [`runtime::Runtime`] trait,
-//! with Docker through bollard in [`runtime::docker`]), records events ([`events`]), and
-//! serves the kubelet API the API server proxies logs, exec and attach to ([`server`]),
-//! with the node's and its pods' resource usage ([`stats`]). Projected service-account
-//! tokens come from the TokenRequest API through its token cache ([`tokens`]).
+//! pods bound to it on a container runtime ([`pods`] over the [`runtime::Runtime`] trait:
+//! Docker through bollard in [`runtime::docker`], or no containers at all in
+//! [`runtime::sim`] for scale tests), runs static pods from manifest files with mirror pods
+//! in the API ([`static_pods`]), records events ([`events`]), and serves the kubelet API the
+//! API server proxies logs, exec, attach and port-forward to ([`server`]; port-forward
+//! speaks SPDY, [`portforward`] over [`spdy`]), with the node's and its pods' resource usage
+//! ([`stats`]). Projected service-account tokens come from the TokenRequest API through its
+//! token cache ([`tokens`]).
 //!
 //! It reaches the API server only through its public API (a kube-rs client), like any
 //! other client: the same code runs inside `rkube server` and as `rkube kubelet` on another
 //! machine.
 //!
-//! Start at [`run`]; one pod's life is in [`pods::sync`].
+//! Start at [`start`]; one pod's life is in [`pods::sync`], its probes in [`pods::probes`].
 
 pub mod events;
 pub mod net;
