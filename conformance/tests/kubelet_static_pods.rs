@@ -14,6 +14,7 @@ metadata:
   name: static-web
   labels: {tier: static}
 spec:
+  terminationGracePeriodSeconds: 2
   containers:
   - name: web
     image: busybox:1.36

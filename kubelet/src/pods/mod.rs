@@ -87,15 +87,28 @@ async fn work(
     uid: String,
 ) {
     let mut state = PodState::new(poke.clone(), pod.clone());
+    let mut last: Option<Arc<Pod>> = None;
     loop {
         let current = pod.borrow_and_update().clone();
         let next = match current {
-            Some(p) => syncer.sync(&p, &mut state).await,
-            None => {
-                // Deleted from the API without us (force delete): stop what runs.
-                syncer.kill(None, &uid, Duration::from_secs(2)).await;
-                Next::Done
+            Some(p) => {
+                let next = syncer.sync(&p, &mut state).await;
+                last = Some(p);
+                next
             }
+            None => match last.as_deref().filter(|p| static_pods::is_static(p)) {
+                // A static pod whose file went: stopped as a deleted pod is, with its grace
+                // period and preStop hooks.
+                Some(gone) => {
+                    syncer.kill(Some(gone), &uid, sync::termination_grace(gone)).await;
+                    Next::Done
+                }
+                // Deleted from the API without us (force delete): stop what runs.
+                None => {
+                    syncer.kill(None, &uid, Duration::from_secs(2)).await;
+                    Next::Done
+                }
+            },
         };
         let delay = match next {
             Next::Done => return,

@@ -168,7 +168,7 @@ fn container_named<'a>(pod: &'a Pod, name: &str) -> Option<&'a Container> {
 }
 
 /// The pod's `terminationGracePeriodSeconds` (30 s by default).
-fn termination_grace(pod: &Pod) -> Duration {
+pub(crate) fn termination_grace(pod: &Pod) -> Duration {
     let seconds = pod.spec.as_ref().and_then(|s| s.termination_grace_period_seconds).unwrap_or(30);
     Duration::from_secs(seconds.max(0) as u64)
 }
