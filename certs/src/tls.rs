@@ -1,6 +1,7 @@
 //! Serving TLS with client certificates, as the API server and the kubelet both do: the
 //! acceptor (our certificate, client certificates requested and verified against a CA,
-//! HTTP/2 or HTTP/1.1 by ALPN) and the identity a verified client certificate carries.
+//! HTTP/2 or HTTP/1.1 by ALPN), the identity a verified client certificate carries, and the
+//! accept loop that serves each connection with hyper ([`serve`]).
 
 use openssl::nid::Nid;
 use openssl::pkey::PKey;
@@ -61,4 +62,71 @@ pub fn verified_peer(ssl: &SslRef) -> Option<(String, Vec<String>)> {
     }
     let name = name_entries(cert.subject_name(), Nid::COMMONNAME).into_iter().next()?;
     Some((name, name_entries(cert.subject_name(), Nid::ORGANIZATIONNAME)))
+}
+
+/// Who is at the other end of one connection.
+#[derive(Clone, Debug)]
+pub struct Peer {
+    pub addr: std::net::SocketAddr,
+    /// The (CN, O...) of a verified client certificate; `None` without one.
+    pub certificate: Option<(String, Vec<String>)>,
+}
+
+/// How long a client may take over its TLS handshake before the connection is dropped (so
+/// one that never finishes does not hold a task for ever).
+const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Accepts connections on `listener` until the task is aborted: TLS with `acceptor`, then
+/// HTTP/1.1 (with upgrades) or HTTP/2 by hyper, each request going to the service
+/// `service_for` makes for the connection's [`Peer`]. `what` names the server in logs.
+pub async fn serve<F, S, B>(
+    listener: tokio::net::TcpListener,
+    acceptor: SslAcceptor,
+    what: &'static str,
+    service_for: F,
+) where
+    F: Fn(Peer) -> S + Send + Sync + 'static,
+    S: hyper::service::Service<http::Request<hyper::body::Incoming>, Response = http::Response<B>>
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let acceptor = std::sync::Arc::new(acceptor);
+    let service_for = std::sync::Arc::new(service_for);
+    loop {
+        let (tcp, addr) = match listener.accept().await {
+            Ok(conn) => conn,
+            Err(e) => {
+                tracing::warn!(error = %e, "{what}: accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let _ = tcp.set_nodelay(true);
+        let (acceptor, service_for) = (acceptor.clone(), service_for.clone());
+        tokio::spawn(async move {
+            let served = async {
+                let ssl = openssl::ssl::Ssl::new(acceptor.context())?;
+                let mut stream = tokio_openssl::SslStream::new(ssl, tcp)?;
+                tokio::time::timeout(HANDSHAKE_TIMEOUT, std::pin::Pin::new(&mut stream).accept())
+                    .await
+                    .map_err(|_| "TLS handshake timed out")??;
+                let peer = Peer { addr, certificate: verified_peer(stream.ssl()) };
+                hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
+                    .serve_connection_with_upgrades(
+                        hyper_util::rt::TokioIo::new(stream),
+                        service_for(peer),
+                    )
+                    .await
+            };
+            let result: Result<(), Box<dyn std::error::Error + Send + Sync>> = served.await;
+            if let Err(e) = result {
+                tracing::debug!(peer = %addr, error = %e, "{what}: connection ended");
+            }
+        });
+    }
 }

@@ -27,6 +27,11 @@ pub fn kubectl_binary() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from("/usr/bin/kubectl"))
 }
 
+/// kubectl's `-o` argument for a JSONPath template.
+pub fn jsonpath(path: &str) -> String {
+    format!("jsonpath={path}")
+}
+
 /// A running `rkube server`.
 pub struct RkubeServer {
     child: Child,

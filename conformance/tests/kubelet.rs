@@ -6,11 +6,8 @@
 use std::io::{Read, Write};
 use std::time::Duration;
 
+use rkube_conformance::cluster::jsonpath;
 use rkube_conformance::node::{assert_route_is_local, NodeServer};
-
-fn jsonpath(path: &str) -> String {
-    format!("jsonpath={path}")
-}
 
 #[test]
 fn kubectl_run_gives_a_running_pod_with_an_ip_that_answers() {

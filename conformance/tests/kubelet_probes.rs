@@ -10,12 +10,8 @@
 
 use std::time::{Duration, Instant};
 
-use rkube_conformance::cluster::RkubeServer;
+use rkube_conformance::cluster::{jsonpath, RkubeServer};
 use rkube_conformance::node::{assert_route_is_local, NodeServer};
-
-fn jsonpath(path: &str) -> String {
-    format!("jsonpath={path}")
-}
 
 /// Every event of the namespace: (involved object name, reason, message, count).
 fn events(s: &RkubeServer) -> Vec<(String, String, String, i64)> {

@@ -5,6 +5,7 @@
 
 use std::time::Duration;
 
+use rkube_conformance::cluster::jsonpath;
 use rkube_conformance::node::NodeServer;
 
 const MANIFEST: &str = "
@@ -21,10 +22,6 @@ spec:
     imagePullPolicy: IfNotPresent
     command: [sh, -c, 'echo serving version 1; exec httpd -f -p 80 -h /var/www']
 ";
-
-fn jsonpath(path: &str) -> String {
-    format!("jsonpath={path}")
-}
 
 #[test]
 fn static_pods_run_from_files_with_mirror_pods_in_the_api() {

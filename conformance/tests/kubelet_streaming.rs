@@ -8,12 +8,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use rkube_conformance::cluster::{wait_with_timeout, RkubeServer};
+use rkube_conformance::cluster::{jsonpath, wait_with_timeout, RkubeServer};
 use rkube_conformance::node::NodeServer;
-
-fn jsonpath(path: &str) -> String {
-    format!("jsonpath={path}")
-}
 
 /// A kubectl that keeps running (`logs -f`, `attach`): its stdout lines as they come. Killed
 /// when dropped.

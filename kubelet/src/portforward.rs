@@ -39,7 +39,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
 use crate::runtime::{ContainerState, Runtime};
-use crate::server::ServerState;
+use crate::server::{text_error, ServerState};
 use crate::spdy::{self, Headers, NewStream, StreamWriter};
 
 /// The port-forward protocol of `X-Stream-Protocol-Version`.
@@ -55,14 +55,6 @@ const ACCEPTED_PROTOCOLS_HEADER: &str = "x-accepted-stream-protocol-versions";
 /// How long the second stream of a pair may take to arrive (upstream's stream creation
 /// timeout).
 const STREAM_CREATION_TIMEOUT: Duration = Duration::from_secs(30);
-
-fn text_error(code: StatusCode, message: impl Into<String>) -> Response {
-    let mut response = (code, message.into()).into_response();
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"));
-    response
-}
 
 fn header_has(headers: &HeaderMap, name: header::HeaderName, token: &str) -> bool {
     headers
@@ -795,28 +787,31 @@ mod tests {
                 .expect("the connection is open")
         }
 
+        /// Opens stream `id` with these headers; the kubelet must reply to it.
+        async fn open(&mut self, id: u32, pairs: &[(&str, &str)]) {
+            let headers = headers(pairs);
+            self.send(spdy::Frame::SynStream {
+                stream_id: id,
+                associated_to: 0,
+                priority: 0,
+                fin: false,
+                unidirectional: false,
+                headers,
+            })
+            .await;
+            let reply = self.next().await;
+            assert!(
+                matches!(reply, spdy::Frame::SynReply { stream_id, .. } if stream_id == id),
+                "{reply:?}"
+            );
+        }
+
         /// Opens the error and data streams of request `request` to `port`, as client-go does.
         async fn open_pair(&mut self, first_id: u32, request: u32, port: u16) {
+            let (port, request) = (port.to_string(), request.to_string());
             for (offset, kind) in [(0, "error"), (2, "data")] {
-                let headers = headers(&[
-                    ("streamtype", kind),
-                    ("port", &port.to_string()),
-                    ("requestid", &request.to_string()),
-                ]);
-                self.send(spdy::Frame::SynStream {
-                    stream_id: first_id + offset,
-                    associated_to: 0,
-                    priority: 0,
-                    fin: false,
-                    unidirectional: false,
-                    headers,
-                })
-                .await;
-                let reply = self.next().await;
-                assert!(
-                    matches!(reply, spdy::Frame::SynReply { stream_id, .. } if stream_id == first_id + offset),
-                    "{reply:?}"
-                );
+                let pairs = [("streamtype", kind), ("port", &port), ("requestid", &request)];
+                self.open(first_id + offset, &pairs).await;
             }
             // kubectl closes its side of the error stream at once.
             self.send(spdy::Frame::Data { stream_id: first_id, fin: true, data: Bytes::new() })
@@ -912,37 +907,16 @@ mod tests {
         });
         let mut kubectl = Kubectl::connect(target());
         // An old client: no requestid, error stream then data stream.
+        let port = port.to_string();
         for (id, kind) in [(1, "error"), (3, "data")] {
-            let headers = headers(&[("streamtype", kind), ("port", &port.to_string())]);
-            kubectl
-                .send(spdy::Frame::SynStream {
-                    stream_id: id,
-                    associated_to: 0,
-                    priority: 0,
-                    fin: false,
-                    unidirectional: false,
-                    headers,
-                })
-                .await;
-            assert!(matches!(kubectl.next().await, spdy::Frame::SynReply { .. }));
+            kubectl.open(id, &[("streamtype", kind), ("port", &port)]).await;
         }
         let (data, _) = kubectl.collect(1, 3).await;
         assert_eq!(data, b"old client");
 
         // Two error streams for one request: the second is reset, the first told why.
         for id in [5, 7] {
-            let headers = headers(&[("streamtype", "error"), ("port", "1"), ("requestid", "9")]);
-            kubectl
-                .send(spdy::Frame::SynStream {
-                    stream_id: id,
-                    associated_to: 0,
-                    priority: 0,
-                    fin: false,
-                    unidirectional: false,
-                    headers,
-                })
-                .await;
-            assert!(matches!(kubectl.next().await, spdy::Frame::SynReply { .. }));
+            kubectl.open(id, &[("streamtype", "error"), ("port", "1"), ("requestid", "9")]).await;
         }
         let mut seen = Vec::new();
         for _ in 0..2 {

@@ -44,10 +44,8 @@ use chrono::{DateTime, Utc};
 use futures::stream::BoxStream;
 use futures::{SinkExt, StreamExt};
 use http::{header, HeaderMap, HeaderValue, StatusCode};
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
 use k8s_openapi::api::core::v1::Pod;
-use openssl::ssl::{Ssl, SslAcceptor};
+use openssl::ssl::SslAcceptor;
 use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
@@ -94,7 +92,7 @@ pub fn router(state: Arc<ServerState>) -> Router {
 }
 
 /// A plain-text error, as upstream's kubelet writes them.
-fn text_error(code: StatusCode, message: impl Into<String>) -> Response {
+pub(crate) fn text_error(code: StatusCode, message: impl Into<String>) -> Response {
     let mut response = (code, message.into()).into_response();
     response
         .headers_mut()
@@ -144,42 +142,13 @@ pub async fn bind(config: &Config) -> anyhow::Result<TcpListener> {
         .map_err(|e| anyhow::anyhow!("cannot listen on {addr} for the kubelet API: {e}"))
 }
 
-/// Accepts connections until the task is aborted.
+/// Accepts connections until the task is aborted; requests without a verified client
+/// certificate get 401.
 pub async fn serve(listener: TcpListener, acceptor: SslAcceptor, router: Router) {
-    let acceptor = Arc::new(acceptor);
-    loop {
-        let (tcp, peer) = match listener.accept().await {
-            Ok(conn) => conn,
-            Err(e) => {
-                tracing::warn!(error = %e, "kubelet API: accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let _ = tcp.set_nodelay(true);
-        let (acceptor, router) = (acceptor.clone(), router.clone());
-        tokio::spawn(async move {
-            if let Err(e) = serve_connection(tcp, &acceptor, router).await {
-                tracing::debug!(%peer, error = %e, "kubelet API connection ended");
-            }
-        });
-    }
-}
-
-async fn serve_connection(
-    tcp: tokio::net::TcpStream,
-    acceptor: &SslAcceptor,
-    router: Router,
-) -> anyhow::Result<()> {
-    let ssl = Ssl::new(acceptor.context())?;
-    let mut stream = tokio_openssl::SslStream::new(ssl, tcp)?;
-    // A client that never finishes its handshake does not hold a task for ever.
-    tokio::time::timeout(Duration::from_secs(10), Pin::new(&mut stream).accept())
-        .await
-        .map_err(|_| anyhow::anyhow!("TLS handshake timed out"))??;
-    let client = rkube_certs::tls::verified_peer(stream.ssl()).map(|(name, _groups)| name);
-    let service = hyper::service::service_fn(
-        move |request: http::Request<hyper::body::Incoming>| {
+    rkube_certs::tls::serve(listener, acceptor, "kubelet API", move |peer| {
+        let router = router.clone();
+        let client = peer.certificate.map(|(name, _groups)| name);
+        hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
             let router = router.clone();
             let client = client.clone();
             async move {
@@ -189,12 +158,9 @@ async fn serve_connection(
                 tracing::debug!(user = client, method = %request.method(), uri = %request.uri(), "kubelet API");
                 router.oneshot(request.map(Body::new)).await
             }
-        },
-    );
-    auto::Builder::new(TokioExecutor::new())
-        .serve_connection_with_upgrades(TokioIo::new(stream), service)
-        .await
-        .map_err(|e| anyhow::anyhow!("{e}"))
+        })
+    })
+    .await
 }
 
 // ---------------------------------------------------------------------------------------

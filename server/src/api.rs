@@ -546,9 +546,10 @@ async fn list_from_cache(
     Ok(negotiate::respond(StatusCode::OK, &list, output, &[]))
 }
 
-/// The label and field selectors of a list or watch, checked: a field the resource does not
-/// support is a 400, as upstream.
-fn filter_for(info: &ResourceInfo, query: &Query, name: Option<&str>) -> ApiResult<Filter> {
+/// The `labelSelector` and `fieldSelector` of a request, parsed (a syntax error is a 400).
+pub(crate) fn selectors(
+    query: &Query,
+) -> ApiResult<(Option<LabelSelector>, Option<FieldSelector>)> {
     let labels = match query.get("labelSelector").filter(|s| !s.is_empty()) {
         Some(s) => Some(LabelSelector::parse(s).map_err(|e| ApiError::bad_request(e.to_string()))?),
         None => None,
@@ -557,6 +558,13 @@ fn filter_for(info: &ResourceInfo, query: &Query, name: Option<&str>) -> ApiResu
         Some(s) => Some(FieldSelector::parse(s).map_err(|e| ApiError::bad_request(e.to_string()))?),
         None => None,
     };
+    Ok((labels, fields))
+}
+
+/// The label and field selectors of a list or watch, checked: a field the resource does not
+/// support is a 400, as upstream.
+fn filter_for(info: &ResourceInfo, query: &Query, name: Option<&str>) -> ApiResult<Filter> {
+    let (labels, fields) = selectors(query)?;
     if let Some(fields) = &fields {
         let supported: Vec<&str> =
             strategy::field_values(info, &json!({})).into_iter().map(|(f, _)| f).collect();

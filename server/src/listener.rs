@@ -2,14 +2,8 @@
 //! certificate read into the caller's identity, and each connection served by hyper with the
 //! axum router. There is no plain-HTTP port.
 
-use std::net::SocketAddr;
-use std::pin::Pin;
-use std::sync::Arc;
-
 use axum::Router;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
-use openssl::ssl::{Ssl, SslAcceptor};
+use openssl::ssl::SslAcceptor;
 use tokio::net::TcpListener;
 use tower::ServiceExt;
 
@@ -35,52 +29,18 @@ pub fn acceptor(tls: &TlsMaterial) -> anyhow::Result<SslAcceptor> {
     )?)
 }
 
-/// The user a verified client certificate names: CN is the user, each O a group.
-fn user_from_certificate(ssl: &openssl::ssl::SslRef) -> Option<UserInfo> {
-    rkube_certs::tls::verified_peer(ssl).map(|(name, groups)| UserInfo::authenticated(name, groups))
-}
-
-/// Accepts connections until the task is aborted.
+/// Accepts connections until the task is aborted; each request carries the caller's identity
+/// from its certificate (anonymous without one) and its address.
 pub async fn serve(listener: TcpListener, acceptor: SslAcceptor, router: Router) {
-    let acceptor = Arc::new(acceptor);
-    loop {
-        let (tcp, peer) = match listener.accept().await {
-            Ok(conn) => conn,
-            Err(e) => {
-                tracing::warn!(error = %e, "accept failed");
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        let _ = tcp.set_nodelay(true);
-        let (acceptor, router) = (acceptor.clone(), router.clone());
-        tokio::spawn(async move {
-            if let Err(e) = serve_connection(tcp, peer, &acceptor, router).await {
-                tracing::debug!(%peer, error = %e, "connection ended");
-            }
-        });
-    }
-}
-
-async fn serve_connection(
-    tcp: tokio::net::TcpStream,
-    peer: SocketAddr,
-    acceptor: &SslAcceptor,
-    router: Router,
-) -> anyhow::Result<()> {
-    let ssl = Ssl::new(acceptor.context())?;
-    let mut stream = tokio_openssl::SslStream::new(ssl, tcp)?;
-    Pin::new(&mut stream).accept().await?;
-    let user = user_from_certificate(stream.ssl());
-    let service =
+    rkube_certs::tls::serve(listener, acceptor, "API server", move |peer| {
+        let router = router.clone();
+        let user = peer.certificate.map(|(name, groups)| UserInfo::authenticated(name, groups));
         hyper::service::service_fn(move |mut request: http::Request<hyper::body::Incoming>| {
             let router = router.clone();
             request.extensions_mut().insert(user.clone().unwrap_or_else(UserInfo::anonymous));
-            request.extensions_mut().insert(peer);
+            request.extensions_mut().insert(peer.addr);
             async move { router.oneshot(request.map(axum::body::Body::new)).await }
-        });
-    auto::Builder::new(TokioExecutor::new())
-        .serve_connection_with_upgrades(TokioIo::new(stream), service)
-        .await
-        .map_err(|e| anyhow::anyhow!("{e}"))
+        })
+    })
+    .await
 }

@@ -28,7 +28,6 @@ use axum::response::Response;
 use chrono::{DateTime, SecondsFormat, Utc};
 use futures::StreamExt;
 use http::{HeaderMap, Method, StatusCode};
-use rkube_apis::selectors::{FieldSelector, LabelSelector};
 use serde_json::{json, Value};
 
 use crate::api::ApiState;
@@ -327,14 +326,7 @@ pub async fn serve(
 /// The label and field selectors of a list (fields: `metadata.name`, and for pods
 /// `metadata.namespace`, as metrics-server).
 fn filter(query: &Query) -> ApiResult<Filter> {
-    let labels = match query.get("labelSelector").filter(|s| !s.is_empty()) {
-        Some(s) => Some(LabelSelector::parse(s).map_err(|e| ApiError::bad_request(e.to_string()))?),
-        None => None,
-    };
-    let fields = match query.get("fieldSelector").filter(|s| !s.is_empty()) {
-        Some(s) => Some(FieldSelector::parse(s).map_err(|e| ApiError::bad_request(e.to_string()))?),
-        None => None,
-    };
+    let (labels, fields) = crate::api::selectors(query)?;
     Ok(Arc::new(move |view: &FilterView<'_>| {
         if labels.as_ref().is_some_and(|l| !l.matches(view.labels)) {
             return false;
@@ -539,29 +531,16 @@ fn table(
         .map(|item| {
             let nano = total(item, "cpu", nano_of);
             let bytes = total(item, "memory", rkube_apis::quantity::parse_units);
-            let mut row = json!({"cells": [
+            let cells = json!([
                 item["metadata"]["name"],
                 cpu_quantity(nano.max(0) as u64),
                 memory_quantity(bytes.max(0) as u64),
                 item["window"],
-            ]});
-            match include {
-                IncludeObject::None => {}
-                IncludeObject::Metadata => {
-                    row["object"] = json!({
-                        "kind": "PartialObjectMetadata",
-                        "apiVersion": "meta.k8s.io/v1",
-                        "metadata": item["metadata"],
-                    });
-                }
-                IncludeObject::Object => {
-                    let mut object = item.clone();
-                    object["kind"] = json!(kind.kind());
-                    object["apiVersion"] = json!(api_version);
-                    row["object"] = object;
-                }
-            }
-            row
+            ]);
+            let mut object = item.clone();
+            object["kind"] = json!(kind.kind());
+            object["apiVersion"] = json!(api_version);
+            crate::table::row_of(cells, &object, include)
         })
         .collect();
     json!({

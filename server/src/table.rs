@@ -45,7 +45,12 @@ pub fn row(
     include: IncludeObject,
     now: chrono::DateTime<chrono::Utc>,
 ) -> Value {
-    let mut row = json!({"cells": tables::cells(info, obj, now)});
+    row_of(Value::Array(tables::cells(info, obj, now)), obj, include)
+}
+
+/// A Table row with these cells for `obj`, which it carries as `include` says.
+pub fn row_of(cells: Value, obj: &Value, include: IncludeObject) -> Value {
+    let mut row = json!({"cells": cells});
     match include {
         IncludeObject::None => {}
         IncludeObject::Metadata => {

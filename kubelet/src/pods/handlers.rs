@@ -39,12 +39,6 @@ pub enum Outcome {
     Error(String),
 }
 
-/// Whether the runtime is the simulated one: its containers do not exist, so probes and hooks
-/// count as succeeding without running (nothing is sent to its made-up pod IPs).
-pub async fn simulated(runtime: &dyn Runtime) -> bool {
-    runtime.version().await.is_ok_and(|v| v.starts_with("simulated:"))
-}
-
 /// A finished command in a container.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ExecResult {

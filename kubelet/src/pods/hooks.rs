@@ -37,7 +37,7 @@ pub async fn run(
     pod_ip: &str,
     handler: &LifecycleHandler,
 ) -> Result<(), String> {
-    if handlers::simulated(runtime).await {
+    if !runtime.runs_processes() {
         return Ok(());
     }
     run_handler(runtime, pod, container, container_id, pod_ip, handler).await

@@ -198,8 +198,8 @@ pub struct Context {
     pub runtime: Arc<dyn Runtime>,
     pub recorder: Recorder,
     pub pod_ip: String,
-    /// The runtime is the simulated one ([`handlers::simulated`]): nothing is probed, every
-    /// probe succeeds.
+    /// The runtime runs no processes ([`crate::runtime::Runtime::runs_processes`], the
+    /// simulated one): nothing is probed, every probe succeeds.
     pub simulated: bool,
 }
 

@@ -272,7 +272,6 @@ pub async fn environment(
     lookup: &mut Lookup<'_>,
     ctx: &Context<'_>,
 ) -> Result<Vec<(String, String)>, ConfigError> {
-    let pod_name = pod.metadata.name.as_deref().unwrap_or("");
     let mut env: Vec<(String, String)> = Vec::new();
     if pod.spec.as_ref().and_then(|s| s.enable_service_links).unwrap_or(true) {
         env.extend(ctx.service_env.iter().cloned());
@@ -373,7 +372,6 @@ pub async fn environment(
         env.push((var.name.clone(), value));
     }
     // Later definitions win, as in the process environment Docker builds.
-    let _ = pod_name;
     Ok(env)
 }
 

@@ -22,7 +22,7 @@ use tokio::sync::{watch, Notify};
 
 use super::spec::{self, pod_ref, Context, Lookup};
 use super::status::{self, ContainerView, PodFacts};
-use super::{handlers, hooks, probes, volumes};
+use super::{hooks, probes, volumes};
 use crate::events::Recorder;
 use crate::runtime::{
     labels, ContainerRecord, ContainerState, Credentials, PodRef, Runtime, SandboxSpec,
@@ -104,8 +104,6 @@ pub struct PodState {
     killed: HashMap<String, Option<(String, String)>>,
     /// The pod as the watch sees it, to notice its deletion while a postStart hook runs.
     updates: Option<watch::Receiver<Option<Arc<Pod>>>>,
-    /// Whether the runtime is the simulated one, once asked.
-    simulated: Option<bool>,
     /// The soonest a back-off this sync met ends: the next sync is then, not later.
     wake: Option<Duration>,
 }
@@ -122,7 +120,6 @@ impl Default for PodState {
             probes: probes::Probes::default(),
             killed: HashMap::new(),
             updates: None,
-            simulated: None,
             wake: None,
         }
     }
@@ -928,18 +925,11 @@ impl Syncer {
             if probes::has_probes(container) {
                 match view.current.as_ref().filter(|r| is_running(r)) {
                     Some(record) => {
-                        let simulated = match state.simulated {
-                            Some(simulated) => simulated,
-                            None => {
-                                let simulated = handlers::simulated(self.runtime.as_ref()).await;
-                                *state.simulated.insert(simulated)
-                            }
-                        };
                         let ctx = probes::Context {
                             runtime: self.runtime.clone(),
                             recorder: self.recorder.clone(),
                             pod_ip: pod_ip.clone(),
-                            simulated,
+                            simulated: !self.runtime.runs_processes(),
                         };
                         state.probes.ensure(&ctx, pod, container, record);
                         let says = state.probes.says(container, &record.id);

@@ -201,6 +201,11 @@ pub struct ExecSession {
 pub trait Runtime: Send + Sync {
     /// `docker://20.10.24`, as `nodeInfo.containerRuntimeVersion`.
     async fn version(&self) -> Result<String>;
+    /// Whether containers really run processes. The simulated runtime's do not: probes and
+    /// hooks then count as succeeding without running (nothing is sent to made-up pod IPs).
+    fn runs_processes(&self) -> bool {
+        true
+    }
     /// Makes sure the pod network for `cidr` exists (idempotent).
     async fn ensure_network(&self, node: &str, cidr: &str) -> Result<()>;
     /// Every container and sandbox of this node (of one pod, given its uid), running or not.

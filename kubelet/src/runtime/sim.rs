@@ -148,6 +148,10 @@ impl Runtime for SimulatedRuntime {
         Ok(VERSION.into())
     }
 
+    fn runs_processes(&self) -> bool {
+        false
+    }
+
     async fn ensure_network(&self, node: &str, cidr: &str) -> Result<()> {
         let (base, size) = parse_cidr(cidr)
             .ok_or_else(|| RuntimeError::Other(format!("invalid pod CIDR {cidr:?}")))?;
