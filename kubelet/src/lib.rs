@@ -3,8 +3,9 @@
 //! Docker through bollard in [`runtime::docker`], or no containers at all in
 //! [`runtime::sim`] for scale tests), runs static pods from manifest files with mirror pods
 //! in the API ([`static_pods`]), records events ([`events`]), and serves the kubelet API the
-//! API server proxies logs, exec, attach and port-forward to ([`server`]; port-forward
-//! speaks SPDY, [`portforward`] over [`spdy`]), with the node's and its pods' resource usage
+//! API server proxies logs, exec, attach and port-forward to ([`server`]; exec and attach
+//! over WebSockets or SPDY in [`remotecommand`], port-forward in [`portforward`], both on
+//! [`httpstream`] and [`spdy`]), with the node's and its pods' resource usage
 //! ([`stats`]). Projected service-account tokens come from the TokenRequest API through its
 //! token cache ([`tokens`]).
 //!
@@ -15,10 +16,12 @@
 //! Start at [`start`]; one pod's life is in [`pods::sync`], its probes in [`pods::probes`].
 
 pub mod events;
+pub mod httpstream;
 pub mod net;
 pub mod node;
 pub mod pods;
 pub mod portforward;
+pub mod remotecommand;
 pub mod runtime;
 pub mod server;
 pub mod spdy;

@@ -31,13 +31,13 @@ use axum::response::{IntoResponse, Response};
 use bytes::{Bytes, BytesMut};
 use futures::future::BoxFuture;
 use futures::{FutureExt, SinkExt, StreamExt};
-use http::{header, HeaderMap, HeaderValue, StatusCode};
-use hyper_util::rt::TokioIo;
+use http::{header, HeaderMap, StatusCode};
 use k8s_openapi::api::core::v1::Pod;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
+use crate::httpstream;
 use crate::runtime::{ContainerState, Runtime};
 use crate::server::{text_error, ServerState};
 use crate::spdy::{self, Headers, NewStream, StreamWriter};
@@ -49,20 +49,9 @@ pub const TUNNEL_PROTOCOL: &str = "SPDY/3.1+portforward.k8s.io";
 /// The channel WebSocket protocol for port forwarding.
 pub const CHANNEL_PROTOCOL: &str = "v4.channel.k8s.io";
 
-const STREAM_PROTOCOL_HEADER: &str = "x-stream-protocol-version";
-const ACCEPTED_PROTOCOLS_HEADER: &str = "x-accepted-stream-protocol-versions";
-
 /// How long the second stream of a pair may take to arrive (upstream's stream creation
 /// timeout).
 const STREAM_CREATION_TIMEOUT: Duration = Duration::from_secs(30);
-
-fn header_has(headers: &HeaderMap, name: header::HeaderName, token: &str) -> bool {
-    headers
-        .get_all(name)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .any(|v| v.to_ascii_lowercase().contains(token))
-}
 
 /// The subprotocols a WebSocket request offers.
 fn offered_subprotocols(headers: &HeaderMap) -> Vec<String> {
@@ -114,37 +103,6 @@ fn go_parse_error(text: &str, e: std::num::ParseIntError) -> String {
         _ => "invalid syntax",
     };
     format!("strconv.ParseUint: parsing {text:?}: {why}")
-}
-
-/// The client's `X-Stream-Protocol-Version` values against ours (httpstream.Handshake):
-/// the chosen one, or the error response.
-fn handshake(headers: &HeaderMap) -> Result<&'static str, Box<Response>> {
-    let offered: Vec<String> = headers
-        .get_all(STREAM_PROTOCOL_HEADER)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(|p| p.trim().to_string())
-        .filter(|p| !p.is_empty())
-        .collect();
-    if offered.is_empty() {
-        return Err(Box::new(text_error(
-            StatusCode::BAD_REQUEST,
-            "unable to upgrade: X-Stream-Protocol-Version is required",
-        )));
-    }
-    if offered.iter().any(|p| p == PROTOCOL) {
-        return Ok(PROTOCOL);
-    }
-    let mut response = text_error(
-        StatusCode::FORBIDDEN,
-        format!(
-            "unable to upgrade: unable to negotiate protocol: client supports [{}], server accepts [{PROTOCOL}]",
-            offered.join(" ")
-        ),
-    );
-    response.headers_mut().insert(ACCEPTED_PROTOCOLS_HEADER, HeaderValue::from_static(PROTOCOL));
-    Err(Box::new(response))
 }
 
 /// Connects to a port of a sandbox (the runtime's [`Runtime::port_forward`]).
@@ -216,8 +174,7 @@ pub async fn port_forward(
         _ => return text_error(StatusCode::NOT_FOUND, "404 page not found\n"),
     };
     let (mut parts, _body) = request.into_parts();
-    let websocket = header_has(&parts.headers, header::CONNECTION, "upgrade")
-        && header_has(&parts.headers, header::UPGRADE, "websocket");
+    let websocket = httpstream::is_upgrade_to(&parts.headers, "websocket");
     let offered = offered_subprotocols(&parts.headers);
     let tunnel = websocket && offered.iter().any(|p| p == TUNNEL_PROTOCOL);
     // Only the channel protocol names its ports in the query.
@@ -266,38 +223,18 @@ pub async fn port_forward(
             .on_upgrade(move |socket| serve_channels(socket, ports, target));
     }
 
-    let spdy_upgrade = header_has(&parts.headers, header::CONNECTION, "upgrade")
-        && header_has(&parts.headers, header::UPGRADE, "spdy/3.1");
-    let protocol = match handshake(&parts.headers) {
+    let protocol = match httpstream::handshake(&parts.headers, &[PROTOCOL]) {
         Ok(p) => p,
         Err(response) => return *response,
     };
-    if !spdy_upgrade {
+    if !httpstream::is_upgrade_to(&parts.headers, httpstream::SPDY_UPGRADE) {
         return text_error(
             StatusCode::BAD_REQUEST,
             "unable to upgrade: missing upgrade headers in request: this kubelet forwards ports \
              over SPDY/3.1 (Upgrade: SPDY/3.1) or WebSockets",
         );
     }
-    let Some(on_upgrade) = parts.extensions.remove::<hyper::upgrade::OnUpgrade>() else {
-        return text_error(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "unable to upgrade: unable to hijack response",
-        );
-    };
-    tokio::spawn(async move {
-        match on_upgrade.await {
-            Ok(upgraded) => serve_spdy(TokioIo::new(upgraded), target).await,
-            Err(e) => tracing::debug!(error = %e, "port-forward upgrade did not complete"),
-        }
-    });
-    let mut response = Response::new(axum::body::Body::empty());
-    *response.status_mut() = StatusCode::SWITCHING_PROTOCOLS;
-    let headers = response.headers_mut();
-    headers.insert(header::CONNECTION, HeaderValue::from_static("Upgrade"));
-    headers.insert(header::UPGRADE, HeaderValue::from_static("SPDY/3.1"));
-    headers.insert(STREAM_PROTOCOL_HEADER, HeaderValue::from_static(protocol));
-    response
+    httpstream::upgrade_to_spdy(&mut parts, protocol, move |io| serve_spdy(io, target))
 }
 
 // ---------------------------------------------------------------------------------------
@@ -740,18 +677,6 @@ mod tests {
         );
         assert!(query_ports(Some("port=70000")).unwrap_err().contains("value out of range"));
         assert_eq!(query_ports(Some("port=0")).unwrap_err(), r#"port "0" must be > 0"#);
-    }
-
-    #[test]
-    fn the_protocol_is_negotiated_as_httpstream_does() {
-        let mut h = HeaderMap::new();
-        assert_eq!(handshake(&h).unwrap_err().status(), StatusCode::BAD_REQUEST);
-        h.insert(STREAM_PROTOCOL_HEADER, HeaderValue::from_static("v4.channel.k8s.io"));
-        let refused = handshake(&h).unwrap_err();
-        assert_eq!(refused.status(), StatusCode::FORBIDDEN);
-        assert_eq!(refused.headers()[ACCEPTED_PROTOCOLS_HEADER], PROTOCOL);
-        h.append(STREAM_PROTOCOL_HEADER, HeaderValue::from_static("portforward.k8s.io"));
-        assert_eq!(handshake(&h).unwrap(), PROTOCOL);
     }
 
     /// kubectl's side of one forwarded connection, in SPDY frames.

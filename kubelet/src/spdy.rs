@@ -1,6 +1,7 @@
-//! SPDY/3.1 as Kubernetes streaming uses it (port-forward through `kubectl`): the frames, the
-//! zlib-compressed header blocks, and a server session that turns a byte stream into
-//! independent streams opened by the client.
+//! SPDY/3.1 as Kubernetes streaming uses it (`kubectl port-forward`, and `kubectl exec`,
+//! `attach` and `cp` up to 1.29): the frames, the zlib-compressed header blocks, and a server
+//! session that turns a byte stream into independent streams opened by the client. What runs
+//! on the streams is [`crate::portforward`]'s and [`crate::remotecommand::spdy`]'s.
 //!
 //! What the peer is: `github.com/moby/spdystream` inside client-go. That library shapes what is
 //! implemented here:
