@@ -112,6 +112,7 @@ fn pod_spec(spec: &Value, path: &str) -> Vec<FieldError> {
             if c["image"].as_str().is_none_or(|i| i.trim().is_empty()) {
                 errors.push(FieldError::required(format!("{at}.image"), ""));
             }
+            errors.extend(container_restart_policy(c, list == "initContainers", &at));
             for (j, p) in c["ports"].as_array().into_iter().flatten().enumerate() {
                 let port = p["containerPort"].as_i64().unwrap_or(0);
                 if !(1..=65535).contains(&port) {
@@ -131,6 +132,39 @@ fn pod_spec(spec: &Value, path: &str) -> Vec<FieldError> {
                 &spec["restartPolicy"],
                 &["Always", "OnFailure", "Never"],
             ));
+        }
+    }
+    errors
+}
+
+/// A container's own `restartPolicy`: only init containers have one, and only `Always` (a
+/// sidecar); lifecycle hooks and probes are for sidecars among the init containers.
+fn container_restart_policy(c: &Value, init: bool, at: &str) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let policy = &c["restartPolicy"];
+    if !init {
+        if !policy.is_null() {
+            errors.push(FieldError::forbidden(
+                format!("{at}.restartPolicy"),
+                "may not be set for non-init containers",
+            ));
+        }
+        return errors;
+    }
+    match policy.as_str() {
+        Some("Always") => {}
+        Some(_) => {
+            errors.push(FieldError::unsupported(format!("{at}.restartPolicy"), policy, &["Always"]))
+        }
+        None => {
+            for field in ["lifecycle", "livenessProbe", "readinessProbe", "startupProbe"] {
+                if !c[field].is_null() {
+                    errors.push(FieldError::forbidden(
+                        format!("{at}.{field}"),
+                        "may not be set for init containers without restartPolicy=Always",
+                    ));
+                }
+            }
         }
     }
     errors
@@ -278,4 +312,41 @@ fn data_keys(obj: &Value) -> Vec<FieldError> {
         }
     }
     errors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn lines(spec: Value) -> Vec<String> {
+        pod_spec(&spec, "spec").iter().map(FieldError::line).collect()
+    }
+
+    #[test]
+    fn container_restart_policies() {
+        let sidecar = json!({"initContainers": [{"name": "s", "image": "i", "restartPolicy": "Always",
+            "readinessProbe": {"exec": {"command": ["true"]}}, "lifecycle": {"preStop": {"sleep": {"seconds": 1}}}}],
+            "containers": [{"name": "a", "image": "i"}]});
+        assert_eq!(lines(sidecar), Vec::<String>::new());
+        let wrong = json!({"initContainers": [{"name": "s", "image": "i", "restartPolicy": "Never"}],
+            "containers": [{"name": "a", "image": "i", "restartPolicy": "Always"}]});
+        assert_eq!(
+            lines(wrong),
+            [
+                "spec.initContainers[0].restartPolicy: Unsupported value: \"Never\": supported values: \"Always\"",
+                "spec.containers[0].restartPolicy: Forbidden: may not be set for non-init containers",
+            ]
+        );
+        let plain = json!({"initContainers": [{"name": "s", "image": "i",
+            "livenessProbe": {"exec": {"command": ["true"]}}, "lifecycle": {}}],
+            "containers": [{"name": "a", "image": "i"}]});
+        assert_eq!(
+            lines(plain),
+            [
+                "spec.initContainers[0].lifecycle: Forbidden: may not be set for init containers without restartPolicy=Always",
+                "spec.initContainers[0].livenessProbe: Forbidden: may not be set for init containers without restartPolicy=Always",
+            ]
+        );
+    }
 }

@@ -13,6 +13,12 @@ use kube::Client;
 use crate::runtime::{ContainerSpec, PodRef};
 use rkube_apis::quantity::{parse_milli as cpu_millis, parse_units as memory_bytes};
 
+/// Whether an init container is a sidecar (upstream's restartable init container:
+/// `restartPolicy: Always`), which keeps running beside the app containers.
+pub fn is_sidecar(container: &Container) -> bool {
+    container.restart_policy.as_deref() == Some("Always")
+}
+
 /// Why a container cannot be made yet: shown as its `waiting` reason
 /// (`CreateContainerConfigError` with upstream's messages).
 #[derive(Debug, Clone, PartialEq)]

@@ -25,6 +25,9 @@ pub struct ContainerView {
     pub startup: Option<bool>,
     /// Whether its readiness probe says ready (None: it has none).
     pub readiness: Option<bool>,
+    /// An init container with `restartPolicy: Always`, kept running beside the app
+    /// containers.
+    pub sidecar: bool,
 }
 
 impl ContainerView {
@@ -45,6 +48,21 @@ impl ContainerView {
     /// readiness probe a started container is ready.
     pub fn ready(&self) -> bool {
         self.started() && self.readiness.unwrap_or(true)
+    }
+
+    /// The `ready` of its status entry: a plain init container is ready once it succeeded.
+    fn status_ready(&self, init: bool) -> bool {
+        if init && !self.sidecar {
+            self.exit_code() == Some(0)
+        } else {
+            self.ready()
+        }
+    }
+
+    /// Upstream's "started" for the Initialized condition: a regular container whose state
+    /// is running or terminated (not waiting).
+    fn has_run(&self) -> bool {
+        self.is_running() || (self.exit_code().is_some() && self.waiting.is_none())
     }
 
     /// The exit code of the latest instance, when it has exited.
@@ -138,37 +156,45 @@ pub fn container_status(view: &ContainerView, ready: bool) -> Value {
     status
 }
 
-/// Upstream's getPhase over the container views.
+/// Upstream's getPhase over the container views. Sidecars count as running while they run;
+/// until the pod has initialized, one not started yet keeps it Pending; their ends do not
+/// decide the pod's.
 pub fn phase(pod: &Pod, init: &[ContainerView], apps: &[ContainerView]) -> &'static str {
     let restart_policy =
         pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()).unwrap_or("Always");
-    let init_failed = init.iter().any(|v| v.exit_code().is_some_and(|c| c != 0));
-    if init_failed && restart_policy == "Never" {
+    let (mut pending_init, mut failed_init, mut pending_sidecars) = (0, 0, 0);
+    let (mut running, mut waiting, mut stopped, mut succeeded) = (0, 0, 0, 0);
+    for view in init {
+        match (view.sidecar, view.is_running(), view.exit_code()) {
+            (false, true, _) | (false, false, None) => pending_init += 1,
+            (false, false, Some(code)) => failed_init += usize::from(code != 0),
+            (true, true, _) => {
+                running += 1;
+                pending_sidecars += usize::from(!view.started());
+            }
+            // Ended, and restarting: neither running nor stopped.
+            (true, false, Some(_)) => {}
+            (true, false, None) => pending_sidecars += 1,
+        }
+    }
+    if failed_init > 0 && restart_policy == "Never" {
         return "Failed";
     }
-    let init_pending = init.iter().any(|v| v.exit_code() != Some(0));
-    if init_pending {
-        return "Pending";
-    }
-    let (mut running, mut waiting, mut stopped, mut succeeded) = (0, 0, 0, 0);
     for view in apps {
         if view.is_running() {
             running += 1;
         } else if let Some(code) = view.exit_code() {
-            if view.waiting.is_some() {
-                // Waiting to restart after it ended.
-                stopped += 1;
-            } else {
-                stopped += 1;
-                if code == 0 {
-                    succeeded += 1;
-                }
+            stopped += 1;
+            // Waiting to restart after it ended counts as stopped, not as succeeded.
+            if view.waiting.is_none() && code == 0 {
+                succeeded += 1;
             }
         } else {
             waiting += 1;
         }
     }
-    if waiting > 0 {
+    let initialized = apps.iter().any(ContainerView::is_running);
+    if pending_init > 0 || (pending_sidecars > 0 && !initialized) || waiting > 0 {
         return "Pending";
     }
     if running > 0 {
@@ -239,12 +265,24 @@ pub fn pod_status(
 ) -> Value {
     let phase = phase(pod, init, apps);
     let init_statuses: Vec<Value> =
-        init.iter().map(|v| container_status(v, v.exit_code() == Some(0))).collect();
+        init.iter().map(|v| container_status(v, v.status_ready(true))).collect();
     let app_statuses: Vec<Value> = apps.iter().map(|v| container_status(v, v.ready())).collect();
-    let unready: Vec<&str> = apps.iter().filter(|v| !v.ready()).map(|v| v.name.as_str()).collect();
-    let incomplete: Vec<&str> =
-        init.iter().filter(|v| v.exit_code() != Some(0)).map(|v| v.name.as_str()).collect();
-    let initialized = incomplete.is_empty() || phase == "Succeeded";
+    // Sidecars first, as upstream lists them.
+    let unready: Vec<&str> = init
+        .iter()
+        .filter(|v| v.sidecar)
+        .chain(apps)
+        .filter(|v| !v.ready())
+        .map(|v| v.name.as_str())
+        .collect();
+    let incomplete: Vec<&str> = init
+        .iter()
+        .filter(|v| if v.sidecar { !v.started() } else { v.exit_code() != Some(0) })
+        .map(|v| v.name.as_str())
+        .collect();
+    // A pod stays initialized while a sidecar restarts once a regular container has run.
+    let initialized =
+        incomplete.is_empty() || phase == "Succeeded" || apps.iter().any(ContainerView::has_run);
     let ready = unready.is_empty() && phase == "Running";
     let (ready_reason, ready_message) = if ready {
         (None, None)
@@ -451,5 +489,77 @@ mod tests {
         gone.startup = Some(true);
         gone.readiness = Some(true);
         assert!(!gone.started() && !gone.ready());
+    }
+
+    #[test]
+    fn sidecars_follow_upstream() {
+        let facts = PodFacts {
+            pod_ip: "10.42.0.5",
+            host_ip: "127.0.0.1",
+            sandbox_ready: true,
+            start_time: "2026-01-01T00:00:00Z",
+        };
+        let sidecar = |state: Option<ContainerState>| ContainerView {
+            name: "side".into(),
+            sidecar: true,
+            ..view(state)
+        };
+        let running = || Some(ContainerState::Running { started_at: Utc::now() });
+        // A sidecar not started yet (startup probe pending) holds the pod in Pending, and is
+        // what the Initialized condition waits for.
+        let mut starting = sidecar(running());
+        starting.startup = Some(false);
+        let waiting_app = ContainerView {
+            waiting: Some(("PodInitializing".into(), String::new())),
+            ..view(None)
+        };
+        let p = pod("Never");
+        let s = pod_status(
+            &p,
+            &facts,
+            std::slice::from_ref(&starting),
+            std::slice::from_ref(&waiting_app),
+        );
+        assert_eq!(s["phase"], "Pending");
+        assert_eq!(
+            condition_of(&s, "Initialized")["message"],
+            "containers with incomplete status: [side]"
+        );
+        assert_eq!(s["initContainerStatuses"][0]["started"], false);
+        // Started: initialized; its readiness counts for the pod's, listed first.
+        let mut side = sidecar(running());
+        side.readiness = Some(false);
+        let app = view(running());
+        let s = pod_status(&p, &facts, std::slice::from_ref(&side), std::slice::from_ref(&app));
+        assert_eq!(s["phase"], "Running");
+        assert_eq!(condition_of(&s, "Initialized")["status"], "True");
+        assert_eq!(condition_of(&s, "Ready")["message"], "containers with unready status: [side]");
+        assert_eq!(s["initContainerStatuses"][0]["ready"], false);
+        side.readiness = Some(true);
+        let s = pod_status(&p, &facts, std::slice::from_ref(&side), std::slice::from_ref(&app));
+        assert_eq!(condition_of(&s, "Ready")["status"], "True");
+        assert_eq!(s["initContainerStatuses"][0]["ready"], true);
+        // The app ended with the sidecar still running: Running until the sidecar is
+        // stopped; then the app's exit decides, not the sidecar's 137.
+        let done = view(Some(exited(0)));
+        assert_eq!(phase(&p, std::slice::from_ref(&side), std::slice::from_ref(&done)), "Running");
+        let killed = sidecar(Some(exited(137)));
+        assert_eq!(
+            phase(&p, std::slice::from_ref(&killed), std::slice::from_ref(&done)),
+            "Succeeded"
+        );
+        let failed = view(Some(exited(1)));
+        assert_eq!(
+            phase(&p, std::slice::from_ref(&killed), std::slice::from_ref(&failed)),
+            "Failed"
+        );
+        // A sidecar restarting after the pod initialized keeps it Running and Initialized.
+        let mut restarting = sidecar(Some(exited(1)));
+        restarting.waiting = Some(("CrashLoopBackOff".into(), String::new()));
+        let s =
+            pod_status(&p, &facts, std::slice::from_ref(&restarting), std::slice::from_ref(&app));
+        assert_eq!(s["phase"], "Running");
+        assert_eq!(condition_of(&s, "Initialized")["status"], "True");
+        assert_eq!(condition_of(&s, "Ready")["status"], "False");
     }
 }

@@ -14,6 +14,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
+use futures::future::{join_all, BoxFuture, Shared};
+use futures::FutureExt;
 use k8s_openapi::api::core::v1::{Container, Pod, Secret};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use kube::Client;
@@ -84,6 +86,15 @@ struct StartInputs<'a> {
     pod_key: &'a str,
     /// The service links: listed once, and only when a container starts.
     service_env: tokio::sync::OnceCell<Vec<(String, String)>>,
+}
+
+/// How [`Syncer::keep_running`] treats a container: its restart policy (the pod's, or
+/// Always for a sidecar), whether it is an init container, and the pod's IP for its probes
+/// and hooks.
+struct KeepRunning<'a> {
+    restart_policy: &'a str,
+    init: bool,
+    pod_ip: &'a str,
 }
 
 /// What a pod's worker keeps between syncs.
@@ -174,8 +185,11 @@ pub(crate) fn termination_grace(pod: &Pod) -> Duration {
 const MINIMUM_GRACE: Duration = Duration::from_secs(2);
 
 /// Stops one container instance as upstream's killContainer does: its preStop hook first
-/// (within `grace`; a failure is a `FailedPreStopHook` event), then the stop signal with what
-/// is left of the grace period. The caller records the `Killing` event.
+/// (within `grace`; a failure is a `FailedPreStopHook` event), then its `turn` in the pod's
+/// termination order (a sidecar waits for the containers stopped before it, within what is
+/// left of the grace period), then the stop signal with what is left. The caller records
+/// the `Killing` event.
+#[allow(clippy::too_many_arguments)]
 async fn stop_instance(
     runtime: Arc<dyn Runtime>,
     recorder: Recorder,
@@ -184,13 +198,14 @@ async fn stop_instance(
     name: String,
     pod_ip: String,
     grace: Duration,
+    turn: Option<BoxFuture<'static, ()>>,
 ) {
     let mut left = grace;
+    let started = Instant::now();
     let container = pod.as_deref().and_then(|p| container_named(p, &name));
     let hook = container.and_then(|c| c.lifecycle.as_ref()).and_then(|l| l.pre_stop.as_ref());
     if let (Some(pod), Some(container), Some(hook)) = (pod.as_deref(), container, hook) {
         if !grace.is_zero() {
-            let started = Instant::now();
             let run = hooks::run(runtime.as_ref(), pod, container, &id, &pod_ip, hook);
             match tokio::time::timeout(grace, run).await {
                 Ok(Err(message)) => {
@@ -203,6 +218,10 @@ async fn stop_instance(
             }
             left = grace.saturating_sub(started.elapsed()).max(MINIMUM_GRACE);
         }
+    }
+    if let Some(turn) = turn.filter(|_| !grace.is_zero()) {
+        let _ = tokio::time::timeout(grace.saturating_sub(started.elapsed()), turn).await;
+        left = grace.saturating_sub(started.elapsed()).max(MINIMUM_GRACE);
     }
     if let Err(e) = runtime.stop_container(&id, left).await {
         tracing::warn!(error = %e, container = name, "cannot stop the container");
@@ -278,6 +297,27 @@ fn should_restart(policy: &str, exit_code: i64) -> bool {
     }
 }
 
+/// Whether every regular container has ended and will not run again (restart policy Never,
+/// or OnFailure after success): the pod is done, whatever its sidecars do.
+fn apps_done(
+    containers: &[Container],
+    records: &[ContainerRecord],
+    restart_policy: &str,
+    state: &PodState,
+) -> bool {
+    restart_policy != "Always"
+        && !containers.is_empty()
+        && containers.iter().all(|c| match latest(records, &c.name).0 {
+            Some(ContainerRecord {
+                state: ContainerState::Exited { exit_code, .. }, id, ..
+            }) => {
+                let killed = state.killed.contains_key(id) && restart_policy != "Never";
+                !killed && !should_restart(restart_policy, *exit_code)
+            }
+            _ => false,
+        })
+}
+
 impl Syncer {
     fn node(&self) -> &str {
         &self.config.node_name
@@ -308,30 +348,7 @@ impl Syncer {
             Some(pod) => self.pod_ip_of(pod, &records).await,
             None => String::new(),
         };
-        let shared_pod = with_hooks.map(|p| Arc::new(p.clone()));
-        let mut stops = Vec::new();
-        for record in records.iter().filter(|r| !r.is_sandbox()) {
-            if matches!(record.state, ContainerState::Running { .. }) {
-                let name = record.label(labels::CONTAINER_NAME).to_string();
-                if let Some(pod) = pod {
-                    self.recorder
-                        .pod_event(pod, "Normal", "Killing", &format!("Stopping container {name}"))
-                        .await;
-                }
-                stops.push(tokio::spawn(stop_instance(
-                    self.runtime.clone(),
-                    self.recorder.clone(),
-                    shared_pod.clone(),
-                    record.id.clone(),
-                    name,
-                    pod_ip.clone(),
-                    grace,
-                )));
-            }
-        }
-        for stop in stops {
-            let _ = stop.await;
-        }
+        self.stop_in_order(pod, &records, &pod_ip, grace).await;
         for record in records.iter().filter(|r| r.is_sandbox()) {
             let _ = self.runtime.stop_container(&record.id, Duration::ZERO).await;
         }
@@ -392,6 +409,7 @@ impl Syncer {
             container.name.clone(),
             pod_ip.to_string(),
             termination_grace(pod),
+            None,
         )
         .await;
         state.killed.insert(id.to_string(), Some(("PostStartHookError".into(), message)));
@@ -405,10 +423,10 @@ impl Syncer {
         container: &Container,
         record: &ContainerRecord,
         kind: probes::Kind,
-        pod_ip: &str,
+        how: &KeepRunning<'_>,
         state: &mut PodState,
     ) {
-        let restart = pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()) != Some("Never");
+        let restart = how.restart_policy != "Never";
         let mut message =
             format!("Container {} failed {} probe", container.name, kind.name().to_lowercase());
         if restart {
@@ -429,8 +447,9 @@ impl Syncer {
             Some(Arc::new(pod.clone())),
             record.id.clone(),
             container.name.clone(),
-            pod_ip.to_string(),
+            how.pod_ip.to_string(),
             grace,
+            None,
         )
         .await;
         state.killed.insert(record.id.clone(), None);
@@ -560,7 +579,7 @@ impl Syncer {
         &self,
         pod: &Pod,
         container: &Container,
-        init: bool,
+        how: &KeepRunning<'_>,
         current: Option<&ContainerRecord>,
         attempt: u32,
         lookup: &mut Lookup<'_>,
@@ -568,6 +587,7 @@ impl Syncer {
         state: &mut PodState,
         view: &mut ContainerView,
     ) {
+        let init = how.init;
         let key = if init { format!("init/{}", container.name) } else { container.name.clone() };
         let after_exit = current.and_then(finished_at);
         if let Some(delay) =
@@ -606,8 +626,7 @@ impl Syncer {
                 if current.map(|c| c.attempt()) != Some(attempt) {
                     view.previous = current.cloned();
                 }
-                let restarts =
-                    pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()) != Some("Never");
+                let restarts = how.restart_policy != "Never";
                 if let Some(Some(waiting)) = state.killed.get(&id).filter(|_| restarts) {
                     view.waiting = Some(waiting.clone());
                 }
@@ -697,6 +716,144 @@ impl Syncer {
         Ok(id)
     }
 
+    /// Keeps one container running as its restart policy says: kills it when a liveness or
+    /// startup probe failed, starts its next attempt (after the back-off) when it ended or was
+    /// never made, and follows the running instance with its probes. What it saw goes into
+    /// `view`; true when it started or killed something (the pod is busy).
+    #[allow(clippy::too_many_arguments)]
+    async fn keep_running(
+        &self,
+        pod: &Pod,
+        container: &Container,
+        how: &KeepRunning<'_>,
+        lookup: &mut Lookup<'_>,
+        inputs: &StartInputs<'_>,
+        state: &mut PodState,
+        view: &mut ContainerView,
+    ) -> bool {
+        let mut busy = false;
+        // A failed liveness or startup probe: the container is killed, then restarted below
+        // as the policy says.
+        if let Some(record) = view.current.clone().filter(is_running) {
+            if let Some(kind) = state.probes.failed(&container.name, &record.id) {
+                busy = true;
+                self.kill_for_probe(pod, container, &record, kind, how, state).await;
+                if let Ok(after) = self.runtime.inspect(&record.id).await {
+                    view.current = Some(after);
+                }
+            }
+        }
+        let current = view.current.clone();
+        let current = current.as_ref();
+        let start_attempt = match current.map(|c| &c.state) {
+            Some(ContainerState::Running { .. }) => None,
+            Some(ContainerState::Exited { exit_code, .. }) => {
+                let killed = current.is_some_and(|c| state.killed.contains_key(&c.id))
+                    && how.restart_policy != "Never";
+                (killed || should_restart(how.restart_policy, *exit_code))
+                    .then(|| current.map(|c| c.attempt() + 1).unwrap_or(0))
+            }
+            // Made but not started, or not made yet.
+            Some(ContainerState::Created) => {
+                if let Some(c) = current {
+                    let _ = self.runtime.remove_container(&c.id).await;
+                }
+                Some(current.map(|c| c.attempt()).unwrap_or(0))
+            }
+            None => Some(0),
+        };
+        if let Some(attempt) = start_attempt {
+            busy = true;
+            self.start_or_back_off(
+                pod, container, how, current, attempt, lookup, inputs, state, view,
+            )
+            .await;
+        }
+        // Probes follow the running instance; what they say goes into the status.
+        if probes::has_probes(container) {
+            match view.current.as_ref().filter(|r| is_running(r)) {
+                Some(record) => {
+                    let ctx = probes::Context {
+                        runtime: self.runtime.clone(),
+                        recorder: self.recorder.clone(),
+                        pod_ip: how.pod_ip.to_string(),
+                        simulated: !self.runtime.runs_processes(),
+                    };
+                    state.probes.ensure(&ctx, pod, container, record);
+                    let says = state.probes.says(container, &record.id);
+                    view.startup = says.startup;
+                    view.readiness = says.readiness;
+                }
+                None => state.probes.stop(&container.name),
+            }
+        }
+        busy
+    }
+
+    /// Stops the running containers of a pod in upstream's termination order: the regular
+    /// (and plain init) containers all at once, then the sidecars one at a time, the one
+    /// declared last first. Every preStop hook starts at once; the stop signals follow that
+    /// order within `grace` (at least 2 s each once a hook ran or a turn was waited for).
+    /// Whether anything was running.
+    async fn stop_in_order(
+        &self,
+        pod: Option<&Pod>,
+        records: &[ContainerRecord],
+        pod_ip: &str,
+        grace: Duration,
+    ) -> bool {
+        let sidecars: Vec<String> = pod
+            .and_then(|p| p.spec.as_ref())
+            .and_then(|s| s.init_containers.as_ref())
+            .into_iter()
+            .flatten()
+            .filter(|c| spec::is_sidecar(c))
+            .map(|c| c.name.clone())
+            .collect();
+        let rank = |r: &ContainerRecord| {
+            sidecars.iter().position(|n| n == r.label(labels::CONTAINER_NAME))
+        };
+        let running: Vec<&ContainerRecord> =
+            records.iter().filter(|r| !r.is_sandbox() && is_running(r)).collect();
+        if running.is_empty() {
+            return false;
+        }
+        let (mut last, first): (Vec<&ContainerRecord>, Vec<&ContainerRecord>) =
+            running.into_iter().partition(|r| rank(r).is_some());
+        last.sort_by_key(|r| std::cmp::Reverse(rank(r)));
+        let shared_pod = pod.map(|p| Arc::new(p.clone()));
+        let mut done: Vec<Shared<BoxFuture<'static, ()>>> = Vec::new();
+        let mut before: Vec<Shared<BoxFuture<'static, ()>>> = Vec::new();
+        for record in first.into_iter().chain(last) {
+            let name = record.label(labels::CONTAINER_NAME).to_string();
+            if let Some(pod) = pod {
+                self.recorder
+                    .pod_event(pod, "Normal", "Killing", &format!("Stopping container {name}"))
+                    .await;
+            }
+            let turn = rank(record).map(|_| join_all(before.clone()).map(|_| ()).boxed());
+            let stop = tokio::spawn(stop_instance(
+                self.runtime.clone(),
+                self.recorder.clone(),
+                shared_pod.clone(),
+                record.id.clone(),
+                name,
+                pod_ip.to_string(),
+                grace,
+                turn,
+            ));
+            let finished = stop.map(|_| ()).boxed().shared();
+            done.push(finished.clone());
+            if rank(record).is_some() {
+                before = vec![finished];
+            } else {
+                before = done.clone();
+            }
+        }
+        join_all(done).await;
+        true
+    }
+
     /// Makes the pod's sandbox run; its id and IP.
     async fn sandbox(
         &self,
@@ -775,7 +932,7 @@ impl Syncer {
                 return Next::After(Duration::from_secs(2));
             }
         };
-        let records = if fresh { self.records(&uid).await } else { records };
+        let mut records = if fresh { self.records(&uid).await } else { records };
         let pod_ip = if host_network { host_ip.clone() } else { sandbox_ip };
         let mut lookup =
             Lookup::new(&self.client, pod.metadata.namespace.as_deref().unwrap_or("default"))
@@ -812,18 +969,55 @@ impl Syncer {
         };
         let mut busy = false;
 
-        // Init containers, one at a time, in order.
+        // A pod whose regular containers have all ended for good (restart policy Never or
+        // OnFailure) is done: its sidecars are stopped, last first, and not restarted.
+        let apps_done = apps_done(&spec.containers, &records, &restart_policy, state);
+        if apps_done
+            && self.stop_in_order(Some(pod), &records, &pod_ip, termination_grace(pod)).await
+        {
+            records = self.records(&uid).await;
+        }
+        // Upstream's podHasInitialized: once a regular container was made, the regular init
+        // containers are not run again (sidecars are kept running whatever their order).
+        let initialized_before = spec.containers.iter().any(|c| {
+            latest(&records, &c.name).0.is_some_and(|r| {
+                matches!(r.state, ContainerState::Created | ContainerState::Running { .. })
+            })
+        });
+
+        // Init containers, one at a time, in order; a sidecar (restartPolicy Always) counts as
+        // done once it has started, and is kept running from then on.
         let mut init_views = Vec::new();
         let mut init_done = true;
         for container in spec.init_containers.iter().flatten() {
-            let mut view = view_of(&records, container);
-            let current = view.current.clone();
-            let current = current.as_ref();
-            if !init_done {
+            let sidecar = spec::is_sidecar(container);
+            let mut view = ContainerView { sidecar, ..view_of(&records, container) };
+            if initialized_before && !sidecar {
+                init_views.push(view);
+                continue;
+            }
+            if !init_done && !initialized_before {
                 view.waiting = Some(("PodInitializing".into(), String::new()));
                 init_views.push(view);
                 continue;
             }
+            if sidecar {
+                if apps_done {
+                    state.probes.stop(&container.name);
+                } else {
+                    let how = KeepRunning { restart_policy: "Always", init: true, pod_ip: &pod_ip };
+                    busy |= self
+                        .keep_running(pod, container, &how, &mut lookup, &inputs, state, &mut view)
+                        .await;
+                    if !view.started() {
+                        init_done = false;
+                    }
+                }
+                init_views.push(view);
+                continue;
+            }
+            let current = view.current.clone();
+            let current = current.as_ref();
             match current.map(|c| &c.state) {
                 Some(ContainerState::Exited { exit_code: 0, .. }) => {}
                 Some(ContainerState::Running { .. }) => {
@@ -839,10 +1033,15 @@ impl Syncer {
                     }
                     busy = true;
                     let attempt = current.map(|c| c.attempt() + 1).unwrap_or(0);
+                    let how = KeepRunning {
+                        restart_policy: &restart_policy,
+                        init: true,
+                        pod_ip: &pod_ip,
+                    };
                     self.start_or_back_off(
                         pod,
                         container,
-                        true,
+                        &how,
                         current,
                         attempt,
                         &mut lookup,
@@ -856,60 +1055,19 @@ impl Syncer {
             init_views.push(view);
         }
 
-        // App containers.
+        // App containers, once the init containers are done.
         let mut app_views = Vec::new();
         for container in &spec.containers {
             let mut view = view_of(&records, container);
-            if !init_done {
+            if !init_done && !initialized_before {
                 view.waiting = Some(("PodInitializing".into(), String::new()));
                 app_views.push(view);
                 continue;
             }
-            // A failed liveness or startup probe: the container is killed, then restarted
-            // below as the policy says.
-            if let Some(record) = view.current.clone().filter(is_running) {
-                if let Some(kind) = state.probes.failed(&container.name, &record.id) {
-                    busy = true;
-                    self.kill_for_probe(pod, container, &record, kind, &pod_ip, state).await;
-                    if let Ok(after) = self.runtime.inspect(&record.id).await {
-                        view.current = Some(after);
-                    }
-                }
-            }
-            let current = view.current.clone();
-            let current = current.as_ref();
-            let start_attempt = match current.map(|c| &c.state) {
-                Some(ContainerState::Running { .. }) => None,
-                Some(ContainerState::Exited { exit_code, .. }) => {
-                    let killed = current.is_some_and(|c| state.killed.contains_key(&c.id))
-                        && restart_policy != "Never";
-                    (killed || should_restart(&restart_policy, *exit_code))
-                        .then(|| current.map(|c| c.attempt() + 1).unwrap_or(0))
-                }
-                // Made but not started, or not made yet.
-                Some(ContainerState::Created) => {
-                    if let Some(c) = current {
-                        let _ = self.runtime.remove_container(&c.id).await;
-                    }
-                    Some(current.map(|c| c.attempt()).unwrap_or(0))
-                }
-                None => Some(0),
-            };
-            if let Some(attempt) = start_attempt {
-                busy = true;
-                self.start_or_back_off(
-                    pod,
-                    container,
-                    false,
-                    current,
-                    attempt,
-                    &mut lookup,
-                    &inputs,
-                    state,
-                    &mut view,
-                )
+            let how = KeepRunning { restart_policy: &restart_policy, init: false, pod_ip: &pod_ip };
+            busy |= self
+                .keep_running(pod, container, &how, &mut lookup, &inputs, state, &mut view)
                 .await;
-            }
             if let Some(record) =
                 view.current.as_ref().filter(|r| matches!(r.state, ContainerState::Exited { .. }))
             {
@@ -919,24 +1077,6 @@ impl Syncer {
                     let text =
                         String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]).into_owned();
                     view.termination_message = (!text.is_empty()).then_some(text);
-                }
-            }
-            // Probes follow the running instance; what they say goes into the status.
-            if probes::has_probes(container) {
-                match view.current.as_ref().filter(|r| is_running(r)) {
-                    Some(record) => {
-                        let ctx = probes::Context {
-                            runtime: self.runtime.clone(),
-                            recorder: self.recorder.clone(),
-                            pod_ip: pod_ip.clone(),
-                            simulated: !self.runtime.runs_processes(),
-                        };
-                        state.probes.ensure(&ctx, pod, container, record);
-                        let says = state.probes.says(container, &record.id);
-                        view.startup = says.startup;
-                        view.readiness = says.readiness;
-                    }
-                    None => state.probes.stop(&container.name),
                 }
             }
             app_views.push(view);

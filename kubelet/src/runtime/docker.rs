@@ -31,7 +31,25 @@ pub struct DockerRuntime {
     /// Where each container's cgroup is, found once per container (its stats are read
     /// from there).
     cgroups: std::sync::Mutex<HashMap<String, CgroupPaths>>,
+    /// What inspecting each container said, with the state Docker's list showed for it then.
+    /// The kubelet never restarts a container in place, so an inspect stays true until the
+    /// list shows another state: pods whose containers did not change are synced with one
+    /// list call and no inspects.
+    inspected: std::sync::Mutex<HashMap<String, Inspected>>,
 }
+
+/// One container's inspect, as [`DockerRuntime::list`] keeps it.
+#[derive(Clone)]
+struct Inspected {
+    /// The state the list showed (`running`, `exited`, ...).
+    listed_state: String,
+    record: ContainerRecord,
+    /// Its IP on the pod network (sandboxes).
+    ip: String,
+}
+
+/// Inspects kept at most: beyond it the cache starts again (they are only a shortcut).
+const MAX_INSPECTED: usize = 10_000;
 
 fn err(e: bollard::errors::Error) -> RuntimeError {
     RuntimeError::Other(e.to_string())
@@ -65,7 +83,7 @@ impl DockerRuntime {
             .ping()
             .await
             .map_err(|e| RuntimeError::Other(format!("cannot reach the Docker engine: {e}")))?;
-        Ok(DockerRuntime { docker, cgroups: Default::default() })
+        Ok(DockerRuntime { docker, cgroups: Default::default(), inspected: Default::default() })
     }
 
     /// Makes the pause image from the program in [`pause`] unless it is there already.
@@ -97,6 +115,37 @@ impl DockerRuntime {
             step.map_err(err)?;
         }
         Ok(())
+    }
+
+    fn ip_of(inspect: &bollard::models::ContainerInspectResponse) -> String {
+        let networks = inspect.network_settings.as_ref().and_then(|n| n.networks.as_ref());
+        networks
+            .into_iter()
+            .flatten()
+            .find_map(|(_, n)| n.ip_address.clone().filter(|ip| !ip.is_empty()))
+            .unwrap_or_default()
+    }
+
+    /// The container as the list showed it in `listed_state`: the inspect kept from when it
+    /// last showed that state, or a new one.
+    async fn inspect_listed(&self, id: &str, listed_state: &str) -> Result<ContainerRecord> {
+        let kept = self.inspected.lock().unwrap_or_else(|e| e.into_inner()).get(id).cloned();
+        // An unknown state (an engine newer than bollard) is inspected every time.
+        if let Some(kept) =
+            kept.filter(|k| !listed_state.is_empty() && k.listed_state == listed_state)
+        {
+            return Ok(kept.record);
+        }
+        let inspect = self.docker.inspect_container(id, None).await.map_err(err)?;
+        let ip = Self::ip_of(&inspect);
+        let record = Self::record(inspect);
+        let mut inspected = self.inspected.lock().unwrap_or_else(|e| e.into_inner());
+        if inspected.len() >= MAX_INSPECTED {
+            inspected.clear();
+        }
+        let listed_state = listed_state.to_string();
+        inspected.insert(id.to_string(), Inspected { listed_state, record: record.clone(), ip });
+        Ok(record)
     }
 
     fn record(inspect: bollard::models::ContainerInspectResponse) -> ContainerRecord {
@@ -215,7 +264,8 @@ impl Runtime for DockerRuntime {
         let mut records = Vec::with_capacity(summaries.len());
         for summary in summaries {
             let Some(id) = summary.id else { continue };
-            match self.inspect(&id).await {
+            let state = summary.state.map(|s| s.to_string()).unwrap_or_default();
+            match self.inspect_listed(&id, &state).await {
                 Ok(record) => records.push(record),
                 // Removed between the list and the inspect.
                 Err(RuntimeError::ImageNotFound(_)) => {}
@@ -304,12 +354,15 @@ impl Runtime for DockerRuntime {
     }
 
     async fn sandbox_ip(&self, id: &str) -> Result<String> {
+        // A running sandbox keeps its IP: the list's inspect has it.
+        let kept = self.inspected.lock().unwrap_or_else(|e| e.into_inner()).get(id).cloned();
+        if let Some(kept) = kept.filter(|k| {
+            matches!(k.record.state, ContainerState::Running { .. }) && !k.ip.is_empty()
+        }) {
+            return Ok(kept.ip);
+        }
         let inspect = self.docker.inspect_container(id, None).await.map_err(err)?;
-        let networks = inspect.network_settings.and_then(|n| n.networks).unwrap_or_default();
-        Ok(networks
-            .into_values()
-            .find_map(|n| n.ip_address.filter(|ip| !ip.is_empty()))
-            .unwrap_or_default())
+        Ok(Self::ip_of(&inspect))
     }
 
     async fn create_container(
@@ -392,6 +445,7 @@ impl Runtime for DockerRuntime {
 
     async fn remove_container(&self, id: &str) -> Result<()> {
         self.cgroups.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+        self.inspected.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
         let options = RemoveContainerOptions { force: true, v: true, ..Default::default() };
         match self.docker.remove_container(id, Some(options)).await {
             Err(e) if !is_not_found(&e) => Err(err(e)),
