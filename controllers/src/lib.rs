@@ -5,6 +5,8 @@
 //! Start at [`run`]: it starts every enabled controller on one client with one [`Config`]
 //! (kube-controller-manager's flags). The controllers, by upstream's names:
 //!
+//! - `garbage-collector-controller` ([`garbage_collector`]): deletes objects whose owners
+//!   are gone, and carries out the `Orphan` and `Foreground` propagation policies of deletes.
 //! - `namespace-controller` ([`namespace`]): empties a namespace being deleted, then
 //!   finalizes it.
 //! - `node-ipam-controller` ([`node_ipam`]): gives every Node a `spec.podCIDR` from the
@@ -16,7 +18,9 @@
 //!   taints they do not tolerate.
 //!
 //! The node lifecycle and taint eviction controllers share one Node and one Pod informer
-//! ([`informer`]); events are recorded as client-go does ([`events`]).
+//! ([`informer`]); events are recorded as client-go does ([`events`]); the garbage collector
+//! and the namespace controller find the served resources through [`discovery`]; work queues
+//! are client-go's ([`workqueue`]).
 //!
 //! Not yet: leader election among several controller managers (only one may run per cluster).
 
@@ -27,16 +31,20 @@ use kube::api::Api;
 use kube::runtime::watcher;
 use tokio::sync::mpsc;
 
+pub mod discovery;
 pub mod events;
+pub mod garbage_collector;
 pub mod informer;
 pub mod namespace;
 pub mod node_ipam;
 pub mod node_lifecycle;
 pub mod taint_eviction;
+pub mod workqueue;
 
 /// The controllers, by upstream's names, with the older short names `--controllers` also
 /// accepts.
-pub const CONTROLLERS: [(&str, &str); 4] = [
+pub const CONTROLLERS: [(&str, &str); 5] = [
+    ("garbage-collector-controller", "garbagecollector"),
     ("namespace-controller", "namespace"),
     ("node-ipam-controller", "nodeipam"),
     ("node-lifecycle-controller", "nodelifecycle"),
@@ -54,6 +62,8 @@ pub struct Config {
     pub node_cidr_mask_size: u8,
     /// The node lifecycle controller's periods, grace periods and eviction rates.
     pub node_lifecycle: node_lifecycle::Config,
+    /// `--concurrent-gc-syncs`: the garbage collector's workers (of each kind).
+    pub concurrent_gc_syncs: usize,
 }
 
 impl Default for Config {
@@ -63,6 +73,7 @@ impl Default for Config {
             cluster_cidr: "10.42.0.0/16".parse().expect("default cluster CIDR"),
             node_cidr_mask_size: 24,
             node_lifecycle: node_lifecycle::Config::default(),
+            concurrent_gc_syncs: garbage_collector::Config::default().workers,
         }
     }
 }
@@ -120,6 +131,9 @@ impl Config {
                 return Err(ConfigError::Zero { flag });
             }
         }
+        if self.concurrent_gc_syncs == 0 {
+            return Err(ConfigError::Zero { flag: "concurrent-gc-syncs" });
+        }
         Ok(())
     }
 }
@@ -134,6 +148,10 @@ pub fn run(
     let cidrs = node_ipam::CidrSet::new(config.cluster_cidr, config.node_cidr_mask_size)?;
     Ok(tokio::spawn(async move {
         let mut tasks = tokio::task::JoinSet::new();
+        if config.enabled("garbage-collector-controller") {
+            let gc = garbage_collector::Config { workers: config.concurrent_gc_syncs };
+            tasks.spawn(garbage_collector::run(client.clone(), gc));
+        }
         if config.enabled("namespace-controller") {
             tasks.spawn(namespace::run(client.clone()));
         }
@@ -209,6 +227,10 @@ mod tests {
         assert!(some.enabled("namespace-controller"));
         let only = with(&["namespace"]);
         assert!(only.enabled("namespace-controller"));
+        assert!(!only.enabled("garbage-collector-controller"));
+        assert!(with(&["*", "-garbagecollector"]).enabled("namespace-controller"));
+        assert!(!with(&["*", "-garbagecollector"]).enabled("garbage-collector-controller"));
+        assert!(with(&["garbage-collector-controller"]).validate().is_ok());
         assert!(!only.enabled("taint-eviction-controller"));
         assert!(with(&["*"]).validate().is_ok());
         let err = with(&["*", "-nosuch"]).validate().unwrap_err();

@@ -9,10 +9,12 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PostParams};
-use kube::discovery::{verbs, Discovery, Scope};
+use kube::discovery::{verbs, Scope};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
 use kube::Client;
+
+use crate::discovery;
 
 /// The finalizer the API server puts on every namespace.
 const FINALIZER: &str = "kubernetes";
@@ -74,26 +76,23 @@ async fn reconcile(ns: Arc<Namespace>, ctx: Arc<Context>) -> Result<Action, Erro
 /// Deletes every object of every namespaced resource in `namespace`; returns how many are
 /// still there (being deleted gracefully, or held by finalizers).
 async fn delete_content(client: &Client, namespace: &str) -> Result<usize, Error> {
-    let discovery = Discovery::new(client.clone()).run().await?;
+    let discovery = discovery::run(client).await?;
     let mut remaining = 0;
-    for group in discovery.groups() {
-        // One version per resource: the group's preferred one.
-        for (resource, caps) in group.recommended_resources() {
-            if caps.scope != Scope::Namespaced
-                || !caps.supports_operation(verbs::LIST)
-                || !caps.supports_operation(verbs::DELETE_COLLECTION)
-            {
-                continue;
-            }
-            let api: Api<DynamicObject> =
-                Api::namespaced_with(client.clone(), namespace, &resource);
-            let objects = api.list(&ListParams::default()).await?;
-            if objects.items.is_empty() {
-                continue;
-            }
-            api.delete_collection(&DeleteParams::background(), &ListParams::default()).await?;
-            remaining += api.list(&ListParams::default()).await?.items.len();
+    // One version per resource: its group's preferred one.
+    for (resource, caps) in discovery::preferred_resources(&discovery) {
+        if caps.scope != Scope::Namespaced
+            || !caps.supports_operation(verbs::LIST)
+            || !caps.supports_operation(verbs::DELETE_COLLECTION)
+        {
+            continue;
         }
+        let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), namespace, &resource);
+        let objects = api.list(&ListParams::default()).await?;
+        if objects.items.is_empty() {
+            continue;
+        }
+        api.delete_collection(&DeleteParams::background(), &ListParams::default()).await?;
+        remaining += api.list(&ListParams::default()).await?.items.len();
     }
     Ok(remaining)
 }

@@ -147,8 +147,8 @@ struct ServerArgs {
 #[derive(clap::Args)]
 struct ControllerManagerArgs {
     /// The controllers to run (comma-separated): `*` for all, `name` to enable one, `-name`
-    /// to disable one (namespace-controller, node-ipam-controller, node-lifecycle-controller,
-    /// taint-eviction-controller).
+    /// to disable one (garbage-collector-controller, namespace-controller,
+    /// node-ipam-controller, node-lifecycle-controller, taint-eviction-controller).
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// The CIDR nodes' pod CIDRs come from (IPv4).
@@ -167,6 +167,9 @@ struct ControllerManagerArgs {
     /// The same for a node that never posted its status.
     #[arg(long, default_value = "1m", value_parser = parse_duration)]
     node_startup_grace_period: Duration,
+    /// How many garbage collector workers run (of each kind: deleting, orphaning).
+    #[arg(long, default_value_t = 20)]
+    concurrent_gc_syncs: usize,
 }
 
 impl ControllerManagerArgs {
@@ -181,6 +184,7 @@ impl ControllerManagerArgs {
                 node_startup_grace_period: self.node_startup_grace_period,
                 ..Default::default()
             },
+            concurrent_gc_syncs: self.concurrent_gc_syncs,
         }
     }
 }
