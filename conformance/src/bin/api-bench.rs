@@ -22,6 +22,9 @@
 //! - memory: the server's RSS before and after creating 100,000 small ConfigMaps (a second,
 //!   fresh server), less the JSON of those objects: the overhead per stored object.
 //! - start to ready: from spawning the server to `/readyz` answering `ok`.
+//! - the same ConfigMap creates against a server on etcd (`--etcd-servers`, Debian's
+//!   `etcd-server` started here on loopback), next to raw etcd (etcd-client's create-if-absent
+//!   transaction from this process) at the same concurrency and value size.
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -38,6 +41,7 @@ use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
 use kube::{Client, Config as KubeConfig};
 use rkube_conformance::cluster::RkubeServer;
 use rkube_conformance::report::{self, cpu_time, rss, Rss, Table};
+use rkube_store::testing::EtcdServer;
 use rkube_store::{SqliteOptions, SqliteStore, Store};
 
 /// Concurrent requests in the create and fill phases.
@@ -345,6 +349,70 @@ async fn bench_raw_store(value_size: usize, duration: Duration) -> Result<(Run, 
     Ok(r)
 }
 
+/// Raw etcd: etcd-client's create-if-absent transaction (what rkube's etcd store sends) of
+/// new keys from this process.
+async fn bench_raw_etcd(url: &str, value_size: usize, duration: Duration) -> Result<(Run, Cpu)> {
+    let client = etcd_client::Client::connect([url], None).await?;
+    let value = Bytes::from(vec![b'v'; value_size]);
+    Cpu::measure(
+        None,
+        run(MAX_TIMED_OPS, duration, move |i| {
+            let (mut kv, value) = (client.kv_client(), value.clone());
+            async move {
+                let key = format!("/raw-bench/configmaps/bench/cm-{i:07}");
+                let txn = etcd_client::Txn::new()
+                    .when(vec![etcd_client::Compare::create_revision(
+                        key.as_str(),
+                        etcd_client::CompareOp::Equal,
+                        0,
+                    )])
+                    .and_then(vec![etcd_client::TxnOp::put(key.as_str(), value.to_vec(), None)])
+                    .or_else(vec![etcd_client::TxnOp::get(key.as_str(), None)]);
+                if !kv.txn(txn).await?.succeeded() {
+                    bail!("key {key} exists");
+                }
+                Ok(())
+            }
+        }),
+    )
+    .await
+    .context("raw etcd creates")
+}
+
+/// ConfigMap creates against a server on etcd, then raw etcd creates on the same etcd.
+async fn bench_etcd(duration: Duration) -> Result<EtcdFigures> {
+    let etcd = tokio::task::spawn_blocking(EtcdServer::start).await?;
+    let url = etcd.client_url().to_string();
+    eprintln!("starting rkube server on etcd ({url})");
+    let args = ["--etcd-servers".to_string(), url.clone()];
+    let server = tokio::task::spawn_blocking(move || {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        RkubeServer::start_with(&args)
+    })
+    .await
+    .context("the rkube server did not start")?;
+    let client = client(&server).await?;
+    let (configmaps, configmaps_cpu, json) =
+        with_log(&server, bench_configmap_creates(&client, server.pid(), duration)).await?;
+    eprintln!(
+        "  ConfigMap creates on etcd: {}, cores server / client {}",
+        configmaps.summary(),
+        configmaps_cpu.summary()
+    );
+    drop(client);
+    drop(server);
+    let (raw, raw_cpu) = bench_raw_etcd(&url, json, duration).await?;
+    eprintln!("  raw etcd creates: {}", raw.summary());
+    Ok(EtcdFigures { configmaps, configmaps_cpu, raw, raw_cpu })
+}
+
+struct EtcdFigures {
+    configmaps: Run,
+    configmaps_cpu: Cpu,
+    raw: Run,
+    raw_cpu: Cpu,
+}
+
 struct ListFigures {
     fill: Run,
     median: Duration,
@@ -585,6 +653,7 @@ struct Figures {
     list: ListFigures,
     watch: WatchFigures,
     memory: MemoryFigures,
+    etcd: EtcdFigures,
 }
 
 /// Runs `phase`, adding the end of the server's log to its error.
@@ -666,7 +735,10 @@ async fn bench(config: &Config) -> Result<Figures> {
         memory.objects,
         memory.fill.summary()
     );
+    drop(server);
+    let etcd = bench_etcd(duration).await?;
     Ok(Figures {
+        etcd,
         ready_after,
         kubectl_call,
         configmaps,
@@ -742,6 +814,19 @@ fn render(f: &Figures, config: &Config, quick: bool) -> String {
         &f.raw,
         format!("- / {:.2}", Cpu::cores(f.raw_cpu.client, f.raw_cpu.wall)),
     ));
+    table.row(create_row(
+        "ConfigMap creates, HTTPS, c=64, server on etcd",
+        &f.etcd.configmaps,
+        f.etcd.configmaps_cpu.summary(),
+    ));
+    table.row(create_row(
+        &format!(
+            "raw etcd creates (etcd-client transaction), c=64 ({}-byte values)",
+            f.configmap_json
+        ),
+        &f.etcd.raw,
+        format!("- / {:.2}", Cpu::cores(f.etcd.raw_cpu.client, f.etcd.raw_cpu.wall)),
+    ));
     table.row(vec![
         format!("list of {} pods ({:.1} MiB)", config.list_pods, f.list.bytes as f64 / 1048576.0),
         format!("median {}, max {}", report::ms(f.list.median), report::ms(f.list.max)),
@@ -779,6 +864,7 @@ fn render(f: &Figures, config: &Config, quick: bool) -> String {
     let raw_rate = f.raw.ops_per_sec();
     let cm_ratio = f.configmaps.ops_per_sec() / raw_rate;
     let pod_ratio = f.pods.ops_per_sec() / raw_rate;
+    let etcd_ratio = f.etcd.configmaps.ops_per_sec() / f.etcd.raw.ops_per_sec();
     let p99_limit = Duration::from_millis(25);
     let targets = [
         format!(
@@ -790,6 +876,11 @@ fn render(f: &Figures, config: &Config, quick: bool) -> String {
             "Pod create rate at least half the raw store's: {:.2}x ({})",
             pod_ratio,
             verdict(pod_ratio >= 0.5)
+        ),
+        format!(
+            "on etcd, ConfigMap create rate at least half raw etcd's: {:.2}x ({})",
+            etcd_ratio,
+            verdict(etcd_ratio >= 0.5)
         ),
         format!(
             "p99 create latency at c=64 under 25 ms: ConfigMaps {} ({}), Pods {} ({})",
@@ -831,7 +922,11 @@ fn render(f: &Figures, config: &Config, quick: bool) -> String {
          estimated from {sample} objects read back ({per:.0} bytes each) and subtracted. The \
          fill ran at {fill_rate:.0}/s (p99 {fill_p99}). Start to ready: spawning the process \
          to `/readyz` answering `ok`, polled with kubectl (one kubectl call takes {kubectl} \
-         here).\n\n\
+         here). On etcd: a fresh `rkube server --etcd-servers` on an etcd {etcd} started \
+         for the run (Debian's `etcd-server`, one member, on loopback, its default WAL fsync), \
+         the same ConfigMap creates; then etcd-client's create-if-absent transaction (what \
+         rkube's etcd store sends) from this process on the same etcd, same concurrency, \
+         duration and value size.\n\n\
          Targets:\n\n{targets}\n\n{machine}\n",
         quick = if quick { ", quick run" } else { "" },
         table = table.markdown(),
@@ -857,5 +952,18 @@ fn render(f: &Figures, config: &Config, quick: bool) -> String {
         kubectl = report::ms(f.kubectl_call),
         targets = targets.iter().map(|t| format!("- {t}")).collect::<Vec<_>>().join("\n"),
         machine = report::machine(),
+        etcd = etcd_version(),
     )
+}
+
+fn etcd_version() -> String {
+    std::process::Command::new("etcd")
+        .arg("--version")
+        .output()
+        .ok()
+        .and_then(|o| {
+            let text = String::from_utf8_lossy(&o.stdout).to_string();
+            text.lines().next().and_then(|l| l.split_whitespace().last()).map(str::to_string)
+        })
+        .unwrap_or_default()
 }
