@@ -90,3 +90,58 @@ async fn watcher_and_reflector_follow_changes() {
     names.sort();
     assert_eq!(names, vec!["after", "before"]);
 }
+
+/// Metadata-only reads, as client-go's metadata informers and kube-rs's `metadata_watcher`
+/// make them (`as=PartialObjectMetadata[List];g=meta.k8s.io;v=v1`): the objects' metadata
+/// and nothing else, for get, list and watch.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_only_get_list_and_watch() {
+    let server = tokio::task::spawn_blocking(RkubeServer::start).await.unwrap();
+    let client = client(&server).await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    api.create(&PostParams::default(), &configmap("first", "1")).await.unwrap();
+
+    let one = api.get_metadata("first").await.unwrap();
+    assert_eq!(one.types.as_ref().map(|t| t.kind.as_str()), Some("PartialObjectMetadata"));
+    assert_eq!(one.metadata.name.as_deref(), Some("first"));
+    assert!(one.metadata.uid.is_some());
+    let list = api.list_metadata(&ListParams::default().labels("app=kube-rs")).await.unwrap();
+    assert_eq!(list.items.len(), 1);
+    assert!(list.metadata.resource_version.is_some());
+
+    // The raw bodies carry no data: metadata alone.
+    let request = http::Request::get("/api/v1/namespaces/default/configmaps")
+        .header(
+            "Accept",
+            "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json",
+        )
+        .body(Vec::new())
+        .unwrap();
+    let body: serde_json::Value =
+        serde_json::from_str(&client.request_text(request).await.unwrap()).unwrap();
+    assert_eq!(body["kind"], "PartialObjectMetadataList");
+    assert_eq!(body["apiVersion"], "meta.k8s.io/v1");
+    assert_eq!(body["items"][0]["kind"], "PartialObjectMetadata");
+    assert!(body["items"][0].get("data").is_none(), "{body}");
+
+    let mut stream = kube::runtime::metadata_watcher(
+        api.clone(),
+        watcher::Config::default().labels("app=kube-rs"),
+    )
+    .applied_objects()
+    .boxed();
+    let api2 = api.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        api2.create(&PostParams::default(), &configmap("second", "1")).await.unwrap();
+    });
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let mut seen = Vec::new();
+    while !seen.contains(&"second".to_string()) {
+        let next =
+            tokio::time::timeout_at(deadline, stream.try_next()).await.expect("watcher stalled");
+        let meta = next.expect("watch error").expect("stream ended");
+        seen.push(meta.metadata.name.clone().unwrap_or_default());
+    }
+    assert_eq!(seen, ["first", "second"]);
+}

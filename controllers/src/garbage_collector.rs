@@ -33,9 +33,10 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ObjectReference;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use kube::api::{
-    Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions, PropagationPolicy,
+    Api, DeleteParams, DynamicObject, PartialObjectMeta, Patch, PatchParams, Preconditions,
+    PropagationPolicy,
 };
 use kube::discovery::{verbs, ApiResource};
 use kube::runtime::watcher::{self, Event};
@@ -673,7 +674,9 @@ async fn monitor(
     changes: mpsc::Sender<Message>,
     synced: Arc<AtomicBool>,
 ) {
-    let api: Api<DynamicObject> = Api::all_with(client, &resource);
+    // Metadata alone (`PartialObjectMetadata`): owners, finalizers and identity are all the
+    // graph needs, as upstream's metadata informers.
+    let api: Api<PartialObjectMeta<DynamicObject>> = Api::all_with(client, &resource);
     let stream = watcher::watcher(api, watcher::Config::default()).default_backoff();
     futures::pin_mut!(stream);
     // uid -> (namespace, name) of what the graph was told exists.
@@ -686,7 +689,7 @@ async fn monitor(
                 continue;
             }
             Ok(Event::InitApply(object)) | Ok(Event::Apply(object)) => {
-                let observed = to_observed(&resource, object);
+                let observed = to_observed(&resource, object.metadata);
                 let uid = observed.identity.uid.clone();
                 if let Some(seen) = relisted.as_mut() {
                     seen.insert(uid.clone());
@@ -696,7 +699,7 @@ async fn monitor(
                 Message::Change(Change::Observed(observed))
             }
             Ok(Event::Delete(object)) => {
-                let identity = to_observed(&resource, object).identity;
+                let identity = to_observed(&resource, object.metadata).identity;
                 known.remove(&identity.uid);
                 Message::Change(Change::Deleted(identity))
             }
@@ -731,8 +734,7 @@ async fn monitor(
 }
 
 /// What the graph needs of an object.
-fn to_observed(resource: &ApiResource, object: DynamicObject) -> Observed {
-    let meta = object.metadata;
+fn to_observed(resource: &ApiResource, meta: ObjectMeta) -> Observed {
     Observed {
         identity: Identity {
             api_version: resource.api_version.clone(),

@@ -398,7 +398,7 @@ fn object_response(
             );
             negotiate::respond(status, &t, Output::Json, &[])
         }
-        other => negotiate::respond(status, &obj, other, &[]),
+        other => negotiate::respond(status, &other.shape(obj), other, &[]),
     }
 }
 
@@ -464,13 +464,26 @@ async fn list(
     if let Some(remaining) = page.remaining {
         metadata["remainingItemCount"] = json!(remaining);
     }
-    let list = json!({
-        "kind": info.list_kind,
-        "apiVersion": info.api_version(),
-        "metadata": metadata,
-        "items": page.items,
-    });
+    let list = list_of(info, output, metadata, page.items);
     Ok(negotiate::respond(StatusCode::OK, &list, output, &[]))
+}
+
+/// A list of `items` as `output` shows it: the kind's list, or a `PartialObjectMetadataList`.
+fn list_of(info: &ResourceInfo, output: Output, metadata: Value, items: Vec<Value>) -> Value {
+    match output {
+        Output::Metadata { v1beta1 } => json!({
+            "kind": "PartialObjectMetadataList",
+            "apiVersion": negotiate::meta_api_version(v1beta1),
+            "metadata": metadata,
+            "items": items.into_iter().map(|i| output.shape(i)).collect::<Vec<_>>(),
+        }),
+        _ => json!({
+            "kind": info.list_kind,
+            "apiVersion": info.api_version(),
+            "metadata": metadata,
+            "items": items,
+        }),
+    }
 }
 
 /// A whole list from the watch cache, once the cache has caught up with what the client
@@ -537,12 +550,7 @@ async fn list_from_cache(
         );
         return Ok(negotiate::respond(StatusCode::OK, &t, Output::Json, &[]));
     }
-    let list = json!({
-        "kind": info.list_kind,
-        "apiVersion": info.api_version(),
-        "metadata": {"resourceVersion": revision.to_string()},
-        "items": items,
-    });
+    let list = list_of(info, output, json!({"resourceVersion": revision.to_string()}), items);
     Ok(negotiate::respond(StatusCode::OK, &list, output, &[]))
 }
 

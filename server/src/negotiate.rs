@@ -1,5 +1,6 @@
 //! Content negotiation: decoding request bodies (JSON, YAML, the patch types) and choosing the
-//! response form the client asked for (JSON, YAML, or a `meta.k8s.io/v1 Table`).
+//! response form the client asked for (JSON, YAML, a `meta.k8s.io/v1 Table`, or only the
+//! objects' metadata as `PartialObjectMetadata`).
 
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, HeaderValue, StatusCode};
@@ -19,6 +20,42 @@ pub enum Output {
     Table {
         v1beta1: bool,
     },
+    /// `meta.k8s.io/v1` (or v1beta1) `PartialObjectMetadata`, or `PartialObjectMetadataList`
+    /// for lists: the objects' metadata alone (client-go's metadata informers, kube-rs's
+    /// `metadata_watcher`).
+    Metadata {
+        v1beta1: bool,
+    },
+}
+
+impl Output {
+    /// The object as this output shows it: its metadata alone for [`Output::Metadata`].
+    pub fn shape(self, obj: Value) -> Value {
+        match self {
+            Output::Metadata { v1beta1 } => partial_object_metadata(obj, v1beta1),
+            _ => obj,
+        }
+    }
+}
+
+/// `apiVersion` of the meta.k8s.io kinds in the version asked for.
+pub fn meta_api_version(v1beta1: bool) -> &'static str {
+    if v1beta1 {
+        "meta.k8s.io/v1beta1"
+    } else {
+        "meta.k8s.io/v1"
+    }
+}
+
+/// An object reduced to a `PartialObjectMetadata` (its metadata, with upstream's kind).
+pub fn partial_object_metadata(mut obj: Value, v1beta1: bool) -> Value {
+    let metadata =
+        obj.get_mut("metadata").map(Value::take).unwrap_or_else(|| serde_json::json!({}));
+    serde_json::json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": meta_api_version(v1beta1),
+        "metadata": metadata,
+    })
 }
 
 /// Reads the Accept header. kubectl asks for tables with JSON as the fallback; a client that
@@ -39,9 +76,16 @@ pub fn output(headers: &HeaderMap) -> ApiResult<Output> {
             {
                 return Ok(Output::Table { v1beta1: has("v=v1beta1") });
             }
+            "application/json" | "*/*" | "application/*"
+                if (has("as=PartialObjectMetadata") || has("as=PartialObjectMetadataList"))
+                    && has("g=meta.k8s.io")
+                    && (has("v=v1") || has("v=v1beta1")) =>
+            {
+                return Ok(Output::Metadata { v1beta1: has("v=v1beta1") });
+            }
             "application/json" | "application/*" | "*/*" => {
-                // `as=PartialObjectMetadata` and other conversions are not served: fall through
-                // to the next acceptable type, as upstream does.
+                // Other conversions are not served: fall through to the next acceptable type,
+                // as upstream does.
                 if params.iter().any(|p| p.starts_with("as=")) {
                     continue;
                 }
@@ -53,7 +97,8 @@ pub fn output(headers: &HeaderMap) -> ApiResult<Output> {
     }
     Err(ApiError::not_acceptable(format!(
         "only the following media types are accepted: application/json, application/yaml, \
-         application/json;as=Table;v=v1;g=meta.k8s.io (asked for {accept:?})"
+         application/json;as=Table;v=v1;g=meta.k8s.io, \
+         application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io (asked for {accept:?})"
     )))
 }
 
@@ -143,6 +188,11 @@ mod tests {
                 "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
             ))
             .unwrap(),
+            Output::Metadata { v1beta1: false }
+        );
+        // Other conversions fall through to the next type offered.
+        assert_eq!(
+            output(&accept("application/json;as=Foo;v=v1;g=meta.k8s.io,application/json")).unwrap(),
             Output::Json
         );
         assert!(output(&accept("application/vnd.kubernetes.protobuf")).is_err());
@@ -150,5 +200,18 @@ mod tests {
             output(&accept("application/vnd.kubernetes.protobuf, */*")).unwrap(),
             Output::Json
         );
+    }
+
+    #[test]
+    fn metadata_only_keeps_the_metadata() {
+        let obj = serde_json::json!({"kind": "ConfigMap", "apiVersion": "v1",
+            "metadata": {"name": "a", "resourceVersion": "5"}, "data": {"k": "v"}});
+        let shaped = Output::Metadata { v1beta1: false }.shape(obj.clone());
+        assert_eq!(
+            shaped,
+            serde_json::json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                "metadata": {"name": "a", "resourceVersion": "5"}})
+        );
+        assert_eq!(Output::Json.shape(obj.clone()), obj);
     }
 }

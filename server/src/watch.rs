@@ -172,7 +172,7 @@ impl Encoder {
                 out.extend_from_slice(b"}\n");
                 Bytes::from(out)
             }
-            _ => self.line(kind, &convert(obj.value(), self.info), first),
+            output => self.line(kind, &output.shape(convert(obj.value(), self.info)), first),
         }
     }
 
@@ -185,7 +185,7 @@ impl Encoder {
         if initial_events_end {
             obj["metadata"]["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
-        self.line("BOOKMARK", &obj, first)
+        self.line("BOOKMARK", &self.output.shape(obj), first)
     }
 
     fn line(&self, kind: &str, obj: &Value, first: &mut bool) -> Bytes {
