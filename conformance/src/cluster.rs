@@ -82,8 +82,19 @@ impl RkubeServer {
 
     /// Stops the server (SIGKILL) and starts it again on the same data dir and port.
     pub fn restart(&mut self) {
+        let extra_args = std::mem::take(&mut self.extra_args);
+        self.relaunch(extra_args);
+    }
+
+    /// [`RkubeServer::restart`], with other extra arguments (which later restarts keep).
+    pub fn restart_with(&mut self, extra_args: &[&str]) {
+        self.relaunch(extra_args.iter().map(|a| a.to_string()).collect());
+    }
+
+    fn relaunch(&mut self, extra_args: Vec<String>) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        self.extra_args = extra_args;
         let deadline = Instant::now() + Duration::from_secs(60);
         let (child, kubeconfig) =
             launch(self.data_dir.path(), self.port, &self.extra_args, &self.log, deadline)
@@ -128,27 +139,21 @@ impl RkubeServer {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// The last `lines` lines of the server's log (for failure messages).
+    pub fn log_tail(&self, lines: usize) -> String {
+        let log = self.log();
+        let all: Vec<&str> = log.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
     /// Runs kubectl against this server (60 s at most).
     pub fn kubectl(&self, args: &[&str]) -> Output {
         self.kubectl_with(&self.kubectl, args, None)
     }
 
-    /// Runs a given kubectl binary, with `stdin` fed when given.
+    /// Runs a given kubectl binary, with `stdin` fed when given (60 s at most).
     pub fn kubectl_with(&self, kubectl: &Path, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut child = self
-            .kubectl_command(kubectl)
-            .args(args)
-            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", kubectl.display()));
-        if let Some(input) = stdin {
-            use std::io::Write;
-            let mut pipe = child.stdin.take().expect("stdin");
-            pipe.write_all(input.as_bytes()).expect("write stdin");
-        }
-        wait_with_timeout(child, Duration::from_secs(60))
+        run_command(self.kubectl_command(kubectl).args(args), stdin.map(str::as_bytes))
     }
 
     /// A `kubectl` (this binary) command set up to talk to this server and nothing else: its
@@ -164,55 +169,82 @@ impl RkubeServer {
 
     /// kubectl that must succeed; returns its stdout.
     pub fn ok(&self, args: &[&str]) -> String {
-        let out = self.kubectl(args);
-        assert!(
-            out.status.success(),
-            "kubectl {} failed ({}):\n{}\n{}",
-            args.join(" "),
-            out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        self.ok_with(&self.kubectl, args, None)
     }
 
     /// kubectl with stdin that must succeed.
     pub fn ok_stdin(&self, args: &[&str], stdin: &str) -> String {
-        let out = self.kubectl_with(&self.kubectl, args, Some(stdin));
+        self.ok_with(&self.kubectl, args, Some(stdin))
+    }
+
+    /// A given kubectl binary, with `stdin` fed when given, that must succeed; returns its
+    /// stdout. A failure shows kubectl's output and the end of the server's log.
+    pub fn ok_with(&self, kubectl: &Path, args: &[&str], stdin: Option<&str>) -> String {
+        let out = self.kubectl_with(kubectl, args, stdin);
         assert!(
             out.status.success(),
-            "kubectl {} failed ({}):\n{}\n{}",
+            "{} {} failed ({}):\n{}\n{}\nserver log:\n{}",
+            kubectl.display(),
             args.join(" "),
             out.status,
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
+            stdout_of(&out),
+            stderr_of(&out),
+            self.log_tail(40)
         );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        stdout_of(&out)
     }
 
     /// kubectl with stdin that must fail; returns its stderr.
     pub fn fails_stdin(&self, args: &[&str], stdin: &str) -> String {
-        let out = self.kubectl_with(&self.kubectl, args, Some(stdin));
-        assert!(
-            !out.status.success(),
-            "kubectl {} succeeded:\n{}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stdout)
-        );
-        String::from_utf8_lossy(&out.stderr).into_owned()
+        self.fails_with(args, Some(stdin))
     }
 
     /// kubectl that must fail; returns its stderr.
     pub fn fails(&self, args: &[&str]) -> String {
-        let out = self.kubectl(args);
+        self.fails_with(args, None)
+    }
+
+    fn fails_with(&self, args: &[&str], stdin: Option<&str>) -> String {
+        let out = self.kubectl_with(&self.kubectl, args, stdin);
         assert!(
             !out.status.success(),
             "kubectl {} succeeded:\n{}",
             args.join(" "),
-            String::from_utf8_lossy(&out.stdout)
+            stdout_of(&out)
         );
-        String::from_utf8_lossy(&out.stderr).into_owned()
+        stderr_of(&out)
     }
+}
+
+/// A finished command's stdout, as text.
+pub fn stdout_of(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A finished command's stderr, as text.
+pub fn stderr_of(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Runs `command` to its end (60 s at most) and collects its output. `stdin` is fed from a
+/// thread when given (else the command gets none), so a command that writes while it reads
+/// never blocks on a full pipe.
+pub fn run_command(command: &mut Command, stdin: Option<&[u8]>) -> Output {
+    let mut child = command
+        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {:?}: {e}", command.get_program()));
+    if let Some(input) = stdin {
+        use std::io::Write;
+        let mut pipe = child.stdin.take().expect("stdin");
+        let input = input.to_vec();
+        std::thread::spawn(move || {
+            let _ = pipe.write_all(&input);
+        });
+    }
+    wait_with_timeout(child, Duration::from_secs(60))
 }
 
 /// Waits for a child, killing it after `timeout`. Its output is read while it runs, so a

@@ -4,7 +4,11 @@
 //! do: stock `kubectl`, kube-rs, real etcd and Docker. The benchmark programs (in `src/bin/`)
 //! print a table of figures and write it to their section of `docs/benchmarks.md`; start with
 //! `store-bench` for the storage layer. [`report`] holds what they share.
+//!
+//! What the tests share: [`cluster`] starts a server and runs kubectl against it, [`node`]
+//! adds a kubelet on Docker, and [`streaming`] follows a kubectl that keeps running.
 
 pub mod cluster;
 pub mod node;
 pub mod report;
+pub mod streaming;

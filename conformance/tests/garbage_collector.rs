@@ -8,10 +8,9 @@
 //! finished when it starts.
 
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rkube_conformance::cluster::{rkube_binary, RkubeServer};
+use rkube_conformance::cluster::RkubeServer;
 use serde_json::{json, Value};
 
 /// An older stock kubectl, for at least one case each of orphan and foreground deletion.
@@ -144,11 +143,6 @@ fn has_finalizer(object: &Value, finalizer: &str) -> bool {
     object["metadata"]["finalizers"].as_array().is_some_and(|f| f.iter().any(|x| x == finalizer))
 }
 
-fn tail(log: &str, lines: usize) -> String {
-    let all: Vec<&str> = log.lines().collect();
-    all[all.len().saturating_sub(lines)..].join("\n")
-}
-
 /// Polls `check` until it holds, for at most [`LIMIT`].
 fn wait_for(s: &RkubeServer, what: &str, mut check: impl FnMut() -> bool) {
     let deadline = Instant::now() + LIMIT;
@@ -156,7 +150,7 @@ fn wait_for(s: &RkubeServer, what: &str, mut check: impl FnMut() -> bool) {
         assert!(
             Instant::now() < deadline,
             "waited {LIMIT:?} for {what}\nserver log:\n{}",
-            tail(&s.log(), 40)
+            s.log_tail(40)
         );
         std::thread::sleep(Duration::from_millis(200));
     }
@@ -164,22 +158,6 @@ fn wait_for(s: &RkubeServer, what: &str, mut check: impl FnMut() -> bool) {
 
 fn wait_gone(s: &RkubeServer, kind: &str, name: &str, namespace: Option<&str>) {
     wait_for(s, &format!("{kind} {name} to be deleted"), || !exists(s, kind, name, namespace));
-}
-
-/// Runs a given kubectl that must succeed.
-fn ok_with(s: &RkubeServer, kubectl: &str, args: &[&str]) -> String {
-    assert!(Path::new(kubectl).exists(), "no {kubectl} on this machine");
-    let out = s.kubectl_with(Path::new(kubectl), args, None);
-    assert!(
-        out.status.success(),
-        "{kubectl} {} failed ({}):\n{}\n{}\nserver log:\n{}",
-        args.join(" "),
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr),
-        tail(&s.log(), 40)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[test]
@@ -244,10 +222,10 @@ fn orphan_deletion_completes_and_the_dependents_stay_without_the_reference() {
     assert_eq!(owner_uids(&two), vec![other.uid.clone()], "{two}");
 
     // The same with kubectl 1.29.
-    ok_with(
-        &s,
-        KUBECTL_1_29,
+    s.ok_with(
+        Path::new(KUBECTL_1_29),
         &["delete", "configmap", "owner-129", "--cascade=orphan", "--timeout=60s"],
+        None,
     );
     assert!(!exists(&s, "configmap", "owner-129", None));
     let dep = get_json(&s, "configmap", "dep-129", None).expect("an orphan stays");
@@ -283,10 +261,10 @@ fn foreground_deletion_deletes_the_dependents_before_the_owner() {
             object("ConfigMap", "held", None, &[owner.reference(true)], &["example.com/hold"]),
         ],
     );
-    ok_with(
-        &s,
-        KUBECTL_1_29,
+    s.ok_with(
+        Path::new(KUBECTL_1_29),
         &["delete", "configmap", "owner", "--cascade=foreground", "--wait=false"],
+        None,
     );
     wait_gone(&s, "configmap", "free", None);
     wait_gone(&s, "configmap", "loose", None);
@@ -428,16 +406,6 @@ fn cluster_scoped_owners_own_namespaced_objects() {
     );
 }
 
-/// A second `rkube server` process on a test server's data dir and port; killed when dropped.
-struct Relaunched(Child);
-
-impl Drop for Relaunched {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn work_left_pending_is_finished_when_the_collector_starts() {
     let mut s = RkubeServer::start_with(&["--controllers", "*,-garbage-collector-controller"]);
@@ -466,29 +434,7 @@ fn work_left_pending_is_finished_when_the_collector_starts() {
     assert!(exists(&s, "configmap", "bg-dep", None));
 
     // The same server again, with every controller: the pending work gets done.
-    s.kill();
-    let log = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(s.data_dir.path().join("server.log"))
-        .unwrap();
-    let _server = Relaunched(
-        Command::new(rkube_binary())
-            .arg("server")
-            .arg("--data-dir")
-            .arg(s.data_dir.path())
-            .args(["--bind-address", "127.0.0.1", "--secure-port", &s.port.to_string()])
-            .args(["--disable", "kubelet"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start rkube server"),
-    );
-    wait_for(&s, "the restarted server to be ready", || {
-        let out = s.kubectl(&["get", "--raw", "/readyz"]);
-        out.status.success() && String::from_utf8_lossy(&out.stdout).trim() == "ok"
-    });
+    s.restart_with(&[]);
     wait_gone(&s, "configmap", "orphan-owner", None);
     let orphan = get_json(&s, "configmap", "orphan-dep", None).expect("an orphan stays");
     assert!(owner_uids(&orphan).is_empty(), "{orphan}");

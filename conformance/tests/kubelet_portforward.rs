@@ -7,15 +7,14 @@
 //! The test talks only to the local ports kubectl listens on (127.0.0.1); kubectl reaches the
 //! pod through the API server and the kubelet.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, ExitStatus, Stdio};
-use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rkube_conformance::cluster::RkubeServer;
 use rkube_conformance::node::NodeServer;
+use rkube_conformance::streaming::Streaming;
 
 const KUBECTL_1_29: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.29";
 
@@ -44,113 +43,23 @@ spec:
       exec httpd -f -p 8080 -h /srv
 "#;
 
-/// A running `kubectl port-forward`: its stdout lines as they come and its stderr so far.
-/// Killed when dropped, also when the test fails.
-struct PortForward {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    stdout: Vec<String>,
-    stderr: Arc<Mutex<String>>,
+/// Starts `kubectl port-forward` with these arguments; killed when dropped, also when the
+/// test fails.
+fn port_forward(s: &RkubeServer, kubectl: &Path, args: &[&str]) -> Streaming {
+    Streaming::start(s.kubectl_command(kubectl).arg("port-forward").args(args))
 }
 
-impl PortForward {
-    fn start(s: &RkubeServer, kubectl: &Path, args: &[&str]) -> PortForward {
-        let mut child = s
-            .kubectl_command(kubectl)
-            .arg("port-forward")
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap_or_else(|e| panic!("cannot run {}: {e}", kubectl.display()));
-        let stdout = child.stdout.take().expect("stdout");
-        let stderr = child.stderr.take().expect("stderr");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let collected = Arc::new(Mutex::new(String::new()));
-        let sink = collected.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let mut text = sink.lock().unwrap();
-                text.push_str(&line);
-                text.push('\n');
-            }
-        });
-        PortForward { child, lines, stdout: Vec::new(), stderr: collected }
-    }
-
-    fn stderr(&self) -> String {
-        self.stderr.lock().unwrap().clone()
-    }
-
-    /// The local port kubectl forwards to `remote` (its "Forwarding from 127.0.0.1:L -> R"
-    /// line), waiting 60 s at most.
-    fn local_port(&mut self, remote: u16) -> u16 {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let suffix = format!(" -> {remote}");
-        loop {
-            let found = self.stdout.iter().find_map(|line| {
-                let rest = line.strip_prefix("Forwarding from 127.0.0.1:")?;
-                let (port, to) = rest.split_once(' ')?;
-                (format!(" {to}") == suffix).then(|| port.parse().ok()).flatten()
-            });
-            if let Some(port) = found {
-                return port;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(
-                !left.is_zero(),
-                "kubectl did not forward a port to {remote}: {:?}\n{}",
-                self.stdout,
-                self.stderr()
-            );
-            match self.lines.recv_timeout(left.min(Duration::from_millis(200))) {
-                Ok(line) => self.stdout.push(line),
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    panic!("kubectl port-forward ended: {:?}\n{}", self.stdout, self.stderr())
-                }
-            }
-        }
-    }
-
-    /// Waits (at most `timeout`) for kubectl to exit on its own.
-    fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
-        let deadline = Instant::now() + timeout;
-        while Instant::now() < deadline {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Some(status);
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-        None
-    }
-
-    /// Waits (at most 10 s) until kubectl's stderr contains `text`.
-    fn wait_stderr(&self, text: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        loop {
-            let stderr = self.stderr();
-            if stderr.contains(text) || Instant::now() > deadline {
-                return stderr;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for PortForward {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// The local port kubectl forwards to `remote` (its "Forwarding from 127.0.0.1:L -> R"
+/// line), waiting 60 s at most.
+fn local_port(pf: &mut Streaming, remote: u16) -> u16 {
+    let remote = remote.to_string();
+    let forwarded = |line: &str| -> Option<u16> {
+        let rest = line.strip_prefix("Forwarding from 127.0.0.1:")?;
+        let (port, to) = rest.split_once(" -> ")?;
+        (to == remote).then(|| port.parse().ok()).flatten()
+    };
+    let line = pf.wait_for_line(|l| forwarded(l).is_some(), Duration::from_secs(60));
+    forwarded(&line).expect("a forwarded port")
 }
 
 /// One HTTP/1.0 GET to 127.0.0.1:`port`: the status code and the body.
@@ -233,8 +142,8 @@ fn kubectl_port_forward_over_websockets_and_spdy() {
     ] {
         let version = kubectl.display().to_string();
         // Local ports kubectl picks; -v=6 shows how it upgraded.
-        let mut pf = PortForward::start(s, kubectl, &["pod/web", ":8080", ":9000", "-v=6"]);
-        let (web, loopback_only) = (pf.local_port(8080), pf.local_port(9000));
+        let mut pf = port_forward(s, kubectl, &["pod/web", ":8080", ":9000", "-v=6"]);
+        let (web, loopback_only) = (local_port(&mut pf, 8080), local_port(&mut pf, 9000));
         assert_eq!(get_ok(web, "/index.html"), INDEX.as_bytes(), "{version}");
         let stderr = pf.stderr();
         // 1.29 logs `POST https://... 101 Switching Protocols`, 1.32 `verb="GET" url=...`.
@@ -262,17 +171,13 @@ fn kubectl_port_forward_over_websockets_and_spdy() {
             assert_eq!(body.len(), 5 * 1024 * 1024, "{version}");
             assert_eq!(hex(&openssl::sha::sha256(&body)), digest, "{version}");
         }
-        assert!(
-            matches!(pf.child.try_wait(), Ok(None)),
-            "{version}: kubectl ended: {}",
-            pf.stderr()
-        );
+        assert!(pf.still_running(), "{version}: kubectl ended: {}", pf.stderr());
         drop(pf);
 
         // A local port given on the command line.
         let fixed = rkube_store::testing::free_port();
-        let mut pf = PortForward::start(s, kubectl, &["pod/web", &format!("{fixed}:8080")]);
-        assert_eq!(pf.local_port(8080), fixed);
+        let mut pf = port_forward(s, kubectl, &["pod/web", &format!("{fixed}:8080")]);
+        assert_eq!(local_port(&mut pf, 8080), fixed);
         assert_eq!(get_ok(fixed, "/index.html"), INDEX.as_bytes(), "{version}");
 
         // An upload: 5 MiB to a listener in the pod, which keeps what it reads.
@@ -288,8 +193,8 @@ fn kubectl_port_forward_over_websockets_and_spdy() {
         n.wait_for(&["exec", "web", "--", "netstat", "-ltn"], Duration::from_secs(30), |out| {
             out.contains(&format!(":{port} "))
         });
-        let mut up = PortForward::start(s, kubectl, &["pod/web", &format!(":{port}")]);
-        let local = up.local_port(port);
+        let mut up = port_forward(s, kubectl, &["pod/web", &format!(":{port}")]);
+        let local = local_port(&mut up, port);
         let payload: Vec<u8> =
             (0..5 * 1024 * 1024u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 24) as u8).collect();
         let mut conn = TcpStream::connect(("127.0.0.1", local)).expect("connect to kubectl");
@@ -319,14 +224,14 @@ fn kubectl_port_forward_errors_and_services() {
 
     for kubectl in [s.kubectl.as_path(), kubectl_1_29] {
         let version = kubectl.display().to_string();
-        let mut pf = PortForward::start(s, kubectl, &["pod/web", ":8080", ":81"]);
-        let (web, nobody) = (pf.local_port(8080), pf.local_port(81));
+        let mut pf = port_forward(s, kubectl, &["pod/web", ":8080", ":81"]);
+        let (web, nobody) = (local_port(&mut pf, 8080), local_port(&mut pf, 81));
         assert_eq!(get_ok(web, "/index.html"), INDEX.as_bytes(), "{version}");
         // Nobody listens on 81: the connection closes without an answer, and kubectl prints
         // the kubelet's message, naming the pod's sandbox.
         let answer = http_get(nobody, "/");
         assert!(answer.is_err(), "{version}: an answer from port 81: {answer:?}");
-        let stderr = pf.wait_stderr("error forwarding port 81");
+        let stderr = pf.wait_stderr("error forwarding port 81", Duration::from_secs(10));
         let wanted = format!(
             "an error occurred forwarding {nobody} -> 81: error forwarding port 81 to pod "
         );
@@ -347,8 +252,8 @@ fn kubectl_port_forward_errors_and_services() {
         assert!(pf.stderr().contains("lost connection to pod"), "{version}:\n{}", pf.stderr());
         drop(pf);
         // The kubelet goes on: the next forward to a good port works.
-        let mut pf = PortForward::start(s, kubectl, &["pod/web", ":8080"]);
-        let web = pf.local_port(8080);
+        let mut pf = port_forward(s, kubectl, &["pod/web", ":8080"]);
+        let web = local_port(&mut pf, 8080);
         assert_eq!(get_ok(web, "/index.html"), INDEX.as_bytes(), "{version}");
     }
 
@@ -374,15 +279,15 @@ spec:
     n.wait_for(&["exec", "hostweb", "--", "sh", "-c", &inside], Duration::from_secs(60), |out| {
         out == INDEX
     });
-    let mut pf = PortForward::start(s, &s.kubectl, &["pod/hostweb", &format!(":{host_port}")]);
-    let local = pf.local_port(host_port);
+    let mut pf = port_forward(s, &s.kubectl, &["pod/hostweb", &format!(":{host_port}")]);
+    let local = local_port(&mut pf, host_port);
     assert_eq!(get_ok(local, "/index.html"), INDEX.as_bytes());
     drop(pf);
 
     // A Service: kubectl picks a pod it selects and the target port.
     s.ok(&["create", "service", "clusterip", "web", "--tcp=80:8080"]);
-    let mut pf = PortForward::start(s, &s.kubectl, &["svc/web", ":80"]);
-    let web = pf.local_port(8080);
+    let mut pf = port_forward(s, &s.kubectl, &["svc/web", ":80"]);
+    let web = local_port(&mut pf, 8080);
     assert_eq!(get_ok(web, "/index.html"), INDEX.as_bytes());
     drop(pf);
 

@@ -5,14 +5,13 @@
 //! the upgrade through) to the kubelet on Docker. The newest kubectl's WebSocket path is
 //! `kubelet_streaming.rs`.
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
+use std::time::Duration;
 
-use rkube_conformance::cluster::{jsonpath, wait_with_timeout, RkubeServer};
+use rkube_conformance::cluster::{jsonpath, run_command, stderr_of, stdout_of, RkubeServer};
 use rkube_conformance::node::NodeServer;
+use rkube_conformance::streaming::Streaming;
 
 /// An old kubectl as the machine ships it.
 fn old_kubectl(version: &str) -> PathBuf {
@@ -31,30 +30,7 @@ fn command(s: &RkubeServer, kubectl: &Path) -> Command {
 
 /// Runs kubectl (60 s at most) with `stdin` fed when given.
 fn run(s: &RkubeServer, kubectl: &Path, args: &[&str], stdin: Option<&[u8]>) -> Output {
-    let mut child = command(s, kubectl)
-        .args(args)
-        .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", kubectl.display()));
-    if let Some(input) = stdin {
-        let mut pipe = child.stdin.take().expect("stdin");
-        // Fed from a thread: kubectl's output is read only once this returns.
-        let input = input.to_vec();
-        std::thread::spawn(move || {
-            let _ = pipe.write_all(&input);
-        });
-    }
-    wait_with_timeout(child, Duration::from_secs(60))
-}
-
-fn stdout_of(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr_of(out: &Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
+    run_command(command(s, kubectl).args(args), stdin)
 }
 
 /// kubectl that must succeed; its stdout.
@@ -72,76 +48,12 @@ fn ok(s: &RkubeServer, kubectl: &Path, args: &[&str]) -> String {
     stdout_of(&out)
 }
 
-/// A kubectl that keeps running (`attach`): its stdout lines as they come. Killed when
-/// dropped.
-struct Streaming {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    seen: Vec<String>,
-}
-
-impl Streaming {
-    fn start(s: &RkubeServer, kubectl: &Path, args: &[&str]) -> Streaming {
-        let mut child = command(s, kubectl)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start kubectl");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Streaming { child, lines, seen: Vec::new() }
-    }
-
-    /// Waits (at most `timeout`) for a line that `check` accepts.
-    fn wait_for_line(&mut self, check: impl Fn(&str) -> bool, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        while !self.seen.iter().any(|l| check(l)) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(!left.is_zero(), "no such line within {timeout:?}; saw {:?}", self.seen);
-            match self.lines.recv_timeout(left.min(Duration::from_millis(200))) {
-                Ok(line) => self.seen.push(line),
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    panic!("kubectl ended early; saw {:?}", self.seen)
-                }
-            }
-        }
-    }
-
-    fn still_running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
-    }
-}
-
-impl Drop for Streaming {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// Runs `kubectl ...` inside `script`, which gives it a terminal of the given size; returns
 /// everything the terminal showed and kubectl's exit code.
 fn on_a_terminal(s: &RkubeServer, kubectl: &Path, args: &str, size: (u16, u16)) -> Output {
     let (rows, cols) = size;
     let line = format!("stty rows {rows} cols {cols}; exec {} {args}", kubectl.display());
-    let child = command(s, Path::new("script"))
-        .args(["-qec", &line, "/dev/null"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("script (util-linux)");
-    wait_with_timeout(child, Duration::from_secs(60))
+    run_command(command(s, Path::new("script")).args(["-qec", &line, "/dev/null"]), None)
 }
 
 const PODS: &str = r#"
@@ -241,7 +153,7 @@ fn exec_attach_cp_and_run(version: &str) {
     assert_eq!(out.status.code(), Some(5), "{text}");
 
     // Attach: the main process's output from now on, for as long as kubectl stays.
-    let mut attached = Streaming::start(s, k, &["attach", "counter"]);
+    let mut attached = Streaming::start(command(s, k).args(["attach", "counter"]));
     attached.wait_for_line(|l| l.starts_with("tick-"), Duration::from_secs(30));
     assert!(attached.still_running(), "kubectl attach ended while the process runs");
     drop(attached);

@@ -3,79 +3,12 @@
 //! certificate. `kubectl logs` (tail, containers, previous, follow), `kubectl exec` (output,
 //! stderr, exit codes, stdin), `kubectl attach`, and `nodes/proxy` to `/healthz` and `/pods`.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Duration;
 
-use rkube_conformance::cluster::{jsonpath, wait_with_timeout, RkubeServer};
+use rkube_conformance::cluster::{jsonpath, run_command, stderr_of, stdout_of};
 use rkube_conformance::node::NodeServer;
-
-/// A kubectl that keeps running (`logs -f`, `attach`): its stdout lines as they come. Killed
-/// when dropped.
-struct Streaming {
-    child: Child,
-    lines: mpsc::Receiver<String>,
-    seen: Vec<String>,
-}
-
-impl Streaming {
-    fn start(s: &RkubeServer, args: &[&str]) -> Streaming {
-        let mut child = s
-            .kubectl_command(&s.kubectl)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start kubectl");
-        let stdout = child.stdout.take().expect("stdout");
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Streaming { child, lines, seen: Vec::new() }
-    }
-
-    /// Waits (at most `timeout`) for a line equal to `want`.
-    fn wait_for_line(&mut self, want: &str, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        while !self.seen.iter().any(|l| l == want) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(!left.is_zero(), "no line {want:?} within {timeout:?}; saw {:?}", self.seen);
-            match self.lines.recv_timeout(left.min(Duration::from_millis(200))) {
-                Ok(line) => self.seen.push(line),
-                Err(mpsc::RecvTimeoutError::Timeout) => {}
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    panic!("kubectl ended before {want:?}; saw {:?}", self.seen)
-                }
-            }
-        }
-    }
-
-    fn still_running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
-    }
-}
-
-impl Drop for Streaming {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn stdout_of(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-fn stderr_of(out: &std::process::Output) -> String {
-    String::from_utf8_lossy(&out.stderr).into_owned()
-}
+use rkube_conformance::streaming::Streaming;
 
 #[test]
 fn kubectl_logs_tail_containers_previous_and_follow() {
@@ -185,11 +118,11 @@ spec:
 
     // `-f` streams: a line written after kubectl started arrives while it runs.
     n.wait_for(&["logs", "ticker"], minute, |l| l.contains("first"));
-    let mut follow = Streaming::start(s, &["logs", "-f", "ticker"]);
-    follow.wait_for_line("first", Duration::from_secs(30));
+    let mut follow = Streaming::start(s.kubectl_command(&s.kubectl).args(["logs", "-f", "ticker"]));
+    follow.wait_for_line(|l| l == "first", Duration::from_secs(30));
     assert!(follow.still_running(), "kubectl logs -f ended early");
     s.ok(&["exec", "ticker", "--", "touch", "/tmp/go"]);
-    follow.wait_for_line("second", Duration::from_secs(30));
+    follow.wait_for_line(|l| l == "second", Duration::from_secs(30));
     assert!(follow.still_running(), "kubectl logs -f ended while the container runs");
 }
 
@@ -247,16 +180,10 @@ spec:
         "{} exec -it shell -- sh -c '[ -t 1 ] && echo on-a-tty; echo to-stderr >&2; exit 5'",
         s.kubectl.display()
     );
-    let child = Command::new("script")
-        .args(["-qec", &command, "/dev/null"])
-        .env("KUBECONFIG", &s.kubeconfig)
-        .env("HOME", s.data_dir.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("script (util-linux)");
-    let out = wait_with_timeout(child, Duration::from_secs(60));
+    let out = run_command(
+        s.kubectl_command(Path::new("script")).args(["-qec", &command, "/dev/null"]),
+        None,
+    );
     let text = stdout_of(&out);
     assert!(text.contains("on-a-tty") && text.contains("to-stderr"), "{text}");
     assert!(text.contains("command terminated with exit code 5"), "{text}");
@@ -320,14 +247,8 @@ spec:
     assert_eq!(names, ["counter", "reader"]);
 
     // Attach: the main process's output from now on.
-    let mut attached = Streaming::start(s, &["attach", "counter"]);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !attached.seen.iter().any(|l| l.starts_with("tick-")) {
-        assert!(Instant::now() < deadline, "no output from kubectl attach: {:?}", attached.seen);
-        if let Ok(line) = attached.lines.recv_timeout(Duration::from_millis(200)) {
-            attached.seen.push(line);
-        }
-    }
+    let mut attached = Streaming::start(s.kubectl_command(&s.kubectl).args(["attach", "counter"]));
+    attached.wait_for_line(|l| l.starts_with("tick-"), Duration::from_secs(30));
     assert!(attached.still_running());
     drop(attached);
 

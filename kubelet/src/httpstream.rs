@@ -41,16 +41,21 @@ pub fn is_upgrade_to(headers: &HeaderMap, protocol: &str) -> bool {
         && header_has(headers, header::UPGRADE, protocol)
 }
 
-/// The client's `X-Stream-Protocol-Version` values, in its order.
-pub fn offered_protocols(headers: &HeaderMap) -> Vec<String> {
+/// The values of a list header (several values, or one with commas, or both), in order.
+pub fn header_list(headers: &HeaderMap, name: impl header::AsHeaderName) -> Vec<String> {
     headers
-        .get_all(PROTOCOL_HEADER)
+        .get_all(name)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(','))
         .map(|p| p.trim().to_string())
         .filter(|p| !p.is_empty())
         .collect()
+}
+
+/// The client's `X-Stream-Protocol-Version` values, in its order.
+pub fn offered_protocols(headers: &HeaderMap) -> Vec<String> {
+    header_list(headers, PROTOCOL_HEADER)
 }
 
 /// The sub-protocol negotiation of a SPDY upgrade (upstream's `httpstream.Handshake`): the
@@ -87,14 +92,29 @@ pub fn handshake(
     Err(Box::new(response))
 }
 
-/// Answers the request `101 Switching Protocols` to SPDY/3.1 with the chosen `protocol`, and
-/// runs `serve` on the raw connection once the upgrade completes. The caller has checked
-/// that the request asks for it ([`is_upgrade_to`] and [`handshake`]).
-pub fn upgrade_to_spdy<F, Fut>(parts: &mut Parts, protocol: &'static str, serve: F) -> Response
+/// Answers the request `101 Switching Protocols` to SPDY/3.1 with the chosen `protocol` (the
+/// caller's [`handshake`]), and runs `serve` on the raw connection once the upgrade
+/// completes. A request that is no SPDY upgrade gets upstream's 400 instead, saying that
+/// this kubelet `does` (`forwards ports`, ...) over SPDY or WebSockets.
+pub fn upgrade_to_spdy<F, Fut>(
+    parts: &mut Parts,
+    protocol: &'static str,
+    does: &str,
+    serve: F,
+) -> Response
 where
     F: FnOnce(Upgraded) -> Fut + Send + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
+    if !is_upgrade_to(&parts.headers, SPDY_UPGRADE) {
+        return text_error(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "unable to upgrade: missing upgrade headers in request: this kubelet {does} \
+                 over SPDY/3.1 (Upgrade: SPDY/3.1) or WebSockets"
+            ),
+        );
+    }
     let Some(on_upgrade) = parts.extensions.remove::<hyper::upgrade::OnUpgrade>() else {
         return text_error(
             StatusCode::INTERNAL_SERVER_ERROR,
@@ -152,6 +172,24 @@ mod tests {
             .map(|v| v.to_str().unwrap())
             .collect();
         assert_eq!(accepted, SERVER);
+    }
+
+    #[test]
+    fn a_request_that_is_no_spdy_upgrade_is_a_400() {
+        let (mut parts, ()) = http::Request::new(()).into_parts();
+        let response =
+            upgrade_to_spdy(&mut parts, "portforward.k8s.io", "forwards ports", |_| async {
+                unreachable!("no upgrade")
+            });
+        assert_eq!(response.status(), StatusCode::BAD_REQUEST);
+    }
+
+    #[test]
+    fn list_headers_are_read_from_every_value() {
+        let mut h = HeaderMap::new();
+        h.append(header::SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static("a, b"));
+        h.append(header::SEC_WEBSOCKET_PROTOCOL, HeaderValue::from_static(" ,c"));
+        assert_eq!(header_list(&h, header::SEC_WEBSOCKET_PROTOCOL), ["a", "b", "c"]);
     }
 
     #[test]

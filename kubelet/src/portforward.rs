@@ -31,7 +31,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::{Bytes, BytesMut};
 use futures::future::BoxFuture;
 use futures::{FutureExt, SinkExt, StreamExt};
-use http::{header, HeaderMap, StatusCode};
+use http::{header, StatusCode};
 use k8s_openapi::api::core::v1::Pod;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -52,18 +52,6 @@ pub const CHANNEL_PROTOCOL: &str = "v4.channel.k8s.io";
 /// How long the second stream of a pair may take to arrive (upstream's stream creation
 /// timeout).
 const STREAM_CREATION_TIMEOUT: Duration = Duration::from_secs(30);
-
-/// The subprotocols a WebSocket request offers.
-fn offered_subprotocols(headers: &HeaderMap) -> Vec<String> {
-    headers
-        .get_all(header::SEC_WEBSOCKET_PROTOCOL)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .flat_map(|v| v.split(','))
-        .map(|p| p.trim().to_string())
-        .filter(|p| !p.is_empty())
-        .collect()
-}
 
 /// The `port` query values of a WebSocket request (upstream's NewV4Options), or the 400's text.
 pub fn query_ports(query: Option<&str>) -> Result<Vec<u16>, String> {
@@ -175,7 +163,7 @@ pub async fn port_forward(
     };
     let (mut parts, _body) = request.into_parts();
     let websocket = httpstream::is_upgrade_to(&parts.headers, "websocket");
-    let offered = offered_subprotocols(&parts.headers);
+    let offered = httpstream::header_list(&parts.headers, header::SEC_WEBSOCKET_PROTOCOL);
     let tunnel = websocket && offered.iter().any(|p| p == TUNNEL_PROTOCOL);
     // Only the channel protocol names its ports in the query.
     let ports = if websocket && !tunnel {
@@ -227,14 +215,9 @@ pub async fn port_forward(
         Ok(p) => p,
         Err(response) => return *response,
     };
-    if !httpstream::is_upgrade_to(&parts.headers, httpstream::SPDY_UPGRADE) {
-        return text_error(
-            StatusCode::BAD_REQUEST,
-            "unable to upgrade: missing upgrade headers in request: this kubelet forwards ports \
-             over SPDY/3.1 (Upgrade: SPDY/3.1) or WebSockets",
-        );
-    }
-    httpstream::upgrade_to_spdy(&mut parts, protocol, move |io| serve_spdy(io, target))
+    httpstream::upgrade_to_spdy(&mut parts, protocol, "forwards ports", move |io| {
+        serve_spdy(io, target)
+    })
 }
 
 // ---------------------------------------------------------------------------------------
@@ -636,10 +619,7 @@ async fn serve_channels(socket: WebSocket, ports: Vec<u16>, target: Target) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn headers(pairs: &[(&str, &str)]) -> Headers {
-        pairs.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect()
-    }
+    use crate::spdy::testing::{headers, Client};
 
     #[test]
     fn streams_are_checked_as_upstream_checks_them() {
@@ -679,89 +659,52 @@ mod tests {
         assert_eq!(query_ports(Some("port=0")).unwrap_err(), r#"port "0" must be > 0"#);
     }
 
-    /// kubectl's side of one forwarded connection, in SPDY frames.
-    struct Kubectl {
-        reader: spdy::FrameReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>,
-        write: tokio::io::WriteHalf<tokio::io::DuplexStream>,
-        encoder: spdy::HeaderEncoder,
+    /// kubectl's side of one forwarded connection to `target`, in SPDY frames.
+    fn connect(target: Target) -> Client {
+        Client::connect(|io| serve_spdy(io, target)).0
     }
 
-    impl Kubectl {
-        fn connect(target: Target) -> Kubectl {
-            let (client, server) = tokio::io::duplex(1 << 16);
-            tokio::spawn(serve_spdy(server, target));
-            let (read, write) = tokio::io::split(client);
-            Kubectl {
-                reader: spdy::FrameReader::new(read),
-                write,
-                encoder: spdy::HeaderEncoder::new(),
-            }
-        }
+    /// Opens stream `id` with these headers; the kubelet must reply to it.
+    async fn open_stream(kubectl: &mut Client, id: u32, pairs: &[(&str, &str)]) {
+        kubectl.open(id, pairs).await;
+        let reply = kubectl.next().await;
+        assert!(
+            matches!(reply, spdy::Frame::SynReply { stream_id, .. } if stream_id == id),
+            "{reply:?}"
+        );
+    }
 
-        async fn send(&mut self, frame: spdy::Frame) {
-            let mut out = Vec::new();
-            spdy::encode(&frame, &mut self.encoder, &mut out);
-            self.write.write_all(&out).await.unwrap();
+    /// Opens the error and data streams of request `request` to `port`, as client-go does.
+    async fn open_pair(kubectl: &mut Client, first_id: u32, request: u32, port: u16) {
+        let (port, request) = (port.to_string(), request.to_string());
+        for (offset, kind) in [(0, "error"), (2, "data")] {
+            let pairs = [("streamtype", kind), ("port", &port), ("requestid", &request)];
+            open_stream(kubectl, first_id + offset, &pairs).await;
         }
-
-        async fn next(&mut self) -> spdy::Frame {
-            tokio::time::timeout(Duration::from_secs(10), self.reader.next())
-                .await
-                .expect("a frame in time")
-                .unwrap()
-                .expect("the connection is open")
-        }
-
-        /// Opens stream `id` with these headers; the kubelet must reply to it.
-        async fn open(&mut self, id: u32, pairs: &[(&str, &str)]) {
-            let headers = headers(pairs);
-            self.send(spdy::Frame::SynStream {
-                stream_id: id,
-                associated_to: 0,
-                priority: 0,
-                fin: false,
-                unidirectional: false,
-                headers,
-            })
+        // kubectl closes its side of the error stream at once.
+        kubectl
+            .send(spdy::Frame::Data { stream_id: first_id, fin: true, data: Bytes::new() })
             .await;
-            let reply = self.next().await;
-            assert!(
-                matches!(reply, spdy::Frame::SynReply { stream_id, .. } if stream_id == id),
-                "{reply:?}"
-            );
-        }
+    }
 
-        /// Opens the error and data streams of request `request` to `port`, as client-go does.
-        async fn open_pair(&mut self, first_id: u32, request: u32, port: u16) {
-            let (port, request) = (port.to_string(), request.to_string());
-            for (offset, kind) in [(0, "error"), (2, "data")] {
-                let pairs = [("streamtype", kind), ("port", &port), ("requestid", &request)];
-                self.open(first_id + offset, &pairs).await;
-            }
-            // kubectl closes its side of the error stream at once.
-            self.send(spdy::Frame::Data { stream_id: first_id, fin: true, data: Bytes::new() })
-                .await;
-        }
-
-        /// Everything on both streams until both are finished: (data, error text).
-        async fn collect(&mut self, error_id: u32, data_id: u32) -> (Vec<u8>, String) {
-            let (mut data, mut error) = (Vec::new(), Vec::new());
-            let (mut data_done, mut error_done) = (false, false);
-            while !(data_done && error_done) {
-                match self.next().await {
-                    spdy::Frame::Data { stream_id, fin, data: bytes } if stream_id == data_id => {
-                        data.extend_from_slice(&bytes);
-                        data_done |= fin;
-                    }
-                    spdy::Frame::Data { stream_id, fin, data: bytes } if stream_id == error_id => {
-                        error.extend_from_slice(&bytes);
-                        error_done |= fin;
-                    }
-                    other => panic!("unexpected {other:?}"),
+    /// Everything on both streams until both are finished: (data, error text).
+    async fn collect(kubectl: &mut Client, error_id: u32, data_id: u32) -> (Vec<u8>, String) {
+        let (mut data, mut error) = (Vec::new(), Vec::new());
+        let (mut data_done, mut error_done) = (false, false);
+        while !(data_done && error_done) {
+            match kubectl.next().await {
+                spdy::Frame::Data { stream_id, fin, data: bytes } if stream_id == data_id => {
+                    data.extend_from_slice(&bytes);
+                    data_done |= fin;
                 }
+                spdy::Frame::Data { stream_id, fin, data: bytes } if stream_id == error_id => {
+                    error.extend_from_slice(&bytes);
+                    error_done |= fin;
+                }
+                other => panic!("unexpected {other:?}"),
             }
-            (data, String::from_utf8(error).unwrap())
         }
+        (data, String::from_utf8(error).unwrap())
     }
 
     /// A "pod" that is this machine's loopback.
@@ -788,11 +731,11 @@ mod tests {
             conn.read_to_end(&mut got).await.unwrap();
             conn.write_all(&got.to_ascii_uppercase()).await.unwrap();
         });
-        let mut kubectl = Kubectl::connect(target());
-        kubectl.open_pair(1, 0, port).await;
+        let mut kubectl = connect(target());
+        open_pair(&mut kubectl, 1, 0, port).await;
         kubectl.send(spdy::Frame::Data { stream_id: 3, fin: false, data: "hello ".into() }).await;
         kubectl.send(spdy::Frame::Data { stream_id: 3, fin: true, data: "pod".into() }).await;
-        let (data, error) = kubectl.collect(1, 3).await;
+        let (data, error) = collect(&mut kubectl, 1, 3).await;
         assert_eq!(data, b"HELLO POD");
         assert_eq!(error, "");
     }
@@ -809,16 +752,16 @@ mod tests {
             let (mut conn, _) = listener.accept().await.unwrap();
             conn.write_all(b"still here").await.unwrap();
         });
-        let mut kubectl = Kubectl::connect(target());
-        kubectl.open_pair(1, 0, closed).await;
-        let (data, error) = kubectl.collect(1, 3).await;
+        let mut kubectl = connect(target());
+        open_pair(&mut kubectl, 1, 0, closed).await;
+        let (data, error) = collect(&mut kubectl, 1, 3).await;
         assert!(data.is_empty());
         assert!(
             error.starts_with(&format!("error forwarding port {closed} to pod sandbox-1, uid : ")),
             "{error}"
         );
-        kubectl.open_pair(5, 1, open).await;
-        let (data, error) = kubectl.collect(5, 7).await;
+        open_pair(&mut kubectl, 5, 1, open).await;
+        let (data, error) = collect(&mut kubectl, 5, 7).await;
         assert_eq!((data.as_slice(), error.as_str()), (&b"still here"[..], ""));
     }
 
@@ -830,18 +773,23 @@ mod tests {
             let (mut conn, _) = listener.accept().await.unwrap();
             conn.write_all(b"old client").await.unwrap();
         });
-        let mut kubectl = Kubectl::connect(target());
+        let mut kubectl = connect(target());
         // An old client: no requestid, error stream then data stream.
         let port = port.to_string();
         for (id, kind) in [(1, "error"), (3, "data")] {
-            kubectl.open(id, &[("streamtype", kind), ("port", &port)]).await;
+            open_stream(&mut kubectl, id, &[("streamtype", kind), ("port", &port)]).await;
         }
-        let (data, _) = kubectl.collect(1, 3).await;
+        let (data, _) = collect(&mut kubectl, 1, 3).await;
         assert_eq!(data, b"old client");
 
         // Two error streams for one request: the second is reset, the first told why.
         for id in [5, 7] {
-            kubectl.open(id, &[("streamtype", "error"), ("port", "1"), ("requestid", "9")]).await;
+            open_stream(
+                &mut kubectl,
+                id,
+                &[("streamtype", "error"), ("port", "1"), ("requestid", "9")],
+            )
+            .await;
         }
         let mut seen = Vec::new();
         for _ in 0..2 {

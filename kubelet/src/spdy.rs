@@ -809,8 +809,92 @@ fn rst(stream_id: u32, status: u32) -> Frame {
     Frame::RstStream { stream_id, status }
 }
 
+/// The client's side of a SPDY connection, for the tests of what serves one (the session
+/// here, exec and attach in [`crate::remotecommand::spdy`], [`crate::portforward`]).
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::future::Future;
+
+    use tokio::io::{DuplexStream, ReadHalf, WriteHalf};
+    use tokio::task::JoinHandle;
+
+    use super::*;
+
+    /// How long a test waits for the server's next frame.
+    const FRAME_TIMEOUT: Duration = Duration::from_secs(10);
+
+    /// Header pairs as a header block.
+    pub(crate) fn headers(pairs: &[(&str, &str)]) -> Headers {
+        pairs.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect()
+    }
+
+    /// A client, in frames, on an in-memory connection.
+    pub(crate) struct Client {
+        reader: FrameReader<ReadHalf<DuplexStream>>,
+        write: WriteHalf<DuplexStream>,
+        encoder: HeaderEncoder,
+    }
+
+    impl Client {
+        /// Spawns `server` on the other end of a new in-memory connection.
+        pub(crate) fn connect<F, Fut>(server: F) -> (Client, JoinHandle<Fut::Output>)
+        where
+            F: FnOnce(DuplexStream) -> Fut,
+            Fut: Future + Send + 'static,
+            Fut::Output: Send + 'static,
+        {
+            let (client, server_end) = tokio::io::duplex(1 << 16);
+            let task = tokio::spawn(server(server_end));
+            let (read, write) = tokio::io::split(client);
+            let client =
+                Client { reader: FrameReader::new(read), write, encoder: HeaderEncoder::new() };
+            (client, task)
+        }
+
+        pub(crate) async fn send(&mut self, frame: Frame) {
+            let mut out = Vec::new();
+            encode(&frame, &mut self.encoder, &mut out);
+            self.write.write_all(&out).await.unwrap();
+        }
+
+        /// Opens stream `id` with these headers (a `SYN_STREAM`; the reply is the caller's
+        /// to read).
+        pub(crate) async fn open(&mut self, id: u32, pairs: &[(&str, &str)]) {
+            self.send(Frame::SynStream {
+                stream_id: id,
+                associated_to: 0,
+                priority: 0,
+                fin: false,
+                unidirectional: false,
+                headers: headers(pairs),
+            })
+            .await;
+        }
+
+        /// The server's next frame; the connection must still be open.
+        pub(crate) async fn next(&mut self) -> Frame {
+            tokio::time::timeout(FRAME_TIMEOUT, self.reader.next())
+                .await
+                .expect("a frame in time")
+                .unwrap()
+                .expect("the connection is open")
+        }
+    }
+
+    /// A [`serve`] session with `accept` on an in-memory connection: the client, the streams
+    /// it opens as the session hands them out, and the session's task.
+    pub(crate) fn session(
+        accept: impl FnMut(&Headers) -> Result<(), String> + Send + 'static,
+    ) -> (Client, mpsc::Receiver<NewStream>, JoinHandle<Result<(), Error>>) {
+        let (tx, rx) = mpsc::channel(8);
+        let (client, task) = Client::connect(|io| serve(io, accept, tx));
+        (client, rx, task)
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::testing::{headers, session};
     use super::*;
 
     fn roundtrip(frame: Frame) {
@@ -827,10 +911,6 @@ mod tests {
         }
         assert_eq!(decode(&mut buf, &mut dec).unwrap(), Some(frame));
         assert!(buf.is_empty());
-    }
-
-    fn headers(pairs: &[(&str, &str)]) -> Headers {
-        pairs.iter().map(|(n, v)| (n.to_string(), v.to_string())).collect()
     }
 
     #[test]
@@ -939,66 +1019,19 @@ mod tests {
         assert!(decode(&mut buf, &mut HeaderDecoder::new()).is_err());
     }
 
-    /// The client's side of a session, for tests.
-    struct Client {
-        reader: FrameReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>,
-        write: tokio::io::WriteHalf<tokio::io::DuplexStream>,
-        encoder: HeaderEncoder,
-    }
-
-    impl Client {
-        async fn send(&mut self, frame: Frame) {
-            let mut out = Vec::new();
-            encode(&frame, &mut self.encoder, &mut out);
-            self.write.write_all(&out).await.unwrap();
-        }
-
-        async fn next(&mut self) -> Option<Frame> {
-            tokio::time::timeout(Duration::from_secs(5), self.reader.next())
-                .await
-                .expect("a frame in time")
-                .unwrap()
-        }
-
-        async fn open(&mut self, id: u32, stream_type: &str) {
-            let headers = headers(&[("streamtype", stream_type), ("port", "80")]);
-            self.send(Frame::SynStream {
-                stream_id: id,
-                associated_to: 0,
-                priority: 0,
-                fin: false,
-                unidirectional: false,
-                headers,
-            })
-            .await;
-        }
-    }
-
-    fn start(
-        accept: impl FnMut(&Headers) -> Result<(), String> + Send + 'static,
-    ) -> (Client, mpsc::Receiver<NewStream>, tokio::task::JoinHandle<Result<(), Error>>) {
-        let (client, server) = tokio::io::duplex(1 << 16);
-        let (tx, rx) = mpsc::channel(8);
-        let session = tokio::spawn(serve(server, accept, tx));
-        let (read, write) = tokio::io::split(client);
-        let client =
-            Client { reader: FrameReader::new(read), write, encoder: HeaderEncoder::new() };
-        (client, rx, session)
-    }
-
     #[tokio::test]
     async fn a_session_replies_echoes_pings_and_carries_data_both_ways() {
-        let (mut client, mut streams, session) = start(|h| match header(h, "streamtype") {
+        let (mut client, mut streams, session) = session(|h| match header(h, "streamtype") {
             Some("data") | Some("error") => Ok(()),
             _ => Err("invalid stream type".into()),
         });
         client
             .send(Frame::Settings { entries: vec![Setting { flags: 0, id: 7, value: 1 << 16 }] })
             .await;
-        client.open(1, "error").await;
+        client.open(1, &[("streamtype", "error"), ("port", "80")]).await;
         assert_eq!(
             client.next().await,
-            Some(Frame::SynReply { stream_id: 1, fin: false, headers: Vec::new() })
+            Frame::SynReply { stream_id: 1, fin: false, headers: Vec::new() }
         );
         let mut error = streams.recv().await.unwrap();
         assert_eq!(header(&error.headers, "streamtype"), Some("error"));
@@ -1006,11 +1039,11 @@ mod tests {
         client.send(Frame::Data { stream_id: 1, fin: true, data: Bytes::new() }).await;
         assert_eq!(error.data.recv().await, None);
 
-        client.open(3, "data").await;
-        assert!(matches!(client.next().await, Some(Frame::SynReply { stream_id: 3, .. })));
+        client.open(3, &[("streamtype", "data"), ("port", "80")]).await;
+        assert!(matches!(client.next().await, Frame::SynReply { stream_id: 3, .. }));
         let mut data = streams.recv().await.unwrap();
         client.send(Frame::Ping { id: 1 }).await;
-        assert_eq!(client.next().await, Some(Frame::Ping { id: 1 }));
+        assert_eq!(client.next().await, Frame::Ping { id: 1 });
         client.send(Frame::WindowUpdate { stream_id: 3, delta: 100 }).await;
         client.send(Frame::Data { stream_id: 3, fin: false, data: "GET /".into() }).await;
         assert_eq!(data.data.recv().await.unwrap(), Bytes::from("GET /"));
@@ -1026,7 +1059,7 @@ mod tests {
         });
         let mut got = Vec::new();
         loop {
-            match client.next().await.unwrap() {
+            match client.next().await {
                 Frame::Data { stream_id: 3, fin, data } => {
                     assert!(data.len() <= 32 * 1024);
                     got.extend_from_slice(&data);
@@ -1044,25 +1077,19 @@ mod tests {
         error.writer.finish().await.unwrap();
         assert_eq!(
             client.next().await,
-            Some(Frame::Data { stream_id: 1, fin: false, data: "boom".into() })
+            Frame::Data { stream_id: 1, fin: false, data: "boom".into() }
         );
-        assert_eq!(
-            client.next().await,
-            Some(Frame::Data { stream_id: 1, fin: true, data: "".into() })
-        );
+        assert_eq!(client.next().await, Frame::Data { stream_id: 1, fin: true, data: "".into() });
         client.send(Frame::RstStream { stream_id: 3, status: status::CANCEL }).await;
         data.reset.wait_for(|r| *r).await.unwrap();
 
         // A refused stream: reset, never handed out. A stream id going backwards: protocol error.
-        client.open(5, "bogus").await;
+        client.open(5, &[("streamtype", "bogus"), ("port", "80")]).await;
+        assert_eq!(client.next().await, Frame::RstStream { stream_id: 5, status: status::CANCEL });
+        client.open(3, &[("streamtype", "data"), ("port", "80")]).await;
         assert_eq!(
             client.next().await,
-            Some(Frame::RstStream { stream_id: 5, status: status::CANCEL })
-        );
-        client.open(3, "data").await;
-        assert_eq!(
-            client.next().await,
-            Some(Frame::RstStream { stream_id: 3, status: status::PROTOCOL_ERROR })
+            Frame::RstStream { stream_id: 3, status: status::PROTOCOL_ERROR }
         );
 
         // The client goes: the streams learn it, the session ends.
@@ -1075,8 +1102,8 @@ mod tests {
 
     #[tokio::test]
     async fn an_open_stream_learns_that_the_connection_ended() {
-        let (mut client, mut streams, session) = start(|_| Ok(()));
-        client.open(1, "data").await;
+        let (mut client, mut streams, session) = session(|_| Ok(()));
+        client.open(1, &[("streamtype", "data"), ("port", "80")]).await;
         let mut stream = streams.recv().await.unwrap();
         let _ = client.next().await;
         drop(client);

@@ -175,14 +175,7 @@ async fn stream_request(
         Ok(p) => p,
         Err(response) => return *response,
     };
-    if !httpstream::is_upgrade_to(&parts.headers, httpstream::SPDY_UPGRADE) {
-        return text_error(
-            StatusCode::BAD_REQUEST,
-            "unable to upgrade: missing upgrade headers in request: this kubelet streams exec \
-             and attach over SPDY/3.1 (Upgrade: SPDY/3.1) or WebSockets",
-        );
-    }
-    httpstream::upgrade_to_spdy(&mut parts, protocol.name(), move |io| {
+    httpstream::upgrade_to_spdy(&mut parts, protocol.name(), "streams exec and attach", move |io| {
         spdy::serve(io, protocol, runtime, target, options)
     })
 }

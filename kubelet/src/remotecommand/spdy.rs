@@ -253,9 +253,9 @@ impl Output for SpdyOutput {
 mod tests {
     use super::*;
     use crate::remotecommand::session::TerminalSize;
-    use crate::spdy::{Frame, FrameReader, HeaderEncoder};
+    use crate::spdy::testing::{self, Client};
+    use crate::spdy::Frame;
     use http::HeaderValue;
-    use tokio::io::AsyncWriteExt;
 
     #[test]
     fn kubectl_s_offer_gets_v4_and_old_clients_what_they_speak() {
@@ -297,49 +297,10 @@ mod tests {
         );
     }
 
-    /// kubectl's side of a connection, in SPDY frames.
-    struct Client {
-        reader: FrameReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>,
-        write: tokio::io::WriteHalf<tokio::io::DuplexStream>,
-        encoder: HeaderEncoder,
-    }
-
-    impl Client {
-        async fn send(&mut self, frame: Frame) {
-            let mut out = Vec::new();
-            spdy::encode(&frame, &mut self.encoder, &mut out);
-            self.write.write_all(&out).await.unwrap();
-        }
-
-        async fn open(&mut self, id: u32, stream_type: &str) {
-            let headers = vec![("streamtype".to_string(), stream_type.to_string())];
-            self.send(Frame::SynStream {
-                stream_id: id,
-                associated_to: 0,
-                priority: 0,
-                fin: false,
-                unidirectional: false,
-                headers,
-            })
-            .await;
-        }
-
-        async fn next(&mut self) -> Frame {
-            tokio::time::timeout(Duration::from_secs(5), self.reader.next())
-                .await
-                .expect("a frame in time")
-                .unwrap()
-                .expect("the connection is open")
-        }
-    }
-
     /// A SPDY session on an in-memory connection, with the client's side.
     fn connect() -> (Client, mpsc::Receiver<NewStream>) {
-        let (client, server) = tokio::io::duplex(1 << 16);
-        let (tx, rx) = mpsc::channel(8);
-        tokio::spawn(spdy::serve(server, |_| Ok(()), tx));
-        let (read, write) = tokio::io::split(client);
-        (Client { reader: FrameReader::new(read), write, encoder: HeaderEncoder::new() }, rx)
+        let (client, streams, _session) = testing::session(|_| Ok(()));
+        (client, streams)
     }
 
     #[tokio::test]
@@ -347,7 +308,7 @@ mod tests {
         let (mut client, mut new_streams) = connect();
         // kubectl -it (v4): error, stdin, stdout, resize; a stray stream is let go.
         for (id, kind) in [(1, "error"), (3, "stdin"), (5, "bogus"), (7, "stdout"), (9, "resize")] {
-            client.open(id, kind).await;
+            client.open(id, &[("streamtype", kind)]).await;
         }
         let options = StreamOptions { stdin: true, stdout: true, stderr: false, tty: true };
         let wanted = expected(options, Protocol::V4);
@@ -407,7 +368,7 @@ mod tests {
     #[tokio::test]
     async fn a_client_that_opens_too_few_streams_times_out() {
         let (mut client, mut new_streams) = connect();
-        client.open(1, "error").await;
+        client.open(1, &[("streamtype", "error")]).await;
         let wanted = ["error", "stdout"];
         let waited = wait_for_streams(&mut new_streams, &wanted, Duration::from_millis(200)).await;
         assert_eq!(waited.err().unwrap(), "timed out waiting for client to create streams");
@@ -423,7 +384,7 @@ mod tests {
     ) -> (Client, SpdyOutput, BoxStream<'static, ClientEvent>) {
         let (mut client, mut new_streams) = connect();
         for (i, kind) in types.iter().enumerate() {
-            client.open(2 * i as u32 + 1, kind).await;
+            client.open(2 * i as u32 + 1, &[("streamtype", *kind)]).await;
         }
         let streams =
             wait_for_streams(&mut new_streams, types, Duration::from_secs(5)).await.unwrap();
