@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use futures_util::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PartialObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::{reflector, watcher, WatchStreamExt};
 use kube::{Client, Config};
 use rkube_conformance::cluster::RkubeServer;
@@ -124,12 +124,11 @@ async fn metadata_only_get_list_and_watch() {
     assert_eq!(body["items"][0]["kind"], "PartialObjectMetadata");
     assert!(body["items"][0].get("data").is_none(), "{body}");
 
-    let mut stream = kube::runtime::metadata_watcher(
-        api.clone(),
-        watcher::Config::default().labels("app=kube-rs"),
-    )
-    .applied_objects()
-    .boxed();
+    // `Api<PartialObjectMeta<K>>` asks for metadata alone (kube-rs's metadata watcher).
+    let metadata: Api<PartialObjectMeta<ConfigMap>> = Api::namespaced(client.clone(), "default");
+    let mut stream = watcher(metadata, watcher::Config::default().labels("app=kube-rs"))
+        .applied_objects()
+        .boxed();
     let api2 = api.clone();
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(300)).await;

@@ -1,6 +1,7 @@
 //! The `/api` and `/apis` handler: request info, authorization, then discovery or one of the
 //! verbs on the generic registry, with the response in the form the client asked for.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -515,17 +516,36 @@ async fn list_from_cache(
     }
     let (objects, revision) = cache.list(&registry.prefix(info, ns), filter);
     let same_version = info.version == cache.info().version;
-    if let (Output::Json, true) = (output, same_version) {
-        // The cached bytes go out as they are.
-        let head = json!({"kind": info.list_kind, "apiVersion": info.api_version(), "metadata": {"resourceVersion": revision.to_string()}});
+    // The cached bytes go out as they are (or their metadata alone).
+    let raw_items = match output {
+        Output::Json if same_version => Some((
+            info.list_kind,
+            info.api_version(),
+            objects.iter().map(|o| Cow::Borrowed(&o.json[..])).collect(),
+        )),
+        Output::Metadata { v1beta1 } => objects
+            .iter()
+            .map(|o| negotiate::partial_object_metadata_json(&o.json, v1beta1).map(Cow::Owned))
+            .collect::<Option<Vec<_>>>()
+            .map(|items| {
+                (
+                    "PartialObjectMetadataList",
+                    negotiate::meta_api_version(v1beta1).to_string(),
+                    items,
+                )
+            }),
+        _ => None,
+    };
+    if let Some((kind, api_version, items)) = raw_items {
+        let head = json!({"kind": kind, "apiVersion": api_version, "metadata": {"resourceVersion": revision.to_string()}});
         let mut body = serde_json::to_vec(&head).unwrap_or_default();
         body.pop(); // the closing brace
         body.extend_from_slice(b",\"items\":[");
-        for (i, o) in objects.iter().enumerate() {
+        for (i, item) in items.iter().enumerate() {
             if i > 0 {
                 body.push(b',');
             }
-            body.extend_from_slice(&o.json);
+            body.extend_from_slice(item);
         }
         body.extend_from_slice(b"]}");
         let mut response = (StatusCode::OK, body).into_response();

@@ -47,6 +47,25 @@ pub fn meta_api_version(v1beta1: bool) -> &'static str {
     }
 }
 
+/// [`partial_object_metadata`] straight from an object's JSON, its metadata copied as it is
+/// and the rest only scanned past (what watches and cached lists send); None when the JSON
+/// has no metadata object.
+pub fn partial_object_metadata_json(json: &[u8], v1beta1: bool) -> Option<Vec<u8>> {
+    #[derive(serde::Deserialize)]
+    struct Metadata<'a> {
+        #[serde(borrow)]
+        metadata: &'a serde_json::value::RawValue,
+    }
+    let raw = serde_json::from_slice::<Metadata>(json).ok()?.metadata.get();
+    let mut out = Vec::with_capacity(raw.len() + 80);
+    out.extend_from_slice(b"{\"kind\":\"PartialObjectMetadata\",\"apiVersion\":\"");
+    out.extend_from_slice(meta_api_version(v1beta1).as_bytes());
+    out.extend_from_slice(b"\",\"metadata\":");
+    out.extend_from_slice(raw.as_bytes());
+    out.push(b'}');
+    Some(out)
+}
+
 /// An object reduced to a `PartialObjectMetadata` (its metadata, with upstream's kind).
 pub fn partial_object_metadata(mut obj: Value, v1beta1: bool) -> Value {
     let metadata =
@@ -213,5 +232,8 @@ mod tests {
                 "metadata": {"name": "a", "resourceVersion": "5"}})
         );
         assert_eq!(Output::Json.shape(obj.clone()), obj);
+        let fast = partial_object_metadata_json(&serde_json::to_vec(&obj).unwrap(), false).unwrap();
+        assert_eq!(serde_json::from_slice::<Value>(&fast).unwrap(), shaped);
+        assert!(partial_object_metadata_json(b"{\"kind\":\"X\"}", false).is_none());
     }
 }

@@ -15,7 +15,7 @@ use rkube_store::Revision;
 use serde_json::{json, Value};
 
 use crate::cache::{CachedObject, EventType};
-use crate::negotiate::Output;
+use crate::negotiate::{self, Output};
 use crate::object;
 use crate::registry::{convert, Filter, Registry};
 use crate::status::{ApiError, ApiResult};
@@ -164,13 +164,17 @@ impl Encoder {
             }
             Output::Json if self.same_version => {
                 *first = false;
-                let mut out = Vec::with_capacity(obj.json.len() + 32);
-                out.extend_from_slice(b"{\"type\":\"");
-                out.extend_from_slice(kind.as_bytes());
-                out.extend_from_slice(b"\",\"object\":");
-                out.extend_from_slice(&obj.json);
-                out.extend_from_slice(b"}\n");
-                Bytes::from(out)
+                Self::raw_line(kind, &obj.json)
+            }
+            // Metadata is the same in every version: no conversion, no parse of the rest.
+            Output::Metadata { v1beta1 } => {
+                match negotiate::partial_object_metadata_json(&obj.json, v1beta1) {
+                    Some(json) => {
+                        *first = false;
+                        Self::raw_line(kind, &json)
+                    }
+                    None => self.line(kind, &self.output.shape(obj.value()), first),
+                }
             }
             output => self.line(kind, &output.shape(convert(obj.value(), self.info)), first),
         }
@@ -186,6 +190,17 @@ impl Encoder {
             obj["metadata"]["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
         self.line("BOOKMARK", &self.output.shape(obj), first)
+    }
+
+    /// An event line around an object's JSON as it is.
+    fn raw_line(kind: &str, json: &[u8]) -> Bytes {
+        let mut out = Vec::with_capacity(json.len() + 32);
+        out.extend_from_slice(b"{\"type\":\"");
+        out.extend_from_slice(kind.as_bytes());
+        out.extend_from_slice(b"\",\"object\":");
+        out.extend_from_slice(json);
+        out.extend_from_slice(b"}\n");
+        Bytes::from(out)
     }
 
     fn line(&self, kind: &str, obj: &Value, first: &mut bool) -> Bytes {

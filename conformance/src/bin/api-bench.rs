@@ -384,10 +384,9 @@ async fn bench_etcd(duration: Duration) -> Result<EtcdFigures> {
     let etcd = tokio::task::spawn_blocking(EtcdServer::start).await?;
     let url = etcd.client_url().to_string();
     eprintln!("starting rkube server on etcd ({url})");
-    let args = ["--etcd-servers".to_string(), url.clone()];
+    let etcd_url = url.clone();
     let server = tokio::task::spawn_blocking(move || {
-        let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        RkubeServer::start_with(&args)
+        start_server_with(&["--etcd-servers", &etcd_url, "--disable", "scheduler,controllers"])
     })
     .await
     .context("the rkube server did not start")?;
@@ -648,12 +647,42 @@ struct Figures {
     configmap_json: usize,
     pods: Run,
     pods_cpu: Cpu,
+    full_pods: Run,
+    full_pods_cpu: Cpu,
     raw: Run,
     raw_cpu: Cpu,
     list: ListFigures,
     watch: WatchFigures,
     memory: MemoryFigures,
     etcd: EtcdFigures,
+}
+
+/// The API server alone (`--disable scheduler,controllers`), as issue 3 measures it, with the
+/// extra arguments of `$API_BENCH_SERVER_ARGS` (space-separated).
+fn start_server() -> RkubeServer {
+    start_server_with(&["--disable", "scheduler,controllers"])
+}
+
+/// `rkube server` with these arguments and those of `$API_BENCH_SERVER_ARGS`.
+fn start_server_with(args: &[&str]) -> RkubeServer {
+    let extra = std::env::var("API_BENCH_SERVER_ARGS").unwrap_or_default();
+    let mut all: Vec<&str> = args.to_vec();
+    all.extend(extra.split_whitespace());
+    RkubeServer::start_with(&all)
+}
+
+/// Pod creates against the whole `rkube server`, scheduler and controllers running in it: with
+/// no nodes, the scheduler answers every pod with a status update and a `FailedScheduling`
+/// event, and the garbage collector watches it all.
+async fn bench_full_server_pods(duration: Duration) -> Result<(Run, Cpu)> {
+    eprintln!("starting the whole rkube server (scheduler and controllers)");
+    let server = tokio::task::spawn_blocking(|| start_server_with(&[]))
+        .await
+        .context("the rkube server did not start")?;
+    let client = client(&server).await?;
+    let figures = with_log(&server, bench_pod_creates(&client, server.pid(), duration)).await?;
+    eprintln!("  Pod creates, whole server: {}", figures.0.summary());
+    Ok(figures)
 }
 
 /// Runs `phase`, adding the end of the server's log to its error.
@@ -668,7 +697,7 @@ async fn with_log<T>(server: &RkubeServer, phase: impl Future<Output = Result<T>
 
 async fn bench(config: &Config) -> Result<Figures> {
     eprintln!("starting rkube server");
-    let server = tokio::task::spawn_blocking(RkubeServer::start)
+    let server = tokio::task::spawn_blocking(start_server)
         .await
         .context("the rkube server did not start")?;
     let ready_after = server.ready_after;
@@ -724,7 +753,7 @@ async fn bench(config: &Config) -> Result<Figures> {
 
     // A fresh server, so that its memory holds only what this phase stores.
     eprintln!("starting a second rkube server for the memory phase");
-    let server = tokio::task::spawn_blocking(RkubeServer::start)
+    let server = tokio::task::spawn_blocking(start_server)
         .await
         .context("the rkube server did not start")?;
     let memory = with_log(&server, bench_memory(&server, config.rss_objects)).await?;
@@ -737,7 +766,10 @@ async fn bench(config: &Config) -> Result<Figures> {
     );
     drop(server);
     let etcd = bench_etcd(duration).await?;
+    let (full_pods, full_pods_cpu) = bench_full_server_pods(duration).await?;
     Ok(Figures {
+        full_pods,
+        full_pods_cpu,
         etcd,
         ready_after,
         kubectl_call,
@@ -813,6 +845,11 @@ fn render(f: &Figures, config: &Config, quick: bool) -> String {
         &format!("raw SQLite store creates, c=64 ({}-byte values)", f.configmap_json),
         &f.raw,
         format!("- / {:.2}", Cpu::cores(f.raw_cpu.client, f.raw_cpu.wall)),
+    ));
+    table.row(create_row(
+        "Pod creates, HTTPS, c=64, whole `rkube server` (scheduler and controllers in it, no nodes)",
+        &f.full_pods,
+        f.full_pods_cpu.summary(),
     ));
     table.row(create_row(
         "ConfigMap creates, HTTPS, c=64, server on etcd",
@@ -903,7 +940,8 @@ fn render(f: &Figures, config: &Config, quick: bool) -> String {
     ];
     format!(
         "## API server (`api-bench`{quick})\n\n{table}\n\n\
-         The real `rkube server` (embedded SQLite store) on loopback, driven by kube-rs from \
+         The real `rkube server` (embedded SQLite store) on loopback, as the API server alone \
+         (`--disable scheduler,controllers`, the subject of issue 3), driven by kube-rs from \
          another process on the same machine over HTTPS (HTTP/1.1, one connection per request \
          in flight). Creates: typed `Api::create` from 64 tasks for {secs} s each, ConfigMaps \
          with {create_data} bytes of data ({cm_json} bytes stored as JSON), Pods with one \
@@ -922,7 +960,11 @@ fn render(f: &Figures, config: &Config, quick: bool) -> String {
          estimated from {sample} objects read back ({per:.0} bytes each) and subtracted. The \
          fill ran at {fill_rate:.0}/s (p99 {fill_p99}). Start to ready: spawning the process \
          to `/readyz` answering `ok`, polled with kubectl (one kubectl call takes {kubectl} \
-         here). On etcd: a fresh `rkube server --etcd-servers` on an etcd {etcd} started \
+         here). Whole server: Pod creates as above against a fresh `rkube server` with its \
+         scheduler and controllers: with no nodes, the scheduler answers each pod with a \
+         status update and a `FailedScheduling` event (three writes per create), and the \
+         garbage collector watches every resource's metadata. \
+         On etcd: a fresh `rkube server --etcd-servers` on an etcd {etcd} started \
          for the run (Debian's `etcd-server`, one member, on loopback, its default WAL fsync), \
          the same ConfigMap creates; then etcd-client's create-if-absent transaction (what \
          rkube's etcd store sends) from this process on the same etcd, same concurrency, \
