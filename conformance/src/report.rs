@@ -187,3 +187,21 @@ pub fn cpu_time(pid: &str) -> anyhow::Result<Duration> {
         .sum();
     Ok(Duration::from_secs_f64(ticks as f64 / ticks_per_sec as f64))
 }
+
+/// A create of a new key straight on etcd, as the benchmarks' "raw etcd" figures make it: the
+/// same create-if-absent transaction rkube's etcd store sends. Fails when the key exists.
+pub async fn raw_etcd_create(
+    kv: &mut etcd_client::KvClient,
+    key: &str,
+    value: Vec<u8>,
+) -> anyhow::Result<()> {
+    use etcd_client::{Compare, CompareOp, Txn, TxnOp};
+    let txn = Txn::new()
+        .when(vec![Compare::create_revision(key, CompareOp::Equal, 0)])
+        .and_then(vec![TxnOp::put(key, value, None)])
+        .or_else(vec![TxnOp::get(key, None)]);
+    if !kv.txn(txn).await?.succeeded() {
+        anyhow::bail!("key {key} exists");
+    }
+    Ok(())
+}

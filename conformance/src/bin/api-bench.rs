@@ -360,18 +360,7 @@ async fn bench_raw_etcd(url: &str, value_size: usize, duration: Duration) -> Res
             let (mut kv, value) = (client.kv_client(), value.clone());
             async move {
                 let key = format!("/raw-bench/configmaps/bench/cm-{i:07}");
-                let txn = etcd_client::Txn::new()
-                    .when(vec![etcd_client::Compare::create_revision(
-                        key.as_str(),
-                        etcd_client::CompareOp::Equal,
-                        0,
-                    )])
-                    .and_then(vec![etcd_client::TxnOp::put(key.as_str(), value.to_vec(), None)])
-                    .or_else(vec![etcd_client::TxnOp::get(key.as_str(), None)]);
-                if !kv.txn(txn).await?.succeeded() {
-                    bail!("key {key} exists");
-                }
-                Ok(())
+                report::raw_etcd_create(&mut kv, &key, value.to_vec()).await
             }
         }),
     )

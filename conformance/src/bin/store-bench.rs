@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
-use etcd_client::{Compare, CompareOp, GetOptions, Txn, TxnOp, WatchOptions};
+use etcd_client::{GetOptions, WatchOptions};
 use rkube_conformance::report::{self, Table};
 use rkube_store::testing::EtcdServer;
 use rkube_store::{EtcdOptions, EtcdStore, RangeRequest, SqliteOptions, SqliteStore, Store};
@@ -40,15 +40,7 @@ impl Target {
                 store.create(key, value).await?;
             }
             Target::RawEtcd(client) => {
-                // The same create-if-absent transaction the etcd store sends.
-                let txn = Txn::new()
-                    .when(vec![Compare::create_revision(key, CompareOp::Equal, 0)])
-                    .and_then(vec![TxnOp::put(key, value.to_vec(), None)])
-                    .or_else(vec![TxnOp::get(key, None)]);
-                let response = client.kv_client().txn(txn).await?;
-                if !response.succeeded() {
-                    bail!("key {key} exists");
-                }
+                report::raw_etcd_create(&mut client.kv_client(), key, value.to_vec()).await?;
             }
         }
         Ok(())

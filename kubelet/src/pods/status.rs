@@ -377,6 +377,13 @@ mod tests {
         }
     }
 
+    const FACTS: PodFacts<'static> = PodFacts {
+        pod_ip: "10.42.0.5",
+        host_ip: "127.0.0.1",
+        sandbox_ready: true,
+        start_time: "2026-01-01T00:00:00Z",
+    };
+
     fn view(state: Option<ContainerState>) -> ContainerView {
         ContainerView {
             name: "a".into(),
@@ -421,12 +428,7 @@ mod tests {
     #[test]
     fn conditions_name_the_unready_containers() {
         let p = pod("Always");
-        let facts = PodFacts {
-            pod_ip: "10.42.0.5",
-            host_ip: "127.0.0.1",
-            sandbox_ready: true,
-            start_time: "2026-01-01T00:00:00Z",
-        };
+        let facts = FACTS;
         let s = pod_status(&p, &facts, &[], &[view(None)]);
         let ready =
             s["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Ready").unwrap();
@@ -444,12 +446,7 @@ mod tests {
     #[test]
     fn probes_decide_started_and_ready() {
         let p = pod("Always");
-        let facts = PodFacts {
-            pod_ip: "10.42.0.5",
-            host_ip: "127.0.0.1",
-            sandbox_ready: true,
-            start_time: "2026-01-01T00:00:00Z",
-        };
+        let facts = FACTS;
         let running = || view(Some(ContainerState::Running { started_at: Utc::now() }));
         // No probes: running is started and ready.
         let plain = running();
@@ -493,12 +490,7 @@ mod tests {
 
     #[test]
     fn sidecars_follow_upstream() {
-        let facts = PodFacts {
-            pod_ip: "10.42.0.5",
-            host_ip: "127.0.0.1",
-            sandbox_ready: true,
-            start_time: "2026-01-01T00:00:00Z",
-        };
+        let facts = FACTS;
         let sidecar = |state: Option<ContainerState>| ContainerView {
             name: "side".into(),
             sidecar: true,
