@@ -66,7 +66,7 @@ pub fn assert_route_is_local(ip: &str) {
     assert!(out.status.success(), "ip route get {ip} failed");
     let local = route.starts_with("local ")
         || (!route.contains(" via ")
-            && (route.contains(" dev br-")
+            && (route.contains(" dev rkbr")
                 || route.contains(" dev docker")
                 || route.contains(" dev lo")));
     assert!(local, "refusing to connect to {ip}: its route is not local ({})", route.trim());
@@ -186,6 +186,6 @@ impl Drop for NodeServer {
             args.extend(ids.iter().map(String::as_str));
             let _ = docker(&args);
         }
-        let _ = docker(&["network", "rm", &format!("rkube-{}", self.node)]);
+        rkube_kubelet::runtime::podnet::remove(&self.node);
     }
 }

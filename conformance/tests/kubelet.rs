@@ -45,25 +45,7 @@ fn kubectl_run_gives_a_running_pod_with_an_ip_that_answers() {
 
     // The pod answers on its IP (a local Docker bridge: checked before connecting).
     assert_route_is_local(ip);
-    let mut body = String::new();
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let attempt = std::net::TcpStream::connect_timeout(
-            &format!("{ip}:80").parse().unwrap(),
-            Duration::from_secs(2),
-        )
-        .and_then(|mut stream| {
-            stream.set_read_timeout(Some(Duration::from_secs(5)))?;
-            stream.write_all(b"GET /index.html HTTP/1.0\r\n\r\n")?;
-            body.clear();
-            stream.read_to_string(&mut body)
-        });
-        if attempt.is_ok() && body.contains("hello from busybox") {
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "no answer from {ip}:80: {attempt:?} {body}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    wait_for_answer(&format!("{ip}:80"), "hello from busybox");
 
     // The node reports what a kubelet does.
     let node = s.ok(&["get", "node", &n.node, "-o", "json"]);
@@ -91,10 +73,13 @@ fn kubectl_run_gives_a_running_pod_with_an_ip_that_answers() {
     // httpd ignores SIGTERM as PID 1: it is killed when the grace period ends.
     s.ok(&["delete", "pod", "web", "--grace-period=2", "--timeout=50s"]);
     assert!(n.containers_of(uid.trim()).is_empty(), "containers left behind");
-    let events = s.ok(&["get", "events", "-o", &jsonpath("{range .items[*]}{.reason} {end}")]);
-    for reason in ["Scheduled", "Pulled", "Created", "Started", "Killing"] {
-        assert!(events.contains(reason), "no {reason} event in {events}");
-    }
+    // Events are posted in the background, as upstream's are: polled for.
+    let reasons = ["Scheduled", "Pulled", "Created", "Started", "Killing"];
+    n.wait_for(
+        &["get", "events", "-o", &jsonpath("{range .items[*]}{.reason} {end}")],
+        Duration::from_secs(10),
+        |events| reasons.iter().all(|r| events.contains(r)),
+    );
 }
 
 #[test]
@@ -180,8 +165,9 @@ spec:
     let status: serde_json::Value = serde_json::from_str(&status).unwrap();
     assert_eq!(status["lastState"]["terminated"]["exitCode"], 3);
     assert!(status["state"]["waiting"]["message"].as_str().unwrap().starts_with("back-off "));
-    let describe = s.ok(&["describe", "pod", "crash"]);
-    assert!(describe.contains("CrashLoopBackOff") && describe.contains("BackOff"), "{describe}");
+    n.wait_for(&["describe", "pod", "crash"], Duration::from_secs(10), |describe| {
+        describe.contains("CrashLoopBackOff") && describe.contains("BackOff")
+    });
 }
 
 #[test]
@@ -446,4 +432,109 @@ spec:
         |out| out.starts_with("Failed "),
     );
     assert_eq!(state, "Failed OOMKilled 137");
+}
+
+/// `GET path` on `addr` (loopback or a local pod IP): the response, or why there is none.
+fn http_get(addr: &str, path: &str) -> std::io::Result<String> {
+    let mut stream =
+        std::net::TcpStream::connect_timeout(&addr.parse().unwrap(), Duration::from_secs(2))?;
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    stream.write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes())?;
+    let mut body = String::new();
+    stream.read_to_string(&mut body)?;
+    Ok(body)
+}
+
+/// Polls `addr` until it answers with `want` in the body (20 s at most).
+fn wait_for_answer(addr: &str, want: &str) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let answer = http_get(addr, "/index.html");
+        if answer.as_ref().is_ok_and(|b| b.contains(want)) {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "no {want:?} from {addr}: {answer:?}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn the_pod_network_gives_addresses_host_ports_and_name_files() {
+    let mut n = NodeServer::start();
+    let host_port = rkube_store::testing::free_port();
+    let manifest = format!(
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {{name: web}}
+spec:
+  hostAliases: [{{ip: 192.0.2.7, hostnames: [db.example]}}]
+  dnsPolicy: None
+  dnsConfig: {{nameservers: [10.96.0.10], searches: [default.svc.cluster.local]}}
+  containers:
+  - name: web
+    image: busybox:1.36
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "mkdir -p /srv && echo hello-pod-network > /srv/index.html && exec httpd -f -p 80 -h /srv"]
+    ports: [{{containerPort: 80, hostPort: {host_port}}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {{name: client}}
+spec:
+  containers:
+  - {{name: c, image: "busybox:1.36", imagePullPolicy: IfNotPresent, command: ["sleep", "3600"]}}
+"#
+    );
+    let s = &n.server;
+    s.ok_stdin(&["apply", "-f", "-"], &manifest);
+    s.ok(&["wait", "--for=condition=Ready", "pod/web", "pod/client", "--timeout=50s"]);
+    let cidr = s.ok(&["get", "node", &n.node, "-o", &jsonpath("{.spec.podCIDR}")]);
+    let ip = s.ok(&["get", "pod", "web", "-o", &jsonpath("{.status.podIP}")]);
+    let ip = ip.trim().to_string();
+    let client_ip = s.ok(&["get", "pod", "client", "-o", &jsonpath("{.status.podIP}")]);
+    let prefix = cidr.trim().trim_end_matches("0/24");
+    assert!(ip.starts_with(prefix) && client_ip.starts_with(prefix), "{ip} {client_ip} {cidr}");
+    assert_ne!(ip, client_ip.trim());
+
+    // Inside the pod: eth0 with the address, the gateway first in the CIDR, the pod's own
+    // name and its aliases in /etc/hosts, its DNS settings in /etc/resolv.conf.
+    let addresses = s.ok(&["exec", "web", "--", "ip", "-o", "-4", "address", "show", "eth0"]);
+    assert!(addresses.contains(&format!("inet {ip}/24")), "{addresses}");
+    let routes = s.ok(&["exec", "web", "--", "ip", "route"]);
+    assert!(routes.contains(&format!("default via {prefix}1 dev eth0")), "{routes}");
+    let hosts = s.ok(&["exec", "web", "--", "cat", "/etc/hosts"]);
+    assert!(hosts.contains(&format!("{ip}\tweb")), "{hosts}");
+    assert!(hosts.contains("192.0.2.7\tdb.example"), "{hosts}");
+    let resolv = s.ok(&["exec", "web", "--", "cat", "/etc/resolv.conf"]);
+    assert!(resolv.contains("nameserver 10.96.0.10"), "{resolv}");
+    assert!(resolv.contains("search default.svc.cluster.local"), "{resolv}");
+
+    // Pod to pod, node to pod, and the hostPort on the node's loopback.
+    let fetched =
+        s.ok(&["exec", "client", "--", "wget", "-q", "-O", "-", &format!("http://{ip}/")]);
+    assert!(fetched.contains("hello-pod-network"), "{fetched}");
+    assert_route_is_local(&ip);
+    wait_for_answer(&format!("{ip}:80"), "hello-pod-network");
+    let on_node = format!("127.0.0.1:{host_port}");
+    wait_for_answer(&on_node, "hello-pod-network");
+
+    // A restarted kubelet keeps the pod's address and its hostPort.
+    n.server.restart();
+    let s = &n.server;
+    s.ok(&["wait", "--for=condition=Ready", "pod/web", "--timeout=50s"]);
+    let after = s.ok(&["get", "pod", "web", "-o", &jsonpath("{.status.podIP}")]);
+    assert_eq!(after.trim(), ip);
+    wait_for_answer(&on_node, "hello-pod-network");
+
+    // Deleting the pod takes its hostPort rule with it.
+    s.ok(&["delete", "pod", "web", "--grace-period=1", "--timeout=50s"]);
+    let chain = rkube_kubelet::runtime::podnet::hostport_chain(&n.node);
+    let rules = std::process::Command::new("iptables")
+        .args(["-t", "nat", "-S", &chain])
+        .output()
+        .expect("iptables");
+    let rules = String::from_utf8_lossy(&rules.stdout);
+    assert!(!rules.contains(&ip), "a rule for the deleted pod is left: {rules}");
+    assert!(http_get(&on_node, "/").is_err(), "the hostPort still answers");
 }

@@ -2,110 +2,194 @@
 //! with `source.component: kubelet` and the node as host, as upstream's kubelet.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
 
 use k8s_openapi::api::core::v1::{Event, Pod};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::Client;
 use serde_json::json;
+use tokio::sync::mpsc;
 
-/// How many repeated events [`Recorder::pod_event_repeated`] remembers.
+/// How many repeated events the poster remembers.
 const SERIES_LIMIT: usize = 4096;
+/// Events waiting to be posted at most; beyond it new ones are dropped, as upstream's
+/// event broadcaster drops them when its queue is full.
+const QUEUE: usize = 1000;
 
-/// (pod uid, type, reason, message) -> (namespace, event name, count).
-type Series = HashMap<(String, String, String, String), (String, String, i32)>;
+/// What a repeating event says: (pod uid, type, reason, message).
+type SeriesKey = (String, String, String, String);
+/// Each repeating event's Event: (namespace, name, count).
+type Series = HashMap<SeriesKey, (String, String, i32)>;
 
+/// What the poster is asked to do, in order.
+enum Job {
+    Record(Box<Record>),
+    /// The pod is gone: its repeated events are forgotten.
+    Forget(String),
+}
+
+/// One event to post.
+struct Record {
+    namespace: String,
+    name: String,
+    involved: serde_json::Value,
+    kind: String,
+    reason: String,
+    message: String,
+    /// Set for an event that may repeat: counted up in its first Event.
+    series: Option<SeriesKey>,
+    /// When it happened, as the Event's timestamps say it.
+    at: String,
+}
+
+/// Records events without waiting for the API: they are queued and posted in order by a
+/// task of their own, so a pod's start is not held up by its `Created` and `Started` events.
 #[derive(Clone)]
 pub struct Recorder {
-    client: Client,
     node: String,
-    /// Events recorded by [`Recorder::pod_event_repeated`].
-    series: Arc<Mutex<Series>>,
+    jobs: mpsc::Sender<Job>,
 }
 
 impl Recorder {
+    /// Starts the poster (on the current Tokio runtime); it ends with the last recorder.
     pub fn new(client: Client, node: &str) -> Recorder {
-        Recorder { client, node: node.to_string(), series: Default::default() }
+        let (jobs, queue) = mpsc::channel(QUEUE);
+        let poster = Poster { client, node: node.to_string(), series: Series::new() };
+        tokio::spawn(poster.run(queue));
+        Recorder { node: node.to_string(), jobs }
+    }
+
+    fn send(&self, job: Job) {
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.jobs.try_send(job) {
+            tracing::warn!("the event queue is full: an event is dropped");
+        }
     }
 
     /// Records an event on a pod that may happen again and again (a probe failing every
     /// period): the first time an Event is made, later the same one counts up with a new
     /// `lastTimestamp`, as upstream's event correlator aggregates them (`kubectl describe`
     /// shows `(x5 over 10s)`).
-    pub async fn pod_event_repeated(&self, pod: &Pod, kind: &str, reason: &str, message: &str) {
+    pub fn pod_event_repeated(&self, pod: &Pod, kind: &str, reason: &str, message: &str) {
         let key = (
             pod.metadata.uid.clone().unwrap_or_default(),
             kind.to_string(),
             reason.to_string(),
             message.to_string(),
         );
-        let known = self.series.lock().unwrap_or_else(|e| e.into_inner()).get(&key).cloned();
-        if let Some((namespace, name, count)) = known {
-            let events: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
-            let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
-            let patch = json!({"count": count + 1, "lastTimestamp": now});
-            match events.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
-                Ok(_) => {
-                    let mut series = self.series.lock().unwrap_or_else(|e| e.into_inner());
-                    series.insert(key, (namespace, name, count + 1));
-                    return;
-                }
-                Err(e) => tracing::debug!(error = %e, reason, "cannot count an event up"),
-            }
-        }
-        let namespace = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
-        if let Some(name) = self.pod_event_named(pod, kind, reason, message).await {
-            let mut series = self.series.lock().unwrap_or_else(|e| e.into_inner());
-            if series.len() >= SERIES_LIMIT {
-                series.clear();
-            }
-            series.insert(key, (namespace, name, 1));
-        }
+        self.send(Self::on_pod(pod, kind, reason, message, Some(key)));
     }
 
     /// Forgets the repeated events of a pod that is gone.
     pub fn forget_pod(&self, uid: &str) {
-        self.series.lock().unwrap_or_else(|e| e.into_inner()).retain(|k, _| k.0 != uid);
+        self.send(Job::Forget(uid.to_string()));
     }
 
     /// Records an event on a pod.
-    pub async fn pod_event(&self, pod: &Pod, kind: &str, reason: &str, message: &str) {
-        self.pod_event_named(pod, kind, reason, message).await;
+    pub fn pod_event(&self, pod: &Pod, kind: &str, reason: &str, message: &str) {
+        self.send(Self::on_pod(pod, kind, reason, message, None));
     }
 
-    /// Records an event on a pod; the event's name when it was made.
-    async fn pod_event_named(
-        &self,
+    fn on_pod(
         pod: &Pod,
         kind: &str,
         reason: &str,
         message: &str,
-    ) -> Option<String> {
-        let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
+        series: Option<SeriesKey>,
+    ) -> Job {
+        let namespace = pod.metadata.namespace.clone().unwrap_or_else(|| "default".into());
         let involved = json!({
             "apiVersion": "v1", "kind": "Pod", "namespace": namespace,
             "name": pod.metadata.name, "uid": pod.metadata.uid,
             "resourceVersion": pod.metadata.resource_version,
         });
-        self.record(
+        Job::Record(Box::new(Record {
             namespace,
-            pod.metadata.name.as_deref().unwrap_or(""),
+            name: pod.metadata.name.clone().unwrap_or_default(),
             involved,
-            kind,
-            reason,
-            message,
-        )
-        .await
+            kind: kind.into(),
+            reason: reason.into(),
+            message: message.into(),
+            series,
+            at: now(),
+        }))
     }
 
     /// Records an event on the node (in `default`, as upstream).
-    pub async fn node_event(&self, kind: &str, reason: &str, message: &str) {
+    pub fn node_event(&self, kind: &str, reason: &str, message: &str) {
         let involved = json!({"kind": "Node", "name": self.node, "uid": self.node});
-        let node = self.node.clone();
-        self.record("default", &node, involved, kind, reason, message).await;
+        self.send(Job::Record(Box::new(Record {
+            namespace: "default".into(),
+            name: self.node.clone(),
+            involved,
+            kind: kind.into(),
+            reason: reason.into(),
+            message: message.into(),
+            series: None,
+            at: now(),
+        })));
+    }
+}
+
+fn now() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+/// The task that posts the recorders' events.
+struct Poster {
+    client: Client,
+    node: String,
+    /// Events that may repeat, by what they say.
+    series: Series,
+}
+
+impl Poster {
+    async fn run(mut self, mut queue: mpsc::Receiver<Job>) {
+        while let Some(job) = queue.recv().await {
+            match job {
+                Job::Forget(uid) => self.series.retain(|k, _| k.0 != uid),
+                Job::Record(record) => {
+                    let Record { namespace, name, involved, kind, reason, message, series, at } =
+                        *record;
+                    if let Some(key) = &series {
+                        if self.count_up(key, &at).await {
+                            continue;
+                        }
+                    }
+                    let made = self
+                        .create(&namespace, &name, involved, &kind, &reason, &message, &at)
+                        .await;
+                    if let (Some(key), Some(made)) = (series, made) {
+                        if self.series.len() >= SERIES_LIMIT {
+                            self.series.clear();
+                        }
+                        self.series.insert(key, (namespace, made, 1));
+                    }
+                }
+            }
+        }
     }
 
-    async fn record(
+    /// Counts up the Event made for `key` earlier; false when there is none (or it is gone).
+    async fn count_up(&mut self, key: &SeriesKey, at: &str) -> bool {
+        let Some((namespace, name, count)) = self.series.get(key).cloned() else {
+            return false;
+        };
+        let events: Api<Event> = Api::namespaced(self.client.clone(), &namespace);
+        let patch = json!({"count": count + 1, "lastTimestamp": at});
+        match events.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+            Ok(_) => {
+                self.series.insert(key.clone(), (namespace, name, count + 1));
+                true
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, reason = key.2, "cannot count an event up");
+                false
+            }
+        }
+    }
+
+    /// Makes an Event; its name.
+    #[allow(clippy::too_many_arguments)]
+    async fn create(
         &self,
         namespace: &str,
         name: &str,
@@ -113,8 +197,8 @@ impl Recorder {
         kind: &str,
         reason: &str,
         message: &str,
+        now: &str,
     ) -> Option<String> {
-        let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
         let event: Event = match serde_json::from_value(json!({
             "metadata": {"generateName": format!("{name}."), "namespace": namespace},
             "involvedObject": involved,

@@ -198,7 +198,7 @@ pub async fn start(
         recorder: events::Recorder::new(client.clone(), &config.node_name),
         tokens: Default::default(),
     });
-    syncer.recorder.node_event("Normal", "Starting", "Starting kubelet.").await;
+    syncer.recorder.node_event("Normal", "Starting", "Starting kubelet.");
     let statics = config.pod_manifest_path.clone().map(|dir| {
         let initial = static_pods::read_now(&dir, &config.node_name, &Default::default());
         let (tx, rx) = tokio::sync::watch::channel(initial);

@@ -395,17 +395,17 @@ impl Worker {
             Outcome::Success(_) => Some(Verdict::Success),
             Outcome::Warning(output) => {
                 let message = format!("{name} probe warning: {output}");
-                recorder.pod_event_repeated(&self.pod, "Warning", "ProbeWarning", &message).await;
+                recorder.pod_event_repeated(&self.pod, "Warning", "ProbeWarning", &message);
                 Some(Verdict::Success)
             }
             Outcome::Failure(output) => {
                 let message = format!("{name} probe failed: {output}");
-                recorder.pod_event_repeated(&self.pod, "Warning", "Unhealthy", &message).await;
+                recorder.pod_event_repeated(&self.pod, "Warning", "Unhealthy", &message);
                 Some(Verdict::Failure)
             }
             Outcome::Error(e) => {
                 let message = format!("{name} probe errored and resulted in unknown state: {e}");
-                recorder.pod_event_repeated(&self.pod, "Warning", "Unhealthy", &message).await;
+                recorder.pod_event_repeated(&self.pod, "Warning", "Unhealthy", &message);
                 None
             }
         }

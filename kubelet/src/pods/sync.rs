@@ -27,7 +27,7 @@ use super::status::{self, ContainerView, PodFacts};
 use super::{hooks, probes, volumes};
 use crate::events::Recorder;
 use crate::runtime::{
-    labels, ContainerRecord, ContainerState, Credentials, PodRef, Runtime, SandboxSpec,
+    labels, ContainerRecord, ContainerState, Credentials, HostPort, PodRef, Runtime, SandboxSpec,
 };
 use crate::Config;
 
@@ -209,7 +209,7 @@ async fn stop_instance(
             let run = hooks::run(runtime.as_ref(), pod, container, &id, &pod_ip, hook);
             match tokio::time::timeout(grace, run).await {
                 Ok(Err(message)) => {
-                    recorder.pod_event(pod, "Warning", "FailedPreStopHook", &message).await;
+                    recorder.pod_event(pod, "Warning", "FailedPreStopHook", &message);
                 }
                 Ok(Ok(())) => {}
                 Err(_) => {
@@ -399,8 +399,8 @@ impl Syncer {
             },
             _ = deletion(state.updates.clone()) => return,
         };
-        self.recorder.pod_event(pod, "Warning", "FailedPostStartHook", &message).await;
-        self.recorder.pod_event(pod, "Normal", "Killing", "FailedPostStartHook").await;
+        self.recorder.pod_event(pod, "Warning", "FailedPostStartHook", &message);
+        self.recorder.pod_event(pod, "Normal", "Killing", "FailedPostStartHook");
         stop_instance(
             self.runtime.clone(),
             self.recorder.clone(),
@@ -432,7 +432,7 @@ impl Syncer {
         if restart {
             message.push_str(", will be restarted");
         }
-        self.recorder.pod_event(pod, "Normal", "Killing", &message).await;
+        self.recorder.pod_event(pod, "Normal", "Killing", &message);
         let probe = match kind {
             probes::Kind::Startup => container.startup_probe.as_ref(),
             _ => container.liveness_probe.as_ref(),
@@ -511,20 +511,18 @@ impl Syncer {
                 let message =
                     format!("Container image \"{image}\" is not present with pull policy of Never");
                 if state.recorded.insert(event_key("never")) {
-                    self.recorder.pod_event(pod, "Warning", "ErrImageNeverPull", &message).await;
+                    self.recorder.pod_event(pod, "Warning", "ErrImageNeverPull", &message);
                 }
                 return Err(("ErrImageNeverPull".into(), message));
             }
             "Never" | "IfNotPresent" if present => {
                 if state.recorded.insert(event_key("present")) {
-                    self.recorder
-                        .pod_event(
-                            pod,
-                            "Normal",
-                            "Pulled",
-                            &format!("Container image \"{image}\" already present on machine"),
-                        )
-                        .await;
+                    self.recorder.pod_event(
+                        pod,
+                        "Normal",
+                        "Pulled",
+                        &format!("Container image \"{image}\" already present on machine"),
+                    );
                 }
                 return Ok(());
             }
@@ -539,31 +537,27 @@ impl Syncer {
                 ));
             }
         }
-        self.recorder
-            .pod_event(pod, "Normal", "Pulling", &format!("Pulling image \"{image}\""))
-            .await;
+        self.recorder.pod_event(pod, "Normal", "Pulling", &format!("Pulling image \"{image}\""));
         let started = Instant::now();
         let credentials = self.credentials(pod, &image).await;
         match self.runtime.pull_image(&image, credentials).await {
             Ok(()) => {
                 state.image_failures.remove(&image);
-                self.recorder
-                    .pod_event(
-                        pod,
-                        "Normal",
-                        "Pulled",
-                        &format!(
-                            "Successfully pulled image \"{image}\" in {:.3}s",
-                            started.elapsed().as_secs_f64()
-                        ),
-                    )
-                    .await;
+                self.recorder.pod_event(
+                    pod,
+                    "Normal",
+                    "Pulled",
+                    &format!(
+                        "Successfully pulled image \"{image}\" in {:.3}s",
+                        started.elapsed().as_secs_f64()
+                    ),
+                );
                 Ok(())
             }
             Err(e) => {
                 let message = format!("Failed to pull image \"{image}\": {e}");
-                self.recorder.pod_event(pod, "Warning", "Failed", &message).await;
-                self.recorder.pod_event(pod, "Warning", "Failed", "Error: ErrImagePull").await;
+                self.recorder.pod_event(pod, "Warning", "Failed", &message);
+                self.recorder.pod_event(pod, "Warning", "Failed", "Error: ErrImagePull");
                 state.image_backoff.next(&image);
                 state.image_failures.insert(image.clone(), (Instant::now(), message.clone()));
                 Err(("ErrImagePull".into(), message))
@@ -604,7 +598,7 @@ impl Syncer {
                     "Back-off restarting failed container {} in pod {pod_key}",
                     container.name
                 );
-                self.recorder.pod_event(pod, "Warning", "BackOff", &message).await;
+                self.recorder.pod_event(pod, "Warning", "BackOff", &message);
             }
             view.waiting = Some((
                 "CrashLoopBackOff".into(),
@@ -693,24 +687,28 @@ impl Syncer {
             Ok(id) => id,
             Err(e) => {
                 let message = e.to_string();
-                self.recorder
-                    .pod_event(pod, "Warning", "Failed", &format!("Error: {message}"))
-                    .await;
+                self.recorder.pod_event(pod, "Warning", "Failed", &format!("Error: {message}"));
                 return Err(("CreateContainerError".into(), message));
             }
         };
-        self.recorder
-            .pod_event(pod, "Normal", "Created", &format!("Created container {}", container.name))
-            .await;
+        self.recorder.pod_event(
+            pod,
+            "Normal",
+            "Created",
+            &format!("Created container {}", container.name),
+        );
         if let Err(e) = self.runtime.start_container(&id).await {
             let message = e.to_string();
-            self.recorder.pod_event(pod, "Warning", "Failed", &format!("Error: {message}")).await;
+            self.recorder.pod_event(pod, "Warning", "Failed", &format!("Error: {message}"));
             // The container exists and has exited: its status shows the error.
             return Ok(id);
         }
-        self.recorder
-            .pod_event(pod, "Normal", "Started", &format!("Started container {}", container.name))
-            .await;
+        self.recorder.pod_event(
+            pod,
+            "Normal",
+            "Started",
+            &format!("Started container {}", container.name),
+        );
         // Until the hook is done the sync does not go on, so the status does not say Running.
         self.post_start(pod, container, &id, inputs.pod_ip, state).await;
         Ok(id)
@@ -827,9 +825,12 @@ impl Syncer {
         for record in first.into_iter().chain(last) {
             let name = record.label(labels::CONTAINER_NAME).to_string();
             if let Some(pod) = pod {
-                self.recorder
-                    .pod_event(pod, "Normal", "Killing", &format!("Stopping container {name}"))
-                    .await;
+                self.recorder.pod_event(
+                    pod,
+                    "Normal",
+                    "Killing",
+                    &format!("Stopping container {name}"),
+                );
             }
             let turn = rank(record).map(|_| join_all(before.clone()).map(|_| ()).boxed());
             let stop = tokio::spawn(stop_instance(
@@ -925,9 +926,7 @@ impl Syncer {
             Err(e) => {
                 let message = format!("Failed to create pod sandbox: {e}");
                 if state.recorded.insert(format!("sandbox/{message}")) {
-                    self.recorder
-                        .pod_event(pod, "Warning", "FailedCreatePodSandBox", &message)
-                        .await;
+                    self.recorder.pod_event(pod, "Warning", "FailedCreatePodSandBox", &message);
                 }
                 return Next::After(Duration::from_secs(2));
             }
@@ -949,7 +948,7 @@ impl Syncer {
             Ok(v) => v,
             Err(e) => {
                 if state.recorded.insert(format!("mount/{}", e.0)) {
-                    self.recorder.pod_event(pod, "Warning", "FailedMount", &e.0).await;
+                    self.recorder.pod_event(pod, "Warning", "FailedMount", &e.0);
                 }
                 Default::default()
             }
@@ -1152,16 +1151,16 @@ pub fn sandbox_spec(pod: &Pod, attempt: u32, config: &Config) -> SandboxSpec {
         .clone()
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| name.chars().take(63).collect());
-    let mut port_mappings = Vec::new();
+    let mut host_ports = Vec::new();
     for container in &spec.containers {
         for port in container.ports.iter().flatten() {
             if let Some(host_port) = port.host_port.filter(|p| *p > 0) {
-                port_mappings.push((
-                    port.protocol.clone().unwrap_or_else(|| "TCP".into()).to_lowercase(),
-                    port.container_port as u16,
-                    port.host_ip.clone().unwrap_or_default(),
-                    host_port as u16,
-                ));
+                host_ports.push(HostPort {
+                    protocol: port.protocol.as_deref().unwrap_or("TCP").to_lowercase(),
+                    container_port: port.container_port as u16,
+                    host_ip: port.host_ip.clone().unwrap_or_default(),
+                    host_port: host_port as u16,
+                });
             }
         }
     }
@@ -1192,7 +1191,7 @@ pub fn sandbox_spec(pod: &Pod, attempt: u32, config: &Config) -> SandboxSpec {
         hostname,
         host_network: spec.host_network.unwrap_or(false),
         share_pid: spec.share_process_namespace.unwrap_or(false),
-        port_mappings,
+        host_ports,
         dns_servers,
         dns_searches,
         dns_options,

@@ -1,15 +1,15 @@
 //! The Docker runtime, through bollard: sandboxes are containers of the kubelet's pause
-//! image on a bridge network with the node's pod CIDR; a pod's containers join the sandbox's
-//! network and IPC (and with `shareProcessNamespace`, PID) namespaces.
+//! image, started without a Docker network and then given their address on the node's pod
+//! network ([`super::podnet`]); a pod's containers join the sandbox's network and IPC (and
+//! with `shareProcessNamespace`, PID) namespaces.
 
 use std::collections::HashMap;
+use std::net::Ipv4Addr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use bollard::models::{
-    ContainerCreateBody, EndpointSettings, HostConfig, Ipam, IpamConfig, NetworkCreateRequest,
-    NetworkingConfig, PortBinding,
-};
+use bollard::models::{ContainerCreateBody, HostConfig};
 use bollard::query_parameters::{
     CreateContainerOptions, CreateImageOptions, ListContainersOptions, ListImagesOptions,
     LogsOptions, RemoveContainerOptions, StopContainerOptions,
@@ -21,9 +21,10 @@ use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 
 use super::cgroups::CgroupPaths;
+use super::podnet::PodNetwork;
 use super::{
     labels, pause, ContainerRecord, ContainerSpec, ContainerState, ContainerStats, Credentials,
-    ExecSession, ImageRecord, LogOptions, Result, Runtime, RuntimeError, SandboxSpec,
+    ExecSession, HostPort, ImageRecord, LogOptions, Result, Runtime, RuntimeError, SandboxSpec,
 };
 
 pub struct DockerRuntime {
@@ -36,6 +37,8 @@ pub struct DockerRuntime {
     /// list shows another state: pods whose containers did not change are synced with one
     /// list call and no inspects.
     inspected: std::sync::Mutex<HashMap<String, Inspected>>,
+    /// Each node's pod network, once [`Runtime::ensure_network`] made it.
+    networks: std::sync::Mutex<HashMap<String, Arc<PodNetwork>>>,
 }
 
 /// One container's inspect, as [`DockerRuntime::list`] keeps it.
@@ -59,8 +62,8 @@ fn is_not_found(e: &bollard::errors::Error) -> bool {
     matches!(e, bollard::errors::Error::DockerResponseServerError { status_code: 404, .. })
 }
 
-/// The Docker network holding the pods of `node`.
-pub fn network_name(node: &str) -> String {
+/// The Docker network earlier versions put `node`'s pods on (removed when found).
+fn legacy_network_name(node: &str) -> String {
     format!("rkube-{node}")
 }
 
@@ -83,7 +86,12 @@ impl DockerRuntime {
             .ping()
             .await
             .map_err(|e| RuntimeError::Other(format!("cannot reach the Docker engine: {e}")))?;
-        Ok(DockerRuntime { docker, cgroups: Default::default(), inspected: Default::default() })
+        Ok(DockerRuntime {
+            docker,
+            cgroups: Default::default(),
+            inspected: Default::default(),
+            networks: Default::default(),
+        })
     }
 
     /// Makes the pause image from the program in [`pause`] unless it is there already.
@@ -117,13 +125,75 @@ impl DockerRuntime {
         Ok(())
     }
 
+    /// A sandbox's pod IP, from its label.
     fn ip_of(inspect: &bollard::models::ContainerInspectResponse) -> String {
-        let networks = inspect.network_settings.as_ref().and_then(|n| n.networks.as_ref());
+        let labels = inspect.config.as_ref().and_then(|c| c.labels.as_ref());
+        labels.and_then(|l| l.get(labels::POD_IP)).cloned().unwrap_or_default()
+    }
+
+    fn network(&self, node: &str) -> Result<Arc<PodNetwork>> {
+        let networks = self.networks.lock().unwrap_or_else(|e| e.into_inner());
         networks
-            .into_iter()
-            .flatten()
-            .find_map(|(_, n)| n.ip_address.clone().filter(|ip| !ip.is_empty()))
-            .unwrap_or_default()
+            .get(node)
+            .cloned()
+            .ok_or_else(|| RuntimeError::Other(format!("node {node} has no pod network yet")))
+    }
+
+    /// Frees what a sandbox held on its pod network (its address and hostPorts); nothing
+    /// for other containers.
+    async fn release_network(&self, id: &str) {
+        let networks: Vec<Arc<PodNetwork>> =
+            self.networks.lock().unwrap_or_else(|e| e.into_inner()).values().cloned().collect();
+        for network in networks {
+            if network.release(id) {
+                if let Err(e) = network.remove_host_ports(id).await {
+                    tracing::warn!(error = %e, id, "cannot remove a sandbox's hostPort rules");
+                }
+            }
+        }
+    }
+
+    /// Removes the Docker network of earlier versions, and the sandboxes on it (the kubelet
+    /// makes them anew on its own network): its subnet is the bridge's.
+    async fn remove_legacy_network(&self, node: &str) -> Result<()> {
+        let name = legacy_network_name(node);
+        let network = match self.docker.inspect_network(&name, None).await {
+            Ok(network) => network,
+            Err(e) if is_not_found(&e) => return Ok(()),
+            Err(e) => return Err(err(e)),
+        };
+        tracing::info!(network = name, "removing the Docker network of an earlier version");
+        for id in network.containers.unwrap_or_default().into_keys() {
+            let options = RemoveContainerOptions { force: true, v: true, ..Default::default() };
+            let _ = self.docker.remove_container(&id, Some(options)).await;
+        }
+        match self.docker.remove_network(&name).await {
+            Err(e) if !is_not_found(&e) => Err(err(e)),
+            _ => Ok(()),
+        }
+    }
+
+    /// Sets up the network of a started sandbox: its eth0 and hostPorts. On failure the
+    /// caller removes the sandbox.
+    async fn attach_sandbox(
+        &self,
+        network: &PodNetwork,
+        id: &str,
+        ip: Ipv4Addr,
+        host_ports: &[HostPort],
+    ) -> Result<()> {
+        let inspect = self.docker.inspect_container(id, None).await.map_err(err)?;
+        let pid = inspect.state.as_ref().and_then(|s| s.pid).filter(|pid| *pid > 0);
+        let Some(pid) = pid else {
+            return Err(RuntimeError::Other(format!("sandbox {id} is not running")));
+        };
+        network.attach(id, pid, ip).await?;
+        network.add_host_ports(id, ip, host_ports).await?;
+        // The list that follows finds the sandbox running: it need not inspect it again.
+        let record = Self::record(inspect);
+        let kept = Inspected { listed_state: "running".into(), record, ip: ip.to_string() };
+        self.inspected.lock().unwrap_or_else(|e| e.into_inner()).insert(id.to_string(), kept);
+        Ok(())
     }
 
     /// The container as the list showed it in `listed_state`: the inspect kept from when it
@@ -206,43 +276,30 @@ impl Runtime for DockerRuntime {
     }
 
     async fn ensure_network(&self, node: &str, cidr: &str) -> Result<()> {
-        let name = network_name(node);
-        match self.docker.inspect_network(&name, None).await {
-            Ok(existing) => {
-                let subnet = existing
-                    .ipam
-                    .and_then(|i| i.config)
-                    .and_then(|c| c.into_iter().next())
-                    .and_then(|c| c.subnet)
-                    .unwrap_or_default();
-                if subnet == cidr {
-                    return Ok(());
-                }
-                // The node's CIDR changed (a new cluster): the old network must go.
-                self.docker.remove_network(&name).await.map_err(err)?;
-            }
-            Err(e) if is_not_found(&e) => {}
-            Err(e) => return Err(err(e)),
-        }
-        let gateway = crate::net::first_host(cidr)
+        let cidr = crate::net::Cidr::parse(cidr)
             .ok_or_else(|| RuntimeError::Other(format!("invalid pod CIDR {cidr:?}")))?;
-        self.docker
-            .create_network(NetworkCreateRequest {
-                name,
-                driver: Some("bridge".into()),
-                ipam: Some(Ipam {
-                    config: Some(vec![IpamConfig {
-                        subnet: Some(cidr.into()),
-                        gateway: Some(gateway.to_string()),
-                        ..Default::default()
-                    }]),
-                    ..Default::default()
-                }),
-                labels: Some(HashMap::from([(labels::NODE.to_string(), node.to_string())])),
-                ..Default::default()
-            })
-            .await
-            .map_err(|e| RuntimeError::Other(format!("cannot create the pod network: {e}")))?;
+        if self.network(node).is_ok_and(|n| n.cidr() == cidr) {
+            return Ok(());
+        }
+        self.remove_legacy_network(node).await?;
+        let network = PodNetwork::ensure(node, cidr).await?;
+        // Sandboxes that kept running while the kubelet was away keep their addresses and
+        // hostPorts.
+        for sandbox in self.list(node, None).await?.iter().filter(|r| r.is_sandbox()) {
+            let ip: Option<Ipv4Addr> = sandbox.label(labels::POD_IP).parse().ok();
+            let Some(ip) = ip.filter(|_| matches!(sandbox.state, ContainerState::Running { .. }))
+            else {
+                continue;
+            };
+            if network.claim(ip, &sandbox.id) {
+                let ports = HostPort::decode_all(sandbox.label(labels::HOST_PORTS));
+                network.add_host_ports(&sandbox.id, ip, &ports).await?;
+            }
+        }
+        self.networks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(node.to_string(), Arc::new(network));
         Ok(())
     }
 
@@ -304,29 +361,34 @@ impl Runtime for DockerRuntime {
     }
 
     async fn run_sandbox(&self, node: &str, spec: &SandboxSpec) -> Result<(String, String)> {
+        let name = format!(
+            "k8s_POD_{}_{}_{}_{}",
+            spec.pod.name, spec.pod.namespace, spec.pod.uid, spec.attempt
+        );
         let mut labels = Self::base_labels(node, &spec.pod);
         labels.insert(labels::TYPE.into(), "podsandbox".into());
         labels.insert(labels::ATTEMPT.into(), spec.attempt.to_string());
-        let mut port_bindings: HashMap<String, Option<Vec<PortBinding>>> = HashMap::new();
-        for (protocol, container_port, host_ip, host_port) in &spec.port_mappings {
-            port_bindings
-                .entry(format!("{container_port}/{protocol}"))
-                .or_default()
-                .get_or_insert_with(Vec::new)
-                .push(PortBinding {
-                    host_ip: Some(host_ip.clone()),
-                    host_port: Some(host_port.to_string()),
-                });
-        }
-        let network = network_name(node);
+        let mut extra_hosts = spec.extra_hosts.clone();
+        let network = if spec.host_network {
+            None
+        } else {
+            let network = self.network(node)?;
+            let ip = network.allocate(&name)?;
+            labels.insert(labels::POD_IP.into(), ip.to_string());
+            if !spec.host_ports.is_empty() {
+                labels.insert(labels::HOST_PORTS.into(), HostPort::encode_all(&spec.host_ports));
+            }
+            // The pod's own name in its /etc/hosts, first, as upstream's kubelet writes it.
+            extra_hosts.insert(0, format!("{}:{ip}", spec.hostname));
+            Some((network, ip))
+        };
         let host_config = HostConfig {
-            network_mode: Some(if spec.host_network { "host".into() } else { network.clone() }),
+            network_mode: Some(if spec.host_network { "host" } else { "none" }.into()),
             ipc_mode: Some("shareable".into()),
-            port_bindings: (!port_bindings.is_empty()).then_some(port_bindings.clone()),
             dns: (!spec.dns_servers.is_empty()).then(|| spec.dns_servers.clone()),
             dns_search: (!spec.dns_searches.is_empty()).then(|| spec.dns_searches.clone()),
             dns_options: (!spec.dns_options.is_empty()).then(|| spec.dns_options.clone()),
-            extra_hosts: (!spec.extra_hosts.is_empty()).then(|| spec.extra_hosts.clone()),
+            extra_hosts: (!extra_hosts.is_empty()).then_some(extra_hosts),
             ..Default::default()
         };
         let config = ContainerCreateBody {
@@ -335,22 +397,32 @@ impl Runtime for DockerRuntime {
             stop_signal: Some("SIGKILL".into()),
             hostname: (!spec.host_network).then(|| spec.hostname.clone()),
             labels: Some(labels),
-            exposed_ports: (!port_bindings.is_empty())
-                .then(|| port_bindings.keys().cloned().collect()),
             host_config: Some(host_config),
-            networking_config: (!spec.host_network).then(|| NetworkingConfig {
-                endpoints_config: Some(HashMap::from([(network, EndpointSettings::default())])),
-            }),
             ..Default::default()
         };
-        let name = format!(
-            "k8s_POD_{}_{}_{}_{}",
-            spec.pod.name, spec.pod.namespace, spec.pod.uid, spec.attempt
-        );
-        let id = self.create_named(name, config).await?;
-        self.docker.start_container(&id, None).await.map_err(err)?;
-        let ip = if spec.host_network { String::new() } else { self.sandbox_ip(&id).await? };
-        Ok((id, ip))
+        let Some((network, ip)) = network else {
+            let id = self.create_named(name, config).await?;
+            self.docker.start_container(&id, None).await.map_err(err)?;
+            return Ok((id, String::new()));
+        };
+        let id = match self.create_named(name.clone(), config).await {
+            Ok(id) => id,
+            Err(e) => {
+                network.release(&name);
+                return Err(e);
+            }
+        };
+        network.hand_over(&name, &id);
+        let started = match self.docker.start_container(&id, None).await.map_err(err) {
+            Ok(()) => self.attach_sandbox(&network, &id, ip, &spec.host_ports).await,
+            Err(e) => Err(e),
+        };
+        if let Err(e) = started {
+            // Nothing of a sandbox that cannot run stays behind.
+            let _ = self.remove_container(&id).await;
+            return Err(e);
+        }
+        Ok((id, ip.to_string()))
     }
 
     async fn sandbox_ip(&self, id: &str) -> Result<String> {
@@ -433,7 +505,10 @@ impl Runtime for DockerRuntime {
             t: Some(grace.as_secs().min(i32::MAX as u64) as i32),
             ..Default::default()
         };
-        match self.docker.stop_container(id, Some(options)).await {
+        let stopped = self.docker.stop_container(id, Some(options)).await;
+        // A stopped sandbox's namespace is gone, and with it its eth0: its address is free.
+        self.release_network(id).await;
+        match stopped {
             Ok(()) => Ok(()),
             Err(bollard::errors::Error::DockerResponseServerError { status_code: 304, .. }) => {
                 Ok(())
@@ -446,6 +521,7 @@ impl Runtime for DockerRuntime {
     async fn remove_container(&self, id: &str) -> Result<()> {
         self.cgroups.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
         self.inspected.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+        self.release_network(id).await;
         let options = RemoveContainerOptions { force: true, v: true, ..Default::default() };
         match self.docker.remove_container(id, Some(options)).await {
             Err(e) if !is_not_found(&e) => Err(err(e)),

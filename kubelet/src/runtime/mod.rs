@@ -9,6 +9,7 @@
 pub mod cgroups;
 pub mod docker;
 pub mod pause;
+pub mod podnet;
 pub mod sim;
 
 use std::collections::HashMap;
@@ -32,6 +33,10 @@ pub mod labels {
     /// `init` for init containers.
     pub const KIND: &str = "io.rkube.container.kind";
     pub const TERMINATION_MESSAGE_PATH: &str = "io.kubernetes.container.terminationMessagePath";
+    /// A sandbox's address on the pod network.
+    pub const POD_IP: &str = "io.rkube.pod-ip";
+    /// A sandbox's hostPorts, as [`super::HostPort::encode_all`] writes them.
+    pub const HOST_PORTS: &str = "io.rkube.host-ports";
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -63,12 +68,44 @@ pub struct SandboxSpec {
     pub hostname: String,
     pub host_network: bool,
     pub share_pid: bool,
-    /// `hostPort` mappings: (protocol lowercase, container port, host IP, host port).
-    pub port_mappings: Vec<(String, u16, String, u16)>,
+    pub host_ports: Vec<HostPort>,
     pub dns_servers: Vec<String>,
     pub dns_searches: Vec<String>,
     pub dns_options: Vec<String>,
     pub extra_hosts: Vec<String>,
+}
+
+/// A container port published on the node (`hostPort`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct HostPort {
+    /// `tcp`, `udp` or `sctp`.
+    pub protocol: String,
+    pub container_port: u16,
+    /// Empty for every address of the node.
+    pub host_ip: String,
+    pub host_port: u16,
+}
+
+impl HostPort {
+    /// `tcp/80/0.0.0.0/8080,...`: how a sandbox's label keeps them.
+    pub fn encode_all(ports: &[HostPort]) -> String {
+        let each = ports
+            .iter()
+            .map(|p| format!("{}/{}/{}/{}", p.protocol, p.container_port, p.host_ip, p.host_port));
+        each.collect::<Vec<_>>().join(",")
+    }
+
+    pub fn decode_all(text: &str) -> Vec<HostPort> {
+        let decode = |one: &str| {
+            let mut parts = one.split('/');
+            let protocol = parts.next()?.to_string();
+            let container_port = parts.next()?.parse().ok()?;
+            let host_ip = parts.next()?.to_string();
+            let host_port = parts.next()?.parse().ok()?;
+            Some(HostPort { protocol, container_port, host_ip, host_port })
+        };
+        text.split(',').filter_map(decode).collect()
+    }
 }
 
 /// What the kubelet asks of one container.

@@ -9,7 +9,6 @@
 //! error, and nothing a container would do (exit, crash, use memory) happens by itself.
 
 use std::collections::{HashMap, HashSet};
-use std::net::Ipv4Addr;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -18,6 +17,8 @@ use bytes::Bytes;
 use chrono::Utc;
 use futures::stream::{self, BoxStream, StreamExt};
 use tokio::sync::broadcast;
+
+use crate::net::{Cidr, Ipam};
 
 use super::{
     labels, ContainerRecord, ContainerSpec, ContainerState, Credentials, ExecSession, ImageRecord,
@@ -38,18 +39,11 @@ pub struct SimulatedRuntime {
 struct State {
     next_id: u64,
     containers: HashMap<String, ContainerRecord>,
-    /// Per node: its pod network and the next host number to hand out in it.
-    networks: HashMap<String, Network>,
+    /// Per node: the addresses of its pod network.
+    networks: HashMap<String, Ipam>,
     /// Sandbox id → pod IP.
     ips: HashMap<String, String>,
     images: HashSet<String>,
-}
-
-struct Network {
-    cidr: String,
-    base: u32,
-    size: u32,
-    next: u32,
 }
 
 impl Default for SimulatedRuntime {
@@ -131,17 +125,6 @@ fn fnv(text: &str) -> u64 {
     text.bytes().fold(0xcbf29ce484222325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100000001b3))
 }
 
-/// `10.42.3.0/24` → (network address, number of addresses).
-fn parse_cidr(cidr: &str) -> Option<(u32, u32)> {
-    let (addr, bits) = cidr.split_once('/')?;
-    let addr: Ipv4Addr = addr.parse().ok()?;
-    let bits: u32 = bits.parse().ok()?;
-    if !(8..=30).contains(&bits) {
-        return None;
-    }
-    Some((u32::from(addr) & (u32::MAX << (32 - bits)), 1 << (32 - bits)))
-}
-
 #[async_trait]
 impl Runtime for SimulatedRuntime {
     async fn version(&self) -> Result<String> {
@@ -153,14 +136,13 @@ impl Runtime for SimulatedRuntime {
     }
 
     async fn ensure_network(&self, node: &str, cidr: &str) -> Result<()> {
-        let (base, size) = parse_cidr(cidr)
+        let cidr = Cidr::parse(cidr)
             .ok_or_else(|| RuntimeError::Other(format!("invalid pod CIDR {cidr:?}")))?;
         let mut state = self.lock();
-        if state.networks.get(node).is_some_and(|n| n.cidr == cidr) {
+        if state.networks.get(node).is_some_and(|n| n.cidr() == cidr) {
             return Ok(());
         }
-        // .1 is the gateway, as on a Docker bridge.
-        state.networks.insert(node.into(), Network { cidr: cidr.into(), base, size, next: 2 });
+        state.networks.insert(node.into(), Ipam::new(cidr));
         Ok(())
     }
 
@@ -202,6 +184,7 @@ impl Runtime for SimulatedRuntime {
     }
 
     async fn run_sandbox(&self, node: &str, spec: &SandboxSpec) -> Result<(String, String)> {
+        let pending = format!("pending/{}", spec.pod.uid);
         let ip = if spec.host_network {
             String::new()
         } else {
@@ -209,17 +192,23 @@ impl Runtime for SimulatedRuntime {
             let network = state.networks.get_mut(node).ok_or_else(|| {
                 RuntimeError::Other(format!("node {node} has no pod network yet"))
             })?;
-            // Hosts 2 .. size-2, round robin: a simulation does not track releases.
-            let host = network.next;
-            network.next = if host + 2 >= network.size { 2 } else { host + 1 };
-            Ipv4Addr::from(network.base + host).to_string()
+            let ip = network.allocate(&pending).ok_or_else(|| {
+                RuntimeError::Other(format!("no free address left in {}", network.cidr()))
+            })?;
+            ip.to_string()
         };
         let labels = HashMap::from([
             (labels::TYPE.to_string(), "podsandbox".to_string()),
             (labels::ATTEMPT.to_string(), spec.attempt.to_string()),
         ]);
         let id = self.add(node, &spec.pod, labels, super::pause::IMAGE);
-        self.lock().ips.insert(id.clone(), ip.clone());
+        {
+            let mut state = self.lock();
+            if let Some(network) = state.networks.get_mut(node) {
+                network.hand_over(&pending, &id);
+            }
+            state.ips.insert(id.clone(), ip.clone());
+        }
         self.start_container(&id).await?;
         Ok((id, ip))
     }
@@ -268,7 +257,11 @@ impl Runtime for SimulatedRuntime {
     async fn remove_container(&self, id: &str) -> Result<()> {
         let mut state = self.lock();
         state.containers.remove(id);
-        state.ips.remove(id);
+        if state.ips.remove(id).is_some() {
+            for network in state.networks.values_mut() {
+                network.release(id);
+            }
+        }
         Ok(())
     }
 
