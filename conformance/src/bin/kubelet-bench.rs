@@ -153,6 +153,14 @@ fn watch_running(client: &Client) -> (Seen, tokio::task::JoinHandle<()>) {
         while let Some(event) = events.next().await {
             let pods = match event {
                 Ok(Event::Apply(pod) | Event::InitApply(pod)) => vec![pod],
+                Ok(Event::Init) => {
+                    eprintln!("watch: (re)listing");
+                    continue;
+                }
+                Err(e) => {
+                    eprintln!("watch: {e}");
+                    continue;
+                }
                 _ => continue,
             };
             for pod in pods {
