@@ -20,6 +20,9 @@ pkg-config --exists openssl 2>/dev/null || missing+=(libssl-dev)
 # busybox for the test image (made locally with `docker import`; there is no registry).
 command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
 command -v iptables >/dev/null 2>&1 || missing+=(iptables)
+# The kubelet makes pod networks with iproute2's `ip` and util-linux's `nsenter`.
+command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+command -v nsenter >/dev/null 2>&1 || missing+=(util-linux)
 [ -x /bin/busybox ] && file_is_static=$(ldd /bin/busybox 2>&1 | grep -c "not a dynamic") || file_is_static=0
 [ "$file_is_static" -gt 0 ] || missing+=(busybox-static)
 if [ ${#missing[@]} -gt 0 ]; then
