@@ -505,17 +505,15 @@ impl Runtime for DockerRuntime {
             t: Some(grace.as_secs().min(i32::MAX as u64) as i32),
             ..Default::default()
         };
-        let stopped = self.docker.stop_container(id, Some(options)).await;
+        match self.docker.stop_container(id, Some(options)).await {
+            Ok(()) => {}
+            Err(bollard::errors::Error::DockerResponseServerError { status_code: 304, .. }) => {}
+            Err(e) if is_not_found(&e) => {}
+            Err(e) => return Err(err(e)),
+        }
         // A stopped sandbox's namespace is gone, and with it its eth0: its address is free.
         self.release_network(id).await;
-        match stopped {
-            Ok(()) => Ok(()),
-            Err(bollard::errors::Error::DockerResponseServerError { status_code: 304, .. }) => {
-                Ok(())
-            }
-            Err(e) if is_not_found(&e) => Ok(()),
-            Err(e) => Err(err(e)),
-        }
+        Ok(())
     }
 
     async fn remove_container(&self, id: &str) -> Result<()> {
