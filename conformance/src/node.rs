@@ -72,6 +72,43 @@ pub fn assert_route_is_local(ip: &str) {
     assert!(local, "refusing to connect to {ip}: its route is not local ({})", route.trim());
 }
 
+/// Two pods for exec: `shell` sleeps; `waiting` never starts (its image is absent, pull
+/// policy Never).
+pub const EXEC_PODS: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: shell}
+spec:
+  containers:
+  - {name: app, image: "busybox:1.36", imagePullPolicy: IfNotPresent, command: ["sleep", "3600"]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: waiting}
+spec:
+  containers:
+  - {name: app, image: "busybox:not-here", imagePullPolicy: Never}
+"#;
+
+/// Two pods for attach: `counter` prints `tick-N` every 0.3 s; `reader` (restartPolicy Never,
+/// stdin once) reads one line and prints `got-<line>`.
+pub const ATTACH_PODS: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: counter}
+spec:
+  containers:
+  - {name: app, image: "busybox:1.36", imagePullPolicy: IfNotPresent, command: ["sh", "-c", "i=0; while true; do echo tick-$i; i=$((i+1)); sleep 0.3; done"]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: reader}
+spec:
+  restartPolicy: Never
+  containers:
+  - {name: app, image: "busybox:1.36", imagePullPolicy: IfNotPresent, stdin: true, stdinOnce: true, command: ["sh", "-c", "read line; echo got-$line"]}
+"#;
+
 /// A server with a local node, and everything its kubelet made removed when dropped.
 pub struct NodeServer {
     pub server: RkubeServer,

@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 use rkube_conformance::cluster::{jsonpath, run_command, stderr_of, stdout_of, RkubeServer};
-use rkube_conformance::node::NodeServer;
+use rkube_conformance::node::{NodeServer, ATTACH_PODS, EXEC_PODS};
 use rkube_conformance::streaming::Streaming;
 
 /// An old kubectl as the machine ships it.
@@ -56,44 +56,14 @@ fn on_a_terminal(s: &RkubeServer, kubectl: &Path, args: &str, size: (u16, u16)) 
     run_command(command(s, Path::new("script")).args(["-qec", &line, "/dev/null"]), None)
 }
 
-const PODS: &str = r#"
-apiVersion: v1
-kind: Pod
-metadata: {name: shell}
-spec:
-  containers:
-  - {name: app, image: "busybox:1.36", imagePullPolicy: IfNotPresent, command: ["sleep", "3600"]}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: counter}
-spec:
-  containers:
-  - {name: app, image: "busybox:1.36", imagePullPolicy: IfNotPresent, command: ["sh", "-c", "i=0; while true; do echo tick-$i; i=$((i+1)); sleep 0.3; done"]}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: reader}
-spec:
-  restartPolicy: Never
-  containers:
-  - {name: app, image: "busybox:1.36", imagePullPolicy: IfNotPresent, stdin: true, stdinOnce: true, command: ["sh", "-c", "read line; echo got-$line"]}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: waiting}
-spec:
-  containers:
-  - {name: app, image: "busybox:not-here", imagePullPolicy: Never}
-"#;
-
 /// Everything a user does with exec and attach, with one kubectl.
 fn exec_attach_cp_and_run(version: &str) {
     let kubectl = old_kubectl(version);
     let k = kubectl.as_path();
     let n = NodeServer::start();
     let s = &n.server;
-    s.ok_stdin(&["apply", "-f", "-"], PODS);
+    s.ok_stdin(&["apply", "-f", "-"], EXEC_PODS);
+    s.ok_stdin(&["apply", "-f", "-"], ATTACH_PODS);
     s.ok(&[
         "wait",
         "--for=condition=Ready",
@@ -227,7 +197,8 @@ fn kubectl_1_28_execs_over_spdy() {
     let k = k.as_path();
     let n = NodeServer::start();
     let s = &n.server;
-    s.ok_stdin(&["apply", "-f", "-"], PODS);
+    s.ok_stdin(&["apply", "-f", "-"], EXEC_PODS);
+    s.ok_stdin(&["apply", "-f", "-"], ATTACH_PODS);
     s.ok(&["wait", "--for=condition=Ready", "pod/shell", "--timeout=60s"]);
     assert_eq!(ok(s, k, &["exec", "shell", "--", "echo", "hi"]), "hi\n");
     let out = run(s, k, &["exec", "shell", "--", "sh", "-c", "exit 3"], None);

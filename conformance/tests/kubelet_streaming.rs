@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use rkube_conformance::cluster::{jsonpath, run_command, stderr_of, stdout_of};
-use rkube_conformance::node::NodeServer;
+use rkube_conformance::node::{NodeServer, ATTACH_PODS, EXEC_PODS};
 use rkube_conformance::streaming::Streaming;
 
 #[test]
@@ -130,22 +130,7 @@ spec:
 fn kubectl_exec_streams_output_exit_codes_and_stdin() {
     let n = NodeServer::start();
     let s = &n.server;
-    let manifest = r#"
-apiVersion: v1
-kind: Pod
-metadata: {name: shell}
-spec:
-  containers:
-  - {name: app, image: "busybox:1.36", imagePullPolicy: IfNotPresent, command: ["sleep", "3600"]}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: waiting}
-spec:
-  containers:
-  - {name: app, image: "busybox:not-here", imagePullPolicy: Never}
-"#;
-    s.ok_stdin(&["apply", "-f", "-"], manifest);
+    s.ok_stdin(&["apply", "-f", "-"], EXEC_PODS);
     s.ok(&["wait", "--for=condition=Ready", "pod/shell", "--timeout=50s"]);
 
     assert_eq!(s.ok(&["exec", "shell", "--", "echo", "hi"]), "hi\n");
@@ -212,23 +197,7 @@ spec:
 fn kubectl_attach_and_the_node_proxy() {
     let n = NodeServer::start();
     let s = &n.server;
-    let manifest = r#"
-apiVersion: v1
-kind: Pod
-metadata: {name: counter}
-spec:
-  containers:
-  - {name: app, image: "busybox:1.36", imagePullPolicy: IfNotPresent, command: ["sh", "-c", "i=0; while true; do echo tick-$i; i=$((i+1)); sleep 0.3; done"]}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: reader}
-spec:
-  restartPolicy: Never
-  containers:
-  - {name: app, image: "busybox:1.36", imagePullPolicy: IfNotPresent, stdin: true, stdinOnce: true, command: ["sh", "-c", "read line; echo got-$line"]}
-"#;
-    s.ok_stdin(&["apply", "-f", "-"], manifest);
+    s.ok_stdin(&["apply", "-f", "-"], ATTACH_PODS);
     s.ok(&["wait", "--for=condition=Ready", "pod/counter", "pod/reader", "--timeout=50s"]);
 
     // The kubelet's health and pods, through the API server's node proxy.
