@@ -355,6 +355,8 @@ fn build() -> Vec<ResourceInfo> {
 pub struct Resources {
     all: Vec<ResourceInfo>,
     by_gvr: HashMap<(&'static str, &'static str, &'static str), usize>,
+    /// The storage version of each group and plural (asked on every request).
+    storage_by_gr: HashMap<(&'static str, &'static str), usize>,
 }
 
 impl Resources {
@@ -365,7 +367,13 @@ impl Resources {
             let all = build();
             let by_gvr =
                 all.iter().enumerate().map(|(i, r)| ((r.group, r.version, r.plural), i)).collect();
-            Resources { all, by_gvr }
+            let storage_by_gr = all
+                .iter()
+                .enumerate()
+                .filter(|(_, r)| r.storage_version)
+                .map(|(i, r)| ((r.group, r.plural), i))
+                .collect();
+            Resources { all, by_gvr, storage_by_gr }
         })
     }
 
@@ -408,7 +416,7 @@ impl Resources {
 
     /// The version objects of this group and resource are stored in.
     pub fn storage_version_of(&self, group: &str, plural: &str) -> Option<&ResourceInfo> {
-        self.all.iter().find(|r| r.group == group && r.plural == plural && r.storage_version)
+        self.storage_by_gr.get(&(group, plural)).map(|&i| &self.all[i])
     }
 }
 

@@ -127,7 +127,34 @@ pub fn field_values(info: &ResourceInfo, obj: &Value) -> Vec<(&'static str, Stri
         ("metadata.name", s(&obj["metadata"]["name"])),
         ("metadata.namespace", s(&obj["metadata"]["namespace"])),
     ];
-    let extra: &[(&'static str, &[&str])] = match (info.group, info.plural) {
+    for (name, path) in kind_fields(info) {
+        let mut v = obj;
+        for p in *path {
+            v = &v[*p];
+        }
+        // Unset booleans read as false, as upstream's typed fields do.
+        let value = match (v, *name) {
+            (Value::Null, "spec.hostNetwork" | "spec.unschedulable") => "false".to_string(),
+            _ => s(v),
+        };
+        fields.push((name, value));
+    }
+    fields
+}
+
+/// The top-level fields of an object that [`field_values`] reads, besides `metadata`.
+pub fn field_value_sources(info: &ResourceInfo) -> impl Iterator<Item = &'static str> {
+    let fields = kind_fields(info);
+    fields.iter().enumerate().filter_map(|(i, (_, path))| {
+        // Each top-level field once.
+        let seen = fields[..i].iter().any(|(_, earlier)| earlier[0] == path[0]);
+        (!seen).then_some(path[0])
+    })
+}
+
+/// The field selectors a kind supports beyond metadata's, with where each reads its value.
+fn kind_fields(info: &ResourceInfo) -> &'static [(&'static str, &'static [&'static str])] {
+    match (info.group, info.plural) {
         ("", "pods") => &[
             ("spec.nodeName", &["spec", "nodeName"]),
             ("spec.restartPolicy", &["spec", "restartPolicy"]),
@@ -173,20 +200,7 @@ pub fn field_values(info: &ResourceInfo, obj: &Value) -> Vec<(&'static str, Stri
             &[("spec.clusterIP", &["spec", "clusterIP"]), ("spec.type", &["spec", "type"])]
         }
         _ => &[],
-    };
-    for (name, path) in extra {
-        let mut v = obj;
-        for p in *path {
-            v = &v[*p];
-        }
-        // Unset booleans read as false, as upstream's typed fields do.
-        let value = match (v, *name) {
-            (Value::Null, "spec.hostNetwork" | "spec.unschedulable") => "false".to_string(),
-            _ => s(v),
-        };
-        fields.push((name, value));
     }
-    fields
 }
 
 /// The pod's quality-of-service class from its containers' requests and limits.

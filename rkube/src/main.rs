@@ -14,6 +14,12 @@ use clap::{Parser, Subcommand};
 use rkube_certs::{Pki, PkiOptions};
 use rkube_store::{Compactor, EtcdOptions, EtcdStore, SqliteOptions, SqliteStore, Store};
 
+/// mimalloc rather than glibc's malloc: the API server allocates and frees many small buffers
+/// per request from every worker thread, and glibc's arenas spent about a sixth of its CPU on
+/// them under load (see docs/benchmarks.md).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(name = "rkube", version, about = "A Kubernetes-compatible cluster in one binary")]
 struct Cli {

@@ -644,12 +644,7 @@ fn decode_object(
     query: &Query,
     body: &[u8],
 ) -> ApiResult<(Value, Vec<String>)> {
-    let obj = negotiate::decode_body(headers, body)?;
-    // Duplicate fields are only visible in the JSON text itself.
-    let duplicates = match negotiate::content_type(headers).as_str() {
-        "" | "application/json" => crate::duplicates::duplicate_fields(body),
-        _ => Vec::new(),
-    };
+    let (obj, duplicates) = negotiate::decode_body_noting_duplicates(headers, body)?;
     normalize_object(info, query, obj, &duplicates)
 }
 

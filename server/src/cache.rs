@@ -62,6 +62,57 @@ impl CachedObject {
         }
     }
 
+    /// An object from its stored JSON (which has no resourceVersion), parsing only what the
+    /// cache looks at: `metadata` and the top-level fields the kind's field selectors read.
+    /// The JSON kept is the stored text with the resourceVersion put into its metadata, so an
+    /// object's data is never decoded and encoded again.
+    fn from_stored(
+        info: &ResourceInfo,
+        key: &str,
+        stored: &[u8],
+        revision: Revision,
+    ) -> serde_json::Result<CachedObject> {
+        use serde_json::value::RawValue;
+        let top: BTreeMap<String, &RawValue> = serde_json::from_slice(stored)?;
+        let meta_text = top.get("metadata").map(|m| m.get());
+        let mut partial = serde_json::Map::new();
+        if let Some(text) = meta_text {
+            partial.insert("metadata".to_string(), serde_json::from_str(text)?);
+        }
+        for field in strategy::field_value_sources(info) {
+            if let Some(raw) = top.get(field) {
+                partial.insert(field.to_string(), serde_json::from_str(raw.get())?);
+            }
+        }
+        let partial = Value::Object(partial);
+        let meta = &partial["metadata"];
+        let json = match meta_text {
+            // The metadata's text is a slice of `stored`: its offset is where to insert.
+            Some(text) if meta.is_object() && meta.get("resourceVersion").is_none() => {
+                let open = text.as_ptr() as usize - stored.as_ptr() as usize;
+                let empty = meta.as_object().is_some_and(|m| m.is_empty());
+                let insert =
+                    format!("\"resourceVersion\":\"{revision}\"{}", if empty { "" } else { "," });
+                let mut json = Vec::with_capacity(stored.len() + insert.len());
+                json.extend_from_slice(&stored[..=open]);
+                json.extend_from_slice(insert.as_bytes());
+                json.extend_from_slice(&stored[open + 1..]);
+                json
+            }
+            // Not as this server stores objects: decode and encode it whole.
+            _ => return Ok(Self::from_value(info, key, serde_json::from_slice(stored)?, revision)),
+        };
+        Ok(CachedObject {
+            key: key.to_string(),
+            name: object::name(&partial).unwrap_or("").to_string(),
+            namespace: object::namespace(&partial).unwrap_or("").to_string(),
+            revision,
+            labels: object::labels(&partial),
+            fields: strategy::field_values(info, &partial),
+            json: Bytes::from(json),
+        })
+    }
+
     /// The object as a JSON value.
     pub fn value(&self) -> Value {
         serde_json::from_slice(&self.json).unwrap_or(Value::Null)
@@ -171,8 +222,8 @@ impl Cache {
     }
 
     fn decode(&self, kv: &KeyValue) -> Option<CachedObject> {
-        match serde_json::from_slice::<Value>(&kv.value) {
-            Ok(value) => Some(CachedObject::from_value(self.info, &kv.key, value, kv.mod_revision)),
+        match CachedObject::from_stored(self.info, &kv.key, &kv.value, kv.mod_revision) {
+            Ok(object) => Some(object),
             Err(e) => {
                 tracing::error!(key = kv.key, error = %e, "stored object is not JSON; left out of the cache");
                 None

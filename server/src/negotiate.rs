@@ -123,16 +123,30 @@ pub fn output(headers: &HeaderMap) -> ApiResult<Output> {
 
 /// A body as an object, from JSON, YAML or the Kubernetes protobuf encoding.
 pub fn decode_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
+    decode_body_noting_duplicates(headers, body).map(|(value, _)| value)
+}
+
+/// [`decode_body`], with the fields a JSON body has more than once in one object (a value
+/// keeps only the last).
+pub fn decode_body_noting_duplicates(
+    headers: &HeaderMap,
+    body: &[u8],
+) -> ApiResult<(Value, Vec<String>)> {
     if body.len() > MAX_BODY {
         return Err(ApiError::too_large("Request entity too large: limit is 3145728"));
     }
     let content_type = content_type(headers);
+    let mut duplicates = Vec::new();
     let value: Value = match content_type.as_str() {
-        "" | "application/json" => serde_json::from_slice(body).map_err(|e| {
-            ApiError::bad_request(format!(
-                "the body of the request could not be decoded as JSON: {e}"
-            ))
-        })?,
+        "" | "application/json" => {
+            let (value, found) = crate::duplicates::parse(body).map_err(|e| {
+                ApiError::bad_request(format!(
+                    "the body of the request could not be decoded as JSON: {e}"
+                ))
+            })?;
+            duplicates = found;
+            value
+        }
         "application/yaml" | "application/x-yaml" | "text/yaml" => serde_yaml::from_slice(body)
             .map_err(|e| {
                 ApiError::bad_request(format!(
@@ -149,7 +163,7 @@ pub fn decode_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
     if !value.is_object() {
         return Err(ApiError::bad_request("the body of the request must be an object"));
     }
-    Ok(value)
+    Ok((value, duplicates))
 }
 
 /// The media type of the body, without parameters.

@@ -55,9 +55,51 @@ pub fn is_terminating(obj: &Value) -> bool {
     meta_str(obj, "deletionTimestamp").is_some()
 }
 
+/// Serializes an object as it is stored: without `metadata.resourceVersion` (the store's
+/// revision is the object's version) and `metadata.selfLink`.
+pub struct Stored<'a>(pub &'a Value);
+
+impl serde::Serialize for Stored<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        struct Metadata<'a>(&'a Map<String, Value>);
+        impl serde::Serialize for Metadata<'_> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let kept = self
+                    .0
+                    .iter()
+                    .filter(|(k, _)| !matches!(k.as_str(), "resourceVersion" | "selfLink"));
+                serializer.collect_map(kept)
+            }
+        }
+        let Some(fields) = self.0.as_object() else { return self.0.serialize(serializer) };
+        let mut map = serializer.serialize_map(Some(fields.len()))?;
+        for (key, value) in fields {
+            match value.as_object() {
+                Some(meta) if key == "metadata" => map.serialize_entry(key, &Metadata(meta))?,
+                _ => map.serialize_entry(key, value)?,
+            }
+        }
+        map.end()
+    }
+}
+
 /// The current time as Kubernetes writes timestamps (RFC 3339, seconds, UTC).
 pub fn now() -> String {
-    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+    use std::cell::RefCell;
+    // Formatting with chrono costs about a microsecond, and every write asks (often twice):
+    // each thread keeps the text of the current second.
+    thread_local! {
+        static LAST: RefCell<(i64, String)> = const { RefCell::new((i64::MIN, String::new())) };
+    }
+    let now = chrono::Utc::now();
+    LAST.with(|last| {
+        let mut last = last.borrow_mut();
+        if last.0 != now.timestamp() {
+            *last = (now.timestamp(), now.format("%Y-%m-%dT%H:%M:%SZ").to_string());
+        }
+        last.1.clone()
+    })
 }
 
 /// A name from `generateName`: the prefix and five random characters from upstream's

@@ -134,12 +134,15 @@ impl Registry {
 
     /// The bytes stored for an object: storage version, no resourceVersion.
     fn encode(&self, info: &ResourceInfo, obj: &Value) -> ApiResult<Bytes> {
-        let mut stored = convert(obj.clone(), self.storage(info));
-        if let Some(meta) = stored["metadata"].as_object_mut() {
-            meta.remove("resourceVersion");
-            meta.remove("selfLink");
-        }
-        serde_json::to_vec(&stored).map(Bytes::from).map_err(|e| ApiError::internal(e.to_string()))
+        let storage = self.storage(info);
+        let in_storage_version = obj["apiVersion"].as_str() == Some(&storage.api_version())
+            && obj["kind"].as_str() == Some(storage.kind);
+        let bytes = if in_storage_version {
+            serde_json::to_vec(&object::Stored(obj))
+        } else {
+            serde_json::to_vec(&object::Stored(&convert(obj.clone(), storage)))
+        };
+        bytes.map(Bytes::from).map_err(|e| ApiError::internal(e.to_string()))
     }
 
     fn key(&self, info: &ResourceInfo, namespace: Option<&str>, name: &str) -> String {

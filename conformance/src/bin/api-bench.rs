@@ -4,6 +4,7 @@
 //! ```text
 //! cargo build --release -p rkube -p rkube-conformance
 //! target/release/api-bench [--quick] [--output FILE]
+//! target/release/api-bench --profile-creates SECONDS
 //! ```
 //!
 //! It starts `rkube server` (the binary next to this one, or `$RKUBE_BIN`) on a free loopback
@@ -775,6 +776,32 @@ async fn bench(config: &Config) -> Result<Figures> {
     })
 }
 
+/// `--profile-creates SECONDS`: only the ConfigMap creates, for that long, against a server
+/// whose pid is printed first (for `perf record -p PID`); nothing is written.
+fn profile_seconds() -> Option<u64> {
+    let args: Vec<String> = std::env::args().collect();
+    let i = args.iter().position(|a| a == "--profile-creates")?;
+    args.get(i + 1).and_then(|s| s.parse().ok())
+}
+
+async fn profile_creates(duration: Duration) -> Result<()> {
+    let server = tokio::task::spawn_blocking(start_server)
+        .await
+        .context("the rkube server did not start")?;
+    eprintln!("server pid {}", server.pid());
+    let client = client(&server).await?;
+    let (r, cpu, _) =
+        with_log(&server, bench_configmap_creates(&client, server.pid(), duration)).await?;
+    let (server_us, client_us) = cpu.per_op(r.latencies.len());
+    eprintln!(
+        "ConfigMap creates: {}, cores server / client {}, CPU per create {server_us:.1} / \
+         {client_us:.1} us",
+        r.summary(),
+        cpu.summary()
+    );
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> Result<()> {
     let report::Args { quick, output } = report::Args::parse();
@@ -795,6 +822,9 @@ async fn main() -> Result<()> {
             rss_objects: 100_000,
         }
     };
+    if let Some(seconds) = profile_seconds() {
+        return profile_creates(Duration::from_secs(seconds)).await;
+    }
     let started = Instant::now();
     let figures = bench(&config).await?;
     eprintln!("done in {:.0} s", started.elapsed().as_secs_f64());

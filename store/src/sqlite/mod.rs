@@ -5,11 +5,12 @@
 //! revision is the key's state then. One writer thread ([`writer`]) owns the only writing
 //! connection: it takes every write queued at that moment, applies them in one transaction,
 //! commits (WAL with `synchronous=FULL`, so the commit is on disk), then publishes the events
-//! to the watchers ([`watch`]) and acknowledges the callers. Reads ([`read`]) run on a small
+//! to the watches they touch ([`hub`], [`watch`]) and acknowledges the callers. Reads ([`read`]) run on a small
 //! pool of read connections, each in one read transaction, so a read sees one revision.
 //!
 //! A lock file keeps a second process (or a second store in this one) off the data dir.
 
+mod hub;
 mod read;
 mod schema;
 mod watch;
@@ -23,7 +24,7 @@ use std::sync::{Arc, Mutex};
 use async_trait::async_trait;
 use bytes::Bytes;
 use rusqlite::Connection;
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::oneshot;
 
 use crate::error::{Error, Result};
 use crate::keys::{check_key, check_value};
@@ -70,9 +71,9 @@ pub(crate) struct Shared {
     readers: Mutex<Vec<Connection>>,
     /// Bounds the reads running at once (and so the read connections open).
     read_slots: tokio::sync::Semaphore,
-    /// Batches of events, published by the writer after each commit.
-    events: broadcast::Sender<Arc<writer::Batch>>,
-    /// The revision of the last commit that was published; written by the writer only.
+    /// Where the writer publishes each commit's events to the watches.
+    hub: Arc<hub::Hub>,
+    /// The revision of the last commit that was published; set by the hub as it publishes.
     current: Arc<AtomicI64>,
 }
 
@@ -91,18 +92,18 @@ impl SqliteStore {
         let path = dir.join(DB_FILE);
         let conn = schema::open_writer(&path)?;
         let current = schema::current_revision(&conn)?;
-        let (events, _) = broadcast::channel(options.watch_channel_capacity);
         let (commands, command_rx) = std::sync::mpsc::channel();
         let current = Arc::new(AtomicI64::new(current));
+        let hub = Arc::new(hub::Hub::new(options.watch_channel_capacity, current.clone()));
         let shared = Arc::new(Shared {
             path: path.clone(),
             commands,
             readers: Mutex::new(Vec::new()),
             read_slots: tokio::sync::Semaphore::new(MAX_READERS),
-            events: events.clone(),
+            hub: hub.clone(),
             current: current.clone(),
         });
-        let writer = writer::Writer::new(conn, current, options.max_batch, events, lock);
+        let writer = writer::Writer::new(conn, shared.current(), options.max_batch, hub, lock);
         std::thread::Builder::new()
             .name("rkube-store-writer".into())
             .spawn(move || writer.run(command_rx))

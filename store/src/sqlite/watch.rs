@@ -6,48 +6,19 @@
 //! again, so no event is lost and none is sent twice: the task delivers by revision and only
 //! ever moves forward.
 
-use std::sync::Arc;
-
 use bytes::Bytes;
 use rusqlite::{params, Connection};
-use tokio::sync::broadcast::error::RecvError;
 
+use super::hub::{Batches, KeyRange};
 use super::schema::{self, db_error};
 use super::writer::Batch;
 use super::SqliteStore;
 use crate::error::{Error, Result};
-use crate::keys::prefix_end;
 use crate::types::{Event, EventKind, KeyValue, Revision, WatchResponse};
 use crate::watch::{WatchSender, WatchStream};
 
 /// How many log rows one catch-up read returns.
 const CATCH_UP_PAGE: i64 = 1000;
-
-/// The keys a watch covers: `[start, end)`.
-#[derive(Clone)]
-struct KeyRange {
-    start: Vec<u8>,
-    /// `None`: to the end of the keyspace.
-    end: Option<Vec<u8>>,
-}
-
-impl KeyRange {
-    fn new(key: &str, prefix: bool) -> KeyRange {
-        let start = key.as_bytes().to_vec();
-        let end = if prefix {
-            prefix_end(&start)
-        } else {
-            let mut end = start.clone();
-            end.push(0);
-            Some(end)
-        };
-        KeyRange { start, end }
-    }
-
-    fn contains(&self, key: &[u8]) -> bool {
-        key >= self.start.as_slice() && self.end.as_deref().is_none_or(|end| key < end)
-    }
-}
 
 pub(super) async fn start(
     store: SqliteStore,
@@ -58,8 +29,7 @@ pub(super) async fn start(
     let range = KeyRange::new(key, prefix);
     // Subscribe before reading anything, so that every batch committed after the reads below
     // is also in the channel.
-    let batches = store.shared.events.subscribe();
-    let current = store.shared.current();
+    let (batches, current) = store.shared.hub.subscribe(range.clone());
     let next = if start_revision <= 0 {
         current + 1
     } else {
@@ -86,11 +56,7 @@ struct Watcher {
 }
 
 impl Watcher {
-    async fn run(
-        mut self,
-        mut batches: tokio::sync::broadcast::Receiver<Arc<Batch>>,
-        mut behind: bool,
-    ) {
+    async fn run(mut self, mut batches: Batches, mut behind: bool) {
         let progress = self.sender.progress.clone();
         // Catch up from the log first when asked for history (and again whenever the batch
         // channel overflowed).
@@ -107,18 +73,39 @@ impl Watcher {
             }
             tokio::select! {
                 batch = batches.recv() => match batch {
-                    Ok(batch) => {
+                    // Batches left out before this one are read from the log first.
+                    Some(_) if batches.take_lagged() => behind = true,
+                    Some(batch) => {
                         if !self.deliver(&batch).await {
                             return;
                         }
                     }
-                    Err(RecvError::Lagged(_)) => behind = true,
-                    Err(RecvError::Closed) => {
+                    None => {
                         let _ = self.sender.tx.send(Err(Error::Unavailable("the store is closed".into()))).await;
                         return;
                     }
                 },
                 _ = progress.notified() => {
+                    // Batches that do not touch this watch never reach it: it has seen every
+                    // revision the store has published once those queued are delivered.
+                    let seen = self.store.shared.current();
+                    let mut lagged = false;
+                    while let Some(batch) = batches.try_recv() {
+                        if batches.take_lagged() {
+                            lagged = true;
+                            break;
+                        }
+                        if !self.deliver(&batch).await {
+                            return;
+                        }
+                    }
+                    if lagged {
+                        // Answered after catching up from the log.
+                        behind = true;
+                        progress.notify_one();
+                        continue;
+                    }
+                    self.next = self.next.max(seen + 1);
                     let response = WatchResponse { events: Vec::new(), revision: self.next - 1 };
                     if self.sender.tx.send(Ok(response)).await.is_err() {
                         return;

@@ -7,13 +7,14 @@
 //! fails, every write of the batch fails and the revision counter goes back.
 
 use std::fs::File;
-use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::mpsc::{Receiver, TryRecvError};
 use std::sync::Arc;
 
 use bytes::Bytes;
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::oneshot;
+
+use super::hub::Hub;
 
 use super::schema::{self, db_error};
 use crate::error::{Error, Result};
@@ -52,9 +53,8 @@ pub(crate) struct Batch {
 pub(crate) struct Writer {
     conn: Connection,
     revision: Revision,
-    current: Arc<AtomicI64>,
     max_batch: usize,
-    events: broadcast::Sender<Arc<Batch>>,
+    hub: Arc<Hub>,
     /// Held while the writer runs; dropping it unlocks the data dir.
     _lock: File,
 }
@@ -70,13 +70,12 @@ struct Row {
 impl Writer {
     pub(crate) fn new(
         conn: Connection,
-        current: Arc<AtomicI64>,
+        revision: Revision,
         max_batch: usize,
-        events: broadcast::Sender<Arc<Batch>>,
+        hub: Arc<Hub>,
         lock: File,
     ) -> Writer {
-        let revision = current.load(Ordering::SeqCst);
-        Writer { conn, revision, current, max_batch: max_batch.max(1), events, _lock: lock }
+        Writer { conn, revision, max_batch: max_batch.max(1), hub, _lock: lock }
     }
 
     /// Serves commands until shut down or until every store handle is gone.
@@ -102,6 +101,7 @@ impl Writer {
                     }
                     Command::Shutdown(reply) => {
                         self.commit(&mut pending);
+                        self.hub.close();
                         drop(self);
                         let _ = reply.send(());
                         return;
@@ -110,6 +110,7 @@ impl Writer {
             }
             self.commit(&mut pending);
         }
+        self.hub.close();
     }
 
     /// Applies the pending writes in one transaction, commits, publishes, answers.
@@ -140,9 +141,7 @@ impl Writer {
             return;
         }
         if self.revision != start {
-            self.current.store(self.revision, Ordering::SeqCst);
-            // No receivers is fine: nobody watches.
-            let _ = self.events.send(Arc::new(Batch { events, last_revision: self.revision }));
+            self.hub.publish(&Arc::new(Batch { events, last_revision: self.revision }));
         }
         for ((_, reply), result) in pending.drain(..).zip(results) {
             let _ = reply.send(result);
