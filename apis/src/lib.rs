@@ -3,12 +3,13 @@
 //! This crate will hold every built-in kind rkube serves: its group, version, resource name,
 //! scope, verbs, short names, categories and subresources; the per-kind strategy hooks the
 //! generic registry in `rkube-server` calls (defaulting, validation, field selectors, table
-//! columns, strategic-merge-patch keys); and the OpenAPI documents generated from the
-//! `k8s-openapi` types.
+//! columns, strategic-merge-patch keys); server-side apply and field ownership ([`apply`]);
+//! and the OpenAPI documents generated from the `k8s-openapi` types.
 //!
 //! Nothing here is implemented yet: the API server core (issue 3) fills it in. It depends on
 //! no other rkube crate, so that the server, the controllers and the tools can all use it.
 
+pub mod apply;
 pub mod defaults;
 pub mod openapi;
 pub mod patch;

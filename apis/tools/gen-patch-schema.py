@@ -1,21 +1,30 @@
 #!/usr/bin/env python3
-"""Writes apis/data/patch-schema.json, the strategic-merge-patch digest rkube compiles in.
+"""Writes apis/data/patch-schema.json, the patch-schema digest rkube compiles in.
 
 Reads an upstream OpenAPI v2 document (kube-apiserver's /openapi/v2) and keeps only what a
-strategic merge patch needs:
+strategic merge patch and server-side apply need:
 
   kinds        "apiVersion/Kind" (e.g. "v1/Pod", "apps/v1/Deployment") -> definition name,
                from each definition's x-kubernetes-group-version-kind.
-  definitions  definition name -> {property -> entry}, where an entry has
-                 "type"      the definition the property's value refers to (for arrays: the
-                             items' definition; for maps: "map:" + the values' type),
-                 "strategy"  x-kubernetes-patch-strategy, e.g. "merge" or "merge,retainKeys",
-                 "mergeKey"  x-kubernetes-patch-merge-key.
-               Only properties that carry patch metadata, or that lead to a definition that
-               does, are kept; descriptions and everything else are dropped.
+  definitions  struct definition name (one with `properties`) -> {property -> entry}, where
+               an entry has
+                 "type"         the definition the property's value refers to (for arrays: the
+                                items' definition; for maps: "map:" + the values' type),
+                 "strategy"     x-kubernetes-patch-strategy, e.g. "merge" or "merge,retainKeys",
+                 "mergeKey"     x-kubernetes-patch-merge-key,
+                 "listType"     x-kubernetes-list-type (atomic, set or map),
+                 "listMapKeys"  x-kubernetes-list-map-keys,
+                 "mapType"      x-kubernetes-map-type (atomic or granular).
+  mapTypes     definition name -> its own x-kubernetes-map-type (e.g. LabelSelector: atomic).
 
-The digest answers every strategic-merge-patch question exactly as the full document does
-(apis/tests/patch_schema.rs checks this). Usage, from the repository root:
+Every struct definition is kept, even one whose properties carry nothing: server-side apply
+must tell a struct (whose keys are fields) from a map (whose keys are entries). Definitions
+without properties (Quantity, Time, IntOrString, RawExtension...) are dropped: their values
+are scalars or free-form. A property is kept when it carries any of the metadata above or
+leads to a kept definition; descriptions and everything else are dropped.
+
+The digest answers every strategic-merge-patch and server-side-apply question exactly as the
+full document does (apis/tests/patch_schema.rs checks this). Usage, from the repository root:
 
   python3 apis/tools/gen-patch-schema.py ../shared/reference/kubernetes-openapi-v2.json \
       > apis/data/patch-schema.json
@@ -25,6 +34,15 @@ import json
 import sys
 
 REF_PREFIX = "#/definitions/"
+
+# Property extensions kept, and their keys in the digest.
+EXTENSIONS = [
+    ("x-kubernetes-patch-strategy", "strategy"),
+    ("x-kubernetes-patch-merge-key", "mergeKey"),
+    ("x-kubernetes-list-type", "listType"),
+    ("x-kubernetes-list-map-keys", "listMapKeys"),
+    ("x-kubernetes-map-type", "mapType"),
+]
 
 
 def ref_name(ref):
@@ -50,19 +68,20 @@ def value_type(schema):
 
 
 def full_entries(definitions):
-    """Every property with a value type or patch metadata, before pruning."""
+    """Every property of every struct with a value type or metadata, before pruning."""
     result = {}
     for name, definition in definitions.items():
+        if not isinstance(definition.get("properties"), dict):
+            continue
         entries = {}
-        for prop, schema in (definition.get("properties") or {}).items():
+        for prop, schema in definition["properties"].items():
             entry = {}
             target = value_type(schema)
             if target:
                 entry["type"] = target
-            if "x-kubernetes-patch-strategy" in schema:
-                entry["strategy"] = schema["x-kubernetes-patch-strategy"]
-            if "x-kubernetes-patch-merge-key" in schema:
-                entry["mergeKey"] = schema["x-kubernetes-patch-merge-key"]
+            for extension, key in EXTENSIONS:
+                if extension in schema:
+                    entry[key] = schema[extension]
             if entry:
                 entries[prop] = entry
         result[name] = entries
@@ -75,37 +94,27 @@ def base_definition(type_ref):
     return type_ref
 
 
-def interesting_definitions(entries):
-    """Definitions that carry patch metadata themselves or through a property's type."""
-    interesting = set()
-    changed = True
-    while changed:
-        changed = False
-        for name, props in entries.items():
-            if name in interesting:
-                continue
-            for entry in props.values():
-                if "strategy" in entry or "mergeKey" in entry or (
-                    "type" in entry and base_definition(entry["type"]) in interesting
-                ):
-                    interesting.add(name)
-                    changed = True
-                    break
-    return interesting
-
-
-def pruned(entries, interesting):
+def pruned(entries):
+    """Drops the properties that carry nothing and lead to no struct."""
     result = {}
-    for name in sorted(interesting):
+    for name in sorted(entries):
         props = {}
         for prop, entry in sorted(entries[name].items()):
             kept = {k: v for k, v in entry.items() if k != "type"}
-            if "type" in entry and base_definition(entry["type"]) in interesting:
+            if "type" in entry and base_definition(entry["type"]) in entries:
                 kept["type"] = entry["type"]
             if kept:
                 props[prop] = kept
         result[name] = props
     return result
+
+
+def map_types(definitions):
+    return {
+        name: definition["x-kubernetes-map-type"]
+        for name, definition in sorted(definitions.items())
+        if "x-kubernetes-map-type" in definition
+    }
 
 
 def kinds(definitions):
@@ -126,7 +135,7 @@ def dump(obj):
     return json.dumps(obj, sort_keys=True, separators=(",", ":"))
 
 
-def render(kind_map, definitions):
+def render(kind_map, definitions, definition_map_types):
     lines = ["{", '"kinds":{']
     kind_items = sorted(kind_map.items())
     for i, (key, name) in enumerate(kind_items):
@@ -138,7 +147,8 @@ def render(kind_map, definitions):
     for i, (name, props) in enumerate(def_items):
         comma = "," if i + 1 < len(def_items) else ""
         lines.append(f"{dump(name)}:{dump(props)}{comma}")
-    lines.append("}")
+    lines.append("},")
+    lines.append(f'"mapTypes":{dump(definition_map_types)}')
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -149,9 +159,8 @@ def main():
     with open(sys.argv[1], encoding="utf-8") as f:
         document = json.load(f)
     definitions = document["definitions"]
-    entries = full_entries(definitions)
-    digest = pruned(entries, interesting_definitions(entries))
-    sys.stdout.write(render(kinds(definitions), digest))
+    digest = pruned(full_entries(definitions))
+    sys.stdout.write(render(kinds(definitions), digest, map_types(definitions)))
 
 
 if __name__ == "__main__":

@@ -108,6 +108,15 @@ impl RkubeServer {
         Self::start_with(&[])
     }
 
+    /// A kube-rs client of the admin kubeconfig.
+    pub async fn kube_client(&self) -> anyhow::Result<kube::Client> {
+        use anyhow::Context;
+        let kubeconfig = kube::config::Kubeconfig::read_from(&self.kubeconfig)
+            .with_context(|| format!("reading {}", self.kubeconfig.display()))?;
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+        Ok(kube::Client::try_from(config)?)
+    }
+
     fn wait_ready(&self, deadline: Instant) {
         loop {
             let out = self.kubectl(&["get", "--raw", "/readyz"]);

@@ -7,16 +7,7 @@ use futures_util::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, ListParams, PartialObjectMeta, Patch, PatchParams, PostParams};
 use kube::runtime::{reflector, watcher, WatchStreamExt};
-use kube::{Client, Config};
 use rkube_conformance::cluster::RkubeServer;
-
-async fn client(server: &RkubeServer) -> Client {
-    let kubeconfig =
-        kube::config::Kubeconfig::read_from(&server.kubeconfig).expect("read kubeconfig");
-    let config =
-        Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.expect("config");
-    Client::try_from(config).expect("client")
-}
 
 fn configmap(name: &str, value: &str) -> ConfigMap {
     serde_json::from_value(serde_json::json!({
@@ -30,7 +21,7 @@ fn configmap(name: &str, value: &str) -> ConfigMap {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn typed_api_create_list_patch_delete() {
     let server = tokio::task::spawn_blocking(RkubeServer::start).await.unwrap();
-    let client = client(&server).await;
+    let client = server.kube_client().await.unwrap();
     let api: Api<ConfigMap> = Api::namespaced(client, "default");
     let created = api.create(&PostParams::default(), &configmap("a", "1")).await.unwrap();
     assert!(created.metadata.uid.is_some());
@@ -56,7 +47,7 @@ async fn typed_api_create_list_patch_delete() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watcher_and_reflector_follow_changes() {
     let server = tokio::task::spawn_blocking(RkubeServer::start).await.unwrap();
-    let client = client(&server).await;
+    let client = server.kube_client().await.unwrap();
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     api.create(&PostParams::default(), &configmap("before", "1")).await.unwrap();
 
@@ -97,7 +88,7 @@ async fn watcher_and_reflector_follow_changes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metadata_only_get_list_and_watch() {
     let server = tokio::task::spawn_blocking(RkubeServer::start).await.unwrap();
-    let client = client(&server).await;
+    let client = server.kube_client().await.unwrap();
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     api.create(&PostParams::default(), &configmap("first", "1")).await.unwrap();
 

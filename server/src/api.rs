@@ -285,7 +285,8 @@ async fn resource(
         "create" => {
             let output = negotiate::output(headers)?;
             let (obj, warnings) = decode_object(info, headers, query, body)?;
-            let created = registry.create(info, ns, obj, &write_options(query)?).await?;
+            let options = write_options(query, headers, "create")?;
+            let created = registry.create(info, ns, obj, &options).await?;
             let mut response = object_response(StatusCode::CREATED, info, created, output, query);
             negotiate::add_warnings(&mut response, &warnings);
             Ok(response)
@@ -294,8 +295,8 @@ async fn resource(
             let output = negotiate::output(headers)?;
             let (obj, warnings) = decode_object(info, headers, query, body)?;
             let name = r.name.as_deref().unwrap_or("");
-            let updated =
-                registry.update(info, ns, name, None, obj, &write_options(query)?).await?;
+            let options = write_options(query, headers, "update")?;
+            let updated = registry.update(info, ns, name, None, obj, &options).await?;
             let mut response = object_response(StatusCode::OK, info, updated, output, query);
             negotiate::add_warnings(&mut response, &warnings);
             Ok(response)
@@ -303,9 +304,9 @@ async fn resource(
         "patch" => {
             let output = negotiate::output(headers)?;
             let name = r.name.as_deref().unwrap_or("");
-            let (patched, warnings) =
+            let (code, patched, warnings) =
                 patch(registry, headers, query, info, ns, name, None, body).await?;
-            let mut response = object_response(StatusCode::OK, info, patched, output, query);
+            let mut response = object_response(code, info, patched, output, query);
             negotiate::add_warnings(&mut response, &warnings);
             Ok(response)
         }
@@ -624,17 +625,37 @@ fn filter_for(info: &ResourceInfo, query: &Query, name: Option<&str>) -> ApiResu
     }))
 }
 
-fn write_options(query: &Query) -> ApiResult<WriteOptions> {
-    let dry_run = match query.get("dryRun").map(String::as_str) {
-        None | Some("") => false,
-        Some("All") => true,
-        Some(other) => {
-            return Err(ApiError::bad_request(format!(
-                "Invalid dry run value: {other:?}: supported values: \"All\""
-            )))
-        }
+/// `dryRun`: `All` or nothing.
+pub(crate) fn dry_run(query: &Query) -> ApiResult<bool> {
+    match query.get("dryRun").map(String::as_str) {
+        None | Some("") => Ok(false),
+        Some("All") => Ok(true),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "Invalid dry run value: {other:?}: supported values: \"All\""
+        ))),
+    }
+}
+
+/// The options of a create, update or patch: dry run, and the field manager the write is
+/// recorded for in `metadata.managedFields` (`fieldManager`, else the client's User-Agent up
+/// to its first `/`, as upstream names managers: `kubectl`, `kube-rs`, ...).
+fn write_options(query: &Query, headers: &HeaderMap, verb: &str) -> ApiResult<WriteOptions> {
+    let options_kind = match verb {
+        "create" => "CreateOptions",
+        "update" => "UpdateOptions",
+        _ => "PatchOptions",
     };
-    Ok(WriteOptions { dry_run })
+    let dry_run = dry_run(query)?;
+    let field_manager = match query.get("fieldManager").filter(|m| !m.is_empty()) {
+        Some(manager) => {
+            crate::apply::validate_field_manager(options_kind, manager)?;
+            manager.clone()
+        }
+        None => crate::apply::manager_from_user_agent(
+            headers.get(http::header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or(""),
+        ),
+    };
+    Ok(WriteOptions { dry_run, field_manager: Some(field_manager) })
 }
 
 /// The body of a create or update, decoded and normalized (see [`normalize_object`]).
@@ -651,7 +672,7 @@ fn decode_object(
 /// Reads an object as its kind's type, the way kube-apiserver decodes into its Go types: a
 /// wrong type is a 400, fields the type does not have are dropped, and reported as
 /// `fieldValidation` says (Strict: 400; Warn, the default: warnings; Ignore: nothing).
-fn normalize_object(
+pub(crate) fn normalize_object(
     info: &ResourceInfo,
     query: &Query,
     mut obj: Value,
@@ -726,18 +747,24 @@ fn delete_options(query: &Query, body: &[u8]) -> ApiResult<DeleteOptions> {
             )));
         }
     }
-    options.dry_run |= write_options(query)?.dry_run;
+    options.dry_run |= dry_run(query)?;
     Ok(options)
 }
 
-/// The patch type (from the Content-Type) and the patch.
-fn decode_patch(headers: &HeaderMap, body: &[u8]) -> ApiResult<(PatchType, Value)> {
+/// The patch type (from the Content-Type).
+fn patch_type(headers: &HeaderMap, body: &[u8]) -> ApiResult<PatchType> {
     let content_type = negotiate::content_type(headers);
     let patch_type = PatchType::from_content_type(&content_type)
         .ok_or_else(|| ApiError::unsupported_media_type(&content_type))?;
     if body.len() > negotiate::MAX_BODY {
         return Err(ApiError::too_large("Request entity too large: limit is 3145728"));
     }
+    Ok(patch_type)
+}
+
+/// The patch type (from the Content-Type) and the patch.
+fn decode_patch(headers: &HeaderMap, body: &[u8]) -> ApiResult<(PatchType, Value)> {
+    let patch_type = patch_type(headers, body)?;
     let patch = decode_patch_body(patch_type, body).map_err(patch_error)?;
     Ok((patch_type, patch))
 }
@@ -762,11 +789,20 @@ async fn patch(
     name: &str,
     subresource: Option<&str>,
     body: &[u8],
-) -> ApiResult<(Value, Vec<String>)> {
+) -> ApiResult<(StatusCode, Value, Vec<String>)> {
+    let apply = matches!(patch_type(headers, body)?, PatchType::ApplyYaml | PatchType::ApplyCbor);
+    crate::apply::check_patch_options(query, apply)?;
+    if apply {
+        let request = crate::apply::ApplyRequest { query, info, namespace: ns, name, subresource };
+        return crate::apply::serve(registry, &request, headers, body, |config| {
+            normalize_object(info, query, config, &[])
+        })
+        .await;
+    }
     let (patch_type, patch) = decode_patch(headers, body)?;
     let schema = PatchSchema::builtin();
     let type_name = schema.definition_for(info.group, info.version, info.kind);
-    let options = write_options(query)?;
+    let options = write_options(query, headers, "patch")?;
     let warnings = std::sync::Mutex::new(Vec::new());
     let patched = registry
         .modify(info, ns, name, subresource, &options, None, |old| {
@@ -783,7 +819,7 @@ async fn patch(
             Ok(normalized)
         })
         .await?;
-    Ok((patched, warnings.into_inner().expect("warnings")))
+    Ok((StatusCode::OK, patched, warnings.into_inner().expect("warnings")))
 }
 
 /// Subresources: status (get, update, patch), scale, pods/binding, and what the kubelet
@@ -815,21 +851,35 @@ async fn subresource(
         ("status", "update") => {
             let (obj, _) = decode_object(info, headers, query, body)?;
             let updated = registry
-                .update(info, ns, name, Some("status"), obj, &write_options(query)?)
+                .update(
+                    info,
+                    ns,
+                    name,
+                    Some("status"),
+                    obj,
+                    &write_options(query, headers, "update")?,
+                )
                 .await?;
             Ok(object_response(StatusCode::OK, info, updated, output, query))
         }
         ("status", "patch") => {
-            let (patched, warnings) =
+            let (code, patched, warnings) =
                 patch(registry, headers, query, info, ns, name, Some("status"), body).await?;
-            let mut response = object_response(StatusCode::OK, info, patched, output, query);
+            let mut response = object_response(code, info, patched, output, query);
             negotiate::add_warnings(&mut response, &warnings);
             Ok(response)
         }
         ("finalize", "update") => {
             let (obj, _) = decode_object(info, headers, query, body)?;
             let updated = registry
-                .update(info, ns, name, Some("finalize"), obj, &write_options(query)?)
+                .update(
+                    info,
+                    ns,
+                    name,
+                    Some("finalize"),
+                    obj,
+                    &write_options(query, headers, "update")?,
+                )
                 .await?;
             Ok(object_response(StatusCode::OK, info, updated, output, query))
         }
@@ -838,7 +888,7 @@ async fn subresource(
             Ok(negotiate::respond(StatusCode::OK, &to_scale(&obj), Output::Json, &[]))
         }
         ("scale", "update" | "patch") => {
-            let options = write_options(query)?;
+            let options = write_options(query, headers, r.verb)?;
             let current = registry.get(info, ns, name).await?;
             let scale = if r.verb == "update" {
                 negotiate::decode_body(headers, body)?
@@ -893,25 +943,33 @@ async fn subresource(
                 ));
             }
             registry
-                .modify(info, ns, name, None, &write_options(query)?, None, |old| {
-                    if old["spec"]["nodeName"].as_str().is_some_and(|n| !n.is_empty()) {
-                        return Err(ApiError::conflict(
-                            "",
-                            "pods",
-                            name,
-                            &format!(
-                                "pod {name} is already assigned to node {:?}",
-                                old["spec"]["nodeName"].as_str().unwrap_or("")
-                            ),
-                        ));
-                    }
-                    let mut new = old.clone();
-                    new["spec"]["nodeName"] = json!(node);
-                    if let Some(m) = new["metadata"].as_object_mut() {
-                        m.remove("resourceVersion");
-                    }
-                    Ok(new)
-                })
+                .modify(
+                    info,
+                    ns,
+                    name,
+                    None,
+                    &write_options(query, headers, "create")?,
+                    None,
+                    |old| {
+                        if old["spec"]["nodeName"].as_str().is_some_and(|n| !n.is_empty()) {
+                            return Err(ApiError::conflict(
+                                "",
+                                "pods",
+                                name,
+                                &format!(
+                                    "pod {name} is already assigned to node {:?}",
+                                    old["spec"]["nodeName"].as_str().unwrap_or("")
+                                ),
+                            ));
+                        }
+                        let mut new = old.clone();
+                        new["spec"]["nodeName"] = json!(node);
+                        if let Some(m) = new["metadata"].as_object_mut() {
+                            m.remove("resourceVersion");
+                        }
+                        Ok(new)
+                    },
+                )
                 .await?;
             let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
             Ok(negotiate::respond(StatusCode::CREATED, &status, Output::Json, &[]))

@@ -14,6 +14,7 @@
 //! [`metrics_api`], read from the kubelets on request.
 
 pub mod api;
+pub mod apply;
 pub mod auth;
 pub mod authn;
 pub mod cache;
@@ -146,7 +147,10 @@ impl Server {
 /// `default` with its Endpoints and EndpointSlice pointing at this API server.
 async fn bootstrap(registry: &registry::Registry, config: &ServerConfig) -> anyhow::Result<()> {
     let resources = registry.resources;
-    let options = registry::WriteOptions::default();
+    let options = registry::WriteOptions {
+        field_manager: Some("kube-apiserver".to_string()),
+        ..Default::default()
+    };
     let ensure = |group: &'static str,
                   version: &'static str,
                   plural: &'static str,

@@ -32,6 +32,9 @@ pub use crate::cache::{Filter, FilterView};
 #[derive(Clone, Debug, Default)]
 pub struct WriteOptions {
     pub dry_run: bool,
+    /// Who the write is recorded for in `metadata.managedFields` (an `Update` entry); `None`
+    /// records nothing (server-side apply records its own `Apply` entry).
+    pub field_manager: Option<String>,
 }
 
 /// What a delete asks for (DeleteOptions).
@@ -205,6 +208,9 @@ impl Registry {
                     let name = object::name(&obj).unwrap_or("").to_string();
                     return Err(ApiError::invalid(info.group, info.kind, &name, errors));
                 }
+                if let Some(manager) = &options.field_manager {
+                    record_update(info, None, &mut obj, manager, None);
+                }
                 if let Some(ns) = namespace.filter(|_| info.namespaced) {
                     self.check_namespace_accepts_objects(ns).await?;
                 }
@@ -358,6 +364,9 @@ impl Registry {
             }
             if new == old {
                 return Ok(old); // nothing changed: no write, same resourceVersion
+            }
+            if let Some(manager) = &options.field_manager {
+                record_update(info, Some(&old), &mut new, manager, subresource);
             }
             if options.dry_run {
                 object::set_resource_version(&mut new, kv.mod_revision);
@@ -639,6 +648,31 @@ fn modified(info: &ResourceInfo, name: &str) -> ApiError {
 }
 
 /// An object in the version `info` serves (see `rkube_apis::convert`).
+/// Records a write by `manager` in `new`'s managedFields: what it changed becomes its own
+/// (in an entry of its own for a write to the status subresource).
+fn record_update(
+    info: &ResourceInfo,
+    old: Option<&Value>,
+    new: &mut Value,
+    manager: &str,
+    subresource: Option<&str>,
+) {
+    let schema = rkube_apis::patch::PatchSchema::builtin();
+    let type_ref = schema.definition_for(info.group, info.version, info.kind);
+    let time = object::now();
+    let subresource = subresource.filter(|s| *s == "status");
+    rkube_apis::apply::record_subresource_update(
+        schema,
+        type_ref,
+        old,
+        new,
+        manager,
+        &info.api_version(),
+        &time,
+        subresource,
+    );
+}
+
 pub fn convert(obj: Value, info: &ResourceInfo) -> Value {
     rkube_apis::convert::convert(obj, info)
 }

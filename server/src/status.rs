@@ -76,15 +76,17 @@ impl ApiError {
         .details(name, group, resource)
     }
 
-    /// `Pod "web" is invalid: [metadata.name: Required value, ...]`.
+    /// `Pod "web" is invalid: [metadata.name: Required value, ...]`; the kind is qualified
+    /// by its group as upstream does (`Deployment.apps "web" is invalid: ...`).
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> ApiError {
         let lines: Vec<String> = causes.iter().map(Cause::line).collect();
         let listed =
             if lines.len() == 1 { lines[0].clone() } else { format!("[{}]", lines.join(", ")) };
+        let qualified = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };
         let mut e = ApiError::new(
             StatusCode::UNPROCESSABLE_ENTITY,
             "Invalid",
-            format!("{kind} {name:?} is invalid: {listed}"),
+            format!("{qualified} {name:?} is invalid: {listed}"),
         )
         .details(name, group, kind);
         e.details.causes = causes;

@@ -83,6 +83,36 @@ pub(crate) fn go_type_name(value: &Value) -> &'static str {
     }
 }
 
+/// `fmt.Sprintf("%q", s)`: a double-quoted Go string literal, with Go's escapes for quotes,
+/// backslashes and control characters.
+pub(crate) fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{b}' => out.push_str("\\v"),
+            c if (c as u32) < 0x80 && c.is_control() => {
+                out.push_str(&format!("\\x{:02x}", c as u32));
+            }
+            c if c.is_control() && (c as u32) <= 0xffff => {
+                out.push_str(&format!("\\u{:04x}", c as u32));
+            }
+            c if c.is_control() => out.push_str(&format!("\\U{:08x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
 /// Whether the apiserver's decoder (which keeps integers as int64) sees this number as one.
 pub(crate) fn is_go_int(n: &Number) -> bool {
     n.is_i64()
@@ -135,5 +165,6 @@ mod tests {
         assert_eq!(go_v(&json!(123456.5)), "123456.5");
         assert_eq!(go_s(&json!(true)), "%!s(bool=true)");
         assert_eq!(go_type_name(&json!([1])), "[]interface {}");
+        assert_eq!(go_quote("a\"b\\c\n\u{1}é"), r#""a\"b\\c\n\x01é""#);
     }
 }

@@ -10,12 +10,13 @@
 //! - `application/merge-patch+json`: RFC 7386 merge patch.
 //! - `application/strategic-merge-patch+json`: Kubernetes' strategic merge patch, driven by
 //!   `x-kubernetes-patch-strategy` and `x-kubernetes-patch-merge-key` (see [`strategic`]).
-//! - `application/apply-patch+yaml` (server-side apply) is recognised but not implemented yet.
+//! - `application/apply-patch+yaml` (server-side apply) is recognised here but not applied:
+//!   its merge and field ownership are [`crate::apply`]'s.
 //!
 //! Errors carry the HTTP status, reason and message kube-apiserver answers with
 //! ([`PatchError::status_code`], [`PatchError::reason`], [`PatchError::status_message`]).
 
-mod gofmt;
+pub(crate) mod gofmt;
 mod rfc6902;
 mod rfc7386;
 pub mod schema;
@@ -25,7 +26,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-pub use schema::{FieldLookup, FieldPatchMeta, PatchSchema, SchemaError};
+pub use schema::{FieldLookup, FieldPatchMeta, ListType, PatchSchema, SchemaError};
 pub use strategic::{strategic_merge_patch, StrategicMergeError};
 
 /// The patch formats of the PATCH verb, by Content-Type.
@@ -102,8 +103,9 @@ pub enum PatchError {
     /// A strategic merge patch failed; see [`StrategicMergeError`] for the statuses.
     #[error(transparent)]
     Strategic(#[from] StrategicMergeError),
-    /// Server-side apply is not implemented yet: 415 Unsupported Media Type.
-    #[error("{0} patches (server-side apply) are not supported by rkube yet")]
+    /// An apply patch given to [`apply_patch`]: server-side apply needs the field manager and
+    /// the object's managed fields, and goes through [`crate::apply`] instead (415 here).
+    #[error("{0} patches (server-side apply) are applied with rkube_apis::apply, not as patches")]
     ApplyNotSupported(PatchType),
 }
 
@@ -149,7 +151,7 @@ impl PatchError {
 /// see [`PatchSchema::definition_for`]) drive strategic merge patches and are ignored by the
 /// other types. Pass `None` for types without patch metadata (custom resources): a strategic
 /// merge patch is then refused with upstream's "strategic merge patch format is not supported".
-/// Apply patches return [`PatchError::ApplyNotSupported`].
+/// Apply patches return [`PatchError::ApplyNotSupported`]: they are [`crate::apply`]'s.
 pub fn apply_patch(
     patch_type: PatchType,
     original: &Value,

@@ -1,6 +1,8 @@
-//! Per-type strategic-merge-patch metadata: for each OpenAPI definition, which properties lead
-//! to which definitions and which carry `x-kubernetes-patch-strategy` /
-//! `x-kubernetes-patch-merge-key`.
+//! Per-type patch metadata: for each OpenAPI struct definition, which properties lead to which
+//! definitions and which carry `x-kubernetes-patch-strategy` / `x-kubernetes-patch-merge-key`
+//! (strategic merge patch) or `x-kubernetes-list-type` / `x-kubernetes-list-map-keys` /
+//! `x-kubernetes-map-type` (server-side apply), plus each definition's own
+//! `x-kubernetes-map-type`.
 //!
 //! [`PatchSchema::builtin`] is compiled in from `apis/data/patch-schema.json`, a digest that
 //! `apis/tools/gen-patch-schema.py` writes from the upstream OpenAPI v2 document;
@@ -8,6 +10,9 @@
 //!
 //! A type reference is a definition name (`io.k8s.api.core.v1.PodSpec`) or `map:` followed by
 //! the type of a map's values. For a list property the reference names the items' type.
+//! Only struct definitions (those with `properties`) are recorded: [`PatchSchema::is_struct`]
+//! tells a struct, whose keys are fields, from everything else (scalars such as `Quantity`,
+//! free-form objects such as `RawExtension`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::OnceLock;
@@ -26,6 +31,12 @@ pub struct FieldPatchMeta {
     pub merge_key: Option<String>,
     /// The type the value leads to (for lists: the items' type), when it is not a primitive.
     pub value_type: Option<String>,
+    /// `x-kubernetes-list-type`: `atomic`, `set` or `map`.
+    pub list_type: Option<String>,
+    /// `x-kubernetes-list-map-keys`, e.g. `["containerPort", "protocol"]`.
+    pub list_map_keys: Vec<String>,
+    /// `x-kubernetes-map-type` of the property: `atomic` or `granular`.
+    pub map_type: Option<String>,
 }
 
 /// What a lookup of one key under a type reference finds (empty when nothing is known).
@@ -37,12 +48,46 @@ pub struct FieldLookup<'a> {
     pub merge_key: Option<&'a str>,
     /// The type reference of the value (list items for lists).
     pub value_type: Option<&'a str>,
+    /// `x-kubernetes-list-type`, if any; see [`FieldLookup::effective_list_type`].
+    pub list_type: Option<&'a str>,
+    /// `x-kubernetes-list-map-keys` (empty when absent).
+    pub list_map_keys: &'a [String],
+    /// `x-kubernetes-map-type` of the property, if any.
+    pub map_type: Option<&'a str>,
+}
+
+/// How server-side apply treats a list, as upstream derives it from the OpenAPI extensions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListType<'a> {
+    /// Replaced as a whole; owned as one field.
+    Atomic,
+    /// A set of scalars: items are owned and merged one by one by value.
+    Set,
+    /// An associative list: items are owned and merged one by one by these key fields.
+    Map(Vec<&'a str>),
 }
 
 impl<'a> FieldLookup<'a> {
     /// The strategies, split on `,` as upstream does.
     pub fn strategies(&self) -> Vec<&'a str> {
         self.strategy.map(|s| s.split(',').collect()).unwrap_or_default()
+    }
+
+    /// The list type server-side apply uses for a list property: `x-kubernetes-list-type`
+    /// (with `x-kubernetes-list-map-keys`) when present; otherwise a `merge` patch strategy
+    /// makes a map keyed by the merge key, or a set without one; otherwise atomic, which is
+    /// also what a property nothing is known about gets.
+    pub fn effective_list_type(&self) -> ListType<'a> {
+        match self.list_type {
+            Some("set") => ListType::Set,
+            Some("map") => ListType::Map(self.list_map_keys.iter().map(String::as_str).collect()),
+            Some(_) => ListType::Atomic,
+            None if self.strategies().contains(&"merge") => match self.merge_key {
+                Some(key) => ListType::Map(vec![key]),
+                None => ListType::Set,
+            },
+            None => ListType::Atomic,
+        }
     }
 }
 
@@ -56,6 +101,7 @@ pub struct SchemaError(String);
 pub struct PatchSchema {
     definitions: HashMap<String, BTreeMap<String, FieldPatchMeta>>,
     kinds: HashMap<String, String>,
+    map_types: HashMap<String, String>,
 }
 
 static BUILTIN: OnceLock<PatchSchema> = OnceLock::new();
@@ -73,7 +119,8 @@ impl PatchSchema {
 
     /// Reads an OpenAPI v2 document: `definitions` → `properties` → `$ref`, `items`,
     /// `additionalProperties`, `x-kubernetes-patch-strategy`, `x-kubernetes-patch-merge-key`,
-    /// and each definition's `x-kubernetes-group-version-kind`.
+    /// `x-kubernetes-list-type`, `x-kubernetes-list-map-keys`, `x-kubernetes-map-type`, and
+    /// each definition's `x-kubernetes-group-version-kind` and `x-kubernetes-map-type`.
     pub fn from_openapi_v2(document: &Value) -> Result<PatchSchema, SchemaError> {
         let definitions = document
             .get("definitions")
@@ -81,7 +128,12 @@ impl PatchSchema {
             .ok_or_else(|| SchemaError("no `definitions` object".to_string()))?;
         let mut schema = PatchSchema::default();
         for (name, definition) in definitions {
-            schema.definitions.insert(name.clone(), openapi_fields(definition));
+            if let Some(properties) = definition.get("properties").and_then(Value::as_object) {
+                schema.definitions.insert(name.clone(), openapi_fields(properties));
+            }
+            if let Some(map_type) = string_at(definition, "x-kubernetes-map-type") {
+                schema.map_types.insert(name.clone(), map_type);
+            }
             for api_version_kind in openapi_kinds(definition) {
                 schema.kinds.entry(api_version_kind).or_insert_with(|| name.clone());
             }
@@ -90,8 +142,10 @@ impl PatchSchema {
     }
 
     /// Reads the digest `apis/tools/gen-patch-schema.py` writes: `kinds` maps
-    /// `apiVersion/Kind` to a definition name, `definitions` maps a definition name to its
-    /// properties, each with optional `type`, `strategy` and `mergeKey`.
+    /// `apiVersion/Kind` to a definition name, `definitions` maps a struct definition's name to
+    /// its properties, each with optional `type`, `strategy`, `mergeKey`, `listType`,
+    /// `listMapKeys` and `mapType`, and the optional `mapTypes` maps a definition name to its
+    /// own map type.
     pub fn from_digest(digest: &Value) -> Result<PatchSchema, SchemaError> {
         let object = |key: &str| {
             digest
@@ -109,6 +163,13 @@ impl PatchSchema {
                 .as_object()
                 .ok_or_else(|| SchemaError(format!("definition {name} is not an object")))?;
             schema.definitions.insert(name.clone(), digest_fields(properties));
+        }
+        for (name, map_type) in
+            digest.get("mapTypes").and_then(Value::as_object).into_iter().flatten()
+        {
+            let map_type =
+                map_type.as_str().ok_or_else(|| SchemaError(format!("map type {name}")))?;
+            schema.map_types.insert(name.clone(), map_type.to_string());
         }
         Ok(schema)
     }
@@ -135,10 +196,21 @@ impl PatchSchema {
         self.kinds.iter().map(|(kind, name)| (kind.as_str(), name.as_str()))
     }
 
-    /// The properties recorded for a definition. The built-in digest only records properties
-    /// that matter to strategic merge patch; a definition with none is absent.
+    /// The properties recorded for a struct definition; absent for other definitions. The
+    /// built-in digest only records properties that carry patch metadata or lead to a struct.
     pub fn fields(&self, definition: &str) -> Option<&BTreeMap<String, FieldPatchMeta>> {
         self.definitions.get(definition)
+    }
+
+    /// Whether a definition is a struct (it has `properties`): its keys are fields, not the
+    /// entries of a map.
+    pub fn is_struct(&self, definition: &str) -> bool {
+        self.definitions.contains_key(definition)
+    }
+
+    /// The definition's own `x-kubernetes-map-type` (e.g. `atomic` for `LabelSelector`).
+    pub fn definition_map_type(&self, definition: &str) -> Option<&str> {
+        self.map_types.get(definition).map(String::as_str)
     }
 
     /// The metadata of `key` under the type `type_ref` (a definition name or `map:<type>`);
@@ -155,6 +227,9 @@ impl PatchSchema {
             strategy: field.strategy.as_deref(),
             merge_key: field.merge_key.as_deref(),
             value_type: field.value_type.as_deref(),
+            list_type: field.list_type.as_deref(),
+            list_map_keys: &field.list_map_keys,
+            map_type: field.map_type.as_deref(),
         }
     }
 
@@ -164,10 +239,7 @@ impl PatchSchema {
     }
 }
 
-fn openapi_fields(definition: &Value) -> BTreeMap<String, FieldPatchMeta> {
-    let Some(properties) = definition.get("properties").and_then(Value::as_object) else {
-        return BTreeMap::new();
-    };
+fn openapi_fields(properties: &Map<String, Value>) -> BTreeMap<String, FieldPatchMeta> {
     properties
         .iter()
         .filter_map(|(name, property)| {
@@ -175,6 +247,9 @@ fn openapi_fields(definition: &Value) -> BTreeMap<String, FieldPatchMeta> {
                 strategy: string_at(property, "x-kubernetes-patch-strategy"),
                 merge_key: string_at(property, "x-kubernetes-patch-merge-key"),
                 value_type: openapi_value_type(property),
+                list_type: string_at(property, "x-kubernetes-list-type"),
+                list_map_keys: strings_at(property, "x-kubernetes-list-map-keys"),
+                map_type: string_at(property, "x-kubernetes-map-type"),
             };
             (meta != FieldPatchMeta::default()).then(|| (name.clone(), meta))
         })
@@ -225,6 +300,9 @@ fn digest_fields(properties: &Map<String, Value>) -> BTreeMap<String, FieldPatch
                 strategy: string_at(entry, "strategy"),
                 merge_key: string_at(entry, "mergeKey"),
                 value_type: string_at(entry, "type"),
+                list_type: string_at(entry, "listType"),
+                list_map_keys: strings_at(entry, "listMapKeys"),
+                map_type: string_at(entry, "mapType"),
             };
             (name.clone(), meta)
         })
@@ -233,6 +311,11 @@ fn digest_fields(properties: &Map<String, Value>) -> BTreeMap<String, FieldPatch
 
 fn string_at(value: &Value, key: &str) -> Option<String> {
     value.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+fn strings_at(value: &Value, key: &str) -> Vec<String> {
+    let Some(items) = value.get(key).and_then(Value::as_array) else { return Vec::new() };
+    items.iter().filter_map(Value::as_str).map(str::to_string).collect()
 }
 
 #[cfg(test)]
@@ -254,5 +337,56 @@ mod tests {
         let map = schema.lookup(Some("map:io.k8s.api.core.v1.Container"), "anything");
         assert_eq!(map.value_type, Some("io.k8s.api.core.v1.Container"));
         assert_eq!(schema.lookup(None, "x"), FieldLookup::default());
+    }
+
+    #[test]
+    fn builtin_answers_server_side_apply_questions() {
+        let schema = PatchSchema::builtin();
+        let list = |definition: &'static str, field: &str| {
+            schema.lookup(Some(definition), field).effective_list_type()
+        };
+        assert_eq!(
+            list("io.k8s.api.core.v1.ServiceSpec", "ports"),
+            ListType::Map(vec!["port", "protocol"])
+        );
+        assert_eq!(list("io.k8s.api.core.v1.PodSpec", "containers"), ListType::Map(vec!["name"]));
+        assert_eq!(
+            list("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "finalizers"),
+            ListType::Set
+        );
+        assert_eq!(list("io.k8s.api.core.v1.Container", "command"), ListType::Atomic);
+        // An explicit list type wins over the patch strategy.
+        assert_eq!(list("io.k8s.api.batch.v1.JobStatus", "conditions"), ListType::Atomic);
+        assert_eq!(list("io.k8s.api.core.v1.PodSpec", "unknown"), ListType::Atomic);
+        let selector = schema.lookup(Some("io.k8s.api.core.v1.PodSpec"), "nodeSelector");
+        assert_eq!(selector.map_type, Some("atomic"));
+        assert_eq!(
+            schema.definition_map_type("io.k8s.apimachinery.pkg.apis.meta.v1.LabelSelector"),
+            Some("atomic")
+        );
+        assert!(schema.is_struct("io.k8s.api.apps.v1.DeploymentStrategy"));
+        assert!(!schema.is_struct("io.k8s.apimachinery.pkg.api.resource.Quantity"));
+    }
+
+    #[test]
+    fn list_types_follow_the_patch_strategy_when_not_given() {
+        let keys = vec!["a".to_string()];
+        let lookup = |strategy, merge_key, list_type| FieldLookup {
+            strategy,
+            merge_key,
+            list_type,
+            list_map_keys: &keys,
+            ..FieldLookup::default()
+        };
+        assert_eq!(
+            lookup(Some("merge"), Some("k"), None).effective_list_type(),
+            ListType::Map(vec!["k"])
+        );
+        assert_eq!(
+            lookup(Some("merge,retainKeys"), None, None).effective_list_type(),
+            ListType::Set
+        );
+        assert_eq!(lookup(Some("retainKeys"), None, None).effective_list_type(), ListType::Atomic);
+        assert_eq!(lookup(None, None, Some("map")).effective_list_type(), ListType::Map(vec!["a"]));
     }
 }

@@ -1,6 +1,8 @@
 //! The few apimachinery validators selectors need (label keys and values), with upstream's
 //! messages, and Go-style quoting for the values those messages echo back.
 
+pub(crate) use crate::patch::gofmt::go_quote;
+
 const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 const QUALIFIED_NAME_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 const QUALIFIED_NAME_MAX_LEN: usize = 63;
@@ -128,35 +130,6 @@ pub(crate) fn label_value_errors(value: &str) -> Vec<String> {
 /// `<field>: Invalid value: <value>: <detail>`.
 pub(crate) fn invalid_value(field: &str, rendered_value: &str, detail: &str) -> String {
     format!("{field}: Invalid value: {rendered_value}: {detail}")
-}
-
-/// Go's `%q` (`strconv.Quote`) for the values echoed in error messages.
-pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{07}' => out.push_str("\\a"),
-            '\u{08}' => out.push_str("\\b"),
-            '\u{0c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{0b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x80 && c.is_ascii_control() => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c if c.is_control() && (c as u32) <= 0xffff => {
-                out.push_str(&format!("\\u{:04x}", c as u32))
-            }
-            c if c.is_control() => out.push_str(&format!("\\U{:08x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// Go's `%#v` of a `[]string`, as `field.Invalid` prints a list of values.

@@ -39,7 +39,7 @@ use futures_util::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Container, Namespace, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
-use kube::{Client, Config as KubeConfig};
+use kube::Client;
 use rkube_conformance::cluster::RkubeServer;
 use rkube_conformance::report::{self, cpu_time, rss, Rss, Table};
 use rkube_store::testing::EtcdServer;
@@ -214,13 +214,6 @@ where
     Ok(r)
 }
 
-async fn client(server: &RkubeServer) -> Result<Client> {
-    let kubeconfig = kube::config::Kubeconfig::read_from(&server.kubeconfig)
-        .with_context(|| format!("reading {}", server.kubeconfig.display()))?;
-    let config = KubeConfig::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
-    Ok(Client::try_from(config)?)
-}
-
 async fn create_namespace(client: &Client, name: &str) -> Result<()> {
     let ns = Namespace {
         metadata: ObjectMeta { name: Some(name.to_string()), ..Default::default() },
@@ -380,7 +373,7 @@ async fn bench_etcd(duration: Duration) -> Result<EtcdFigures> {
     })
     .await
     .context("the rkube server did not start")?;
-    let client = client(&server).await?;
+    let client = server.kube_client().await?;
     let (configmaps, configmaps_cpu, json) =
         with_log(&server, bench_configmap_creates(&client, server.pid(), duration)).await?;
     eprintln!(
@@ -597,7 +590,7 @@ impl MemoryFigures {
 }
 
 async fn bench_memory(server: &RkubeServer, objects: usize) -> Result<MemoryFigures> {
-    let client = client(server).await?;
+    let client = server.kube_client().await?;
     let ns = "bench-memory";
     create_namespace(&client, ns).await?;
     let before = rss(server.pid())?;
@@ -669,7 +662,7 @@ async fn bench_full_server_pods(duration: Duration) -> Result<(Run, Cpu)> {
     let server = tokio::task::spawn_blocking(|| start_server_with(&[]))
         .await
         .context("the rkube server did not start")?;
-    let client = client(&server).await?;
+    let client = server.kube_client().await?;
     let figures = with_log(&server, bench_pod_creates(&client, server.pid(), duration)).await?;
     eprintln!("  Pod creates, whole server: {}", figures.0.summary());
     Ok(figures)
@@ -702,7 +695,7 @@ async fn bench(config: &Config) -> Result<Figures> {
         server.pid(),
         server.port
     );
-    let client = client(&server).await?;
+    let client = server.kube_client().await?;
 
     let duration = config.create_duration;
     let pid = server.pid();
@@ -789,7 +782,7 @@ async fn profile_creates(duration: Duration) -> Result<()> {
         .await
         .context("the rkube server did not start")?;
     eprintln!("server pid {}", server.pid());
-    let client = client(&server).await?;
+    let client = server.kube_client().await?;
     let (r, cpu, _) =
         with_log(&server, bench_configmap_creates(&client, server.pid(), duration)).await?;
     let (server_us, client_us) = cpu.per_op(r.latencies.len());

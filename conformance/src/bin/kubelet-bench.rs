@@ -39,7 +39,7 @@ use futures_util::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::runtime::watcher::{self, Event};
-use kube::{Client, Config as KubeConfig};
+use kube::Client;
 use rkube_conformance::cluster::{rkube_binary, RkubeServer};
 use rkube_conformance::node::{ensure_busybox_image, BUSYBOX};
 use rkube_conformance::report::{self, cpu_time, ms, percentile, rss, Table};
@@ -60,12 +60,6 @@ impl Drop for Process {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-async fn client(server: &RkubeServer) -> Result<Client> {
-    let kubeconfig = kube::config::Kubeconfig::read_from(&server.kubeconfig)?;
-    let config = KubeConfig::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
-    Ok(Client::try_from(config)?)
 }
 
 fn kubelet(server: &RkubeServer, extra: &[&str], log: &Path) -> Result<Process> {
@@ -291,7 +285,7 @@ async fn docker_part(pods: usize) -> Result<DockerFigures> {
         &["--node-name", &node, "--kubelet-port", &port.to_string(), "--pod-cidr", &cidr],
         &log,
     )?;
-    let client = client(&server).await?;
+    let client = server.kube_client().await?;
     nodes_ready(&client, 1)
         .await
         .with_context(|| std::fs::read_to_string(&log).unwrap_or_default())?;
@@ -390,7 +384,7 @@ async fn simulated_rss(nodes: usize) -> Result<(u64, Duration)> {
     let started = Instant::now();
     let process =
         kubelet(&server, &["--runtime", "simulated", "--nodes", &nodes.to_string()], &log)?;
-    let client = client(&server).await?;
+    let client = server.kube_client().await?;
     nodes_ready(&client, nodes)
         .await
         .with_context(|| std::fs::read_to_string(&log).unwrap_or_default())?;

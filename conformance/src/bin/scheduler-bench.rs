@@ -47,7 +47,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::api::{Api, PostParams};
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
-use kube::{Client, Config as KubeConfig};
+use kube::Client;
 use rkube_conformance::cluster::{rkube_binary, RkubeServer};
 use rkube_conformance::report::{self, cpu_time, rss, Rss, Table};
 
@@ -267,13 +267,6 @@ async fn settle(pid: u32) -> Result<bool> {
             return Ok(false);
         }
     }
-}
-
-async fn client(server: &RkubeServer) -> Result<Client> {
-    let kubeconfig = kube::config::Kubeconfig::read_from(&server.kubeconfig)
-        .with_context(|| format!("reading {}", server.kubeconfig.display()))?;
-    let config = KubeConfig::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
-    Ok(Client::try_from(config)?)
 }
 
 /// Runs `op(0)` .. `op(count - 1)` from [`CONCURRENCY`] tasks; the first error stops them all.
@@ -564,7 +557,7 @@ async fn measure(
     server: &RkubeServer,
     scheduler: &mut SchedulerProcess,
 ) -> Result<Outcome> {
-    let client = client(server).await?;
+    let client = server.kube_client().await?;
     let (sched_pid, server_pid) = (scheduler.pid(), server.pid());
     let mut settled = settle(sched_pid).await?;
     check_alive(server, scheduler)?;

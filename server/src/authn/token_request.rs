@@ -29,11 +29,9 @@ const KIND: &str = "TokenRequest";
 const MIN_EXPIRATION_SECONDS: i64 = 10 * 60;
 const MAX_EXPIRATION_SECONDS: i64 = 1 << 32;
 
-/// `TokenRequest.authentication.k8s.io "<name>" is invalid: ...`, as upstream words it.
+/// `TokenRequest.authentication.k8s.io "<name>" is invalid: ...`.
 fn invalid(name: &str, causes: Vec<FieldError>) -> ApiError {
-    let mut e = ApiError::invalid(GROUP, &format!("{KIND}.{GROUP}"), name, causes);
-    e.details.kind = Some(KIND.to_string());
-    e
+    ApiError::invalid(GROUP, KIND, name, causes)
 }
 
 fn decode_error(detail: &str) -> ApiError {

@@ -1,0 +1,311 @@
+//! Server-side apply requests (`PATCH` with `application/apply-patch+yaml`) and the field
+//! managers every write is recorded for.
+//!
+//! The merge, the ownership and the conflicts are [`rkube_apis::apply`]'s; this module reads
+//! the request (the applied configuration, `fieldManager`, `force`), applies it to the stored
+//! object through the registry (creating the object when it does not exist, as upstream does),
+//! and turns conflicts into upstream's 409.
+
+use http::{HeaderMap, StatusCode};
+use rkube_apis::apply::{ApplyError, ApplyOptions};
+use rkube_apis::patch::{PatchSchema, PatchType};
+use rkube_apis::resources::ResourceInfo;
+use rkube_apis::validation::FieldError;
+use serde_json::Value;
+
+use crate::negotiate;
+use crate::object;
+use crate::registry::{Registry, WriteOptions};
+use crate::request::{query_bool, Query};
+use crate::status::{ApiError, ApiResult};
+
+/// The longest field manager name upstream accepts.
+const MAX_FIELD_MANAGER: usize = 128;
+
+/// `fieldManager` must be at most 128 bytes of printable characters; the error is an
+/// `Invalid` of the request's options kind (`CreateOptions`, `UpdateOptions`, `PatchOptions`).
+pub fn validate_field_manager(options_kind: &str, manager: &str) -> ApiResult<()> {
+    let mut errors = Vec::new();
+    if manager.len() > MAX_FIELD_MANAGER {
+        errors.push(FieldError::too_long("fieldManager", MAX_FIELD_MANAGER));
+    }
+    if manager.chars().any(|c| c.is_control()) {
+        errors.push(FieldError::invalid(
+            "fieldManager",
+            &Value::String(manager.to_string()),
+            "must only contain printable characters",
+        ));
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::invalid("meta.k8s.io", options_kind, "", errors))
+    }
+}
+
+/// The manager of a write that names none: the User-Agent up to its first `/`, printable
+/// characters only, at most 128 bytes (`kubectl/v1.32.0 (linux/amd64) ...` is `kubectl`).
+pub fn manager_from_user_agent(user_agent: &str) -> String {
+    let prefix = user_agent.split('/').next().unwrap_or("");
+    let mut manager = String::new();
+    for c in prefix.chars().filter(|c| !c.is_control()) {
+        if manager.len() + c.len_utf8() > MAX_FIELD_MANAGER {
+            break;
+        }
+        manager.push(c);
+    }
+    manager
+}
+
+/// The `PatchOptions` checks upstream makes before anything else: an apply needs a
+/// `fieldManager`, and only an apply may say `force`.
+pub fn check_patch_options(query: &Query, apply: bool) -> ApiResult<()> {
+    let problem = if apply && query.get("fieldManager").is_none_or(|m| m.is_empty()) {
+        Some(FieldError::required("fieldManager", "is required for apply patch"))
+    } else if !apply && query.contains_key("force") {
+        Some(FieldError::forbidden("force", "may not be specified for non-apply patch"))
+    } else {
+        None
+    };
+    match problem {
+        Some(problem) => Err(ApiError::invalid("meta.k8s.io", "PatchOptions", "", vec![problem])),
+        None => Ok(()),
+    }
+}
+
+/// What an apply request is for.
+pub struct ApplyRequest<'a> {
+    pub query: &'a Query,
+    pub info: &'a ResourceInfo,
+    pub namespace: Option<&'a str>,
+    pub name: &'a str,
+    /// `status` for an apply to the status subresource.
+    pub subresource: Option<&'a str>,
+}
+
+/// Serves an apply: the answer's status code (201 when the apply created the object), the
+/// object, and warnings. `normalize` reads the configuration as the kind's type (dropping and
+/// reporting unknown fields as `fieldValidation` says).
+pub async fn serve(
+    registry: &Registry,
+    request: &ApplyRequest<'_>,
+    headers: &HeaderMap,
+    body: &[u8],
+    normalize: impl Fn(Value) -> ApiResult<(Value, Vec<String>)>,
+) -> ApiResult<(StatusCode, Value, Vec<String>)> {
+    let ApplyRequest { query, info, namespace, name, subresource } = *request;
+    let content_type = negotiate::content_type(headers);
+    if PatchType::from_content_type(&content_type) != Some(PatchType::ApplyYaml) {
+        return Err(ApiError::unsupported_media_type(&content_type));
+    }
+    let config = decode_config(info, namespace, name, body)?;
+    let (config, warnings) = normalize(config)?;
+    let config = scoped(config, subresource);
+    let manager = query.get("fieldManager").map(String::as_str).unwrap_or("");
+    validate_field_manager("PatchOptions", manager)?;
+    let time = object::now();
+    let api_version = info.api_version();
+    let options = ApplyOptions {
+        manager,
+        force: query_bool(query, "force"),
+        api_version: &api_version,
+        time: &time,
+    };
+    // The apply records its own managedFields entry.
+    let write = WriteOptions { dry_run: crate::api::dry_run(query)?, field_manager: None };
+    let schema = PatchSchema::builtin();
+    let type_ref = schema.definition_for(info.group, info.version, info.kind);
+    let apply_to = |live: Option<&Value>| {
+        rkube_apis::apply::apply_to_subresource(
+            schema,
+            type_ref,
+            live,
+            &config,
+            &options,
+            subresource,
+        )
+        .map_err(apply_error)
+    };
+    // Created when missing; a create that loses a race with another applies to its object.
+    for _ in 0..2 {
+        let result = registry
+            .modify(info, namespace, name, subresource, &write, None, |live| apply_to(Some(live)))
+            .await;
+        match result {
+            Ok(applied) => return Ok((StatusCode::OK, applied, warnings)),
+            Err(e) if e.code == StatusCode::NOT_FOUND && subresource.is_none() => {
+                match registry.create(info, namespace, apply_to(None)?, &write).await {
+                    Ok(created) => return Ok((StatusCode::CREATED, created, warnings)),
+                    Err(e) if e.reason == "AlreadyExists" => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Err(ApiError::conflict(
+        info.group,
+        info.plural,
+        name,
+        "the object was created and deleted while it was being applied; please try again",
+    ))
+}
+
+/// The applied configuration from the body (YAML, of which JSON is a part), checked the way
+/// upstream checks it: an object of the endpoint's apiVersion and kind, named as the URL, with
+/// no managedFields of its own.
+fn decode_config(
+    info: &ResourceInfo,
+    namespace: Option<&str>,
+    name: &str,
+    body: &[u8],
+) -> ApiResult<Value> {
+    let mut config: Value = serde_yaml::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+    if !config.is_object() {
+        return Err(ApiError::bad_request("the body of the request must be an object"));
+    }
+    let text = || String::from_utf8_lossy(body).into_owned();
+    match config["kind"].as_str() {
+        None | Some("") => {
+            return Err(ApiError::bad_request(format!("Object 'Kind' is missing in '{}'", text())))
+        }
+        Some(kind) if kind != info.kind => {
+            return Err(ApiError::bad_request(format!(
+                "the kind of the object ({kind}) does not match the kind of the endpoint ({})",
+                info.kind
+            )))
+        }
+        Some(_) => {}
+    }
+    let expected = info.api_version();
+    let given = config["apiVersion"].as_str().unwrap_or("");
+    if given != expected {
+        return Err(ApiError::bad_request(format!(
+            "Incorrect version specified in apply patch. Specified patch version: {given}, \
+             expected: {expected}"
+        )));
+    }
+    if !config["metadata"]["managedFields"].is_null() {
+        return Err(ApiError::bad_request("metadata.managedFields must be nil"));
+    }
+    match object::name(&config) {
+        Some(n) if n != name => {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({n}) does not match the name on the URL ({name})"
+            )))
+        }
+        Some(_) => {}
+        None => {
+            object::meta_mut(&mut config).insert("name".into(), Value::String(name.to_string()));
+        }
+    }
+    if let (Some(given), Some(wanted)) = (object::namespace(&config), namespace) {
+        if given != wanted {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the \
+                 request",
+            ));
+        }
+    }
+    Ok(config)
+}
+
+/// What an apply may set where it is sent, as upstream's reset fields say: an apply to an
+/// object leaves its status alone, an apply to `status` only sets the status.
+fn scoped(mut config: Value, subresource: Option<&str>) -> Value {
+    let Some(fields) = config.as_object_mut() else { return config };
+    match subresource {
+        Some("status") => {
+            fields
+                .retain(|k, _| matches!(k.as_str(), "apiVersion" | "kind" | "metadata" | "status"));
+            if let Some(meta) = fields.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.retain(|k, _| matches!(k.as_str(), "name" | "namespace"));
+            }
+        }
+        _ => {
+            fields.remove("status");
+        }
+    }
+    config
+}
+
+/// Conflicts as upstream answers them: 409 `Conflict`, one `FieldManagerConflict` cause per
+/// field.
+fn apply_error(e: ApplyError) -> ApiError {
+    match &e {
+        ApplyError::Conflicts(conflicts) => {
+            let mut error = ApiError::new(StatusCode::CONFLICT, "Conflict", e.message());
+            error.details.causes = conflicts
+                .iter()
+                .map(|c| FieldError {
+                    reason: "FieldManagerConflict",
+                    message: format!("conflict with {}", c.manager),
+                    field: c.field.clone(),
+                })
+                .collect();
+            error
+        }
+        ApplyError::Invalid(message) => ApiError::bad_request(message.clone()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn managers_come_from_the_user_agent() {
+        assert_eq!(
+            manager_from_user_agent("kubectl/v1.32.0 (linux/amd64) kubernetes/abc"),
+            "kubectl"
+        );
+        assert_eq!(manager_from_user_agent(""), "");
+        assert_eq!(manager_from_user_agent("a\tb/1"), "ab");
+        assert_eq!(manager_from_user_agent(&"x".repeat(200)).len(), MAX_FIELD_MANAGER);
+    }
+
+    #[test]
+    fn patch_options_are_checked_as_upstream_does() {
+        let query = |pairs: &[(&str, &str)]| -> Query {
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        let e = check_patch_options(&query(&[]), true).unwrap_err();
+        assert_eq!(e.code, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(
+            e.message,
+            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required \
+             for apply patch"
+        );
+        let e = check_patch_options(&query(&[("force", "true")]), false).unwrap_err();
+        assert_eq!(
+            e.message,
+            "PatchOptions.meta.k8s.io \"\" is invalid: force: Forbidden: may not be specified for \
+             non-apply patch"
+        );
+        assert!(
+            check_patch_options(&query(&[("fieldManager", "m"), ("force", "true")]), true).is_ok()
+        );
+        let e = validate_field_manager("CreateOptions", &"m".repeat(129)).unwrap_err();
+        assert!(e
+            .message
+            .starts_with("CreateOptions.meta.k8s.io \"\" is invalid: fieldManager: Too long"));
+    }
+
+    #[test]
+    fn an_apply_sets_only_what_its_endpoint_owns() {
+        let config = serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "labels": {"a": "b"}},
+            "spec": {"x": 1}, "status": {"phase": "Running"}
+        });
+        let main = scoped(config.clone(), None);
+        assert!(main.get("status").is_none() && main.get("spec").is_some());
+        let status = scoped(config, Some("status"));
+        assert_eq!(
+            status,
+            serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                               "status": {"phase": "Running"}})
+        );
+    }
+}
