@@ -173,6 +173,12 @@ fn utc_seconds(time: &str) -> String {
 /// Drops the fields the server sets from a manager's set: apiVersion, kind, metadata itself
 /// and its server-set fields. Only these exact paths go: `metadata.labels` stays.
 pub(crate) fn without_server_fields(fields: &FieldSet) -> FieldSet {
+    // Built once: every write asks.
+    static SERVER: std::sync::OnceLock<FieldSet> = std::sync::OnceLock::new();
+    fields.difference(SERVER.get_or_init(server_fields))
+}
+
+fn server_fields() -> FieldSet {
     let field = |name: &str| PathElement::Field(name.to_string());
     let mut server = FieldSet::new();
     for top in ["apiVersion", "kind", "metadata"] {
@@ -193,7 +199,7 @@ pub(crate) fn without_server_fields(fields: &FieldSet) -> FieldSet {
     ] {
         server.insert(&[field("metadata"), field(meta)]);
     }
-    fields.difference(&server)
+    server
 }
 
 #[cfg(test)]

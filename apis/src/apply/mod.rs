@@ -270,10 +270,12 @@ pub fn record_subresource_update(
     }
     let types = Types::new(schema);
     let ty = types.root(type_ref);
-    let mut old_object = old.filter(|v| v.is_object()).cloned().unwrap_or_else(|| json!({}));
-    let old_managed = take_managed_fields(&mut old_object);
-    let mut new_object = new.clone();
-    let new_managed = take_managed_fields(&mut new_object);
+    // The objects are compared without their managedFields, taken out (not copied) here.
+    let empty = json!({});
+    let mut old_object = old.filter(|v| v.is_object()).cloned();
+    let old_managed = old_object.as_mut().and_then(take_managed_fields);
+    let old_object = old_object.as_ref().unwrap_or(&empty);
+    let new_managed = take_managed_fields(new);
     let from_old = || managed::decode(old_managed.as_ref()).unwrap_or_default();
     let mut entries = if subresource.is_some() {
         from_old()
@@ -287,7 +289,7 @@ pub fn record_subresource_update(
         }
     };
 
-    let comparison = compare_objects(types, ty, &old_object, &new_object);
+    let comparison = compare_objects(types, ty, old_object, new);
     let touched = comparison.touched();
     for entry in &mut entries {
         entry.fields = entry.fields.difference(&touched);
