@@ -271,10 +271,20 @@ fn digest_and_full_document_apply_alike() {
         force: true,
         api_version: "apps/v1",
         time: "2026-11-21T10:00:00Z",
+        subresource: None,
     };
     let name = Some("io.k8s.api.apps.v1.Deployment");
     let mut created = live.clone();
-    record_update(full, name, None, &mut created, "creator", "apps/v1", "2026-11-21T09:00:00Z");
+    record_update(
+        full,
+        name,
+        None,
+        &mut created,
+        "creator",
+        "apps/v1",
+        "2026-11-21T09:00:00Z",
+        None,
+    );
     let with_full = apply(full, name, Some(&created), &config, &opts).unwrap();
     let with_digest = apply(PatchSchema::builtin(), name, Some(&created), &config, &opts).unwrap();
     assert_eq!(with_full, with_digest);

@@ -110,21 +110,14 @@ pub async fn serve(
         force: query_bool(query, "force"),
         api_version: &api_version,
         time: &time,
+        subresource,
     };
     // The apply records its own managedFields entry.
     let write = WriteOptions { dry_run: crate::api::dry_run(query)?, field_manager: None };
     let schema = PatchSchema::builtin();
     let type_ref = schema.definition_for(info.group, info.version, info.kind);
     let apply_to = |live: Option<&Value>| {
-        rkube_apis::apply::apply_to_subresource(
-            schema,
-            type_ref,
-            live,
-            &config,
-            &options,
-            subresource,
-        )
-        .map_err(apply_error)
+        rkube_apis::apply::apply(schema, type_ref, live, &config, &options).map_err(apply_error)
     };
     // Created when missing; a create that loses a race with another applies to its object.
     for _ in 0..2 {

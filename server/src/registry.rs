@@ -661,7 +661,7 @@ fn record_update(
     let type_ref = schema.definition_for(info.group, info.version, info.kind);
     let time = object::now();
     let subresource = subresource.filter(|s| *s == "status");
-    rkube_apis::apply::record_subresource_update(
+    rkube_apis::apply::record_update(
         schema,
         type_ref,
         old,

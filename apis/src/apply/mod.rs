@@ -66,6 +66,10 @@ pub struct ApplyOptions<'a> {
     pub api_version: &'a str,
     /// The time written into the managedFields entry: RFC 3339 with seconds.
     pub time: &'a str,
+    /// `status` for an apply through the status subresource: the manager's entry records it,
+    /// and is not the entry of its applies to the main resource (through which a status-only
+    /// configuration would be taken as everything the manager means to set).
+    pub subresource: Option<&'a str>,
 }
 
 /// A field another manager owns with a different value.
@@ -146,21 +150,7 @@ pub fn apply(
     config: &Value,
     opts: &ApplyOptions,
 ) -> Result<Value, ApplyError> {
-    apply_to_subresource(schema, type_ref, live, config, opts, None)
-}
-
-/// [`apply`] through a subresource (`status`): the manager's entry records the subresource,
-/// and is not the entry of its applies to the main resource. Applies to a subresource must
-/// come here: through [`apply`], a status-only configuration would be taken as everything the
-/// manager means to set, and what it applied to the main resource would be removed.
-pub fn apply_to_subresource(
-    schema: &PatchSchema,
-    type_ref: Option<&str>,
-    live: Option<&Value>,
-    config: &Value,
-    opts: &ApplyOptions,
-    subresource: Option<&str>,
-) -> Result<Value, ApplyError> {
+    let subresource = opts.subresource;
     let types = Types::new(schema);
     let ty = types.root(type_ref);
     if !config.is_object() {
@@ -233,29 +223,17 @@ pub fn apply_to_subresource(
 /// Records a write that is not an apply (create, update, patch) by `manager` as an `Update`:
 /// the fields whose values differ between `old` (`None` on create) and `new` become the
 /// manager's (its entry for `api_version` is created when missing and its time set to `time`)
-/// and stop being anyone else's; entries left with no fields are dropped.
+/// and stop being anyone else's; entries left with no fields are dropped. A write through a
+/// subresource (`status`, `scale`) gets an entry recording it.
 ///
 /// The entries start from `new`'s managedFields when the request sent some (a client may set
-/// them; a list of one empty entry clears them), otherwise from `old`'s. Fields the server sets
-/// in metadata (uid, resourceVersion, generation, creationTimestamp, deletionTimestamp,
-/// deletionGracePeriodSeconds, selfLink, managedFields) and apiVersion, kind, metadata.name and
-/// metadata.namespace are never owned; `status` is.
+/// them; a list of one empty entry clears them), otherwise from `old`'s (always for a
+/// subresource, as upstream). Fields the server sets in metadata (uid, resourceVersion,
+/// generation, creationTimestamp, deletionTimestamp, deletionGracePeriodSeconds, selfLink,
+/// managedFields) and apiVersion, kind, metadata.name and metadata.namespace are never owned;
+/// `status` is.
+#[allow(clippy::too_many_arguments)] // who, when and through what, besides the objects
 pub fn record_update(
-    schema: &PatchSchema,
-    type_ref: Option<&str>,
-    old: Option<&Value>,
-    new: &mut Value,
-    manager: &str,
-    api_version: &str,
-    time: &str,
-) {
-    record_subresource_update(schema, type_ref, old, new, manager, api_version, time, None)
-}
-
-/// [`record_update`] for a write through a subresource (`status`, `scale`): the entry records
-/// the subresource, and the request's own managedFields are ignored, as upstream does.
-#[allow(clippy::too_many_arguments)] // record_update's arguments plus the subresource
-pub fn record_subresource_update(
     schema: &PatchSchema,
     type_ref: Option<&str>,
     old: Option<&Value>,

@@ -21,7 +21,7 @@ fn options<'a>(
     api_version: &'a str,
     time: &'a str,
 ) -> ApplyOptions<'a> {
-    ApplyOptions { manager, force, api_version, time }
+    ApplyOptions { manager, force, api_version, time, subresource: None }
 }
 
 fn apply_as(
@@ -37,7 +37,7 @@ fn apply_as(
 
 fn update_as(type_ref: &str, old: Option<&Value>, mut new: Value, manager: &str) -> Value {
     let api_version = new["apiVersion"].as_str().unwrap().to_string();
-    record_update(schema(), Some(type_ref), old, &mut new, manager, &api_version, T1);
+    record_update(schema(), Some(type_ref), old, &mut new, manager, &api_version, T1, None);
     new
 }
 
@@ -267,7 +267,7 @@ fn several_conflicts_are_listed_by_manager() {
     let live = apply_as(CONFIG_MAP, None, &config, "one", false).unwrap();
     let mut edited = live.clone();
     edited["data"]["y"] = json!("2");
-    record_update(schema(), Some(CONFIG_MAP), Some(&live), &mut edited, "editor", "v1", T1);
+    record_update(schema(), Some(CONFIG_MAP), Some(&live), &mut edited, "editor", "v1", T1, None);
     let config = config_map(json!({"a": "9"}), json!({"x": "9", "y": "9"}));
     let error = apply_as(CONFIG_MAP, Some(&edited), &config, "two", false).unwrap_err();
     assert_eq!(
@@ -301,6 +301,7 @@ fn containers_merge_by_name_and_keep_other_managers_fields() {
             "kubectl-set",
             "apps/v1",
             T1,
+            None,
         );
         new
     };
@@ -394,19 +395,19 @@ fn an_update_takes_the_fields_it_changes() {
     );
     let mut new = created.clone();
     new["data"]["a"] = json!("changed");
-    record_update(schema(), Some(CONFIG_MAP), Some(&created), &mut new, "editor", "v1", T2);
+    record_update(schema(), Some(CONFIG_MAP), Some(&created), &mut new, "editor", "v1", T2, None);
     assert_eq!(fields(&new, "creator", "Update"), json!({"f:data": {".": {}, "f:b": {}}}));
     assert_eq!(fields(&new, "editor", "Update"), json!({"f:data": {"f:a": {}}}));
     // Oldest first among updaters.
     assert_eq!(managers(&new), ["creator/Update", "editor/Update"]);
     // Writing nothing new changes nothing.
     let mut same = new.clone();
-    record_update(schema(), Some(CONFIG_MAP), Some(&new), &mut same, "third", "v1", T2);
+    record_update(schema(), Some(CONFIG_MAP), Some(&new), &mut same, "third", "v1", T2, None);
     assert_eq!(same, new);
     // An update that removes the last field of an entry drops the entry.
     let mut emptied = new.clone();
     emptied["data"].as_object_mut().unwrap().shift_remove("a");
-    record_update(schema(), Some(CONFIG_MAP), Some(&new), &mut emptied, "third", "v1", T2);
+    record_update(schema(), Some(CONFIG_MAP), Some(&new), &mut emptied, "third", "v1", T2, None);
     assert_eq!(managers(&emptied), ["creator/Update"]);
 }
 
@@ -420,17 +421,17 @@ fn an_update_keeps_the_managed_fields_its_client_sent() {
     );
     let mut new = created.clone();
     new["metadata"]["managedFields"][0]["manager"] = json!("renamed");
-    record_update(schema(), Some(CONFIG_MAP), Some(&created), &mut new, "editor", "v1", T2);
+    record_update(schema(), Some(CONFIG_MAP), Some(&created), &mut new, "editor", "v1", T2, None);
     assert_eq!(managers(&new), ["renamed/Update"]);
     // A list of one empty entry clears them.
     let mut reset = created.clone();
     reset["metadata"]["managedFields"] = json!([{}]);
-    record_update(schema(), Some(CONFIG_MAP), Some(&created), &mut reset, "editor", "v1", T2);
+    record_update(schema(), Some(CONFIG_MAP), Some(&created), &mut reset, "editor", "v1", T2, None);
     assert!(reset["metadata"].get("managedFields").is_none());
     // Without managedFields in the request, the stored ones carry on.
     let mut bare = without_managed_fields(&created);
     bare["data"]["b"] = json!("2");
-    record_update(schema(), Some(CONFIG_MAP), Some(&created), &mut bare, "editor", "v1", T2);
+    record_update(schema(), Some(CONFIG_MAP), Some(&created), &mut bare, "editor", "v1", T2, None);
     assert_eq!(managers(&bare), ["creator/Update", "editor/Update"]);
 }
 
@@ -572,27 +573,13 @@ fn status_applies_are_recorded_with_their_subresource() {
         "metadata": {"name": "d", "namespace": "default"},
         "status": {"replicas": 1}
     });
-    let opts = options("controller", false, "apps/v1", T1);
-    let applied = apply_to_subresource(
-        schema(),
-        Some(DEPLOYMENT),
-        Some(&live),
-        &status,
-        &opts,
-        Some("status"),
-    )
-    .unwrap();
+    let opts =
+        ApplyOptions { subresource: Some("status"), ..options("controller", false, "apps/v1", T1) };
+    let applied = apply(schema(), Some(DEPLOYMENT), Some(&live), &status, &opts).unwrap();
     assert_eq!(applied["status"], json!({"replicas": 1}));
     // The manager's main-resource apply is another entry: nothing of the spec goes.
-    let same_manager = apply_to_subresource(
-        schema(),
-        Some(DEPLOYMENT),
-        Some(&applied),
-        &status,
-        &options("m", false, "apps/v1", T1),
-        Some("status"),
-    )
-    .unwrap();
+    let opts = ApplyOptions { subresource: Some("status"), ..options("m", false, "apps/v1", T1) };
+    let same_manager = apply(schema(), Some(DEPLOYMENT), Some(&applied), &status, &opts).unwrap();
     assert_eq!(same_manager["spec"], live["spec"]);
     let entries = same_manager["metadata"]["managedFields"].as_array().unwrap();
     let main = entries.iter().find(|e| e["manager"] == "m" && e.get("subresource").is_none());
@@ -634,7 +621,7 @@ fn untyped_objects_are_deduced() {
     );
     let mut new = without_managed_fields(&created);
     new["spec"]["size"]["y"] = json!(2);
-    record_update(schema(), None, Some(&created), &mut new, "editor", "example.com/v1", T2);
+    record_update(schema(), None, Some(&created), &mut new, "editor", "example.com/v1", T2, None);
     assert_eq!(fields(&new, "editor", "Update"), json!({"f:spec": {"f:size": {"f:y": {}}}}));
 }
 
