@@ -182,17 +182,7 @@ fn decode_config(
     if !config["metadata"]["managedFields"].is_null() {
         return Err(ApiError::bad_request("metadata.managedFields must be nil"));
     }
-    match object::name(&config) {
-        Some(n) if n != name => {
-            return Err(ApiError::bad_request(format!(
-                "the name of the object ({n}) does not match the name on the URL ({name})"
-            )))
-        }
-        Some(_) => {}
-        None => {
-            object::meta_mut(&mut config).insert("name".into(), Value::String(name.to_string()));
-        }
-    }
+    crate::registry::name_from_url(&mut config, name)?;
     if let (Some(given), Some(wanted)) = (object::namespace(&config), namespace) {
         if given != wanted {
             return Err(ApiError::bad_request(

@@ -51,21 +51,34 @@ impl CachedObject {
         revision: Revision,
     ) -> CachedObject {
         object::set_resource_version(&mut value, revision);
+        let json = serde_json::to_vec(&value).unwrap_or_default();
+        Self::new(info, key, revision, &value, json)
+    }
+
+    /// `view` holds at least the metadata and the fields the kind's selectors read.
+    fn new(
+        info: &ResourceInfo,
+        key: &str,
+        revision: Revision,
+        view: &Value,
+        json: Vec<u8>,
+    ) -> CachedObject {
         CachedObject {
             key: key.to_string(),
-            name: object::name(&value).unwrap_or("").to_string(),
-            namespace: object::namespace(&value).unwrap_or("").to_string(),
+            name: object::name(view).unwrap_or("").to_string(),
+            namespace: object::namespace(view).unwrap_or("").to_string(),
             revision,
-            labels: object::labels(&value),
-            fields: strategy::field_values(info, &value),
-            json: Bytes::from(serde_json::to_vec(&value).unwrap_or_default()),
+            labels: object::labels(view),
+            fields: strategy::field_values(info, view),
+            json: Bytes::from(json),
         }
     }
 
     /// An object from its stored JSON (which has no resourceVersion), parsing only what the
-    /// cache looks at: `metadata` and the top-level fields the kind's field selectors read.
-    /// The JSON kept is the stored text with the resourceVersion put into its metadata, so an
-    /// object's data is never decoded and encoded again.
+    /// cache looks at: metadata's name, namespace and labels, and the top-level fields the
+    /// kind's field selectors read (not managedFields, nor the object's data). The JSON kept
+    /// is the stored text with the resourceVersion put into its metadata, so an object is
+    /// never decoded and encoded again.
     fn from_stored(
         info: &ResourceInfo,
         key: &str,
@@ -74,25 +87,29 @@ impl CachedObject {
     ) -> serde_json::Result<CachedObject> {
         use serde_json::value::RawValue;
         let top: BTreeMap<String, &RawValue> = serde_json::from_slice(stored)?;
-        let meta_text = top.get("metadata").map(|m| m.get());
-        let mut partial = serde_json::Map::new();
-        if let Some(text) = meta_text {
-            partial.insert("metadata".to_string(), serde_json::from_str(text)?);
-        }
+        let mut view = serde_json::Map::new();
         for field in strategy::field_value_sources(info) {
             if let Some(raw) = top.get(field) {
-                partial.insert(field.to_string(), serde_json::from_str(raw.get())?);
+                view.insert(field.to_string(), serde_json::from_str(raw.get())?);
             }
         }
-        let partial = Value::Object(partial);
-        let meta = &partial["metadata"];
-        let json = match meta_text {
+        let metadata = top.get("metadata").and_then(|raw| {
+            let fields = serde_json::from_str::<BTreeMap<String, &RawValue>>(raw.get()).ok()?;
+            Some((raw.get(), fields))
+        });
+        let json = match metadata {
             // The metadata's text is a slice of `stored`: its offset is where to insert.
-            Some(text) if meta.is_object() && meta.get("resourceVersion").is_none() => {
+            Some((text, fields)) if !fields.contains_key("resourceVersion") => {
+                let mut meta = serde_json::Map::new();
+                for field in ["name", "namespace", "labels"] {
+                    if let Some(raw) = fields.get(field) {
+                        meta.insert(field.to_string(), serde_json::from_str(raw.get())?);
+                    }
+                }
+                view.insert("metadata".to_string(), Value::Object(meta));
                 let open = text.as_ptr() as usize - stored.as_ptr() as usize;
-                let empty = meta.as_object().is_some_and(|m| m.is_empty());
-                let insert =
-                    format!("\"resourceVersion\":\"{revision}\"{}", if empty { "" } else { "," });
+                let comma = if fields.is_empty() { "" } else { "," };
+                let insert = format!("\"resourceVersion\":\"{revision}\"{comma}");
                 let mut json = Vec::with_capacity(stored.len() + insert.len());
                 json.extend_from_slice(&stored[..=open]);
                 json.extend_from_slice(insert.as_bytes());
@@ -102,15 +119,7 @@ impl CachedObject {
             // Not as this server stores objects: decode and encode it whole.
             _ => return Ok(Self::from_value(info, key, serde_json::from_slice(stored)?, revision)),
         };
-        Ok(CachedObject {
-            key: key.to_string(),
-            name: object::name(&partial).unwrap_or("").to_string(),
-            namespace: object::namespace(&partial).unwrap_or("").to_string(),
-            revision,
-            labels: object::labels(&partial),
-            fields: strategy::field_values(info, &partial),
-            json: Bytes::from(json),
-        })
+        Ok(Self::new(info, key, revision, &Value::Object(view), json))
     }
 
     /// The object as a JSON value.
@@ -418,5 +427,38 @@ impl Cache {
     pub fn size(&self) -> (usize, usize) {
         let state = self.state.read().expect("cache lock");
         (state.objects.len(), state.objects.values().map(|o| o.json.len()).sum())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rkube_apis::resources::Resources;
+    use serde_json::json;
+
+    #[test]
+    fn stored_objects_are_read_as_a_full_decode_would_read_them() {
+        let pods = Resources::builtin().get("", "v1", "pods").unwrap();
+        let stored = json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "ns", "labels": {"app": "x"},
+                         "managedFields": [{"manager": "m", "fieldsV1": {"f:spec": {}}}]},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c"}]},
+            "status": {"phase": "Running"}
+        });
+        let bytes = serde_json::to_vec(&stored).unwrap();
+        let read = CachedObject::from_stored(pods, "/k", &bytes, 7).unwrap();
+        let full = CachedObject::from_value(pods, "/k", stored.clone(), 7);
+        assert_eq!(read.value(), full.value());
+        assert_eq!(read.value()["metadata"]["resourceVersion"], "7");
+        assert_eq!((read.name.as_str(), read.namespace.as_str()), ("p", "ns"));
+        assert_eq!(read.labels, full.labels);
+        assert_eq!(read.fields, full.fields);
+        // Empty metadata, and metadata that already has a resourceVersion.
+        let bare = CachedObject::from_stored(pods, "/k", br#"{"metadata":{}}"#, 3).unwrap();
+        assert_eq!(bare.value(), json!({"metadata": {"resourceVersion": "3"}}));
+        let odd = br#"{"metadata":{"resourceVersion":"1","name":"q"}}"#;
+        let odd = CachedObject::from_stored(pods, "/k", odd, 4).unwrap();
+        assert_eq!(odd.value()["metadata"], json!({"resourceVersion": "4", "name": "q"}));
     }
 }

@@ -306,17 +306,7 @@ impl Registry {
     ) -> ApiResult<Value> {
         check_type(info, &new)?;
         set_namespace(info, namespace, &mut new)?;
-        match object::name(&new) {
-            Some(n) if n != name => {
-                return Err(ApiError::bad_request(format!(
-                    "the name of the object ({n}) does not match the name on the URL ({name})"
-                )))
-            }
-            Some(_) => {}
-            None => {
-                meta_mut(&mut new).insert("name".into(), json!(name));
-            }
-        }
+        name_from_url(&mut new, name)?;
         let precondition = object::resource_version(&new).map(String::from);
         self.modify(info, namespace, name, subresource, options, precondition, |_| Ok(new.clone()))
             .await
@@ -648,6 +638,21 @@ fn modified(info: &ResourceInfo, name: &str) -> ApiError {
 }
 
 /// An object in the version `info` serves (see `rkube_apis::convert`).
+/// The object of a write to `.../<name>` is named so: a missing name is the URL's, another
+/// is a 400.
+pub fn name_from_url(obj: &mut Value, name: &str) -> ApiResult<()> {
+    match object::name(obj) {
+        Some(n) if n != name => Err(ApiError::bad_request(format!(
+            "the name of the object ({n}) does not match the name on the URL ({name})"
+        ))),
+        Some(_) => Ok(()),
+        None => {
+            meta_mut(obj).insert("name".into(), json!(name));
+            Ok(())
+        }
+    }
+}
+
 /// Records a write by `manager` in `new`'s managedFields: what it changed becomes its own
 /// (in an entry of its own for a write to the status subresource).
 fn record_update(
