@@ -29,24 +29,23 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value) {
                 default(spec, "minReadySeconds", json!(0));
                 field(spec, "template").into_iter().for_each(pod_template);
             }
+            // The selector and the object's labels default to the template's labels.
+            let labels = obj["spec"]["template"]["metadata"]["labels"].clone();
+            if labels.is_object() {
+                let empty = |v: &Value| v.as_object().is_none_or(|m| m.is_empty());
+                if empty(&obj["spec"]["selector"]) {
+                    obj["spec"]["selector"] = labels.clone();
+                }
+                if empty(&obj["metadata"]["labels"]) && obj["metadata"].is_object() {
+                    obj["metadata"]["labels"] = labels;
+                }
+            }
         }
         ("apps", "deployments") => {
             if let Some(spec) = field(obj, "spec") {
                 default(spec, "replicas", json!(1));
-                default(
-                    spec,
-                    "strategy",
-                    json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}}),
-                );
-                if spec["strategy"]["type"] == "RollingUpdate" {
-                    if let Some(strategy) = field(spec, "strategy") {
-                        default(strategy, "rollingUpdate", json!({}));
-                        if let Some(rolling) = field(strategy, "rollingUpdate") {
-                            default(rolling, "maxUnavailable", json!("25%"));
-                            default(rolling, "maxSurge", json!("25%"));
-                        }
-                    }
-                }
+                default(spec, "strategy", json!({}));
+                rolling_update(&mut spec["strategy"], json!("25%"), json!("25%"));
                 default(spec, "revisionHistoryLimit", json!(10));
                 default(spec, "progressDeadlineSeconds", json!(600));
                 field(spec, "template").into_iter().for_each(pod_template);
@@ -62,11 +61,18 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value) {
             if let Some(spec) = field(obj, "spec") {
                 default(spec, "replicas", json!(1));
                 default(spec, "podManagementPolicy", json!("OrderedReady"));
-                default(
-                    spec,
-                    "updateStrategy",
-                    json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 0}}),
-                );
+                default(spec, "updateStrategy", json!({}));
+                if let Some(strategy) = field(spec, "updateStrategy") {
+                    if strategy.get("type").is_none_or(Value::is_null) {
+                        strategy["type"] = json!("RollingUpdate");
+                        default(strategy, "rollingUpdate", json!({}));
+                    }
+                    if strategy["type"] == "RollingUpdate" {
+                        field(strategy, "rollingUpdate")
+                            .into_iter()
+                            .for_each(|r| default(r, "partition", json!(0)));
+                    }
+                }
                 default(spec, "revisionHistoryLimit", json!(10));
                 default(
                     spec,
@@ -78,11 +84,8 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value) {
         }
         ("apps", "daemonsets") => {
             if let Some(spec) = field(obj, "spec") {
-                default(
-                    spec,
-                    "updateStrategy",
-                    json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}}),
-                );
+                default(spec, "updateStrategy", json!({}));
+                rolling_update(&mut spec["updateStrategy"], json!(1), json!(0));
                 default(spec, "revisionHistoryLimit", json!(10));
                 field(spec, "template").into_iter().for_each(pod_template);
             }
@@ -111,6 +114,22 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value) {
             }
         }
         _ => {}
+    }
+}
+
+/// A Deployment's `strategy` or a DaemonSet's `updateStrategy`: `RollingUpdate` when no type
+/// is given, and then the rolling update's limits when they are missing.
+fn rolling_update(strategy: &mut Value, max_unavailable: Value, max_surge: Value) {
+    if !strategy.is_object() {
+        return;
+    }
+    default(strategy, "type", json!("RollingUpdate"));
+    if strategy["type"] == "RollingUpdate" {
+        default(strategy, "rollingUpdate", json!({}));
+        if let Some(rolling) = field(strategy, "rollingUpdate") {
+            default(rolling, "maxUnavailable", max_unavailable);
+            default(rolling, "maxSurge", max_surge);
+        }
     }
 }
 
@@ -210,6 +229,14 @@ fn service_spec(spec: &mut Value) {
     if matches!(spec["type"].as_str(), Some("NodePort" | "LoadBalancer")) {
         default(spec, "externalTrafficPolicy", json!("Cluster"));
     }
+    if spec["type"] == "LoadBalancer" {
+        default(spec, "allocateLoadBalancerNodePorts", json!(true));
+    }
+    if spec["sessionAffinity"] == "ClientIP"
+        && spec["sessionAffinityConfig"]["clientIP"]["timeoutSeconds"].is_null()
+    {
+        spec["sessionAffinityConfig"] = json!({"clientIP": {"timeoutSeconds": 10800}});
+    }
     if let Some(ports) = spec.get_mut("ports").and_then(Value::as_array_mut) {
         for p in ports {
             default(p, "protocol", json!("TCP"));
@@ -254,6 +281,45 @@ mod tests {
             container(&mut c);
             assert_eq!(c["imagePullPolicy"], policy, "{image}");
         }
+    }
+
+    #[test]
+    fn workload_strategies_are_completed_field_by_field() {
+        let resources = crate::resources::Resources::builtin();
+        let info = |group: &str, plural: &str| resources.get(group, "v1", plural).unwrap();
+        // `kubectl create deployment` sends `strategy: {}`.
+        let mut d = json!({"metadata": {}, "spec": {"strategy": {}, "template": {}}});
+        apply(info("apps", "deployments"), &mut d);
+        assert_eq!(
+            d["spec"]["strategy"],
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}})
+        );
+        let mut recreate = json!({"metadata": {}, "spec": {"strategy": {"type": "Recreate"}}});
+        apply(info("apps", "deployments"), &mut recreate);
+        assert_eq!(recreate["spec"]["strategy"], json!({"type": "Recreate"}));
+        let mut ds =
+            json!({"metadata": {}, "spec": {"updateStrategy": {"rollingUpdate": {"maxSurge": 1}}}});
+        apply(info("apps", "daemonsets"), &mut ds);
+        assert_eq!(
+            ds["spec"]["updateStrategy"],
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 1}})
+        );
+        let mut sts = json!({"metadata": {}, "spec": {"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {}}}});
+        apply(info("apps", "statefulsets"), &mut sts);
+        assert_eq!(sts["spec"]["updateStrategy"]["rollingUpdate"], json!({"partition": 0}));
+        let mut rc = json!({"metadata": {"name": "r"}, "spec": {"template": {"metadata": {"labels": {"app": "a"}}}}});
+        apply(info("", "replicationcontrollers"), &mut rc);
+        assert_eq!(
+            (&rc["spec"]["selector"], &rc["metadata"]["labels"]),
+            (&json!({"app": "a"}), &json!({"app": "a"}))
+        );
+        let mut svc = json!({"metadata": {}, "spec": {"type": "LoadBalancer", "sessionAffinity": "ClientIP", "ports": [{"port": 80}]}});
+        apply(info("", "services"), &mut svc);
+        assert_eq!(
+            svc["spec"]["sessionAffinityConfig"],
+            json!({"clientIP": {"timeoutSeconds": 10800}})
+        );
+        assert_eq!(svc["spec"]["allocateLoadBalancerNodePorts"], true);
     }
 
     #[test]

@@ -1,28 +1,49 @@
-//! Kubernetes resource quantities (`100m`, `1.5Gi`, `2e3`) as integers: CPU in
-//! thousandths, bytes and counts in whole units, rounded up as upstream's `ScaledValue`.
+//! Kubernetes resource quantities (`100m`, `1.5Gi`, `2e3`): parsed once (`split`) into
+//! sign, digits, exponent and suffix, then read either as integers (CPU in thousandths with
+//! [`parse_milli`], bytes and counts in whole units with [`parse_units`], rounded up as
+//! upstream's `ScaledValue`), or as an exact `Quantity` that validation compares and prints
+//! back in upstream's canonical form.
 
-/// Splits a quantity into its number and suffix, and returns (mantissa, power of ten, binary
-/// multiplier): `1.5Gi` is (15, -1, 2^30).
-fn split(q: &str) -> Option<(i128, i32, i128)> {
-    let q = q.trim();
-    if q.is_empty() {
-        return None;
-    }
-    let (sign, q) = match q.as_bytes()[0] {
-        b'-' => (-1, &q[1..]),
-        b'+' => (1, &q[1..]),
-        _ => (1, q),
+use serde_json::Value;
+
+/// Which suffix family a quantity was written in; it decides the canonical form.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Format {
+    /// `m`, `k`, `M`, ... or none.
+    DecimalSI,
+    /// `Ki`, `Mi`, `Gi`, ...
+    BinarySI,
+    /// `e3`, `E-2`.
+    DecimalExponent,
+}
+
+/// A quantity's parts: `-1.5Gi` is negative, mantissa 15, power of ten -1, binary multiplier
+/// 2^30.
+struct Parts {
+    negative: bool,
+    /// The digits without the decimal point (never negative).
+    mantissa: i128,
+    exp10: i32,
+    binary: i128,
+    format: Format,
+}
+
+/// Splits a quantity into its [`Parts`]; `None` when it is not one.
+fn split(q: &str) -> Option<Parts> {
+    let (negative, rest) = match q.as_bytes().first()? {
+        b'-' => (true, &q[1..]),
+        b'+' => (false, &q[1..]),
+        _ => (false, q),
     };
-    let number_end = q.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(q.len());
-    let (number, suffix) = q.split_at(number_end);
+    let number_end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
+    let (number, suffix) = rest.split_at(number_end);
     if number.is_empty() || number.matches('.').count() > 1 {
         return None;
     }
     let (int, frac) = number.split_once('.').unwrap_or((number, ""));
-    let digits = format!("{int}{frac}");
-    let mantissa: i128 = digits.parse().ok()?;
+    let mantissa: i128 = format!("{int}{frac}").parse().ok()?;
     let mut exp10 = -(frac.len() as i32);
-    let mut binary: i128 = 1;
+    let (mut binary, mut format) = (1i128, Format::DecimalSI);
     match suffix {
         "" => {}
         "n" => exp10 -= 9,
@@ -34,23 +55,26 @@ fn split(q: &str) -> Option<(i128, i32, i128)> {
         "T" => exp10 += 12,
         "P" => exp10 += 15,
         "E" => exp10 += 18,
-        "Ki" => binary = 1 << 10,
-        "Mi" => binary = 1 << 20,
-        "Gi" => binary = 1 << 30,
-        "Ti" => binary = 1 << 40,
-        "Pi" => binary = 1 << 50,
-        "Ei" => binary = 1 << 60,
-        s if s.starts_with(['e', 'E']) => exp10 += s[1..].parse::<i32>().ok()?,
+        "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei" => {
+            let power = "KMGTPE".find(&suffix[..1])? as u32 + 1;
+            binary = 1i128 << (10 * power);
+            format = Format::BinarySI;
+        }
+        s if s.starts_with(['e', 'E']) => {
+            exp10 = exp10.checked_add(s[1..].parse::<i32>().ok()?)?;
+            format = Format::DecimalExponent;
+        }
         _ => return None,
     }
-    Some((sign * mantissa, exp10, binary))
+    Some(Parts { negative, mantissa, exp10, binary, format })
 }
 
 /// The value times 10^`scale`, rounded up (as upstream's `ScaledValue`).
 fn scaled(q: &str, scale: i32) -> Option<i64> {
-    let (mantissa, exp10, binary) = split(q)?;
-    let value = mantissa.checked_mul(binary)?;
-    let exp = exp10 + scale;
+    let parts = split(q.trim())?;
+    let signed = if parts.negative { -parts.mantissa } else { parts.mantissa };
+    let value = signed.checked_mul(parts.binary)?;
+    let exp = parts.exp10.checked_add(scale)?;
     let result = if exp >= 0 {
         value.checked_mul(10i128.checked_pow(exp as u32)?)?
     } else {
@@ -76,9 +100,86 @@ pub fn parse_units(q: &str) -> Option<i64> {
     scaled(q, 0)
 }
 
+/// A resource quantity as upstream holds it: the exact value in billionths, and the format
+/// its suffix chose (which decides how it is printed back).
+pub(crate) struct Quantity {
+    pub(crate) nanos: i128,
+    format: Format,
+}
+
+impl Quantity {
+    /// A quantity string (or JSON number); `None` when it does not parse (upstream refuses
+    /// such an object when decoding it, before validation). Unlike [`parse_milli`] and
+    /// [`parse_units`], surrounding whitespace is not allowed.
+    pub(crate) fn parse(v: &Value) -> Option<Quantity> {
+        let text = match v {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            _ => return None,
+        };
+        let parts = split(&text)?;
+        let value = parts.mantissa.checked_mul(parts.binary)?;
+        let exp = parts.exp10.checked_add(9)?;
+        let nanos = if exp >= 0 {
+            value.checked_mul(10i128.checked_pow(exp as u32)?)?
+        } else {
+            // Finer than a billionth rounds up (away from zero), as upstream does.
+            let div = 10i128.checked_pow((-exp) as u32)?;
+            value / div + i128::from(value % div != 0)
+        };
+        Some(Quantity { nanos: if parts.negative { -nanos } else { nanos }, format: parts.format })
+    }
+
+    /// Upstream's canonical form (`Quantity.String()`): `1500m`, `1`, `1536Mi`, `1e3`.
+    pub(crate) fn canonical(&self) -> String {
+        const NANO: i128 = 1_000_000_000;
+        if self.nanos == 0 {
+            return "0".to_string();
+        }
+        let mut format = self.format;
+        if format == Format::BinarySI && (self.nanos.abs() < 1024 * NANO || self.nanos % NANO != 0)
+        {
+            format = Format::DecimalSI;
+        }
+        if format == Format::BinarySI {
+            let (mut m, mut e) = (self.nanos / NANO, 0);
+            while m % 1024 == 0 && e < 6 {
+                m /= 1024;
+                e += 1;
+            }
+            return format!("{m}{}", ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"][e]);
+        }
+        let (mut m, mut e) = (self.nanos, -9i32);
+        while m % 10 == 0 {
+            m /= 10;
+            e += 1;
+        }
+        let r = e.rem_euclid(3);
+        m *= 10i128.pow(r as u32);
+        e -= r;
+        let suffix = match (format, e) {
+            (Format::DecimalExponent, 0) => String::new(),
+            (Format::DecimalExponent, e) => format!("e{e}"),
+            (_, -9) => "n".into(),
+            (_, -6) => "u".into(),
+            (_, -3) => "m".into(),
+            (_, 0) => String::new(),
+            (_, 3) => "k".into(),
+            (_, 6) => "M".into(),
+            (_, 9) => "G".into(),
+            (_, 12) => "T".into(),
+            (_, 15) => "P".into(),
+            (_, 18) => "E".into(),
+            (_, e) => format!("e{e}"),
+        };
+        format!("{m}{suffix}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn quantities_parse_like_upstream() {
@@ -95,5 +196,28 @@ mod tests {
         assert_eq!(parse_units("110"), Some(110));
         assert_eq!(parse_units("bogus"), None);
         assert_eq!(parse_units(""), None);
+    }
+
+    #[test]
+    fn quantities_print_canonically() {
+        let canonical = |q: Value| Quantity::parse(&q).unwrap().canonical();
+        for (input, out) in [
+            (json!("1000m"), "1"),
+            (json!("1.5"), "1500m"),
+            (json!(0.5), "500m"),
+            (json!("100m"), "100m"),
+            (json!("1024Mi"), "1Gi"),
+            (json!("1.5Gi"), "1536Mi"),
+            (json!("512"), "512"),
+            (json!("0.5Ki"), "512"),
+            (json!("1000"), "1k"),
+            (json!("2e3"), "2e3"),
+            (json!("-1Gi"), "-1Gi"),
+            (json!("0Mi"), "0"),
+            (json!(2), "2"),
+        ] {
+            assert_eq!(canonical(input.clone()), out, "{input}");
+        }
+        assert!(Quantity::parse(&json!("1 Gi")).is_none());
     }
 }

@@ -88,13 +88,19 @@ pub fn prepare_for_create(info: &ResourceInfo, obj: &mut Value) {
     crate::defaults::apply(info, obj);
 }
 
-/// Validation beyond metadata for a new or updated object.
+/// Validation of a new or updated object: its metadata, then its kind's own fields.
 pub fn validate(info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let mut errors = validate_metadata(info, obj, old);
+    errors.extend(crate::validation::validate(info, obj, old));
+    errors
+}
+
+/// Validation of an object's metadata only (and, for an update, what may not change in it).
+pub fn validate_metadata(info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let mut errors = validate_object_meta(obj, info.namespaced, name_rule(info));
     if let Some(old) = old {
         errors.extend(validate_immutable_meta(obj, old));
     }
-    errors.extend(crate::validate_kinds::validate(info, obj, old));
     errors
 }
 

@@ -348,7 +348,13 @@ impl Registry {
             if is_service(info) && subresource.is_none() {
                 self.services.check_update(name, &mut new, &old)?;
             }
-            let errors = strategy::validate(info, &new, Some(&old));
+            // A status write keeps the old spec: only its metadata is checked, as upstream's
+            // status strategies do, so an object stored before a stricter rule keeps getting
+            // status updates.
+            let errors = match subresource {
+                Some("status") => strategy::validate_metadata(info, &new, Some(&old)),
+                _ => strategy::validate(info, &new, Some(&old)),
+            };
             if !errors.is_empty() {
                 return Err(ApiError::invalid(info.group, info.kind, name, errors));
             }
@@ -771,6 +777,9 @@ fn prepare_for_update(
             }
         }
     }
+    // Defaults on every write, as upstream's decoding does: a container added by an update
+    // gets its pull policy like one created with the object.
+    rkube_apis::defaults::apply(info, &mut new);
     strategy::canonicalize(info, &mut new);
     // Namespaces: spec.finalizers change only through /finalize.
     if info.group.is_empty() && info.plural == "namespaces" && subresource != Some("finalize") {

@@ -7,7 +7,7 @@ use serde_json::{json, Map, Value};
 
 use super::fieldset::FieldSet;
 use super::path::PathElement;
-use crate::patch::gofmt::go_quote;
+use crate::gofmt::go_quote;
 
 pub(crate) const APPLY: &str = "Apply";
 pub(crate) const UPDATE: &str = "Update";

@@ -10,7 +10,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use crate::patch::gofmt::{go_quote, go_v};
+use crate::gofmt::{go_quote, go_v};
 
 /// One step of a path into an object.
 #[derive(Debug, Clone)]

@@ -9,7 +9,7 @@
 use serde_json::Value;
 
 use super::path::PathElement;
-use crate::patch::gofmt::go_quote;
+use crate::gofmt::go_quote;
 use crate::patch::{FieldLookup, ListType, PatchSchema};
 
 const MAP_PREFIX: &str = "map:";

@@ -16,7 +16,6 @@
 //! Errors carry the HTTP status, reason and message kube-apiserver answers with
 //! ([`PatchError::status_code`], [`PatchError::reason`], [`PatchError::status_message`]).
 
-pub(crate) mod gofmt;
 mod rfc6902;
 mod rfc7386;
 pub mod schema;

@@ -13,6 +13,7 @@ use json_patch::{AddOperation, PatchOperation, RemoveOperation, ReplaceOperation
 use serde_json::{Map, Value};
 
 use super::PatchError;
+use crate::gofmt::go_quote;
 
 /// kube-apiserver's limit on operations in one JSON patch.
 pub(crate) const MAX_OPERATIONS: usize = 10000;
@@ -180,10 +181,6 @@ fn resolve_index(token: &str, len: usize, limit: usize) -> Result<usize, String>
         return Err(invalid());
     }
     Ok(resolved as usize)
-}
-
-fn go_quote(s: &str) -> String {
-    serde_json::to_string(s).unwrap_or_default()
 }
 
 fn pointer(container: &[String], last: &str) -> PointerBuf {

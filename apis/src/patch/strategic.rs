@@ -19,8 +19,8 @@
 
 use serde_json::{Map, Value};
 
-use super::gofmt::{go_s, go_type_name, go_v_list, go_v_map, is_go_int};
 use super::schema::PatchSchema;
+use crate::gofmt::{go_s, go_type_name, go_v_list, go_v_map, is_go_int};
 
 const DIRECTIVE_MARKER: &str = "$patch";
 const DELETE_DIRECTIVE: &str = "delete";

@@ -18,10 +18,10 @@ use std::fmt;
 
 use serde_json::Value;
 
-use super::validation::{
-    go_quote, go_string_slice, invalid_value, label_value_errors, qualified_name_errors,
-};
+use super::validation::{invalid_value, qualified_name_errors};
 use super::SelectorError;
+use crate::gofmt::{go_quote, go_string_slice};
+use crate::validation::label_value_problems;
 
 /// How a [`Requirement`] relates its key to its values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -374,7 +374,7 @@ fn requirement_errors(key: &str, operator: Operator, values: Option<&[String]>) 
         _ => {}
     }
     for (i, value) in list.iter().enumerate() {
-        let problems = label_value_errors(value);
+        let problems = label_value_problems(value);
         if !problems.is_empty() {
             errors.push(invalid_value(
                 &format!("values[{i}][{key}]"),

@@ -1,18 +1,17 @@
-//! The few apimachinery validators selectors need (label keys and values), with upstream's
-//! messages, and Go-style quoting for the values those messages echo back.
+//! The label-key check selectors need (upstream's `IsQualifiedName`), with upstream's
+//! messages, and the `field.Invalid` rendering of selector errors. Label values are checked
+//! with [`crate::validation::label_value_problems`] and quoted with [`crate::gofmt`].
+//!
+//! `IsQualifiedName` stays here rather than using `validation::qualified_name_problems`:
+//! that one reads a key with several `/` as prefix and name (a name-part error), and gives only
+//! "must be non-empty" for an empty name part, where upstream (and selector errors kubectl
+//! shows) say "a qualified name ..." and add the regex error.
 
-pub(crate) use crate::patch::gofmt::go_quote;
+use crate::validation::{name_problems, NameRule};
 
 const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 const QUALIFIED_NAME_MSG: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 const QUALIFIED_NAME_MAX_LEN: usize = 63;
-const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
-const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
-const LABEL_VALUE_MAX_LEN: usize = 63;
-const DNS1123_SUBDOMAIN_FMT: &str =
-    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
-const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character";
-const DNS1123_SUBDOMAIN_MAX_LEN: usize = 253;
 
 /// Upstream's `RegexError`: the message, examples, and the regex shown to the user.
 fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
@@ -43,33 +42,6 @@ fn is_qualified_name_part(s: &str) -> bool {
         && bytes.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
 }
 
-/// `[a-z0-9]([-a-z0-9]*[a-z0-9])?` followed by any number of `.`-separated repeats, anchored.
-fn is_dns1123_subdomain_format(s: &str) -> bool {
-    s.split('.').all(|label| {
-        let bytes = label.as_bytes();
-        let lower_alnum = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
-        match (bytes.first(), bytes.last()) {
-            (Some(first), Some(last)) => {
-                lower_alnum(first)
-                    && lower_alnum(last)
-                    && bytes.iter().all(|b| lower_alnum(b) || *b == b'-')
-            }
-            _ => false,
-        }
-    })
-}
-
-fn dns1123_subdomain_errors(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if value.len() > DNS1123_SUBDOMAIN_MAX_LEN {
-        errs.push(max_len_error(DNS1123_SUBDOMAIN_MAX_LEN));
-    }
-    if !is_dns1123_subdomain_format(value) {
-        errs.push(regex_error(DNS1123_SUBDOMAIN_MSG, DNS1123_SUBDOMAIN_FMT, &["example.com"]));
-    }
-    errs
-}
-
 /// Upstream's `IsQualifiedName`: an optional DNS-subdomain prefix and `/`, then a name of at
 /// most 63 characters. Returns the problems found, empty when the key is valid.
 pub(crate) fn qualified_name_errors(value: &str) -> Vec<String> {
@@ -82,7 +54,7 @@ pub(crate) fn qualified_name_errors(value: &str) -> Vec<String> {
                 errs.push("prefix part must be non-empty".to_string());
             } else {
                 errs.extend(
-                    dns1123_subdomain_errors(prefix)
+                    name_problems(prefix, NameRule::Subdomain)
                         .into_iter()
                         .map(|e| format!("prefix part {e}")),
                 );
@@ -114,33 +86,10 @@ pub(crate) fn qualified_name_errors(value: &str) -> Vec<String> {
     errs
 }
 
-/// Upstream's `IsValidLabelValue`: empty, or a qualified-name part of at most 63 characters.
-pub(crate) fn label_value_errors(value: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if value.len() > LABEL_VALUE_MAX_LEN {
-        errs.push(max_len_error(LABEL_VALUE_MAX_LEN));
-    }
-    if !value.is_empty() && !is_qualified_name_part(value) {
-        errs.push(regex_error(LABEL_VALUE_MSG, LABEL_VALUE_FMT, &["MyValue", "my_value", "12345"]));
-    }
-    errs
-}
-
 /// A `field.Invalid` error rendered the way apimachinery prints it:
 /// `<field>: Invalid value: <value>: <detail>`.
 pub(crate) fn invalid_value(field: &str, rendered_value: &str, detail: &str) -> String {
     format!("{field}: Invalid value: {rendered_value}: {detail}")
-}
-
-/// Go's `%#v` of a `[]string`, as `field.Invalid` prints a list of values.
-pub(crate) fn go_string_slice(values: Option<&[String]>) -> String {
-    match values {
-        None => "[]string(nil)".to_string(),
-        Some(values) => {
-            let quoted: Vec<String> = values.iter().map(|v| go_quote(v)).collect();
-            format!("[]string{{{}}}", quoted.join(", "))
-        }
-    }
 }
 
 #[cfg(test)]
@@ -160,20 +109,5 @@ mod tests {
             qualified_name_errors(&"a".repeat(64))[0],
             "name part must be no more than 63 characters"
         );
-    }
-
-    #[test]
-    fn label_values() {
-        assert!(label_value_errors("").is_empty());
-        assert!(label_value_errors("v1.2_x-y").is_empty());
-        assert_eq!(label_value_errors("-a").len(), 1);
-        assert_eq!(label_value_errors(&"a".repeat(64)), vec!["must be no more than 63 characters"]);
-    }
-
-    #[test]
-    fn quoting() {
-        assert_eq!(go_quote("a\"b\\c\n\u{1}é"), "\"a\\\"b\\\\c\\n\\x01é\"");
-        assert_eq!(go_string_slice(None), "[]string(nil)");
-        assert_eq!(go_string_slice(Some(&["a".to_string()])), "[]string{\"a\"}");
     }
 }

@@ -4,7 +4,7 @@
 //! ```text
 //! cargo build --release -p rkube -p rkube-conformance
 //! target/release/api-bench [--quick] [--output FILE]
-//! target/release/api-bench --profile-creates SECONDS
+//! target/release/api-bench --profile-creates SECONDS [--http2]
 //! ```
 //!
 //! It starts `rkube server` (the binary next to this one, or `$RKUBE_BIN`) on a free loopback
@@ -41,6 +41,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
 use kube::Client;
 use rkube_conformance::cluster::RkubeServer;
+use rkube_conformance::h2::H2Client;
 use rkube_conformance::report::{self, cpu_time, rss, Rss, Table};
 use rkube_store::testing::EtcdServer;
 use rkube_store::{SqliteOptions, SqliteStore, Store};
@@ -301,6 +302,46 @@ async fn bench_configmap_creates(
     .context("ConfigMap creates")?;
     let stored = get_raw(client, &format!("/api/v1/namespaces/{ns}/configmaps/cm-0000000")).await?;
     Ok((r, cpu, stored.len()))
+}
+
+/// The ConfigMap creates of [`bench_configmap_creates`] sent the way client-go sends them: one
+/// HTTP/2 connection with the 64 requests in flight multiplexed on it, each body JSON made by
+/// formatting the name into a prepared document.
+async fn bench_configmap_creates_h2(
+    server: &RkubeServer,
+    duration: Duration,
+) -> Result<(Run, Cpu)> {
+    let ns = "bench-create-configmaps-h2";
+    create_namespace(&server.kube_client().await?, ns).await?;
+    let client = H2Client::connect(server.data_dir.path(), server.port).await?;
+    let path: Arc<str> = format!("/api/v1/namespaces/{ns}/configmaps").into();
+    let data = "x".repeat(CREATE_DATA);
+    let body = move |name: String| {
+        Bytes::from(format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}"}},"data":{{"value":"{data}"}}}}"#
+        ))
+    };
+    let body = Arc::new(body);
+    let op = move |name: String| {
+        let (client, path, body) = (client.clone(), path.clone(), body.clone());
+        async move {
+            let (status, answer) = client.post_json(&path, body(name)).await?;
+            if status != http::StatusCode::CREATED {
+                bail!("answered {status}: {}", String::from_utf8_lossy(&answer));
+            }
+            Ok(())
+        }
+    };
+    let warm = op.clone();
+    run(CONCURRENCY * 4, Duration::from_secs(30), move |i| warm(format!("warm-{i}")))
+        .await
+        .context("warming up")?;
+    Cpu::measure(
+        Some(server.pid()),
+        run(MAX_TIMED_OPS, duration, move |i| op(format!("cm-{i:07}"))),
+    )
+    .await
+    .context("ConfigMap creates over HTTP/2")
 }
 
 async fn bench_pod_creates(client: &Client, server: u32, duration: Duration) -> Result<(Run, Cpu)> {
@@ -628,6 +669,8 @@ struct Figures {
     configmaps: Run,
     configmaps_cpu: Cpu,
     configmap_json: usize,
+    configmaps_h2: Run,
+    configmaps_h2_cpu: Cpu,
     pods: Run,
     pods_cpu: Cpu,
     full_pods: Run,
@@ -706,6 +749,13 @@ async fn bench(config: &Config) -> Result<Figures> {
         configmaps.summary(),
         configmaps_cpu.summary()
     );
+    let (configmaps_h2, configmaps_h2_cpu) =
+        with_log(&server, bench_configmap_creates_h2(&server, duration)).await?;
+    eprintln!(
+        "  ConfigMap creates over HTTP/2: {}, cores server / client {}",
+        configmaps_h2.summary(),
+        configmaps_h2_cpu.summary()
+    );
     let (raw, raw_cpu) = bench_raw_store(configmap_json, duration).await?;
     eprintln!(
         "  raw store creates: {}, cores {:.2}",
@@ -759,6 +809,8 @@ async fn bench(config: &Config) -> Result<Figures> {
         configmaps,
         configmaps_cpu,
         configmap_json,
+        configmaps_h2,
+        configmaps_h2_cpu,
         pods,
         pods_cpu,
         raw,
@@ -769,8 +821,9 @@ async fn bench(config: &Config) -> Result<Figures> {
     })
 }
 
-/// `--profile-creates SECONDS`: only the ConfigMap creates, for that long, against a server
-/// whose pid is printed first (for `perf record -p PID`); nothing is written.
+/// `--profile-creates SECONDS [--http2]`: only the ConfigMap creates, for that long, against a
+/// server whose pid is printed first (for `perf record -p PID`), with kube-rs or with
+/// `--http2` as client-go sends them; nothing is written.
 fn profile_seconds() -> Option<u64> {
     let args: Vec<String> = std::env::args().collect();
     let i = args.iter().position(|a| a == "--profile-creates")?;
@@ -783,15 +836,23 @@ async fn profile_creates(duration: Duration) -> Result<()> {
         .context("the rkube server did not start")?;
     eprintln!("server pid {}", server.pid());
     let client = server.kube_client().await?;
-    let (r, cpu, _) =
-        with_log(&server, bench_configmap_creates(&client, server.pid(), duration)).await?;
-    let (server_us, client_us) = cpu.per_op(r.latencies.len());
-    eprintln!(
-        "ConfigMap creates: {}, cores server / client {}, CPU per create {server_us:.1} / \
-         {client_us:.1} us",
-        r.summary(),
-        cpu.summary()
-    );
+    let report = |what: &str, r: &Run, cpu: &Cpu| {
+        let (server_us, client_us) = cpu.per_op(r.latencies.len());
+        eprintln!(
+            "{what}: {}, cores server / client {}, CPU per create {server_us:.1} / \
+             {client_us:.1} us",
+            r.summary(),
+            cpu.summary()
+        );
+    };
+    if std::env::args().any(|a| a == "--http2") {
+        let (r, cpu) = with_log(&server, bench_configmap_creates_h2(&server, duration)).await?;
+        report("ConfigMap creates, HTTP/2", &r, &cpu);
+    } else {
+        let (r, cpu, _) =
+            with_log(&server, bench_configmap_creates(&client, server.pid(), duration)).await?;
+        report("ConfigMap creates", &r, &cpu);
+    }
     Ok(())
 }
 
@@ -852,6 +913,11 @@ fn render(f: &Figures, config: &Config, quick: bool) -> String {
         &f.configmaps,
         f.configmaps_cpu.summary(),
     ));
+    table.row(create_row(
+        "ConfigMap creates, HTTPS, c=64, HTTP/2 (one connection, as client-go)",
+        &f.configmaps_h2,
+        f.configmaps_h2_cpu.summary(),
+    ));
     table.row(create_row("Pod creates, HTTPS, c=64", &f.pods, f.pods_cpu.summary()));
     table.row(create_row(
         &format!("raw SQLite store creates, c=64 ({}-byte values)", f.configmap_json),
@@ -908,6 +974,7 @@ fn render(f: &Figures, config: &Config, quick: bool) -> String {
     ]);
     let (cm_server_us, cm_client_us) = f.configmaps_cpu.per_op(f.configmaps.latencies.len());
     let (pod_server_us, pod_client_us) = f.pods_cpu.per_op(f.pods.latencies.len());
+    let (h2_server_us, h2_client_us) = f.configmaps_h2_cpu.per_op(f.configmaps_h2.latencies.len());
     let (_, raw_us) = f.raw_cpu.per_op(f.raw.latencies.len());
 
     let raw_rate = f.raw.ops_per_sec();
@@ -962,7 +1029,11 @@ fn render(f: &Figures, config: &Config, quick: bool) -> String {
          values the size of the stored ConfigMap. The server and the benchmark share the \
          machine's cores: CPU per create was {cm_server_us:.0} µs in the server and \
          {cm_client_us:.0} µs in kube-rs for a ConfigMap, {pod_server_us:.0} µs and \
-         {pod_client_us:.0} µs for a Pod, and {raw_us:.0} µs for a raw store create. List: one GET of all {pods} pods of a \
+         {pod_client_us:.0} µs for a Pod, and {raw_us:.0} µs for a raw store create. The \
+         HTTP/2 row sends the same ConfigMaps the way client-go and kubectl do, 64 requests in \
+         flight on one HTTP/2 connection, from a lean client (bodies formatted from a template, \
+         answers read as bytes): {h2_server_us:.0} µs in the server and {h2_client_us:.0} µs in \
+         the client per create. List: one GET of all {pods} pods of a \
          namespace read as bytes (not decoded), {runs} runs. Watch: {watchers} watches of \
          ConfigMaps in one namespace, each on its own connection (opened in {open:.1} s), \
          then {events} creates 5 ms apart; latency from the start of a create to the event \

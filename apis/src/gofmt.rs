@@ -1,7 +1,17 @@
-//! Go's `fmt` renderings of decoded JSON (`%v`, `%s`, `reflect.TypeOf`), which upstream's
-//! patch error messages embed and kubectl shows verbatim.
+//! Go's `fmt` renderings of values, for the error messages rkube copies from kube-apiserver
+//! (kubectl shows them verbatim, so they must read exactly as Go prints them).
+//!
+//! - Decoded JSON as `interface{}`: [`go_v`] (`%v`), [`go_s`] (`%s`), [`go_type_name`]
+//!   (`reflect.TypeOf`), used by patch and apply errors.
+//! - Strings: [`go_quote`] (`%q`, `strconv.Quote`).
+//! - Typed values as `%#v` prints them, which validation errors embed as the bad value:
+//!   [`go_string_slice`], [`go_string_map`], [`go_label_selector`], [`go_int_or_string`],
+//!   [`go_pointer`] and [`go_pointee`].
+//!
+//! Everything here is pure and `pub(crate)`: one place for Go's formatting, shared by
+//! `patch`, `apply`, `selectors` and `validation`.
 
-use serde_json::{Number, Value};
+use serde_json::{json, Number, Value};
 
 /// `fmt.Sprintf("%v", v)` for a value decoded into `interface{}` (integers kept as int64).
 pub(crate) fn go_v(value: &Value) -> String {
@@ -147,6 +157,97 @@ fn go_float(f: f64) -> String {
     format!("{f}")
 }
 
+// ---------------------------------------------------------------------------------------
+// Typed values as Go's `%#v` prints them.
+
+/// A `[]string`: `[]string{"a", "b"}`, or `[]string(nil)` when absent.
+pub(crate) fn go_string_slice<S: AsRef<str>>(values: Option<&[S]>) -> String {
+    match values {
+        None => "[]string(nil)".to_string(),
+        Some(values) => {
+            let quoted: Vec<String> = values.iter().map(|v| go_quote(v.as_ref())).collect();
+            format!("[]string{{{}}}", quoted.join(", "))
+        }
+    }
+}
+
+/// A `map[string]string` (labels, selectors) held as a JSON object: keys sorted, `(nil)` when
+/// absent.
+pub(crate) fn go_string_map(v: &Value) -> String {
+    let Some(map) = v.as_object() else { return "map[string]string(nil)".to_string() };
+    let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    let shown: Vec<String> = entries
+        .iter()
+        .map(|(k, v)| format!("{}:{}", go_quote(k), go_quote(v.as_str().unwrap_or_default())))
+        .collect();
+    format!("map[string]string{{{}}}", shown.join(", "))
+}
+
+/// A `*metav1.LabelSelector` held as JSON (a nil pointer prints as `"null"`).
+pub(crate) fn go_label_selector(sel: &Value) -> String {
+    if sel.is_null() {
+        return "\"null\"".to_string();
+    }
+    let expressions = match sel["matchExpressions"].as_array() {
+        None => "[]v1.LabelSelectorRequirement(nil)".to_string(),
+        Some(list) => {
+            let shown: Vec<String> = list
+                .iter()
+                .map(|e| {
+                    let values: Option<Vec<&str>> = e["values"]
+                        .as_array()
+                        .map(|a| a.iter().map(|v| v.as_str().unwrap_or_default()).collect());
+                    format!(
+                        "v1.LabelSelectorRequirement{{Key:{}, Operator:{}, Values:{}}}",
+                        go_quote(e["key"].as_str().unwrap_or_default()),
+                        go_quote(e["operator"].as_str().unwrap_or_default()),
+                        go_string_slice(values.as_deref())
+                    )
+                })
+                .collect();
+            format!("[]v1.LabelSelectorRequirement{{{}}}", shown.join(", "))
+        }
+    };
+    format!(
+        "v1.LabelSelector{{MatchLabels:{}, MatchExpressions:{}}}",
+        go_string_map(&sel["matchLabels"]),
+        expressions
+    )
+}
+
+/// An `intstr.IntOrString` (maxSurge, maxUnavailable, targetPort).
+pub(crate) fn go_int_or_string(v: &Value) -> String {
+    match v {
+        Value::String(s) => {
+            format!("intstr.IntOrString{{Type:1, IntVal:0, StrVal:{}}}", go_quote(s))
+        }
+        other => format!(
+            "intstr.IntOrString{{Type:0, IntVal:{}, StrVal:\"\"}}",
+            other.as_i64().unwrap_or(0)
+        ),
+    }
+}
+
+/// A pointer field inside a struct: Go prints `(*T)(nil)` or the address. The address
+/// differs on every request upstream, so any stand-in is as good as the real one.
+pub(crate) fn go_pointer(type_name: &str, v: &Value) -> String {
+    if v.is_null() {
+        format!("(*{type_name})(nil)")
+    } else {
+        format!("(*{type_name})(0xc000a1c000)")
+    }
+}
+
+/// A pointer field's value as `field.Invalid` shows it: a nil pointer reads `"null"`.
+pub(crate) fn go_pointee(v: &Value) -> Value {
+    if v.is_null() {
+        json!("null")
+    } else {
+        v.clone()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -166,5 +267,22 @@ mod tests {
         assert_eq!(go_s(&json!(true)), "%!s(bool=true)");
         assert_eq!(go_type_name(&json!([1])), "[]interface {}");
         assert_eq!(go_quote("a\"b\\c\n\u{1}é"), r#""a\"b\\c\n\x01é""#);
+    }
+
+    #[test]
+    fn quoting() {
+        assert_eq!(go_quote("a\"b\\c\n\u{1}é"), "\"a\\\"b\\\\c\\n\\x01é\"");
+        assert_eq!(go_string_slice::<String>(None), "[]string(nil)");
+        assert_eq!(go_string_slice(Some(&["a".to_string()])), "[]string{\"a\"}");
+    }
+
+    #[test]
+    fn go_values_print_like_go() {
+        assert_eq!(go_quote("a\"b\\c\n\u{1}é"), "\"a\\\"b\\\\c\\n\\x01é\"");
+        assert_eq!(go_string_map(&json!({})), "map[string]string{}");
+        assert_eq!(
+            go_int_or_string(&json!(3)),
+            "intstr.IntOrString{Type:0, IntVal:3, StrVal:\"\"}"
+        );
     }
 }

@@ -1,7 +1,24 @@
-//! Field errors and the name rules of Kubernetes, with upstream's messages (kubectl shows them
-//! verbatim in `... is invalid: ...`).
+//! Validation with upstream's messages and field paths (kubectl shows them verbatim in
+//! `... is invalid: ...`): field errors ([`FieldError`]), the name rules and object metadata
+//! here; each kind's own fields in [`validate`] (`kinds`), with one module per area (`pod`,
+//! `workloads`, `service`, `config`), the value checks they share in `values` (ports, enums,
+//! label maps and selectors, config keys) and cron schedules in `cron`. Bad values that
+//! upstream prints as Go structs are rendered by `crate::gofmt`.
 
 use serde_json::Value;
+
+use crate::gofmt::go_quote;
+use values::{annotation_map, label_map};
+
+mod config;
+mod cron;
+mod kinds;
+mod pod;
+mod service;
+mod values;
+mod workloads;
+
+pub use kinds::validate;
 
 /// One thing wrong with one field, as upstream's `field.Error`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -13,9 +30,10 @@ pub struct FieldError {
     pub field: String,
 }
 
+/// A bad value as `field.Error` prints it: strings quoted as Go's `%q`, other values as JSON.
 fn shown(value: &Value) -> String {
     match value {
-        Value::String(s) => format!("{s:?}"),
+        Value::String(s) => go_quote(s),
         other => other.to_string(),
     }
 }
@@ -32,9 +50,25 @@ impl FieldError {
 
     /// `Invalid value: "x": detail`.
     pub fn invalid(field: impl Into<String>, value: &Value, detail: &str) -> FieldError {
+        FieldError::invalid_shown(field, &shown(value), detail)
+    }
+
+    /// [`FieldError::invalid`] for a value already printed the Go way (a struct or map as
+    /// `%#v`, see [`crate::gofmt`]); without a detail the line ends at the value, as upstream's.
+    pub(crate) fn invalid_shown(field: impl Into<String>, shown: &str, detail: &str) -> FieldError {
+        let message = if detail.is_empty() {
+            format!("Invalid value: {shown}")
+        } else {
+            format!("Invalid value: {shown}: {detail}")
+        };
+        FieldError { reason: "FieldValueInvalid", message, field: field.into() }
+    }
+
+    /// Upstream's `field.NotFound`: `Not found: "x"`.
+    pub fn not_found(field: impl Into<String>, value: &Value) -> FieldError {
         FieldError {
-            reason: "FieldValueInvalid",
-            message: format!("Invalid value: {}: {detail}", shown(value)),
+            reason: "FieldValueNotFound",
+            message: format!("Not found: {}", shown(value)),
             field: field.into(),
         }
     }
@@ -48,22 +82,32 @@ impl FieldError {
     }
 
     pub fn unsupported(field: impl Into<String>, value: &Value, supported: &[&str]) -> FieldError {
-        let list: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+        FieldError::unsupported_shown(field, &shown(value), supported)
+    }
+
+    /// [`FieldError::unsupported`] for a value already printed the Go way.
+    pub(crate) fn unsupported_shown(
+        field: impl Into<String>,
+        shown: &str,
+        supported: &[&str],
+    ) -> FieldError {
+        let list: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
         FieldError {
             reason: "FieldValueNotSupported",
-            message: format!(
-                "Unsupported value: {}: supported values: {}",
-                shown(value),
-                list.join(", ")
-            ),
+            message: format!("Unsupported value: {shown}: supported values: {}", list.join(", ")),
             field: field.into(),
         }
     }
 
     pub fn duplicate(field: impl Into<String>, value: &Value) -> FieldError {
+        FieldError::duplicate_shown(field, &shown(value))
+    }
+
+    /// [`FieldError::duplicate`] for a value already printed the Go way.
+    pub(crate) fn duplicate_shown(field: impl Into<String>, shown: &str) -> FieldError {
         FieldError {
             reason: "FieldValueDuplicate",
-            message: format!("Duplicate value: {}", shown(value)),
+            message: format!("Duplicate value: {shown}"),
             field: field.into(),
         }
     }
@@ -222,37 +266,8 @@ pub fn validate_object_meta(obj: &Value, namespaced: bool, rule: NameRule) -> Ve
     } else if !namespaced && !namespace.is_empty() {
         errors.push(FieldError::forbidden("metadata.namespace", "not allowed on this type"));
     }
-    if let Some(labels) = meta["labels"].as_object() {
-        for (k, v) in labels {
-            for p in qualified_name_problems(k) {
-                errors.push(FieldError::invalid("metadata.labels", &Value::String(k.clone()), &p));
-            }
-            match v.as_str() {
-                Some(s) => {
-                    for p in label_value_problems(s) {
-                        errors.push(FieldError::invalid("metadata.labels", v, &p));
-                    }
-                }
-                None => errors.push(FieldError::invalid("metadata.labels", v, "must be a string")),
-            }
-        }
-    }
-    if let Some(annotations) = meta["annotations"].as_object() {
-        let mut total = 0;
-        for (k, v) in annotations {
-            for p in qualified_name_problems(k) {
-                errors.push(FieldError::invalid(
-                    "metadata.annotations",
-                    &Value::String(k.clone()),
-                    &p,
-                ));
-            }
-            total += k.len() + v.as_str().map(str::len).unwrap_or(0);
-        }
-        if total > 256 * 1024 {
-            errors.push(FieldError::too_long("metadata.annotations", 256 * 1024));
-        }
-    }
+    errors.extend(label_map("metadata.labels", &meta["labels"]));
+    errors.extend(annotation_map("metadata.annotations", &meta["annotations"]));
     errors
 }
 
@@ -302,5 +317,16 @@ mod tests {
         );
         assert_eq!(errors.len(), 1);
         assert_eq!(errors[0].field, "metadata.labels");
+    }
+
+    #[test]
+    fn label_values() {
+        assert!(label_value_problems("").is_empty());
+        assert!(label_value_problems("v1.2_x-y").is_empty());
+        assert_eq!(label_value_problems("-a").len(), 1);
+        assert_eq!(
+            label_value_problems(&"a".repeat(64)),
+            vec!["must be no more than 63 characters"]
+        );
     }
 }

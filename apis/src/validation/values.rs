@@ -1,0 +1,253 @@
+//! Checks of single values that many kinds share (ports, port names, counts, enums, label
+//! and annotation maps, label selectors, config keys), each giving upstream's field error.
+//! Each takes the field path first, then the value.
+
+use serde_json::Value;
+
+use super::{label_value_problems, qualified_name_problems, FieldError};
+
+const CONFIG_KEY_MSG: &str = "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')";
+
+/// Upstream's `InclusiveRangeError`: "must be between `lo` and `hi`, inclusive".
+pub fn range_msg(lo: i64, hi: i64) -> String {
+    format!("must be between {lo} and {hi}, inclusive")
+}
+
+/// `1..=65535`, or upstream's "must be between 1 and 65535, inclusive".
+pub fn port_number(field: &str, value: &Value) -> Option<FieldError> {
+    let ok = value.as_i64().is_some_and(|p| (1..=65535).contains(&p));
+    (!ok).then(|| FieldError::invalid(field, value, &range_msg(1, 65535)))
+}
+
+/// The problems with a port name (an IANA service name), as upstream's `IsValidPortName`.
+pub fn port_name_problems(name: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    if name.len() > 15 {
+        problems.push("must be no more than 15 characters".to_string());
+    }
+    let b = name.as_bytes();
+    if b.is_empty() || !b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+    {
+        problems.push(
+            "must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".to_string(),
+        );
+    }
+    if !b.iter().any(u8::is_ascii_lowercase) {
+        problems.push("must contain at least one letter (a-z)".to_string());
+    }
+    if name.contains("--") {
+        problems.push("must not contain consecutive hyphens".to_string());
+    }
+    if b.first() == Some(&b'-') || b.last() == Some(&b'-') {
+        problems.push("must not begin or end with a hyphen".to_string());
+    }
+    problems
+}
+
+/// A port name's field errors (one `Invalid value` per problem).
+pub fn port_name(field: &str, value: &Value) -> Vec<FieldError> {
+    let name = value.as_str().unwrap_or_default();
+    port_name_problems(name).iter().map(|p| FieldError::invalid(field, value, p)).collect()
+}
+
+/// An integer field that may be absent but not negative (upstream's
+/// `ValidateNonnegativeField`).
+pub fn non_negative(field: &str, value: &Value) -> Option<FieldError> {
+    let bad = value.as_i64().is_some_and(|v| v < 0);
+    bad.then(|| FieldError::invalid(field, value, "must be greater than or equal to 0"))
+}
+
+/// A string field that, when set, is one of `supported` (listed in the order upstream
+/// prints them).
+pub fn one_of(field: &str, value: &Value, supported: &[&str]) -> Option<FieldError> {
+    let bad = match value {
+        Value::Null => false,
+        Value::String(s) => !supported.contains(&s.as_str()),
+        _ => true,
+    };
+    bad.then(|| FieldError::unsupported(field, value, supported))
+}
+
+/// [`one_of`] for a field upstream defaults when unset or empty (so its `Required` never
+/// fires there): `""` is accepted too, for the defaults rkube does not fill.
+pub fn one_of_or_empty(field: &str, value: &Value, supported: &[&str]) -> Option<FieldError> {
+    if value == "" {
+        return None;
+    }
+    one_of(field, value, supported)
+}
+
+/// Upstream's `ValidateLabels`: every key a qualified name, every value a label value, all
+/// reported at the map's path.
+pub fn label_map(field: &str, labels: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    for (k, v) in labels.as_object().into_iter().flatten() {
+        for p in qualified_name_problems(k) {
+            errors.push(FieldError::invalid(field, &Value::String(k.clone()), &p));
+        }
+        match v.as_str() {
+            Some(s) => {
+                for p in label_value_problems(s) {
+                    errors.push(FieldError::invalid(field, v, &p));
+                }
+            }
+            // Only an untyped object gets here (built-in kinds are decoded first).
+            None => errors.push(FieldError::invalid(field, v, "must be a string")),
+        }
+    }
+    errors
+}
+
+/// Upstream's `ValidateAnnotations`: keys are (lower-cased) qualified names, 256 KiB in all.
+pub fn annotation_map(field: &str, annotations: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let mut total = 0;
+    for (k, v) in annotations.as_object().into_iter().flatten() {
+        for p in qualified_name_problems(&k.to_lowercase()) {
+            errors.push(FieldError::invalid(field, &Value::String(k.clone()), &p));
+        }
+        total += k.len() + v.as_str().map_or(0, str::len);
+    }
+    if total > 256 * 1024 {
+        errors.push(FieldError::too_long(field, 256 * 1024));
+    }
+    errors
+}
+
+/// ConfigMap and Secret keys, as upstream's `IsConfigMapKey`.
+pub fn config_key_problems(key: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    if key.len() > 253 {
+        problems.push("must be no more than 253 characters".to_string());
+    }
+    if key.is_empty()
+        || !key.bytes().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
+    {
+        problems.push(CONFIG_KEY_MSG.to_string());
+    }
+    match key {
+        "." => problems.push("must not be '.'".to_string()),
+        ".." => problems.push("must not be '..'".to_string()),
+        _ if key.starts_with("..") => problems.push("must not start with '..'".to_string()),
+        _ => {}
+    }
+    problems
+}
+
+/// A `LabelSelector` (`matchLabels` and `matchExpressions`), as upstream's
+/// `ValidateLabelSelector`: keys and values of `matchLabels`, then each expression's operator
+/// (against its number of values), key and values (at `...matchExpressions[i].values[j]`).
+/// A null selector has no errors.
+pub fn label_selector(field: &str, selector: &Value) -> Vec<FieldError> {
+    let mut errors = label_map(&format!("{field}.matchLabels"), &selector["matchLabels"]);
+    let expressions = selector["matchExpressions"].as_array();
+    for (i, e) in expressions.into_iter().flatten().enumerate() {
+        let at = format!("{field}.matchExpressions[{i}]");
+        let values = e["values"].as_array().map_or(0, Vec::len);
+        match e["operator"].as_str() {
+            Some("In" | "NotIn") if values == 0 => errors.push(FieldError::required(
+                format!("{at}.values"),
+                "must be specified when `operator` is 'In' or 'NotIn'",
+            )),
+            Some("Exists" | "DoesNotExist") if values > 0 => errors.push(FieldError::forbidden(
+                format!("{at}.values"),
+                "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+            )),
+            Some("In" | "NotIn" | "Exists" | "DoesNotExist") => {}
+            _ => errors.push(FieldError::invalid(
+                format!("{at}.operator"),
+                &e["operator"],
+                "not a valid selector operator",
+            )),
+        }
+        let key = e["key"].as_str().unwrap_or_default();
+        for p in qualified_name_problems(key) {
+            errors.push(FieldError::invalid(format!("{at}.key"), &e["key"], &p));
+        }
+        for (j, v) in e["values"].as_array().into_iter().flatten().enumerate() {
+            for p in label_value_problems(v.as_str().unwrap_or_default()) {
+                errors.push(FieldError::invalid(format!("{at}.values[{j}]"), v, &p));
+            }
+        }
+    }
+    errors
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn port_names_follow_iana_rules() {
+        assert!(port_name_problems("http").is_empty());
+        assert!(port_name_problems("web-8080").is_empty());
+        assert_eq!(
+            port_name_problems("Bad_Name"),
+            ["must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)"]
+        );
+        assert_eq!(port_name_problems("8080"), ["must contain at least one letter (a-z)"]);
+        assert_eq!(
+            port_name_problems("-a--b-"),
+            ["must not contain consecutive hyphens", "must not begin or end with a hyphen"]
+        );
+        assert_eq!(port_name_problems("abcdefghijklmnop"), ["must be no more than 15 characters"]);
+    }
+
+    #[test]
+    fn selectors_and_scalars() {
+        let lines = |e: Vec<FieldError>| e.iter().map(FieldError::line).collect::<Vec<_>>();
+        assert_eq!(
+            lines(label_selector(
+                "spec.selector",
+                &json!({"matchExpressions": [{"key": "a", "operator": "In"},
+                    {"key": "b", "operator": "Exists", "values": ["x"]},
+                    {"key": "c", "operator": "Maybe"}]})
+            )),
+            [
+                "spec.selector.matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'",
+                "spec.selector.matchExpressions[1].values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+                "spec.selector.matchExpressions[2].operator: Invalid value: \"Maybe\": not a valid selector operator",
+            ]
+        );
+        assert_eq!(
+            non_negative("spec.replicas", &json!(-2)).unwrap().line(),
+            "spec.replicas: Invalid value: -2: must be greater than or equal to 0"
+        );
+        assert!(non_negative("spec.replicas", &Value::Null).is_none());
+        assert_eq!(
+            one_of("p", &json!("XTP"), &["SCTP", "TCP", "UDP"]).unwrap().line(),
+            "p: Unsupported value: \"XTP\": supported values: \"SCTP\", \"TCP\", \"UDP\""
+        );
+        assert!(port_number("p", &json!(70000)).is_some());
+        assert!(port_number("p", &json!(80)).is_none());
+    }
+
+    #[test]
+    fn selector_values_enums_and_config_keys() {
+        let lines = |e: Vec<FieldError>| e.iter().map(FieldError::line).collect::<Vec<_>>();
+        // Upstream's order: each expression's operator, key, then values.
+        assert_eq!(
+            lines(label_selector(
+                "s",
+                &json!({"matchExpressions": [{"key": "a", "operator": "In", "values": ["ok", "-x"]},
+                    {"key": "b/c/d", "operator": "In", "values": ["y"]}]})
+            ))
+            .iter()
+            .map(|l| l.split(": ").next().unwrap_or_default())
+            .collect::<Vec<_>>(),
+            ["s.matchExpressions[0].values[1]", "s.matchExpressions[1].key"]
+        );
+        assert!(one_of_or_empty("f", &json!(""), &["A"]).is_none());
+        assert!(one_of_or_empty("f", &Value::Null, &["A"]).is_none());
+        assert!(one_of("f", &json!(""), &["A"]).is_some());
+        assert_eq!(
+            one_of_or_empty("f", &json!("B"), &["A"]).unwrap().line(),
+            "f: Unsupported value: \"B\": supported values: \"A\""
+        );
+        assert!(config_key_problems("key.name").is_empty());
+        assert_eq!(config_key_problems("."), ["must not be '.'"]);
+        assert_eq!(config_key_problems("..a"), ["must not start with '..'"]);
+        assert_eq!(config_key_problems(&"a".repeat(254)), ["must be no more than 253 characters"]);
+    }
+}

@@ -1,0 +1,255 @@
+//! Validation of built-in kinds against the real `rkube server`, as a user meets it: stock
+//! kubectl applying a manifest with mistakes gets upstream's `... is invalid:` lines (field
+//! path, reason, message) and nothing is stored; ordinary manifests and kubectl's own
+//! generators still pass; and defaults are filled on updates too, as upstream's decoding does.
+
+use std::path::Path;
+
+use rkube_conformance::cluster::RkubeServer;
+use serde_json::Value;
+
+const KUBECTL_1_27: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.27";
+
+const DEPLOYMENT: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: bad
+spec:
+  replicas: -2
+  selector:
+    matchLabels: {app: x}
+  template:
+    metadata:
+      labels: {app: x}
+    spec:
+      restartPolicy: Sometimes
+      containers:
+      - name: c
+        image: busybox
+        imagePullPolicy: Maybe
+        ports:
+        - containerPort: 70000
+          protocol: XTP
+        - name: Bad_Name
+          containerPort: 80
+        env:
+        - name: ""
+        resources:
+          requests: {cpu: "2"}
+          limits: {cpu: "1"}
+      - name: c
+        image: busybox
+"#;
+
+const DEPLOYMENT_ERRORS: &str = r#"The Deployment "bad" is invalid: 
+* spec.replicas: Invalid value: -2: must be greater than or equal to 0
+* spec.template.spec.containers[0].ports[0].containerPort: Invalid value: 70000: must be between 1 and 65535, inclusive
+* spec.template.spec.containers[0].ports[0].protocol: Unsupported value: "XTP": supported values: "SCTP", "TCP", "UDP"
+* spec.template.spec.containers[0].ports[1].name: Invalid value: "Bad_Name": must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)
+* spec.template.spec.containers[0].env[0].name: Required value
+* spec.template.spec.containers[0].imagePullPolicy: Unsupported value: "Maybe": supported values: "Always", "IfNotPresent", "Never"
+* spec.template.spec.containers[0].resources.requests: Invalid value: "2": must be less than or equal to cpu limit of 1
+* spec.template.spec.containers[1].name: Duplicate value: "c"
+* spec.template.spec.restartPolicy: Unsupported value: "Sometimes": supported values: "Always", "OnFailure", "Never"
+* spec.template.spec.restartPolicy: Unsupported value: "Sometimes": supported values: "Always"
+"#;
+
+const SERVICE: &str = r#"apiVersion: v1
+kind: Service
+metadata:
+  name: bad-svc
+spec:
+  type: ClusterIP
+  selector: {app: web}
+  ports:
+  - name: http
+    port: 80
+    protocol: HTTP
+    nodePort: 30080
+  - name: http
+    port: 443
+    targetPort: Not_A_Name
+"#;
+
+const SERVICE_ERRORS: &str = r#"The Service "bad-svc" is invalid: 
+* spec.ports[0].protocol: Unsupported value: "HTTP": supported values: "SCTP", "TCP", "UDP"
+* spec.ports[1].name: Duplicate value: "http"
+* spec.ports[1].targetPort: Invalid value: "Not_A_Name": must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)
+* spec.ports[0].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'
+"#;
+
+const POD: &str = r#"apiVersion: v1
+kind: Pod
+metadata:
+  name: bad-pod
+spec:
+  volumes:
+  - name: data
+    emptyDir: {}
+    hostPath: {path: /tmp}
+  - name: conf
+    configMap: {name: settings}
+  containers:
+  - name: main
+    image: busybox
+    volumeMounts:
+    - name: config
+      mountPath: /etc/app
+    livenessProbe:
+      periodSeconds: 5
+    env:
+    - name: A
+      value: x
+      valueFrom:
+        fieldRef: {fieldPath: metadata.name}
+  tolerations:
+  - key: k
+    operator: Exists
+    value: v
+"#;
+
+const POD_ERRORS: &str = r#"The Pod "bad-pod" is invalid: 
+* spec.volumes[0].hostPath: Forbidden: may not specify more than 1 volume type
+* spec.containers[0].env[0].valueFrom: Invalid value: "": may not be specified when `value` is not empty
+* spec.containers[0].volumeMounts[0].name: Not found: "config"
+* spec.containers[0].livenessProbe: Required value: must specify a handler type
+* spec.tolerations[0].operator: Invalid value: "v": value must be empty when `operator` is 'Exists'
+"#;
+
+const JOB: &str = r#"apiVersion: batch/v1
+kind: Job
+metadata:
+  name: bad-job
+spec:
+  backoffLimit: -1
+  template:
+    spec:
+      restartPolicy: Always
+      containers:
+      - name: main
+        image: busybox
+"#;
+
+const JOB_ERRORS: &str = r#"The Job "bad-job" is invalid: 
+* spec.backoffLimit: Invalid value: -1: must be greater than or equal to 0
+* spec.template.spec.restartPolicy: Required value: valid values: "OnFailure", "Never"
+"#;
+
+/// `kubectl apply -f -` of `manifest` fails with exactly `errors`, and `what` is not there.
+fn refused(s: &RkubeServer, kubectl: &Path, manifest: &str, errors: &str, what: &[&str]) {
+    let out = s.kubectl_with(kubectl, &["apply", "-f", "-"], Some(manifest));
+    assert_eq!(out.status.code(), Some(1), "{}: {out:?}", kubectl.display());
+    assert_eq!(String::from_utf8_lossy(&out.stderr), errors, "{}", kubectl.display());
+    let mut get = vec!["get"];
+    get.extend_from_slice(what);
+    let err = s.fails(&get);
+    assert!(err.contains("NotFound"), "{err}");
+}
+
+#[test]
+fn kubectl_shows_upstreams_field_errors_and_nothing_is_stored() {
+    let s = RkubeServer::start();
+    let kubectls = [s.kubectl.clone(), KUBECTL_1_27.into()];
+    for kubectl in kubectls.iter().filter(|k| k.exists()) {
+        refused(&s, kubectl, DEPLOYMENT, DEPLOYMENT_ERRORS, &["deployment", "bad"]);
+        refused(&s, kubectl, SERVICE, SERVICE_ERRORS, &["service", "bad-svc"]);
+        refused(&s, kubectl, POD, POD_ERRORS, &["pod", "bad-pod"]);
+        refused(&s, kubectl, JOB, JOB_ERRORS, &["job", "bad-job"]);
+    }
+    let err = s.fails(&["create", "cronjob", "c", "--image=busybox", "--schedule=*/5 * * *"]);
+    assert_eq!(
+        err.trim(),
+        "error: failed to create cronjob: CronJob.batch \"c\" is invalid: spec.schedule: Invalid value: \"*/5 * * *\": expected exactly 5 fields, found 4: [*/5 * * *]"
+    );
+}
+
+/// The Status behind those lines: 422 `Invalid`, one cause per field with its reason.
+#[tokio::test]
+async fn the_status_lists_every_field_error_as_a_cause() {
+    let s = RkubeServer::start();
+    let client = s.kube_client().await.unwrap();
+    let body = serde_json::to_vec(&job_json()).unwrap();
+    let request = http::Request::post("/apis/batch/v1/namespaces/default/jobs")
+        .header("content-type", "application/json")
+        .body(body)
+        .unwrap();
+    let response = client.send(request.map(Into::into)).await.unwrap();
+    assert_eq!(response.status(), 422);
+    let bytes = http_body_util::BodyExt::collect(response.into_body()).await.unwrap().to_bytes();
+    let status: Value = serde_json::from_slice(&bytes).unwrap();
+    assert_eq!(status["reason"], "Invalid");
+    assert_eq!(status["details"]["kind"], "Job");
+    assert_eq!(status["details"]["group"], "batch");
+    let causes: Vec<(String, String)> = status["details"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["reason"].as_str().unwrap().into(), c["field"].as_str().unwrap().into()))
+        .collect();
+    assert_eq!(
+        causes,
+        [
+            ("FieldValueInvalid".to_string(), "spec.backoffLimit".to_string()),
+            ("FieldValueRequired".to_string(), "spec.template.spec.restartPolicy".to_string()),
+        ]
+    );
+}
+
+/// [`JOB`] as JSON.
+fn job_json() -> Value {
+    serde_json::json!({
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "bad-job"},
+        "spec": {"backoffLimit": -1, "template": {"spec": {"restartPolicy": "Always",
+            "containers": [{"name": "main", "image": "busybox"}]}}}
+    })
+}
+
+/// What kubectl's generators and everyday edits send is still accepted, and an update gets
+/// the defaults a create gets (a container added by a patch has its pull policy).
+#[test]
+fn everyday_commands_pass_and_updates_are_defaulted() {
+    let s = RkubeServer::start();
+    for args in [
+        &["create", "deployment", "web", "--image=nginx:1.27", "--replicas=2", "--port=80"][..],
+        &["expose", "deployment", "web", "--port=80", "--target-port=http", "--type=NodePort"],
+        &["create", "job", "j", "--image=busybox", "--", "echo", "hi"],
+        &["create", "cronjob", "cj", "--image=busybox", "--schedule=*/5 * * * *", "--", "true"],
+        &["run", "p", "--image=busybox", "--restart=Never", "--env=A=b", "--port=8080"],
+        &["create", "service", "clusterip", "s", "--tcp=80:8080,443:8443"],
+        &["create", "configmap", "cm", "--from-literal=a.b=c"],
+        &["set", "image", "deploy/web", "nginx=nginx:1.28"],
+        &["scale", "deploy", "web", "--replicas=0"],
+        &[
+            "set",
+            "resources",
+            "deploy",
+            "web",
+            "--limits=cpu=200m,memory=512Mi",
+            "--requests=cpu=100m",
+        ],
+    ] {
+        s.ok(args);
+    }
+    assert_eq!(
+        s.ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.strategy}"]),
+        r#"{"rollingUpdate":{"maxSurge":"25%","maxUnavailable":"25%"},"type":"RollingUpdate"}"#
+    );
+    s.ok(&[
+        "patch",
+        "deploy",
+        "web",
+        "--type=json",
+        "-p",
+        r#"[{"op":"add","path":"/spec/template/spec/containers/-","value":{"name":"side","image":"busybox"}}]"#,
+    ]);
+    let side: Value = serde_json::from_str(&s.ok(&[
+        "get",
+        "deploy",
+        "web",
+        "-o",
+        "jsonpath={.spec.template.spec.containers[1]}",
+    ]))
+    .unwrap();
+    assert_eq!(side["imagePullPolicy"], "Always");
+    assert_eq!(side["terminationMessagePolicy"], "File");
+}
