@@ -81,3 +81,48 @@ fn kubectl_create_generators() {
         assert!(table.lines().any(|l| l == name), "{name} missing:\n{table}");
     }
 }
+
+/// A Service changing type takes and gives back what its types need, as upstream's update does:
+/// NodePorts when it becomes a NodePort (and free again when it goes back to ClusterIP, with
+/// the fields that type does not use dropped), its ClusterIP when it becomes an ExternalName
+/// (and a new one when it leaves it).
+#[test]
+fn service_type_changes_take_and_release_what_they_need() {
+    let s = RkubeServer::start();
+    let svc = |name: &str| json(&s.ok(&["get", "service", name, "-o", "json"]));
+    s.ok(&["create", "service", "clusterip", "web", "--tcp=80:8080"]);
+    let ip = svc("web")["spec"]["clusterIP"].as_str().unwrap().to_string();
+    s.ok(&["patch", "service", "web", "-p", r#"{"spec":{"type":"NodePort"}}"#]);
+    let web = svc("web");
+    let node_port = web["spec"]["ports"][0]["nodePort"].as_i64().unwrap_or(0);
+    assert!((30000..=32767).contains(&node_port), "{web}");
+    assert_eq!(
+        (&web["spec"]["clusterIP"], &web["spec"]["externalTrafficPolicy"]),
+        (&ip.clone().into(), &"Cluster".into())
+    );
+    let taken = format!("--node-port={node_port}");
+    let err = s.fails(&["create", "service", "nodeport", "other", "--tcp=81:8080", &taken]);
+    assert!(err.contains("provided port is already allocated"), "{err}");
+
+    s.ok(&["patch", "service", "web", "-p", r#"{"spec":{"type":"ClusterIP"}}"#]);
+    let web = svc("web");
+    assert!(web["spec"]["ports"][0].get("nodePort").is_none(), "{web}");
+    assert!(web["spec"].get("externalTrafficPolicy").is_none(), "{web}");
+    s.ok(&["create", "service", "nodeport", "other", "--tcp=81:8080", &taken]);
+
+    let external = r#"{"spec":{"type":"ExternalName","externalName":"db.example.com"}}"#;
+    s.ok(&["patch", "service", "web", "-p", external]);
+    let web = svc("web");
+    for field in ["clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"] {
+        assert!(web["spec"].get(field).is_none(), "{field}: {web}");
+    }
+    // The IP went back to the pool: it can be asked for by name.
+    let reuse = format!("--clusterip={ip}");
+    s.ok(&["create", "service", "clusterip", "reuse", "--tcp=80:8080", &reuse]);
+    let back = r#"{"spec":{"type":"ClusterIP","externalName":null}}"#;
+    s.ok(&["patch", "service", "web", "-p", back]);
+    let web = svc("web");
+    let new_ip = web["spec"]["clusterIP"].as_str().unwrap_or("");
+    assert!(new_ip.starts_with("10.43.") && new_ip != ip, "{web}");
+    assert_eq!(web["spec"]["clusterIPs"], serde_json::json!([new_ip]));
+}

@@ -378,7 +378,19 @@ impl Registry {
                     },
                 }
             }
-            match self.store.update(&key, self.encode(info, &new)?, kv.mod_revision).await {
+            let held = match is_service(info) && subresource.is_none() {
+                true => Some(self.services.update(self.store.as_ref(), &mut new, &old).await?),
+                false => None,
+            };
+            let written = match self.encode(info, &new) {
+                Ok(body) => Ok(self.store.update(&key, body, kv.mod_revision).await),
+                Err(e) => Err(e),
+            };
+            if let Some(held) = held {
+                let ok = matches!(written, Ok(Ok(_)));
+                self.services.finish_update(self.store.as_ref(), held, ok).await;
+            }
+            match written? {
                 Ok(written) => {
                     object::set_resource_version(&mut new, written.mod_revision);
                     return Ok(new);

@@ -259,46 +259,224 @@ impl Allocator {
         }
     }
 
-    /// On update: the ClusterIP is immutable (upstream's message); NodePorts may be added.
+    /// On update, before validation, as upstream's `patchAllocatedValues` and
+    /// `dropTypeDependentFields`: a ClusterIP and NodePorts the client left out keep their
+    /// values while the type still needs them (NodePorts matched by port name); what a change
+    /// of type leaves behind unchanged (the ClusterIP and IP families when it becomes an
+    /// ExternalName, NodePorts when it no longer needs them, the external traffic policy, the
+    /// load-balancer fields and status) is dropped. The ClusterIP may not change once set.
     pub fn check_update(&self, name: &str, new: &mut Value, old: &Value) -> ApiResult<()> {
-        let old_ip = &old["spec"]["clusterIP"];
-        match new["spec"]["clusterIP"].as_str() {
-            None | Some("") => {
-                new["spec"]["clusterIP"] = old_ip.clone();
-                new["spec"]["clusterIPs"] = old["spec"]["clusterIPs"].clone();
+        let (old_spec, spec) = (&old["spec"], &mut new["spec"]);
+        if needs_cluster_ip(old_spec) && needs_cluster_ip(spec) {
+            if spec["clusterIP"].as_str().is_none_or(str::is_empty) {
+                spec["clusterIP"] = old_spec["clusterIP"].clone();
             }
-            Some(ip) if Some(ip) != old_ip.as_str() => {
-                return Err(invalid(
-                    name,
-                    vec![Cause::invalid(
-                        "spec.clusterIPs[0]",
-                        &json!(ip),
-                        "may not change once set",
-                    )],
-                ));
+            if spec["clusterIPs"].as_array().is_none_or(Vec::is_empty) {
+                spec["clusterIPs"] = old_spec["clusterIPs"].clone();
             }
-            _ => {
-                if new["spec"]["clusterIPs"].is_null() {
-                    new["spec"]["clusterIPs"] = old["spec"]["clusterIPs"].clone();
+            let (ip, was) = (spec["clusterIP"].as_str(), old_spec["clusterIP"].as_str());
+            if let (Some(ip), Some(was)) = (ip, was.filter(|w| !w.is_empty())) {
+                if ip != was {
+                    return Err(invalid(
+                        name,
+                        vec![Cause::invalid(
+                            "spec.clusterIPs[0]",
+                            &json!(ip),
+                            "may not change once set",
+                        )],
+                    ));
                 }
             }
         }
-        // NodePorts the client left out keep their values.
-        let old_ports = old["spec"]["ports"].as_array().cloned().unwrap_or_default();
-        if let Some(ports) = new["spec"].get_mut("ports").and_then(Value::as_array_mut) {
-            for port in ports {
-                if port.get("nodePort").is_none_or(Value::is_null) {
-                    if let Some(previous) = old_ports
-                        .iter()
-                        .find(|p| p["port"] == port["port"] && p["protocol"] == port["protocol"])
-                    {
-                        if let Some(np) = previous.get("nodePort") {
+        if needs_node_ports(old_spec) && needs_node_ports(spec) {
+            let by_name: Vec<(Value, Value)> =
+                ports(old_spec).map(|p| (p["name"].clone(), p["nodePort"].clone())).collect();
+            for port in spec["ports"].as_array_mut().into_iter().flatten() {
+                if port["nodePort"].as_i64().unwrap_or(0) == 0 {
+                    let name = port.get("name").cloned().unwrap_or(Value::Null);
+                    let same = |n: &Value| n == &name || (n.is_null() && name == "");
+                    if let Some((_, np)) = by_name.iter().find(|(n, _)| same(n)) {
+                        if !np.is_null() {
                             port["nodePort"] = np.clone();
                         }
                     }
                 }
             }
         }
+        drop_type_dependent_fields(new, old);
         Ok(())
+    }
+
+    /// On update, after validation and before the write: takes what the new Service needs
+    /// that the old one did not hold (a ClusterIP when it stops being an ExternalName,
+    /// NodePorts when it becomes a NodePort or LoadBalancer or gains ports), writing them into
+    /// it. What the old one held and the new one does not is given back by
+    /// [`Allocator::finish_update`] once the update is written.
+    pub async fn update(&self, store: &dyn Store, svc: &mut Value, old: &Value) -> ApiResult<Held> {
+        let name = svc["metadata"]["name"].as_str().unwrap_or("").to_string();
+        let before = held(old);
+        let mut taken: Vec<String> = Vec::new();
+        let result = async {
+            if needs_cluster_ip(&svc["spec"]) && !needs_cluster_ip(&old["spec"]) {
+                let requested = svc["spec"]["clusterIP"].as_str().unwrap_or("").to_string();
+                if requested == "None" {
+                    svc["spec"]["clusterIPs"] = json!(["None"]);
+                } else {
+                    let ip = self.allocate_ip(store, &name, svc, &requested).await?;
+                    taken.push(ip_key(&ip));
+                    svc["spec"]["clusterIP"] = json!(ip);
+                    svc["spec"]["clusterIPs"] = json!([ip]);
+                }
+            }
+            if needs_node_ports(&svc["spec"]) {
+                let ports: Vec<Value> = ports(&svc["spec"]).cloned().collect();
+                for (i, port) in ports.iter().enumerate() {
+                    let protocol = port["protocol"].as_str().unwrap_or("TCP").to_string();
+                    let requested = port["nodePort"].as_i64().filter(|p| *p != 0);
+                    if requested.is_some_and(|p| before.contains(&port_key(&protocol, p))) {
+                        continue;
+                    }
+                    let node_port =
+                        self.allocate_node_port(store, &name, i, &protocol, requested).await?;
+                    taken.push(port_key(&protocol, node_port));
+                    svc["spec"]["ports"][i]["nodePort"] = json!(node_port);
+                }
+            }
+            Ok(())
+        }
+        .await;
+        match result {
+            Ok(()) => {
+                Ok(Held { taken, released: before.difference(&held(svc)).cloned().collect() })
+            }
+            Err(e) => {
+                release_keys(store, &taken).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// After an update: frees what the old Service held and the new one does not when the
+    /// write went through, or what was taken for it when it did not.
+    pub async fn finish_update(&self, store: &dyn Store, held: Held, written: bool) {
+        release_keys(store, if written { &held.released } else { &held.taken }).await;
+    }
+}
+
+/// What [`Allocator::update`] took for an update, and what the old Service held that the
+/// new one does not.
+#[derive(Debug, Default)]
+pub struct Held {
+    taken: Vec<String>,
+    released: Vec<String>,
+}
+
+async fn release_keys(store: &dyn Store, keys: &[String]) {
+    for key in keys {
+        let _ = store.delete(key, None).await;
+    }
+}
+
+fn ports(spec: &Value) -> impl Iterator<Item = &Value> {
+    spec["ports"].as_array().into_iter().flatten()
+}
+
+/// The allocation keys a Service holds: its ClusterIPs and NodePorts.
+fn held(svc: &Value) -> std::collections::BTreeSet<String> {
+    let spec = &svc["spec"];
+    let ips = spec["clusterIPs"].as_array().into_iter().flatten().filter_map(Value::as_str);
+    let ips = ips.filter(|ip| *ip != "None").map(ip_key);
+    let node_ports = ports(spec).filter_map(|p| {
+        let port = p["nodePort"].as_i64().filter(|n| *n != 0)?;
+        Some(port_key(p["protocol"].as_str().unwrap_or("TCP"), port))
+    });
+    ips.chain(node_ports).collect()
+}
+
+fn service_type(spec: &Value) -> &str {
+    spec["type"].as_str().unwrap_or("ClusterIP")
+}
+
+fn needs_cluster_ip(spec: &Value) -> bool {
+    service_type(spec) != "ExternalName"
+}
+
+fn needs_node_ports(spec: &Value) -> bool {
+    match service_type(spec) {
+        "NodePort" => true,
+        "LoadBalancer" => spec["allocateLoadBalancerNodePorts"] != false,
+        _ => false,
+    }
+}
+
+/// Reachable from outside the cluster, so with an external traffic policy.
+fn externally_accessible(spec: &Value) -> bool {
+    matches!(service_type(spec), "NodePort" | "LoadBalancer")
+        || spec["externalIPs"].as_array().is_some_and(|ips| !ips.is_empty())
+}
+
+/// Upstream's `dropTypeDependentFields`: after a change of type, a field the new type does not
+/// use is dropped when the client did not change it (it was set by an allocator or a default).
+fn drop_type_dependent_fields(new: &mut Value, old: &Value) {
+    let old_spec = &old["spec"];
+    let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let kept = |spec: &serde_json::Map<String, Value>, field: &str| {
+        spec.get(field).unwrap_or(&Value::Null) == &old_spec[field]
+    };
+    let view = Value::Object(spec.clone());
+    if needs_cluster_ip(old_spec) && !needs_cluster_ip(&view) {
+        if kept(spec, "clusterIP") && kept(spec, "clusterIPs") {
+            spec.remove("clusterIP");
+            spec.remove("clusterIPs");
+        }
+        for field in ["ipFamilies", "ipFamilyPolicy"] {
+            if kept(spec, field) {
+                spec.remove(field);
+            }
+        }
+    }
+    let node_ports = |spec: &Value| {
+        let mut set: Vec<i64> = ports(spec).filter_map(|p| p["nodePort"].as_i64()).collect();
+        set.sort_unstable();
+        set
+    };
+    if needs_node_ports(old_spec)
+        && !needs_node_ports(&view)
+        && node_ports(&view) == node_ports(old_spec)
+    {
+        for port in spec.get_mut("ports").and_then(Value::as_array_mut).into_iter().flatten() {
+            port.as_object_mut().map(|p| p.remove("nodePort"));
+        }
+    }
+    let was_lb = service_type(old_spec) == "LoadBalancer";
+    let is_lb = service_type(&view) == "LoadBalancer";
+    if was_lb && !is_lb {
+        for field in ["allocateLoadBalancerNodePorts", "loadBalancerClass"] {
+            if kept(spec, field) {
+                spec.remove(field);
+            }
+        }
+    }
+    let needs_health_check = |spec: &Value| {
+        service_type(spec) == "LoadBalancer" && spec["externalTrafficPolicy"] == "Local"
+    };
+    if needs_health_check(old_spec)
+        && !needs_health_check(&view)
+        && kept(spec, "healthCheckNodePort")
+    {
+        spec.remove("healthCheckNodePort");
+    }
+    if externally_accessible(old_spec)
+        && !externally_accessible(&view)
+        && kept(spec, "externalTrafficPolicy")
+    {
+        spec.remove("externalTrafficPolicy");
+    }
+    if !is_lb {
+        if let Some(status) = new.get_mut("status").and_then(Value::as_object_mut) {
+            status.insert("loadBalancer".into(), json!({}));
+        }
     }
 }

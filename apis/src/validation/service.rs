@@ -57,7 +57,7 @@ pub fn service(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
                 ));
             }
         }
-        "ExternalName" => errors.extend(external_name(spec, old_spec)),
+        "ExternalName" => errors.extend(external_name(spec)),
         _ => {}
     }
 
@@ -78,10 +78,9 @@ pub fn service(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     ) {
         errors.push(e);
     }
-    // On a change to ClusterIP rkube keeps the old node ports (upstream drops them).
-    let was_cluster_ip =
-        old_spec.is_none_or(|o| o["type"].as_str().unwrap_or("ClusterIP") == "ClusterIP");
-    if kind == "ClusterIP" && was_cluster_ip {
+    // Node ports left over from a change of type were dropped before validation
+    // (`server::services`, upstream's `dropTypeDependentFields`).
+    if kind == "ClusterIP" {
         for (i, p) in ports.iter().enumerate() {
             if p["nodePort"].as_i64().is_some_and(|n| n != 0) {
                 errors.push(FieldError::forbidden(
@@ -93,36 +92,33 @@ pub fn service(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     }
     errors.extend(duplicate_ports(ports));
     errors.extend(load_balancer_fields(spec, old_spec, kind));
-    errors.extend(traffic_policies(spec, old_spec, kind));
+    errors.extend(traffic_policies(spec, kind));
     errors
 }
 
 /// An ExternalName service: a DNS name and no cluster IP or IP families.
-fn external_name(spec: &Value, old_spec: Option<&Value>) -> Vec<FieldError> {
+fn external_name(spec: &Value) -> Vec<FieldError> {
     let mut errors = Vec::new();
-    // On a change to ExternalName upstream wipes these; rkube still carries the old ones,
-    // so they are only checked when the service was (or is being created as) ExternalName.
-    if old_spec.is_none_or(|o| o["type"] == "ExternalName") {
-        let has_ip = spec["clusterIP"].as_str().is_some_and(|ip| !ip.is_empty())
-            || spec["clusterIPs"].as_array().is_some_and(|ips| !ips.is_empty());
-        if has_ip {
-            errors.push(FieldError::forbidden(
-                "spec.clusterIPs",
-                "may not be set for ExternalName services",
-            ));
-        }
-        if spec["ipFamilies"].as_array().is_some_and(|f| !f.is_empty()) {
-            errors.push(FieldError::forbidden(
-                "spec.ipFamilies",
-                "may not be set for ExternalName services",
-            ));
-        }
-        if !spec["ipFamilyPolicy"].is_null() {
-            errors.push(FieldError::forbidden(
-                "spec.ipFamilyPolicy",
-                "may not be set for ExternalName services",
-            ));
-        }
+    // A change to ExternalName drops the old ones first (`server::services`).
+    let has_ip = spec["clusterIP"].as_str().is_some_and(|ip| !ip.is_empty())
+        || spec["clusterIPs"].as_array().is_some_and(|ips| !ips.is_empty());
+    if has_ip {
+        errors.push(FieldError::forbidden(
+            "spec.clusterIPs",
+            "may not be set for ExternalName services",
+        ));
+    }
+    if spec["ipFamilies"].as_array().is_some_and(|f| !f.is_empty()) {
+        errors.push(FieldError::forbidden(
+            "spec.ipFamilies",
+            "may not be set for ExternalName services",
+        ));
+    }
+    if !spec["ipFamilyPolicy"].is_null() {
+        errors.push(FieldError::forbidden(
+            "spec.ipFamilyPolicy",
+            "may not be set for ExternalName services",
+        ));
     }
     // A trailing dot marks the name fully qualified.
     let name = spec["externalName"].as_str().unwrap_or("");
@@ -269,16 +265,11 @@ fn load_balancer_fields(spec: &Value, old_spec: Option<&Value>, kind: &str) -> V
     const LB_ONLY: &str = "may only be used when `type` is 'LoadBalancer'";
     let mut errors = Vec::new();
     let lb = kind == "LoadBalancer";
-    // Left over from before a change away from LoadBalancer: upstream drops these.
-    let leftover = |field: &str| old_spec.is_some_and(|o| o[field] == spec[field]);
     // Upstream's path really is capitalised here.
     if !lb && spec["loadBalancerSourceRanges"].as_array().is_some_and(|r| !r.is_empty()) {
         errors.push(FieldError::forbidden("spec.LoadBalancerSourceRanges", LB_ONLY));
     }
-    if !lb
-        && !spec["allocateLoadBalancerNodePorts"].is_null()
-        && !leftover("allocateLoadBalancerNodePorts")
-    {
+    if !lb && !spec["allocateLoadBalancerNodePorts"].is_null() {
         errors.push(FieldError::forbidden("spec.allocateLoadBalancerNodePorts", LB_ONLY));
     }
     let class = &spec["loadBalancerClass"];
@@ -295,7 +286,7 @@ fn load_balancer_fields(spec: &Value, old_spec: Option<&Value>, kind: &str) -> V
         for problem in class.as_str().map(qualified_name_problems).unwrap_or_default() {
             errors.push(FieldError::invalid("spec.loadBalancerClass", class, &problem));
         }
-    } else if !class.is_null() && !leftover("loadBalancerClass") {
+    } else if !class.is_null() {
         errors.push(FieldError::forbidden("spec.loadBalancerClass", LB_ONLY));
     }
     errors
@@ -303,16 +294,14 @@ fn load_balancer_fields(spec: &Value, old_spec: Option<&Value>, kind: &str) -> V
 
 /// externalTrafficPolicy (only for services reachable from outside), healthCheckNodePort,
 /// internalTrafficPolicy and trafficDistribution.
-fn traffic_policies(spec: &Value, old_spec: Option<&Value>, kind: &str) -> Vec<FieldError> {
+fn traffic_policies(spec: &Value, kind: &str) -> Vec<FieldError> {
     let mut errors = Vec::new();
     let external = &spec["externalTrafficPolicy"];
     let has_external_ips = spec["externalIPs"].as_array().is_some_and(|ips| !ips.is_empty());
     let accessible =
         matches!(kind, "LoadBalancer" | "NodePort") || (kind == "ClusterIP" && has_external_ips);
-    // A value left over from before a type change is dropped upstream, not refused.
-    let leftover = |field: &str| old_spec.is_some_and(|o| o[field] == spec[field]);
     if !accessible {
-        if external.as_str().is_some_and(|p| !p.is_empty()) && !leftover("externalTrafficPolicy") {
+        if external.as_str().is_some_and(|p| !p.is_empty()) {
             errors.push(FieldError::invalid(
                 "spec.externalTrafficPolicy",
                 external,
@@ -326,13 +315,11 @@ fn traffic_policies(spec: &Value, old_spec: Option<&Value>, kind: &str) -> Vec<F
     let health = &spec["healthCheckNodePort"];
     if health.as_i64().is_some_and(|p| p != 0) {
         if !needs_health_check {
-            if !leftover("healthCheckNodePort") {
-                errors.push(FieldError::invalid(
-                    "spec.healthCheckNodePort",
-                    health,
-                    "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'",
-                ));
-            }
+            errors.push(FieldError::invalid(
+                "spec.healthCheckNodePort",
+                health,
+                "may only be set when `type` is 'LoadBalancer' and `externalTrafficPolicy` is 'Local'",
+            ));
         } else {
             errors.extend(port_number("spec.healthCheckNodePort", health));
         }
@@ -395,10 +382,18 @@ mod tests {
         let external = defaulted(json!({"metadata": {"name": "db"},
             "spec": {"type": "ExternalName", "externalName": "db.example.com."}}));
         assert_eq!(lines(service(&external, None)), Vec::<String>::new());
-        // NodePort -> ClusterIP by apply keeps the old node ports and traffic policy.
+        // NodePort -> ClusterIP with the old node ports and traffic policy still there is
+        // refused, as upstream's validation does: the server drops them first when the client
+        // left them unchanged (`server::services`, checked in conformance/server_lifecycle.rs).
         let mut to_cluster_ip = svc.clone();
         to_cluster_ip["spec"]["type"] = json!("ClusterIP");
-        assert_eq!(lines(service(&to_cluster_ip, Some(&svc))), Vec::<String>::new());
+        assert_eq!(
+            lines(service(&to_cluster_ip, Some(&svc))),
+            [
+                "spec.ports[1].nodePort: Forbidden: may not be used when `type` is 'ClusterIP'",
+                "spec.externalTrafficPolicy: Invalid value: \"Cluster\": may only be set for externally-accessible services",
+            ]
+        );
     }
 
     #[test]
