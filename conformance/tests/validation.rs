@@ -163,6 +163,77 @@ fn kubectl_shows_upstreams_field_errors_and_nothing_is_stored() {
     );
 }
 
+const OTHER_KINDS: &str = r#"apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data}
+spec:
+  accessModes: [ReadWriteSometimes]
+  resources:
+    requests: {storage: "0"}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: web}
+spec:
+  rules:
+  - host: 10.0.0.1
+    http:
+      paths:
+      - path: api
+        pathType: Prefix
+        backend:
+          service: {name: web, port: {number: 80, name: http}}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: rb}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Roles, name: reader}
+subjects:
+- {kind: Robot, name: r2d2}
+---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: web}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
+  minReplicas: 5
+  maxReplicas: 2
+"#;
+
+const OTHER_KINDS_ERRORS: &str = r#"Error from server (Invalid): error when creating "STDIN": PersistentVolumeClaim "data" is invalid: [spec.accessModes: Unsupported value: "ReadWriteSometimes": supported values: "ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod", spec.resources[storage]: Invalid value: "0": must be greater than zero]
+Error from server (Invalid): error when creating "STDIN": Ingress.networking.k8s.io "web" is invalid: [spec.rules[0].host: Invalid value: "10.0.0.1": must be a DNS name, not an IP address, spec.rules[0].http.paths[0].path: Invalid value: "api": must be an absolute path, spec.rules[0].http.paths[0].backend: Invalid value: "": cannot set both port name & port number]
+Error from server (Invalid): error when creating "STDIN": RoleBinding.rbac.authorization.k8s.io "rb" is invalid: [roleRef.kind: Unsupported value: "Roles": supported values: "Role", "ClusterRole", subjects[0].kind: Unsupported value: "Robot": supported values: "ServiceAccount", "User", "Group"]
+Error from server (Invalid): error when creating "STDIN": HorizontalPodAutoscaler.autoscaling "web" is invalid: spec.maxReplicas: Invalid value: 2: must be greater than or equal to `minReplicas`
+"#;
+
+const CLAIM: &str = "apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: ok}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+";
+
+/// Claims, Ingresses, RBAC bindings and autoscalers too: one multi-document apply, each
+/// object refused with its own lines, none stored.
+#[test]
+fn other_kinds_are_refused_with_their_own_field_errors() {
+    let s = RkubeServer::start();
+    let out = s.kubectl_with(&s.kubectl, &["apply", "-f", "-"], Some(OTHER_KINDS));
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), OTHER_KINDS_ERRORS);
+    let err = s.fails(&["get", "pvc/data", "ingress/web", "rolebinding/rb", "hpa/web"]);
+    assert_eq!(err.matches("NotFound").count(), 4, "{err}");
+    // A claim's spec is fixed once created (an unbound claim may not even grow).
+    s.ok_stdin(&["apply", "-f", "-"], CLAIM);
+    let err =
+        s.fails(&["patch", "pvc", "ok", "-p", r#"{"spec":{"accessModes":["ReadWriteMany"]}}"#]);
+    assert_eq!(
+        err.trim(),
+        "The PersistentVolumeClaim \"ok\" is invalid: spec: Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims"
+    );
+}
+
 /// The Status behind those lines: 422 `Invalid`, one cause per field with its reason.
 #[tokio::test]
 async fn the_status_lists_every_field_error_as_a_cause() {
@@ -226,6 +297,21 @@ fn everyday_commands_pass_and_updates_are_defaulted() {
             "web",
             "--limits=cpu=200m,memory=512Mi",
             "--requests=cpu=100m",
+        ],
+        &["autoscale", "deployment", "web", "--min=2", "--max=5", "--cpu-percent=80"],
+        &["create", "pdb", "budget", "--selector=app=web", "--min-available=50%"],
+        &["create", "role", "reader", "--verb=get,list", "--resource=pods"],
+        &["create", "rolebinding", "reader", "--role=reader", "--serviceaccount=default:default"],
+        &["create", "clusterrole", "health", "--verb=get", "--non-resource-url=/healthz"],
+        &["create", "clusterrolebinding", "alice", "--clusterrole=view", "--user=alice"],
+        &["create", "quota", "q", "--hard=pods=10,requests.cpu=2"],
+        &["create", "priorityclass", "high", "--value=1000"],
+        &[
+            "create",
+            "ingress",
+            "simple",
+            "--rule=foo.com/bar=svc1:8080,tls=my-cert",
+            "--class=nginx",
         ],
     ] {
         s.ok(args);

@@ -79,7 +79,13 @@ impl ApiError {
     /// `Pod "web" is invalid: [metadata.name: Required value, ...]`; the kind is qualified
     /// by its group as upstream does (`Deployment.apps "web" is invalid: ...`).
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> ApiError {
-        let lines: Vec<String> = causes.iter().map(Cause::line).collect();
+        // The message lists each line once, as upstream's `ToAggregate`; causes keep them all.
+        let mut lines: Vec<String> = Vec::with_capacity(causes.len());
+        for line in causes.iter().map(Cause::line) {
+            if !lines.contains(&line) {
+                lines.push(line);
+            }
+        }
         let listed =
             if lines.len() == 1 { lines[0].clone() } else { format!("[{}]", lines.join(", ")) };
         let qualified = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };

@@ -13,6 +13,8 @@ pub mod fields;
 pub mod labels;
 mod validation;
 
+pub(crate) use validation::qualified_name_errors;
+
 pub use fields::{FieldOperator, FieldRequirement, FieldSelector};
 pub use labels::{LabelSelector, Operator, Requirement};
 

@@ -3,9 +3,12 @@
 
 use serde_json::Value;
 
+use super::cluster;
 use super::config::{data_keys, immutable_data};
+use super::networking;
 use super::pod::{pod_spec, pod_update};
 use super::service::service;
+use super::storage;
 use super::workloads;
 use super::FieldError;
 use crate::resources::ResourceInfo;
@@ -28,6 +31,26 @@ pub fn validate(info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Vec<Fi
         ("batch", "jobs") => workloads::job(info, obj, old),
         ("batch", "cronjobs") => workloads::cron_job(obj, old),
         ("", "services") => service(obj, old),
+        ("", "resourcequotas") => cluster::resource_quota(obj, old),
+        ("", "limitranges") => cluster::limit_range(obj, old),
+        ("", "namespaces") => cluster::namespace(obj, old),
+        ("policy", "poddisruptionbudgets") => cluster::pod_disruption_budget(obj, old),
+        ("autoscaling", "horizontalpodautoscalers") => cluster::horizontal_pod_autoscaler(obj, old),
+        ("rbac.authorization.k8s.io", "roles") => cluster::role(obj, old),
+        ("rbac.authorization.k8s.io", "clusterroles") => cluster::cluster_role(obj, old),
+        ("rbac.authorization.k8s.io", "rolebindings") => cluster::role_binding(obj, old),
+        ("rbac.authorization.k8s.io", "clusterrolebindings") => {
+            cluster::cluster_role_binding(obj, old)
+        }
+        ("scheduling.k8s.io", "priorityclasses") => cluster::priority_class(obj, old),
+        ("networking.k8s.io", "ingresses") => networking::ingress(obj, old),
+        ("networking.k8s.io", "ingressclasses") => networking::ingress_class(obj, old),
+        ("networking.k8s.io", "networkpolicies") => networking::network_policy(obj, old),
+        ("", "persistentvolumeclaims") => storage::persistent_volume_claim(obj, old),
+        ("", "persistentvolumes") => storage::persistent_volume(obj, old),
+        ("storage.k8s.io", "storageclasses") => storage::storage_class(obj, old),
+        ("storage.k8s.io", "volumeattachments") => storage::volume_attachment(obj, old),
+        ("storage.k8s.io", "csidrivers") => storage::csi_driver(obj, old),
         ("", "configmaps") | ("", "secrets") => {
             let mut errors = data_keys(obj);
             if let Some(old) = old {

@@ -1,7 +1,10 @@
 //! Validation with upstream's messages and field paths (kubectl shows them verbatim in
 //! `... is invalid: ...`): field errors ([`FieldError`]), the name rules and object metadata
-//! here; each kind's own fields in [`validate`] (`kinds`), with one module per area (`pod`,
-//! `workloads`, `service`, `config`), the value checks they share in `values` (ports, enums,
+//! here; each kind's own fields in [`validate`] (`kinds`), with one module per area: `pod`,
+//! `workloads` (apps and batch), `service`, `config` (ConfigMaps and Secrets), `storage`
+//! (claims, volumes, classes, CSI), `networking` (Ingresses, IngressClasses,
+//! NetworkPolicies) and `cluster` (budgets, autoscalers, RBAC, quotas, limit ranges,
+//! priority classes, namespaces). The value checks they share are in `values` (ports, enums,
 //! label maps and selectors, config keys) and cron schedules in `cron`. Bad values that
 //! upstream prints as Go structs are rendered by `crate::gofmt`.
 
@@ -10,11 +13,14 @@ use serde_json::Value;
 use crate::gofmt::go_quote;
 use values::{annotation_map, label_map};
 
+mod cluster;
 mod config;
 mod cron;
 mod kinds;
+mod networking;
 mod pod;
 mod service;
+mod storage;
 mod values;
 mod workloads;
 
@@ -193,39 +199,10 @@ pub fn name_problems(name: &str, rule: NameRule) -> Vec<String> {
     problems
 }
 
-/// A label or annotation key: an optional DNS subdomain prefix and `/`, then a name of at
-/// most 63 characters. Returns upstream's messages.
+/// A label or annotation key (upstream's `IsQualifiedName`): an optional DNS subdomain prefix
+/// and `/`, then a name of at most 63 characters. Returns upstream's messages.
 pub fn qualified_name_problems(key: &str) -> Vec<String> {
-    const NAME_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
-    let mut problems = Vec::new();
-    let (prefix, name) = match key.split_once('/') {
-        Some((p, n)) => (Some(p), n),
-        None => (None, key),
-    };
-    if let Some(prefix) = prefix {
-        if prefix.is_empty() {
-            problems.push("prefix part must be non-empty".to_string());
-        } else {
-            for p in name_problems(prefix, NameRule::Subdomain) {
-                problems.push(format!("prefix part {p}"));
-            }
-        }
-    }
-    if name.is_empty() {
-        problems.push("name part must be non-empty".to_string());
-    } else {
-        if name.len() > 63 {
-            problems.push("name part must be no more than 63 characters".to_string());
-        }
-        let b = name.as_bytes();
-        let ok = b.iter().all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'))
-            && b[0].is_ascii_alphanumeric()
-            && b[b.len() - 1].is_ascii_alphanumeric();
-        if !ok {
-            problems.push(NAME_MSG.to_string());
-        }
-    }
-    problems
+    crate::selectors::qualified_name_errors(key)
 }
 
 /// A label value: empty, or at most 63 characters of the label-name alphabet.

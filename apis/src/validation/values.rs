@@ -173,6 +173,54 @@ pub fn label_selector(field: &str, selector: &Value) -> Vec<FieldError> {
     errors
 }
 
+/// A resource name in the `kubernetes.io` domain (or without a domain): cpu, memory,
+/// hugepages-2Mi, ... (upstream's `IsNativeResource`).
+pub fn is_native_resource(name: &str) -> bool {
+    !name.contains('/') || name.contains("kubernetes.io/")
+}
+
+/// One of the resource names upstream knows (`IsStandardResourceName`), for containers and
+/// quotas alike.
+pub fn is_standard_resource(name: &str) -> bool {
+    const STANDARD: [&str; 20] = [
+        "cpu",
+        "memory",
+        "ephemeral-storage",
+        "requests.cpu",
+        "requests.memory",
+        "requests.ephemeral-storage",
+        "limits.cpu",
+        "limits.memory",
+        "limits.ephemeral-storage",
+        "pods",
+        "resourcequotas",
+        "services",
+        "replicationcontrollers",
+        "secrets",
+        "configmaps",
+        "persistentvolumeclaims",
+        "storage",
+        "requests.storage",
+        "services.nodeports",
+        "services.loadbalancers",
+    ];
+    STANDARD.contains(&name)
+        || name.starts_with("hugepages-")
+        || name.starts_with("requests.hugepages-")
+}
+
+/// A hostPath volume's `type`, as upstream lists them (`""` is no check).
+pub const HOST_PATH_TYPES: [&str; 8] = [
+    "",
+    "BlockDevice",
+    "CharDevice",
+    "Directory",
+    "DirectoryOrCreate",
+    "File",
+    "FileOrCreate",
+    "Socket",
+];
+
 #[cfg(test)]
 mod tests {
     use super::*;

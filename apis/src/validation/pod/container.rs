@@ -677,38 +677,6 @@ pub(super) fn resource_name(name: &str, at: &str, errors: &mut Vec<FieldError>) 
     }
 }
 
-pub(super) fn is_native_resource(name: &str) -> bool {
-    !name.contains('/') || name.contains("kubernetes.io/")
-}
-
-pub(super) fn is_standard_resource(name: &str) -> bool {
-    const STANDARD: [&str; 20] = [
-        "cpu",
-        "memory",
-        "ephemeral-storage",
-        "requests.cpu",
-        "requests.memory",
-        "requests.ephemeral-storage",
-        "limits.cpu",
-        "limits.memory",
-        "limits.ephemeral-storage",
-        "pods",
-        "resourcequotas",
-        "services",
-        "replicationcontrollers",
-        "secrets",
-        "configmaps",
-        "persistentvolumeclaims",
-        "storage",
-        "requests.storage",
-        "services.nodeports",
-        "services.loadbalancers",
-    ];
-    STANDARD.contains(&name)
-        || name.starts_with("hugepages-")
-        || name.starts_with("requests.hugepages-")
-}
-
 /// Env var names (and envFrom prefixes) under upstream's relaxed rule, on by default in
 /// v1.33 (RelaxedEnvironmentVariableValidation).
 pub(super) fn env_name_problems(name: &str) -> Vec<String> {

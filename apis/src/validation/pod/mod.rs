@@ -12,8 +12,8 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use super::values::{
-    config_key_problems, label_map, non_negative, one_of, one_of_or_empty, port_name,
-    port_name_problems, range_msg,
+    config_key_problems, is_native_resource, is_standard_resource, label_map, non_negative, one_of,
+    one_of_or_empty, port_name, port_name_problems, range_msg, HOST_PATH_TYPES,
 };
 use super::{label_value_problems, name_problems, qualified_name_problems, FieldError, NameRule};
 use crate::quantity::Quantity;

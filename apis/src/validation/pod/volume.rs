@@ -96,17 +96,7 @@ pub(super) fn volume_source(v: &Value, at: &str) -> Vec<FieldError> {
                     continue;
                 }
                 no_backsteps(path, &format!("{at}.path"), &mut errors);
-                const TYPES: [&str; 8] = [
-                    "",
-                    "BlockDevice",
-                    "CharDevice",
-                    "Directory",
-                    "DirectoryOrCreate",
-                    "File",
-                    "FileOrCreate",
-                    "Socket",
-                ];
-                errors.extend(one_of(&format!("{at}.type"), &s["type"], &TYPES));
+                errors.extend(one_of(&format!("{at}.type"), &s["type"], &HOST_PATH_TYPES));
             }
             "gitRepo" => {
                 if str_of(&s["repository"]).is_empty() {
