@@ -67,6 +67,29 @@ fn legacy_network_name(node: &str) -> String {
     format!("rkube-{node}")
 }
 
+/// How long a container with a memory limit that just ended with SIGKILL's code is
+/// re-inspected, waiting for Docker to note an OOM kill.
+const OOM_SETTLE_POLLS: usize = 10;
+const OOM_SETTLE_POLL: Duration = Duration::from_millis(100);
+
+/// Docker can answer for a container its memory limit has just killed before it has handled
+/// the kernel's OOM event (exit code 137, `OOMKilled` still false): then the pod would be
+/// reported `Error` instead of `OOMKilled` for good, as an exited container is inspected
+/// once. True for such a container that ended in the last few seconds.
+fn may_not_have_noted_oom(inspect: &bollard::models::ContainerInspectResponse) -> bool {
+    let limited = inspect.host_config.as_ref().and_then(|h| h.memory).is_some_and(|m| m > 0);
+    let Some(state) = inspect.state.as_ref() else {
+        return false;
+    };
+    let recent = parse_time(state.finished_at.as_deref())
+        .is_some_and(|t| (Utc::now() - t).num_seconds() < 5);
+    limited
+        && state.running != Some(true)
+        && state.exit_code == Some(137)
+        && state.oom_killed != Some(true)
+        && recent
+}
+
 fn parse_time(text: Option<&str>) -> Option<DateTime<Utc>> {
     text.and_then(|t| DateTime::parse_from_rfc3339(t).ok())
         .map(|t| t.with_timezone(&Utc))
@@ -206,7 +229,14 @@ impl DockerRuntime {
         {
             return Ok(kept.record);
         }
-        let inspect = self.docker.inspect_container(id, None).await.map_err(err)?;
+        let mut inspect = self.docker.inspect_container(id, None).await.map_err(err)?;
+        for _ in 0..OOM_SETTLE_POLLS {
+            if !may_not_have_noted_oom(&inspect) {
+                break;
+            }
+            tokio::time::sleep(OOM_SETTLE_POLL).await;
+            inspect = self.docker.inspect_container(id, None).await.map_err(err)?;
+        }
         let ip = Self::ip_of(&inspect);
         let record = Self::record(inspect);
         let mut inspected = self.inspected.lock().unwrap_or_else(|e| e.into_inner());

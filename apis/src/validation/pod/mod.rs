@@ -19,10 +19,12 @@ use super::{label_value_problems, name_problems, qualified_name_problems, FieldE
 use crate::quantity::Quantity;
 
 mod container;
+mod scheduling;
 mod security;
 mod volume;
 
 use container::*;
+use scheduling::*;
 use security::*;
 use volume::*;
 
@@ -123,7 +125,9 @@ pub fn pod_spec(spec: &Value, path: &str) -> Vec<FieldError> {
     ));
     errors.extend(label_map(&format!("{path}.nodeSelector"), &spec["nodeSelector"]));
     pod_security_context(spec, &format!("{path}.securityContext"), &mut errors);
+    affinity(spec, path, &mut errors);
     dns_config(spec, &format!("{path}.dnsConfig"), &mut errors);
+    topology_spread_constraints(spec, path, &mut errors);
     for (field, rule) in
         [("serviceAccountName", NameRule::Subdomain), ("nodeName", NameRule::Subdomain)]
     {
