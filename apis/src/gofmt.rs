@@ -13,6 +13,10 @@
 
 use serde_json::{json, Number, Value};
 
+use crate::quantity::Quantity;
+
+const NANOS: i128 = 1_000_000_000;
+
 /// `fmt.Sprintf("%v", v)` for a value decoded into `interface{}` (integers kept as int64).
 pub(crate) fn go_v(value: &Value) -> String {
     let mut out = String::new();
@@ -246,6 +250,139 @@ pub(crate) fn go_pointee(v: &Value) -> Value {
     } else {
         v.clone()
     }
+}
+
+/// A quantity as `ParseQuantity` holds it, the parts `%#v` shows.
+struct GoQuantity {
+    value: i64,
+    scale: i32,
+    /// The cached string: the input when it was already canonical.
+    s: String,
+    format: &'static str,
+    /// Too big or too precise for an int64 amount: held as an `inf.Dec`.
+    dec: bool,
+}
+
+/// Upstream's `ParseQuantity`, for the parts it keeps (`None` when it does not parse).
+fn go_parse_quantity(input: &str) -> Option<GoQuantity> {
+    if input == "0" {
+        return Some(GoQuantity {
+            value: 0,
+            scale: 0,
+            s: "0".into(),
+            format: "DecimalSI",
+            dec: false,
+        });
+    }
+    let b = input.as_bytes();
+    let mut pos = 0;
+    let positive = b.first() != Some(&b'-');
+    if matches!(b.first(), Some(b'-' | b'+')) {
+        pos = 1;
+    }
+    while pos < b.len() && b[pos] == b'0' {
+        pos += 1;
+    }
+    let start = pos;
+    while pos < b.len() && b[pos].is_ascii_digit() {
+        pos += 1;
+    }
+    let num = if start == pos { "0" } else { &input[start..pos] };
+    let mut denom = "";
+    if pos < b.len() && b[pos] == b'.' {
+        pos += 1;
+        let start = pos;
+        while pos < b.len() && b[pos].is_ascii_digit() {
+            pos += 1;
+        }
+        denom = &input[start..pos];
+    }
+    let (binary, exponent, format) = match &input[pos..] {
+        "" => (false, 0, "DecimalSI"),
+        "n" => (false, -9, "DecimalSI"),
+        "u" => (false, -6, "DecimalSI"),
+        "m" => (false, -3, "DecimalSI"),
+        "k" => (false, 3, "DecimalSI"),
+        "M" => (false, 6, "DecimalSI"),
+        "G" => (false, 9, "DecimalSI"),
+        "T" => (false, 12, "DecimalSI"),
+        "P" => (false, 15, "DecimalSI"),
+        "E" => (false, 18, "DecimalSI"),
+        "Ki" => (true, 10, "BinarySI"),
+        "Mi" => (true, 20, "BinarySI"),
+        "Gi" => (true, 30, "BinarySI"),
+        "Ti" => (true, 40, "BinarySI"),
+        "Pi" => (true, 50, "BinarySI"),
+        "Ei" => (true, 60, "BinarySI"),
+        s if s.starts_with(['e', 'E']) => (false, s[1..].parse::<i32>().ok()?, "DecimalExponent"),
+        _ => return None,
+    };
+    let digits = (num.len() + denom.len()) as i32;
+    let (mut scale, precision, mantissa) = if binary {
+        if denom.is_empty() {
+            let precision = 15 - num.len() as i32 - (exponent as f32 * 3.0 / 10.0) as i32 - 1;
+            (0, precision, 1i64 << exponent)
+        } else {
+            (0, -1, 1)
+        }
+    } else {
+        (exponent, 18 - digits, 1)
+    };
+    if precision >= 0 {
+        scale -= denom.len() as i32;
+        if scale >= -9 {
+            let shifted = format!("{num}{denom}");
+            let value: i64 = shifted.parse().ok()?;
+            if let Some(result) = value.checked_mul(mantissa) {
+                let canonical = if binary {
+                    exponent % 10 == 0 && value & 7 != 0
+                } else {
+                    scale % 3 == 0 && !shifted.ends_with("000") && !shifted.starts_with('0')
+                };
+                return Some(GoQuantity {
+                    value: if positive { result } else { -result },
+                    scale,
+                    s: if canonical { input.to_string() } else { String::new() },
+                    format,
+                    dec: false,
+                });
+            }
+        }
+    }
+    // The slow path: an inf.Dec, BinarySI below one shown as DecimalSI.
+    let nanos = Quantity::parse(&Value::String(input.to_string())).map_or(0, |q| q.nanos);
+    let format = if binary && nanos > 0 && nanos < NANOS { "DecimalSI" } else { format };
+    Some(GoQuantity { value: 0, scale: 0, s: String::new(), format, dec: true })
+}
+
+/// A `resource.Quantity` as `%#v` prints it. `stringified`: upstream called `String()` on
+/// this very value before printing it (which caches the canonical form in `s`).
+pub(crate) fn go_quantity(v: &Value, stringified: bool) -> String {
+    let input = match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => String::new(),
+    };
+    let q = go_parse_quantity(&input).unwrap_or(GoQuantity {
+        value: 0,
+        scale: 0,
+        s: String::new(),
+        format: "",
+        dec: false,
+    });
+    let s = if stringified {
+        Quantity::parse(v).map(|q| q.canonical()).unwrap_or_default()
+    } else {
+        q.s
+    };
+    let dec = if q.dec { "(*inf.Dec)(0xc000a1c000)" } else { "(*inf.Dec)(nil)" };
+    format!(
+        "resource.Quantity{{i:resource.int64Amount{{value:{}, scale:{}}}, d:resource.infDecAmount{{Dec:{dec}}}, s:{}, Format:{}}}",
+        q.value,
+        q.scale,
+        go_quote(&s),
+        go_quote(q.format)
+    )
 }
 
 #[cfg(test)]

@@ -13,10 +13,13 @@
 
 use serde_json::{json, Map, Value};
 
-use super::values::{is_native_resource, is_standard_resource, label_selector, one_of};
+use super::values::{
+    container_resource_name, is_extended_resource, is_native_resource, items, label_selector,
+    one_of, resource_name, str_of,
+};
 use super::workloads::{not_over_100_percent, positive_int_or_percent};
 use super::{name_problems, qualified_name_problems, FieldError, NameRule};
-use crate::gofmt::{go_pointer, go_quote, go_string_slice};
+use crate::gofmt::{go_pointer, go_quantity, go_quote, go_string_slice};
 use crate::quantity::Quantity;
 
 const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
@@ -25,16 +28,8 @@ const NANOS: i128 = 1_000_000_000;
 // ---------------------------------------------------------------------------------------
 // Shared pieces.
 
-fn text(v: &Value) -> &str {
-    v.as_str().unwrap_or_default()
-}
-
-fn list(v: &Value) -> &[Value] {
-    v.as_array().map_or(&[], Vec::as_slice)
-}
-
 fn strings(v: &Value) -> Option<Vec<&str>> {
-    v.as_array().map(|a| a.iter().map(text).collect())
+    v.as_array().map(|a| a.iter().map(str_of).collect())
 }
 
 fn entries(v: &Value) -> Vec<(&String, &Value)> {
@@ -46,7 +41,7 @@ fn entries(v: &Value) -> Vec<(&String, &Value)> {
 /// `field.Required(path, "")` when empty, else one `Invalid` per path-segment problem (the
 /// rule for object references' kinds and names and RBAC role names).
 fn path_segment(at: &str, v: &Value, errors: &mut Vec<FieldError>) {
-    let s = text(v);
+    let s = str_of(v);
     if s.is_empty() {
         errors.push(FieldError::required(at, ""));
     } else {
@@ -75,147 +70,8 @@ fn ceil_div(a: i128, b: i128) -> i128 {
     }
 }
 
-/// A quantity as `ParseQuantity` holds it, the parts `%#v` shows.
-struct GoQuantity {
-    value: i64,
-    scale: i32,
-    /// The cached string: the input when it was already canonical.
-    s: String,
-    format: &'static str,
-    /// Too big or too precise for an int64 amount: held as an `inf.Dec`.
-    dec: bool,
-}
-
-/// Upstream's `ParseQuantity`, for the parts it keeps (`None` when it does not parse).
-fn go_parse_quantity(input: &str) -> Option<GoQuantity> {
-    if input == "0" {
-        return Some(GoQuantity {
-            value: 0,
-            scale: 0,
-            s: "0".into(),
-            format: "DecimalSI",
-            dec: false,
-        });
-    }
-    let b = input.as_bytes();
-    let mut pos = 0;
-    let positive = b.first() != Some(&b'-');
-    if matches!(b.first(), Some(b'-' | b'+')) {
-        pos = 1;
-    }
-    while pos < b.len() && b[pos] == b'0' {
-        pos += 1;
-    }
-    let start = pos;
-    while pos < b.len() && b[pos].is_ascii_digit() {
-        pos += 1;
-    }
-    let num = if start == pos { "0" } else { &input[start..pos] };
-    let mut denom = "";
-    if pos < b.len() && b[pos] == b'.' {
-        pos += 1;
-        let start = pos;
-        while pos < b.len() && b[pos].is_ascii_digit() {
-            pos += 1;
-        }
-        denom = &input[start..pos];
-    }
-    let (binary, exponent, format) = match &input[pos..] {
-        "" => (false, 0, "DecimalSI"),
-        "n" => (false, -9, "DecimalSI"),
-        "u" => (false, -6, "DecimalSI"),
-        "m" => (false, -3, "DecimalSI"),
-        "k" => (false, 3, "DecimalSI"),
-        "M" => (false, 6, "DecimalSI"),
-        "G" => (false, 9, "DecimalSI"),
-        "T" => (false, 12, "DecimalSI"),
-        "P" => (false, 15, "DecimalSI"),
-        "E" => (false, 18, "DecimalSI"),
-        "Ki" => (true, 10, "BinarySI"),
-        "Mi" => (true, 20, "BinarySI"),
-        "Gi" => (true, 30, "BinarySI"),
-        "Ti" => (true, 40, "BinarySI"),
-        "Pi" => (true, 50, "BinarySI"),
-        "Ei" => (true, 60, "BinarySI"),
-        s if s.starts_with(['e', 'E']) => (false, s[1..].parse::<i32>().ok()?, "DecimalExponent"),
-        _ => return None,
-    };
-    let digits = (num.len() + denom.len()) as i32;
-    let (mut scale, precision, mantissa) = if binary {
-        if denom.is_empty() {
-            let precision = 15 - num.len() as i32 - (exponent as f32 * 3.0 / 10.0) as i32 - 1;
-            (0, precision, 1i64 << exponent)
-        } else {
-            (0, -1, 1)
-        }
-    } else {
-        (exponent, 18 - digits, 1)
-    };
-    if precision >= 0 {
-        scale -= denom.len() as i32;
-        if scale >= -9 {
-            let shifted = format!("{num}{denom}");
-            let value: i64 = shifted.parse().ok()?;
-            if let Some(result) = value.checked_mul(mantissa) {
-                let canonical = if binary {
-                    exponent % 10 == 0 && value & 7 != 0
-                } else {
-                    scale % 3 == 0 && !shifted.ends_with("000") && !shifted.starts_with('0')
-                };
-                return Some(GoQuantity {
-                    value: if positive { result } else { -result },
-                    scale,
-                    s: if canonical { input.to_string() } else { String::new() },
-                    format,
-                    dec: false,
-                });
-            }
-        }
-    }
-    // The slow path: an inf.Dec, BinarySI below one shown as DecimalSI.
-    let nanos = Quantity::parse(&json!(input)).map_or(0, |q| q.nanos);
-    let format = if binary && nanos > 0 && nanos < NANOS { "DecimalSI" } else { format };
-    Some(GoQuantity { value: 0, scale: 0, s: String::new(), format, dec: true })
-}
-
-/// A `resource.Quantity` as `%#v` prints it. `stringified`: upstream called `String()` on
-/// this very value before printing it (which caches the canonical form in `s`).
-fn go_quantity(v: &Value, stringified: bool) -> String {
-    let input = match v {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
-        _ => String::new(),
-    };
-    let q = go_parse_quantity(&input).unwrap_or(GoQuantity {
-        value: 0,
-        scale: 0,
-        s: String::new(),
-        format: "",
-        dec: false,
-    });
-    let s = if stringified { canonical(v) } else { q.s };
-    let dec = if q.dec { "(*inf.Dec)(0xc000a1c000)" } else { "(*inf.Dec)(nil)" };
-    format!(
-        "resource.Quantity{{i:resource.int64Amount{{value:{}, scale:{}}}, d:resource.infDecAmount{{Dec:{dec}}}, s:{}, Format:{}}}",
-        q.value,
-        q.scale,
-        go_quote(&s),
-        go_quote(q.format)
-    )
-}
-
-fn canonical(v: &Value) -> String {
-    Quantity::parse(v).map(|q| q.canonical()).unwrap_or_default()
-}
-
 // ---------------------------------------------------------------------------------------
 // Resource names (quota keys, LimitRange keys, HPA container resources).
-
-fn is_extended_resource(name: &str) -> bool {
-    !is_native_resource(name)
-        && !name.starts_with("requests.")
-        && qualified_name_problems(&format!("requests.{name}")).is_empty()
-}
 
 fn is_hugepages(name: &str) -> bool {
     name.starts_with("hugepages-")
@@ -260,44 +116,6 @@ fn is_integer_resource(name: &str) -> bool {
         "services.loadbalancers",
     ];
     INTEGER.contains(&name) || is_extended_resource(name)
-}
-
-/// `validateResourceName`: a qualified name, and standard unless it has a prefix.
-fn resource_name(name: &str, at: &str, errors: &mut Vec<FieldError>) {
-    let value = json!(name);
-    let problems = qualified_name_problems(name);
-    for p in &problems {
-        errors.push(FieldError::invalid(at, &value, p));
-    }
-    if problems.is_empty() && !name.contains('/') && !is_standard_resource(name) {
-        errors.push(FieldError::invalid(
-            at,
-            &value,
-            "must be a standard resource type or fully qualified",
-        ));
-    }
-}
-
-/// `validateContainerResourceName`: also one of the container resources, or an extended
-/// resource.
-fn container_resource_name(name: &str, at: &str, errors: &mut Vec<FieldError>) {
-    resource_name(name, at, errors);
-    let value = json!(name);
-    if !name.contains('/') {
-        if !matches!(name, "cpu" | "memory" | "ephemeral-storage") && !is_hugepages(name) {
-            errors.push(FieldError::invalid(
-                at,
-                &value,
-                "must be a standard resource for containers",
-            ));
-        }
-    } else if !is_native_resource(name) && !is_extended_resource(name) {
-        errors.push(FieldError::invalid(
-            at,
-            &value,
-            "doesn't follow extended resource name standard",
-        ));
-    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -383,7 +201,7 @@ pub fn horizontal_pod_autoscaler(obj: &Value, old: Option<&Value>) -> Vec<FieldE
         ));
     }
     object_reference(&spec["scaleTargetRef"], "spec.scaleTargetRef", &mut errors);
-    let metrics = list(&spec["metrics"]);
+    let metrics = items(&spec["metrics"]);
     let mut scales_on_objects = false;
     for (i, m) in metrics.iter().enumerate() {
         metric_spec(m, &format!("spec.metrics[{i}]"), &mut errors);
@@ -445,7 +263,7 @@ fn scaling_rules(rules: &Value, at: &str, errors: &mut Vec<FieldError>) {
             "must specify at least one Policy",
         ));
     }
-    for (i, p) in list(&rules["policies"]).iter().enumerate() {
+    for (i, p) in items(&rules["policies"]).iter().enumerate() {
         let at = format!("{at}.policies[{i}]");
         if p["type"] != "Pods" && p["type"] != "Percent" {
             let t = if p["type"].is_string() { p["type"].clone() } else { json!("") };
@@ -477,7 +295,7 @@ const METRIC_TYPES: [&str; 5] = ["ContainerResource", "External", "Object", "Pod
 /// `validateMetricSpec`: the type, the one source it names (only the first source present
 /// is checked further), and no other sources.
 fn metric_spec(m: &Value, at: &str, errors: &mut Vec<FieldError>) {
-    let kind = text(&m["type"]);
+    let kind = str_of(&m["type"]);
     let shown = json!(kind);
     if kind.is_empty() {
         errors
@@ -535,7 +353,7 @@ fn metric_spec(m: &Value, at: &str, errors: &mut Vec<FieldError>) {
 
 fn metric_identifier(id: &Value, at: &str, errors: &mut Vec<FieldError>) {
     let name = &id["name"];
-    if text(name).is_empty() {
+    if str_of(name).is_empty() {
         errors.push(FieldError::required(format!("{at}.name"), "must specify a metric name"));
     } else {
         path_segment(&format!("{at}.name"), name, errors);
@@ -544,7 +362,7 @@ fn metric_identifier(id: &Value, at: &str, errors: &mut Vec<FieldError>) {
 
 /// `validateMetricTarget`: the target type and positive values.
 fn metric_target(t: &Value, at: &str, errors: &mut Vec<FieldError>) {
-    let kind = text(&t["type"]);
+    let kind = str_of(&t["type"]);
     if kind.is_empty() {
         errors
             .push(FieldError::required(format!("{at}.type"), "must specify a metric target type"));
@@ -623,14 +441,14 @@ fn pods_source(s: &Value, at: &str, errors: &mut Vec<FieldError>) {
 /// `Resource` and `ContainerResource` sources: the resource (and container) name, and a
 /// utilization or an average value, not both.
 fn resource_source(s: &Value, at: &str, container: bool, errors: &mut Vec<FieldError>) {
-    let name = text(&s["name"]);
+    let name = str_of(&s["name"]);
     if name.is_empty() {
         errors.push(FieldError::required(format!("{at}.name"), "must specify a resource name"));
     } else if container {
         container_resource_name(name, &format!("{at}.name"), errors);
     }
     if container {
-        let c = text(&s["container"]);
+        let c = str_of(&s["container"]);
         if c.is_empty() {
             errors
                 .push(FieldError::required(format!("{at}.container"), "must specify a container"));
@@ -664,7 +482,7 @@ fn resource_source(s: &Value, at: &str, container: bool, errors: &mut Vec<FieldE
 /// `ValidateRole`: each rule (a Role's rules cannot name non-resource URLs).
 pub fn role(obj: &Value, _old: Option<&Value>) -> Vec<FieldError> {
     let mut errors = Vec::new();
-    for (i, rule) in list(&obj["rules"]).iter().enumerate() {
+    for (i, rule) in items(&obj["rules"]).iter().enumerate() {
         policy_rule(rule, true, &format!("rules[{i}]"), &mut errors);
     }
     errors
@@ -673,12 +491,12 @@ pub fn role(obj: &Value, _old: Option<&Value>) -> Vec<FieldError> {
 /// `ValidateClusterRole`: each rule, and the aggregation rule's selectors.
 pub fn cluster_role(obj: &Value, _old: Option<&Value>) -> Vec<FieldError> {
     let mut errors = Vec::new();
-    for (i, rule) in list(&obj["rules"]).iter().enumerate() {
+    for (i, rule) in items(&obj["rules"]).iter().enumerate() {
         policy_rule(rule, false, &format!("rules[{i}]"), &mut errors);
     }
     let aggregation = &obj["aggregationRule"];
     if aggregation.is_object() {
-        let selectors = list(&aggregation["clusterRoleSelectors"]);
+        let selectors = items(&aggregation["clusterRoleSelectors"]);
         if selectors.is_empty() {
             errors.push(FieldError::required(
                 "aggregationRule.clusterRoleSelectors",
@@ -701,7 +519,7 @@ pub fn cluster_role(obj: &Value, _old: Option<&Value>) -> Vec<FieldError> {
 }
 
 fn policy_rule(rule: &Value, namespaced: bool, at: &str, errors: &mut Vec<FieldError>) {
-    let empty = |field: &str| list(&rule[field]).is_empty();
+    let empty = |field: &str| items(&rule[field]).is_empty();
     if empty("verbs") {
         errors.push(FieldError::required(
             format!("{at}.verbs"),
@@ -743,11 +561,11 @@ fn policy_rule(rule: &Value, namespaced: bool, at: &str, errors: &mut Vec<FieldE
 /// A binding's roleRef with its API group defaulted.
 fn role_ref(obj: &Value) -> (&str, &str, &str) {
     let r = &obj["roleRef"];
-    let group = match text(&r["apiGroup"]) {
+    let group = match str_of(&r["apiGroup"]) {
         "" => RBAC_GROUP,
         g => g,
     };
-    (group, text(&r["kind"]), text(&r["name"]))
+    (group, str_of(&r["kind"]), str_of(&r["name"]))
 }
 
 fn binding(obj: &Value, old: Option<&Value>, kinds: &[&str], namespaced: bool) -> Vec<FieldError> {
@@ -760,7 +578,7 @@ fn binding(obj: &Value, old: Option<&Value>, kinds: &[&str], namespaced: bool) -
         errors.push(FieldError::unsupported("roleRef.kind", &json!(kind), kinds));
     }
     path_segment("roleRef.name", &json!(name), &mut errors);
-    for (i, subject) in list(&obj["subjects"]).iter().enumerate() {
+    for (i, subject) in items(&obj["subjects"]).iter().enumerate() {
         binding_subject(subject, namespaced, &format!("subjects[{i}]"), &mut errors);
     }
     if let Some(old) = old {
@@ -780,12 +598,12 @@ fn binding(obj: &Value, old: Option<&Value>, kinds: &[&str], namespaced: bool) -
 /// `ValidateRoleBindingSubject`, with the API group defaulted as upstream's v1 defaulting
 /// does ("" for service accounts, the RBAC group for users and groups).
 fn binding_subject(s: &Value, namespaced: bool, at: &str, errors: &mut Vec<FieldError>) {
-    let name = text(&s["name"]);
+    let name = str_of(&s["name"]);
     if name.is_empty() {
         errors.push(FieldError::required(format!("{at}.name"), ""));
     }
-    let kind = text(&s["kind"]);
-    let group = match (text(&s["apiGroup"]), kind) {
+    let kind = str_of(&s["kind"]);
+    let group = match (str_of(&s["apiGroup"]), kind) {
         ("", "User" | "Group") => RBAC_GROUP,
         (g, _) => g,
     };
@@ -803,7 +621,7 @@ fn binding_subject(s: &Value, namespaced: bool, at: &str, errors: &mut Vec<Field
                     &[""],
                 ));
             }
-            if !namespaced && text(&s["namespace"]).is_empty() {
+            if !namespaced && str_of(&s["namespace"]).is_empty() {
                 errors.push(FieldError::required(format!("{at}.namespace"), ""));
             }
         }
@@ -861,7 +679,7 @@ fn go_scopes(scopes: &Value) -> String {
     match scopes.as_array() {
         None => "[]core.ResourceQuotaScope(nil)".to_string(),
         Some(a) => {
-            let shown: Vec<String> = a.iter().map(|s| go_quote(text(s))).collect();
+            let shown: Vec<String> = a.iter().map(|s| go_quote(str_of(s))).collect();
             format!("[]core.ResourceQuotaScope{{{}}}", shown.join(", "))
         }
     }
@@ -876,8 +694,8 @@ fn go_scope_selector(sel: &Value) -> String {
                 .map(|e| {
                     format!(
                         "core.ScopedResourceSelectorRequirement{{ScopeName:{}, Operator:{}, Values:{}}}",
-                        go_quote(text(&e["scopeName"])),
-                        go_quote(text(&e["operator"])),
+                        go_quote(str_of(&e["scopeName"])),
+                        go_quote(str_of(&e["operator"])),
                         go_string_slice(strings(&e["values"]).as_deref())
                     )
                 })
@@ -930,7 +748,7 @@ pub fn resource_quota(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     }
     let standard: Vec<&str> =
         hard.iter().map(|(k, _)| k.as_str()).filter(|k| is_standard_quota_resource(k)).collect();
-    let scopes: Vec<&str> = list(&spec["scopes"]).iter().map(text).collect();
+    let scopes: Vec<&str> = items(&spec["scopes"]).iter().map(str_of).collect();
     if !scopes.is_empty() {
         let shown = go_scopes(&spec["scopes"]);
         for scope in &scopes {
@@ -954,7 +772,7 @@ pub fn resource_quota(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     }
     if let Some(old) = old {
         let set = |v: &Value| {
-            let mut s: Vec<String> = list(v).iter().map(|s| text(s).to_string()).collect();
+            let mut s: Vec<String> = items(v).iter().map(|s| str_of(s).to_string()).collect();
             s.sort();
             s.dedup();
             s
@@ -974,8 +792,8 @@ fn scope_selector(spec: &Value, standard: &[&str], errors: &mut Vec<FieldError>)
     let selector = &spec["scopeSelector"];
     let at = "spec.scopeSelector.matchExpressions";
     let mut scopes: Vec<&str> = Vec::new();
-    for e in list(&selector["matchExpressions"]) {
-        let scope = text(&e["scopeName"]);
+    for e in items(&selector["matchExpressions"]) {
+        let scope = str_of(&e["scopeName"]);
         if !SCOPES.contains(&scope) {
             errors.push(FieldError::invalid(
                 format!("{at}.scopeName"),
@@ -990,7 +808,7 @@ fn scope_selector(spec: &Value, standard: &[&str], errors: &mut Vec<FieldError>)
                 "unsupported scope applied to resource",
             ));
         }
-        let operator = text(&e["operator"]);
+        let operator = str_of(&e["operator"]);
         let pod_scope = matches!(
             scope,
             "BestEffort"
@@ -1006,7 +824,7 @@ fn scope_selector(spec: &Value, standard: &[&str], errors: &mut Vec<FieldError>)
                 "must be 'Exist' when scope is any of ResourceQuotaScopeTerminating, ResourceQuotaScopeNotTerminating, ResourceQuotaScopeBestEffort, ResourceQuotaScopeNotBestEffort or ResourceQuotaScopeCrossNamespacePodAffinity",
             ));
         }
-        let values = list(&e["values"]);
+        let values = items(&e["values"]);
         match operator {
             "In" | "NotIn" if values.is_empty() => errors.push(FieldError::required(
                 format!("{at}.values"),
@@ -1053,9 +871,9 @@ fn limits(v: &Value) -> Limits {
 pub fn limit_range(obj: &Value, _old: Option<&Value>) -> Vec<FieldError> {
     let mut errors = Vec::new();
     let mut seen: Vec<&str> = Vec::new();
-    for (i, item) in list(&obj["spec"]["limits"]).iter().enumerate() {
+    for (i, item) in items(&obj["spec"]["limits"]).iter().enumerate() {
         let at = format!("spec.limits[{i}]");
-        let kind = text(&item["type"]);
+        let kind = str_of(&item["type"]);
         limit_type(kind, &format!("{at}.type"), &mut errors);
         if seen.contains(&kind) {
             errors.push(FieldError::duplicate(format!("{at}.type"), &json!(kind)));
@@ -1159,53 +977,26 @@ fn limit_relations(q: &LimitQuantities, k: &str, at: &str, errors: &mut Vec<Fiel
             &detail,
         ));
     };
-    if let (Some(min), Some(max)) = (&q.min, &q.max) {
-        if min.1.nanos > max.1.nanos {
-            push("min", min, format!("min value {} is greater than max value {}", c(min), c(max)));
-        }
-    }
-    if let (Some(request), Some(min)) = (&q.request, &q.min) {
-        if min.1.nanos > request.1.nanos {
-            let detail = format!(
-                "min value {} is greater than default request value {}",
-                c(min),
-                c(request)
-            );
-            push("defaultRequest", request, detail);
-        }
-    }
-    if let (Some(request), Some(max)) = (&q.request, &q.max) {
-        if request.1.nanos > max.1.nanos {
-            let detail = format!(
-                "default request value {} is greater than max value {}",
-                c(request),
-                c(max)
-            );
-            push("defaultRequest", request, detail);
-        }
-    }
-    if let (Some(request), Some(default)) = (&q.request, &q.default) {
-        if request.1.nanos > default.1.nanos {
-            let detail = format!(
-                "default request value {} is greater than default limit value {}",
-                c(request),
-                c(default)
-            );
-            push("defaultRequest", request, detail);
-        }
-    }
-    if let (Some(default), Some(min)) = (&q.default, &q.min) {
-        if min.1.nanos > default.1.nanos {
-            let detail =
-                format!("min value {} is greater than default value {}", c(min), c(default));
-            push("default", min, detail);
-        }
-    }
-    if let (Some(default), Some(max)) = (&q.default, &q.max) {
-        if default.1.nanos > max.1.nanos {
-            let detail =
-                format!("default value {} is greater than max value {}", c(default), c(max));
-            push("default", max, detail);
+    // Each pair must be in order (lower <= upper); upstream reports the field named last, with
+    // the value named third (its "bad value" is not always the field's own).
+    let ordered: [(&Found, &str, &Found, &str, &str, &Found); 6] = [
+        (&q.min, "min", &q.max, "max", "min", &q.min),
+        (&q.min, "min", &q.request, "default request", "defaultRequest", &q.request),
+        (&q.request, "default request", &q.max, "max", "defaultRequest", &q.request),
+        (&q.request, "default request", &q.default, "default limit", "defaultRequest", &q.request),
+        (&q.min, "min", &q.default, "default", "default", &q.min),
+        (&q.default, "default", &q.max, "max", "default", &q.max),
+    ];
+    for (lower, lower_name, upper, upper_name, field, shown) in ordered {
+        if let (Some(lo), Some(hi), Some(bad)) = (lower, upper, shown) {
+            if lo.1.nanos > hi.1.nanos {
+                let detail = format!(
+                    "{lower_name} value {} is greater than {upper_name} value {}",
+                    c(lo),
+                    c(hi)
+                );
+                push(field, bad, detail);
+            }
         }
     }
     if let Some(ratio) = &q.ratio {
@@ -1297,7 +1088,7 @@ pub fn priority_class(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
         }
         return errors;
     }
-    let name = text(&obj["metadata"]["name"]);
+    let name = str_of(&obj["metadata"]["name"]);
     if name.starts_with("system-") {
         let global_default = obj["globalDefault"].as_bool().unwrap_or(false);
         let known = match name {
@@ -1347,8 +1138,8 @@ pub fn namespace(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     if old.is_some_and(|o| &o["spec"]["finalizers"] == finalizers) {
         return errors;
     }
-    for f in list(finalizers) {
-        let name = text(f);
+    for f in items(finalizers) {
+        let name = str_of(f);
         for p in qualified_name_problems(name) {
             errors.push(FieldError::invalid("spec.finalizers", f, &p));
         }

@@ -11,7 +11,7 @@
 
 use serde_json::{json, Value};
 
-use super::values::{label_selector, one_of, port_name_problems, range_msg};
+use super::values::{label_selector, one_of, port_name_problems, range_msg, str_of};
 use super::{name_problems, FieldError, NameRule};
 use crate::gofmt::go_quote;
 
@@ -25,10 +25,6 @@ const CIDR_MSG: &str = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db
 /// A string as a bad value.
 fn text(s: &str) -> Value {
     Value::String(s.to_string())
-}
-
-fn str_of(v: &Value) -> &str {
-    v.as_str().unwrap_or_default()
 }
 
 fn is_dns_subdomain(s: &str) -> bool {

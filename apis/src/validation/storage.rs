@@ -18,9 +18,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{json, Map, Value};
 
-use super::values::{label_selector, one_of, one_of_or_empty, range_msg, HOST_PATH_TYPES};
+use super::values::{
+    items, label_selector, no_backsteps, one_of, one_of_or_empty, range_msg, str_of,
+    HOST_PATH_TYPES,
+};
 use super::{name_problems, qualified_name_problems, FieldError, NameRule};
-use crate::gofmt::{go_pointee, go_pointer, go_quote, go_string_slice};
+use crate::gofmt::{go_pointee, go_pointer, go_quantity, go_quote, go_string_slice};
 use crate::quantity::Quantity;
 
 /// `sets.List(supportedAccessModes)`: sorted.
@@ -43,16 +46,8 @@ const BETA_TO_GA_LABELS: [(&str, &str); 5] = [
     ("beta.kubernetes.io/instance-type", "node.kubernetes.io/instance-type"),
 ];
 
-fn str_of(v: &Value) -> &str {
-    v.as_str().unwrap_or_default()
-}
-
 fn string(s: &str) -> Value {
     Value::String(s.to_string())
-}
-
-fn items(v: &Value) -> &[Value] {
-    v.as_array().map_or(&[][..], Vec::as_slice)
 }
 
 fn is_empty(v: &Value) -> bool {
@@ -546,12 +541,6 @@ fn clean_is_root(p: &str) -> bool {
     p.starts_with('/') && depth == 0
 }
 
-fn no_backsteps(p: &Value, at: &str, errors: &mut Vec<FieldError>) {
-    if str_of(p).replace('\\', "/").split('/').any(|s| s == "..") {
-        errors.push(FieldError::invalid(at, &string(str_of(p)), "must not contain '..'"));
-    }
-}
-
 /// The checks of one volume source (`validate*PersistentVolumeSource` and friends).
 fn pv_source(key: &str, s: &Value, at: &str, pv_name: &str, errors: &mut Vec<FieldError>) {
     let req = |f: &str, errors: &mut Vec<FieldError>| required_str(s, at, f, errors);
@@ -561,7 +550,7 @@ fn pv_source(key: &str, s: &Value, at: &str, pv_name: &str, errors: &mut Vec<Fie
                 errors.push(FieldError::required(format!("{at}.path"), ""));
                 return;
             }
-            no_backsteps(&s["path"], &format!("{at}.path"), errors);
+            no_backsteps(str_of(&s["path"]), &format!("{at}.path"), errors);
             if key == "hostPath" && !s["type"].is_null() {
                 let t = &s["type"];
                 if !t.is_string() || !HOST_PATH_TYPES.contains(&str_of(t)) {
@@ -1036,57 +1025,8 @@ fn go_resource_list(list: &Value) -> String {
     let Some(map) = list.as_object() else { return "core.ResourceList(nil)".to_string() };
     let sorted: BTreeMap<&String, &Value> = map.iter().collect();
     let entries: Vec<String> =
-        sorted.iter().map(|(k, q)| format!("{}:{}", go_quote(k), go_quantity(q))).collect();
+        sorted.iter().map(|(k, q)| format!("{}:{}", go_quote(k), go_quantity(q, false))).collect();
     format!("core.ResourceList{{{}}}", entries.join(", "))
-}
-
-/// A `resource.Quantity` as `%#v` prints it after `ParseQuantity`, for the usual forms
-/// (upstream keeps the text only when it is already canonical).
-fn go_quantity(q: &Value) -> String {
-    let text = match q {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
-    let (sign, rest) = match text.strip_prefix('-') {
-        Some(r) => (-1i128, r),
-        None => (1, text.strip_prefix('+').unwrap_or(&text)),
-    };
-    let end = rest.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(rest.len());
-    let (number, suffix) = rest.split_at(end);
-    let (int, frac) = number.split_once('.').unwrap_or((number, ""));
-    let digits = format!("{int}{frac}");
-    let mantissa: i128 = digits.parse().unwrap_or(0);
-    let binary = ["Ki", "Mi", "Gi", "Ti", "Pi", "Ei"].iter().position(|s| *s == suffix);
-    let (value, scale, format, keep) = if let Some(p) = binary {
-        let value = sign * (mantissa << (10 * (p + 1)));
-        (value, 0, "BinarySI", frac.is_empty() && mantissa & 7 != 0)
-    } else {
-        let (exp, format) = match suffix {
-            "n" => (-9, "DecimalSI"),
-            "u" => (-6, "DecimalSI"),
-            "m" => (-3, "DecimalSI"),
-            "" => (0, "DecimalSI"),
-            "k" => (3, "DecimalSI"),
-            "M" => (6, "DecimalSI"),
-            "G" => (9, "DecimalSI"),
-            "T" => (12, "DecimalSI"),
-            "P" => (15, "DecimalSI"),
-            "E" => (18, "DecimalSI"),
-            s => (s.get(1..).and_then(|e| e.parse().ok()).unwrap_or(0), "DecimalExponent"),
-        };
-        let scale = exp - frac.len() as i32;
-        let keep = scale % 3 == 0 && !digits.ends_with("000") && !digits.starts_with('0');
-        (sign * mantissa, scale, format, keep)
-    };
-    if text == "0" {
-        return "resource.Quantity{i:resource.int64Amount{value:0, scale:0}, d:resource.infDecAmount{Dec:(*inf.Dec)(nil)}, s:\"0\", Format:\"DecimalSI\"}".to_string();
-    }
-    let s = if keep { text.clone() } else { String::new() };
-    format!(
-        "resource.Quantity{{i:resource.int64Amount{{value:{value}, scale:{scale}}}, d:resource.infDecAmount{{Dec:(*inf.Dec)(nil)}}, s:{}, Format:{}}}",
-        go_quote(&s),
-        go_quote(format)
-    )
 }
 
 // ---------------------------------------------------------------------------------------

@@ -221,6 +221,73 @@ pub const HOST_PATH_TYPES: [&str; 8] = [
     "Socket",
 ];
 
+/// A string field as a `&str`: `""` when unset (or not a string), as Go reads it.
+pub fn str_of(v: &Value) -> &str {
+    v.as_str().unwrap_or_default()
+}
+
+/// A list field's items: none when unset.
+pub fn items(v: &Value) -> &[Value] {
+    v.as_array().map_or(&[], Vec::as_slice)
+}
+
+/// A path with `..` as one of its segments: upstream's "must not contain '..'".
+pub fn no_backsteps(path: &str, at: &str, errors: &mut Vec<FieldError>) {
+    if path.replace('\\', "/").split('/').any(|part| part == "..") {
+        errors.push(FieldError::invalid(at, &Value::String(path.into()), "must not contain '..'"));
+    }
+}
+
+/// Upstream's `ValidateResourceName`: a qualified name, and one of the standard names
+/// unless it has a domain prefix.
+pub fn resource_name(name: &str, at: &str, errors: &mut Vec<FieldError>) {
+    let value = Value::String(name.to_string());
+    let problems = qualified_name_problems(name);
+    for p in &problems {
+        errors.push(FieldError::invalid(at, &value, p));
+    }
+    if problems.is_empty() && !name.contains('/') && !is_standard_resource(name) {
+        errors.push(FieldError::invalid(
+            at,
+            &value,
+            "must be a standard resource type or fully qualified",
+        ));
+    }
+}
+
+/// An extended resource name (`example.com/foo`): outside `kubernetes.io`, and a valid
+/// quota key as `requests.<name>` (upstream's `IsExtendedResourceName`).
+pub fn is_extended_resource(name: &str) -> bool {
+    !is_native_resource(name)
+        && !name.starts_with("requests.")
+        && qualified_name_problems(&format!("requests.{name}")).is_empty()
+}
+
+/// A container resource name: [`resource_name`], then upstream's
+/// `validateContainerResourceName` (cpu, memory, ephemeral-storage, hugepages, or an extended
+/// resource).
+pub fn container_resource_name(name: &str, at: &str, errors: &mut Vec<FieldError>) {
+    resource_name(name, at, errors);
+    let value = Value::String(name.to_string());
+    if !name.contains('/') {
+        let container = matches!(name, "cpu" | "memory" | "ephemeral-storage")
+            || name.starts_with("hugepages-");
+        if !container {
+            errors.push(FieldError::invalid(
+                at,
+                &value,
+                "must be a standard resource for containers",
+            ));
+        }
+    } else if !is_native_resource(name) && !is_extended_resource(name) {
+        errors.push(FieldError::invalid(
+            at,
+            &value,
+            "doesn't follow extended resource name standard",
+        ));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

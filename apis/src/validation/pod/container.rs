@@ -578,7 +578,7 @@ pub(super) fn resources(r: &Value, at: &str, errors: &mut Vec<FieldError>) {
     let mut hugepages = false;
     for (name, q) in limits.into_iter().flatten() {
         let field = format!("{at}.limits[{name}]");
-        resource_name(name, &field, errors);
+        container_resource_name(name, &field, errors);
         if let Some(q) = Quantity::parse(q) {
             if q.nanos < 0 {
                 errors.push(FieldError::invalid(
@@ -593,7 +593,7 @@ pub(super) fn resources(r: &Value, at: &str, errors: &mut Vec<FieldError>) {
     }
     for (name, q) in r["requests"].as_object().into_iter().flatten() {
         let field = format!("{at}.requests[{name}]");
-        resource_name(name, &field, errors);
+        container_resource_name(name, &field, errors);
         let request = Quantity::parse(q);
         if let Some(q) = &request {
             if q.nanos < 0 {
@@ -635,45 +635,6 @@ pub(super) fn resources(r: &Value, at: &str, errors: &mut Vec<FieldError>) {
     }
     if hugepages && !cpu_or_memory {
         errors.push(FieldError::forbidden(at, "HugePages require cpu or memory"));
-    }
-}
-
-/// A container resource name: standard (cpu, memory, ephemeral-storage, hugepages-*) or a
-/// fully qualified extended resource.
-pub(super) fn resource_name(name: &str, at: &str, errors: &mut Vec<FieldError>) {
-    let value = Value::String(name.to_string());
-    let problems = qualified_name_problems(name);
-    for p in &problems {
-        errors.push(FieldError::invalid(at, &value, p));
-    }
-    let qualified = !name.contains('/');
-    if problems.is_empty() && qualified && !is_standard_resource(name) {
-        errors.push(FieldError::invalid(
-            at,
-            &value,
-            "must be a standard resource type or fully qualified",
-        ));
-    }
-    if qualified {
-        let container = matches!(name, "cpu" | "memory" | "ephemeral-storage")
-            || name.starts_with("hugepages-");
-        if !container {
-            errors.push(FieldError::invalid(
-                at,
-                &value,
-                "must be a standard resource for containers",
-            ));
-        }
-    } else if !is_native_resource(name) {
-        let extended = !name.starts_with("requests.")
-            && qualified_name_problems(&format!("requests.{name}")).is_empty();
-        if !extended {
-            errors.push(FieldError::invalid(
-                at,
-                &value,
-                "doesn't follow extended resource name standard",
-            ));
-        }
     }
 }
 

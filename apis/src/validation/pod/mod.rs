@@ -12,8 +12,9 @@ use std::collections::HashSet;
 use serde_json::Value;
 
 use super::values::{
-    config_key_problems, is_native_resource, is_standard_resource, label_map, non_negative, one_of,
-    one_of_or_empty, port_name, port_name_problems, range_msg, HOST_PATH_TYPES,
+    config_key_problems, container_resource_name, is_native_resource, items, label_map,
+    no_backsteps, non_negative, one_of, one_of_or_empty, port_name, port_name_problems, range_msg,
+    str_of, HOST_PATH_TYPES,
 };
 use super::{label_value_problems, name_problems, qualified_name_problems, FieldError, NameRule};
 use crate::quantity::Quantity;
@@ -311,10 +312,6 @@ fn name_field(value: &Value, at: &str, rule: NameRule, errors: &mut Vec<FieldErr
             errors.push(FieldError::invalid(at, value, &p));
         }
     }
-}
-
-fn str_of(v: &Value) -> &str {
-    v.as_str().unwrap_or_default()
 }
 
 /// A string field as upstream shows it in a message: unset is `""`.

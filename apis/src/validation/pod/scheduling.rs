@@ -304,10 +304,6 @@ fn label_name(key: &Value, at: &str, errors: &mut Vec<FieldError>) {
     }
 }
 
-fn items(list: &Value) -> &[Value] {
-    list.as_array().map(Vec::as_slice).unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::pod_spec;

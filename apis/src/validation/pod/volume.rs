@@ -317,9 +317,3 @@ pub(super) fn local_non_reserved_path(path: &str, at: &str, errors: &mut Vec<Fie
         ));
     }
 }
-
-pub(super) fn no_backsteps(path: &str, at: &str, errors: &mut Vec<FieldError>) {
-    if path.replace('\\', "/").split('/').any(|part| part == "..") {
-        errors.push(FieldError::invalid(at, &Value::String(path.into()), "must not contain '..'"));
-    }
-}
