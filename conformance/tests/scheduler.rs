@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use rkube_conformance::cluster::RkubeServer;
+use rkube_conformance::cluster::{stderr_of, stdout_of, RkubeServer};
 
 fn node(name: &str, cpu: &str, taint: Option<&str>) -> String {
     let taints = match taint {
@@ -22,17 +22,21 @@ fn pod(name: &str, cpu: &str) -> String {
     )
 }
 
+/// Runs kubectl until its output contains `want` (30 s at most). A failing run counts as not
+/// yet: what it asks for (a Lease a scheduler is about to create) may not exist yet.
 fn wait_for(s: &RkubeServer, args: &[&str], want: &str) -> String {
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let out = s.ok(args);
-        if out.contains(want) {
+        let run = s.kubectl(args);
+        let out = stdout_of(&run);
+        if run.status.success() && out.contains(want) {
             return out;
         }
         assert!(
             Instant::now() < deadline,
-            "waited 30 s for {want:?} in `kubectl {}`:\n{out}",
-            args.join(" ")
+            "waited 30 s for {want:?} in `kubectl {}`:\n{out}{}",
+            args.join(" "),
+            stderr_of(&run)
         );
         std::thread::sleep(Duration::from_millis(200));
     }
