@@ -82,7 +82,19 @@ pub fn prepare_for_create(info: &ResourceInfo, obj: &mut Value) {
         }
         ("", "pods") => {
             obj["status"] = json!({"phase": "Pending", "qosClass": qos_class(obj)});
+            if obj["spec"]["schedulingGates"].as_array().is_some_and(|g| !g.is_empty()) {
+                obj["status"]["conditions"] = json!([{
+                    "type": "PodScheduled",
+                    "status": "False",
+                    "lastProbeTime": null,
+                    "lastTransitionTime": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                    "reason": "SchedulingGated",
+                    "message": "Scheduling is blocked due to non-empty scheduling gates",
+                }]);
+            }
+            merge_label_keys_into_affinity(obj);
         }
+        ("batch", "jobs") if obj["spec"]["manualSelector"] != true => generate_job_selector(obj),
         _ => {}
     }
     crate::defaults::apply(info, obj);
@@ -209,6 +221,82 @@ fn kind_fields(info: &ResourceInfo) -> &'static [(&'static str, &'static [&'stat
     }
 }
 
+/// A Job selects its pods by its own uid unless it asks to choose the selector itself
+/// (`manualSelector`): the pod template gets the job-name and controller-uid labels (both the
+/// `batch.kubernetes.io/` ones and the legacy unprefixed ones) and the selector matches the
+/// uid. Labels the client set are kept; a conflicting one fails validation, as upstream.
+fn generate_job_selector(job: &mut Value) {
+    let name = job["metadata"]["name"].clone();
+    let uid = job["metadata"]["uid"].clone();
+    if !job["spec"].is_object() || uid.is_null() {
+        return;
+    }
+    let template = &mut job["spec"]["template"];
+    if !template["metadata"]["labels"].is_object() {
+        template["metadata"]["labels"] = json!({});
+    }
+    let labels = template["metadata"]["labels"].as_object_mut().expect("labels object");
+    for (key, value) in [
+        ("job-name", &name),
+        ("batch.kubernetes.io/job-name", &name),
+        ("controller-uid", &uid),
+        ("batch.kubernetes.io/controller-uid", &uid),
+    ] {
+        labels.entry(key).or_insert_with(|| value.clone());
+    }
+    let selector = &mut job["spec"]["selector"];
+    if !selector["matchLabels"].is_object() {
+        selector["matchLabels"] = json!({});
+    }
+    let match_labels = selector["matchLabels"].as_object_mut().expect("matchLabels object");
+    match_labels.entry("batch.kubernetes.io/controller-uid").or_insert(uid);
+}
+
+/// A pod (anti-)affinity term's `matchLabelKeys` and `mismatchLabelKeys` become `key in
+/// (value)` and `key notin (value)` requirements of its label selector, with the values of the
+/// new pod's own labels, as upstream's API server does when a pod is created (the scheduler
+/// reads only the selector). A term without a selector matches nothing and is left alone.
+fn merge_label_keys_into_affinity(pod: &mut Value) {
+    let labels = pod["metadata"]["labels"].clone();
+    let Some(affinity) = pod.get_mut("spec").and_then(|s| s.get_mut("affinity")) else { return };
+    for kind in ["podAffinity", "podAntiAffinity"] {
+        let Some(section) = affinity.get_mut(kind).filter(|v| v.is_object()) else { continue };
+        for (list, nested) in [
+            ("requiredDuringSchedulingIgnoredDuringExecution", false),
+            ("preferredDuringSchedulingIgnoredDuringExecution", true),
+        ] {
+            let Some(terms) = section.get_mut(list).and_then(Value::as_array_mut) else { continue };
+            for term in terms {
+                let term = if nested { &mut term["podAffinityTerm"] } else { term };
+                if !term["labelSelector"].is_object() {
+                    continue;
+                }
+                for (keys, operator) in [("matchLabelKeys", "In"), ("mismatchLabelKeys", "NotIn")] {
+                    let keys: Vec<String> = term[keys]
+                        .as_array()
+                        .map(|k| k.iter().filter_map(|k| k.as_str().map(String::from)).collect())
+                        .unwrap_or_default();
+                    for key in keys {
+                        let Some(value) = labels.get(&key).filter(|v| v.is_string()) else {
+                            continue;
+                        };
+                        let selector = &mut term["labelSelector"];
+                        if !selector["matchExpressions"].is_array() {
+                            selector["matchExpressions"] = json!([]);
+                        }
+                        let requirement =
+                            json!({"key": key, "operator": operator, "values": [value]});
+                        selector["matchExpressions"]
+                            .as_array_mut()
+                            .expect("a list")
+                            .push(requirement);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The pod's quality-of-service class from its containers' requests and limits.
 pub fn qos_class(pod: &Value) -> &'static str {
     let containers: Vec<&Value> = ["initContainers", "containers"]
@@ -270,6 +358,76 @@ mod tests {
         let requested =
             json!({"spec": {"containers": [{"resources": {"requests": {"cpu": "1"}}}]}});
         assert_eq!(qos_class(&requested), "Burstable");
+    }
+
+    #[test]
+    fn gated_pods_say_so_and_label_keys_join_affinity_selectors() {
+        let pods = Resources::builtin().get("", "v1", "pods").unwrap();
+        let term = |extra: Value| {
+            let mut t = json!({"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchLabels": {"app": "web"}}});
+            t.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+            t
+        };
+        let mut pod = json!({
+            "metadata": {"name": "p", "labels": {"app": "web", "pod-template-hash": "abc", "tenant": "t1"}},
+            "spec": {
+                "containers": [{"name": "c", "image": "busybox"}],
+                "schedulingGates": [{"name": "example.com/quota"}],
+                "affinity": {
+                    "podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                        term(json!({"matchLabelKeys": ["pod-template-hash", "missing"]})),
+                        {"topologyKey": "zone", "matchLabelKeys": ["tenant"]}
+                    ]},
+                    "podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [
+                        {"weight": 5, "podAffinityTerm": term(json!({"mismatchLabelKeys": ["tenant"]}))}
+                    ]}
+                }
+            }
+        });
+        prepare_for_create(pods, &mut pod);
+        let condition = &pod["status"]["conditions"][0];
+        assert_eq!(
+            (&condition["type"], &condition["status"], &condition["reason"]),
+            (&json!("PodScheduled"), &json!("False"), &json!("SchedulingGated"))
+        );
+        let affinity = &pod["spec"]["affinity"];
+        assert_eq!(
+            affinity["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][0]
+                ["labelSelector"],
+            json!({"matchLabels": {"app": "web"}, "matchExpressions": [{"key": "pod-template-hash", "operator": "In", "values": ["abc"]}]})
+        );
+        // No selector: the term matches nothing, and stays so.
+        assert!(affinity["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][1]
+            .get("labelSelector")
+            .is_none());
+        assert_eq!(
+            affinity["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]
+                ["podAffinityTerm"]["labelSelector"]["matchExpressions"],
+            json!([{"key": "tenant", "operator": "NotIn", "values": ["t1"]}])
+        );
+        let mut plain = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}});
+        prepare_for_create(pods, &mut plain);
+        assert!(
+            plain["status"].get("conditions").is_none() && plain["spec"].get("affinity").is_none()
+        );
+    }
+
+    #[test]
+    fn jobs_select_their_pods_by_uid() {
+        let jobs = Resources::builtin().get("batch", "v1", "jobs").unwrap();
+        let mut job = json!({"metadata": {"name": "pi", "uid": "0f6c"}, "spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}});
+        prepare_for_create(jobs, &mut job);
+        let labels = json!({"batch.kubernetes.io/controller-uid": "0f6c", "batch.kubernetes.io/job-name": "pi", "controller-uid": "0f6c", "job-name": "pi"});
+        assert_eq!(job["spec"]["template"]["metadata"]["labels"], labels);
+        assert_eq!(job["metadata"]["labels"], labels);
+        assert_eq!(
+            job["spec"]["selector"],
+            json!({"matchLabels": {"batch.kubernetes.io/controller-uid": "0f6c"}})
+        );
+        let mut manual = json!({"metadata": {"name": "m", "uid": "1"}, "spec": {"manualSelector": true, "selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}}}}});
+        prepare_for_create(jobs, &mut manual);
+        assert_eq!(manual["spec"]["selector"], json!({"matchLabels": {"a": "b"}}));
+        assert_eq!(manual["spec"]["template"]["metadata"]["labels"], json!({"a": "b"}));
     }
 
     #[test]

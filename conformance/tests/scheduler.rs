@@ -549,3 +549,141 @@ fn each_plugin_steers_placement_as_upstream() {
         "2 Insufficient cpu",
     );
 }
+
+/// A field (`status`, `reason`, `message`) of a pod's `PodScheduled` condition.
+fn pod_scheduled(s: &RkubeServer, pod: &str, field: &str) -> String {
+    let path = format!("jsonpath={{.status.conditions[?(@.type==\"PodScheduled\")].{field}}}");
+    s.ok(&["get", "pod", pod, "-o", &path])
+}
+
+/// A pod with scheduling gates waits, as `kubectl get` says, while its gate holders may only
+/// remove gates and narrow its placement; the last gate removed, the scheduler places it.
+#[test]
+fn scheduling_gates_hold_a_pod_until_the_last_one_is_removed() {
+    let s = RkubeServer::start();
+    s.ok_stdin(&["apply", "-f", "-"], &node("plain", "4", None));
+    s.ok_stdin(&["apply", "-f", "-"], &node("fast", "4", None));
+    s.ok(&["label", "node", "fast", "disk=ssd"]);
+    let gated = pod("gated", "100m")
+        + "  schedulingGates:\n  - name: example.com/quota\n  - name: example.com/arch\n";
+    s.ok_stdin(&["apply", "-f", "-"], &gated);
+    let table = s.ok(&["get", "pod", "gated", "--no-headers"]);
+    assert!(table.split_whitespace().nth(2) == Some("SchedulingGated"), "{table}");
+    assert_eq!(
+        pod_scheduled(&s, "gated", "message"),
+        "Scheduling is blocked due to non-empty scheduling gates"
+    );
+
+    // The scheduler has seen the gated pod once it has placed one created after it.
+    let placed_after = |name: &str| {
+        s.ok_stdin(&["apply", "-f", "-"], &pod(name, "100m"));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while s.ok(&["get", "pod", name, "-o", "jsonpath={.spec.nodeName}"]).is_empty() {
+            assert!(Instant::now() < deadline, "{name} never scheduled");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    placed_after("free-1");
+    assert_eq!(s.ok(&["get", "pod", "gated", "-o", "jsonpath={.spec.nodeName}"]), "");
+    let events =
+        s.ok(&["get", "events", "--field-selector", "involvedObject.name=gated", "-o", "name"]);
+    assert!(events.is_empty(), "a gated pod gets no scheduling events: {events}");
+
+    let err = s.fails(&[
+        "patch",
+        "pod",
+        "gated",
+        "--type=json",
+        "-p",
+        r#"[{"op":"add","path":"/spec/schedulingGates/-","value":{"name":"x"}}]"#,
+    ]);
+    assert_eq!(
+        err.trim(),
+        "The Pod \"gated\" is invalid: spec.schedulingGates[2].name: Forbidden: only deletion is allowed, but found new scheduling gate 'x'"
+    );
+    let binding = r#"{"apiVersion":"v1","kind":"Binding","metadata":{"name":"gated"},"target":{"apiVersion":"v1","kind":"Node","name":"plain"}}"#;
+    let err = s.fails_stdin(
+        &["create", "--raw", "/api/v1/namespaces/default/pods/gated/binding", "-f", "-"],
+        binding,
+    );
+    assert!(
+        err.contains(
+            "Operation cannot be fulfilled on pods/binding \"gated\": pod gated has non-empty .spec.schedulingGates"
+        ),
+        "{err}"
+    );
+    // While gated, the placement may be narrowed (but not otherwise changed).
+    s.ok(&["patch", "pod", "gated", "-p", r#"{"spec":{"nodeSelector":{"disk":"ssd"}}}"#]);
+    let err =
+        s.fails(&["patch", "pod", "gated", "-p", r#"{"spec":{"nodeSelector":{"disk":"hdd"}}}"#]);
+    assert!(
+        err.contains("spec.nodeSelector: Invalid value: map[string]string{\"disk\":\"hdd\"}: only additions to spec.nodeSelector are allowed (no mutations or deletions)"),
+        "{err}"
+    );
+
+    s.ok(&[
+        "patch",
+        "pod",
+        "gated",
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/spec/schedulingGates/0"}]"#,
+    ]);
+    placed_after("free-2");
+    assert_eq!(s.ok(&["get", "pod", "gated", "-o", "jsonpath={.spec.nodeName}"]), "");
+    s.ok(&[
+        "patch",
+        "pod",
+        "gated",
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/spec/schedulingGates"}]"#,
+    ]);
+    wait_for(&s, &["get", "pod", "gated", "-o", "jsonpath={.spec.nodeName}"], "fast");
+    assert_eq!(pod_scheduled(&s, "gated", "status"), "True");
+    let err =
+        s.fails(&["patch", "pod", "gated", "-p", r#"{"spec":{"nodeSelector":{"zone":"a"}}}"#]);
+    assert!(err.contains("spec: Forbidden: pod updates may not change fields other than"), "{err}");
+}
+
+/// `matchLabelKeys` in a pod anti-affinity term: the API server adds the pod's own value to
+/// the term's selector, so pods of one version repel each other but not pods of another.
+#[test]
+fn match_label_keys_scope_anti_affinity_to_the_pods_version() {
+    let s = RkubeServer::start();
+    for n in ["m1", "m2"] {
+        s.ok_stdin(&["apply", "-f", "-"], &node(n, "4", None));
+    }
+    let versioned = |name: &str, version: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  labels:\n    app: web\n    version: {version}\nspec:\n  affinity:\n    podAntiAffinity:\n      requiredDuringSchedulingIgnoredDuringExecution:\n      - labelSelector:\n          matchLabels:\n            app: web\n        matchLabelKeys: [version]\n        topologyKey: kubernetes.io/hostname\n  containers:\n  - name: c\n    image: busybox:1.36\n"
+        )
+    };
+    s.ok_stdin(&["apply", "-f", "-"], &versioned("v1-a", "v1"));
+    let selector = s.ok(&[
+        "get",
+        "pod",
+        "v1-a",
+        "-o",
+        "jsonpath={.spec.affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution[0].labelSelector.matchExpressions}",
+    ]);
+    assert_eq!(selector, r#"[{"key":"version","operator":"In","values":["v1"]}]"#);
+    s.ok_stdin(&["apply", "-f", "-"], &versioned("v1-b", "v1"));
+    let a = wait_for(&s, &["get", "pod", "v1-a", "-o", "jsonpath={.spec.nodeName}"], "m");
+    let b = wait_for(&s, &["get", "pod", "v1-b", "-o", "jsonpath={.spec.nodeName}"], "m");
+    assert_ne!(a, b, "two v1 pods share a node");
+    s.ok_stdin(&["apply", "-f", "-"], &versioned("v1-c", "v1"));
+    wait_for(
+        &s,
+        &[
+            "get",
+            "pod",
+            "v1-c",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"PodScheduled\")].message}",
+        ],
+        "didn't match pod anti-affinity rules",
+    );
+    s.ok_stdin(&["apply", "-f", "-"], &versioned("v2-a", "v2"));
+    wait_for(&s, &["get", "pod", "v2-a", "-o", "jsonpath={.spec.nodeName}"], "m");
+}

@@ -439,7 +439,6 @@ fn is_registered(name: &str) -> bool {
 /// reported as missing here rather than as a typo.
 const UPSTREAM_ONLY: &[&str] = &[
     "PrioritySort",
-    "SchedulingGates",
     "NodeVolumeLimits",
     "VolumeBinding",
     "VolumeZone",
@@ -558,8 +557,15 @@ fn expand(
     Ok(out)
 }
 
+/// Plugins every rkube profile runs outside the filter and score lists (a gated pod is not
+/// queued at all): naming one in a configuration is accepted and changes nothing.
+const ALWAYS_ON: &[&str] = &["SchedulingGates"];
+
 fn check_names(at: &str, set: &FilePluginSet) -> Result<(), ConfigError> {
     for (i, p) in set.enabled.iter().enumerate() {
+        if ALWAYS_ON.contains(&p.name.as_str()) {
+            continue;
+        }
         if is_registered(&p.name) {
             if let Some(w) = p.weight {
                 if w < 0 {

@@ -160,9 +160,14 @@ fn key_of(pod: &Pod) -> PodKey {
     }
 }
 
-/// True for a pod this scheduler should place.
+/// True for a pod this scheduler should place. A pod with scheduling gates waits until
+/// whoever set them removes them (upstream's `SchedulingGates` pre-enqueue check): the update
+/// that removes the last one brings it to the queue.
 fn wants_scheduling(pod: &Pod, scheduler_name: &str) -> bool {
     let spec = pod.spec.as_ref();
+    if spec.and_then(|s| s.scheduling_gates.as_ref()).is_some_and(|g| !g.is_empty()) {
+        return false;
+    }
     let unassigned = spec.and_then(|s| s.node_name.as_deref()).is_none_or(str::is_empty);
     let ours = spec.and_then(|s| s.scheduler_name.as_deref()).unwrap_or("default-scheduler")
         == scheduler_name;

@@ -947,28 +947,10 @@ async fn subresource(
                     info,
                     ns,
                     name,
-                    None,
+                    Some("binding"),
                     &write_options(query, headers, "create")?,
                     None,
-                    |old| {
-                        if old["spec"]["nodeName"].as_str().is_some_and(|n| !n.is_empty()) {
-                            return Err(ApiError::conflict(
-                                "",
-                                "pods",
-                                name,
-                                &format!(
-                                    "pod {name} is already assigned to node {:?}",
-                                    old["spec"]["nodeName"].as_str().unwrap_or("")
-                                ),
-                            ));
-                        }
-                        let mut new = old.clone();
-                        new["spec"]["nodeName"] = json!(node);
-                        if let Some(m) = new["metadata"].as_object_mut() {
-                            m.remove("resourceVersion");
-                        }
-                        Ok(new)
-                    },
+                    |old| bind(old, name, &node, &binding["metadata"]["annotations"]),
                 )
                 .await?;
             let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
@@ -991,6 +973,56 @@ async fn subresource(
             "the server does not allow this method on the requested resource",
         )),
     }
+}
+
+/// A pod bound to `node` by a `pods/binding` create, as upstream's binding storage does it:
+/// the node set once (not while scheduling gates hold the pod back), the binding's
+/// annotations copied, and the `PodScheduled` condition made true.
+fn bind(old: &Value, name: &str, node: &str, annotations: &Value) -> ApiResult<Value> {
+    let conflict = |message: String| ApiError::conflict("", "pods/binding", name, &message);
+    if !old["metadata"]["deletionTimestamp"].is_null() {
+        return Err(conflict(format!("pod {name} is being deleted, cannot be assigned to a host")));
+    }
+    if let Some(assigned) = old["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
+        return Err(conflict(format!("pod {name} is already assigned to node {assigned:?}")));
+    }
+    if old["spec"]["schedulingGates"].as_array().is_some_and(|g| !g.is_empty()) {
+        return Err(conflict(format!("pod {name} has non-empty .spec.schedulingGates")));
+    }
+    let mut new = old.clone();
+    new["spec"]["nodeName"] = json!(node);
+    if let Some(m) = new["metadata"].as_object_mut() {
+        m.remove("resourceVersion");
+    }
+    if let Some(annotations) = annotations.as_object().filter(|a| !a.is_empty()) {
+        if !new["metadata"]["annotations"].is_object() {
+            new["metadata"]["annotations"] = json!({});
+        }
+        for (k, v) in annotations {
+            new["metadata"]["annotations"][k] = v.clone();
+        }
+    }
+    if !new["status"]["conditions"].is_array() {
+        new["status"]["conditions"] = json!([]);
+    }
+    let conditions = new["status"]["conditions"].as_array_mut().expect("conditions list");
+    let scheduled = json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null});
+    match conditions.iter_mut().find(|c| c["type"] == "PodScheduled") {
+        Some(c) => {
+            let since = match c["status"] == "True" {
+                true => c["lastTransitionTime"].clone(),
+                false => json!(object::now()),
+            };
+            *c = scheduled;
+            c["lastTransitionTime"] = since;
+        }
+        None => {
+            conditions.push(scheduled);
+            let c = conditions.last_mut().expect("just pushed");
+            c["lastTransitionTime"] = json!(object::now());
+        }
+    }
+    Ok(new)
 }
 
 /// The `autoscaling/v1 Scale` view of a scalable object.

@@ -361,7 +361,10 @@ impl Registry {
             if new == old {
                 return Ok(old); // nothing changed: no write, same resourceVersion
             }
-            if let Some(manager) = &options.field_manager {
+            // Upstream's binding storage writes the pod directly, without a managedFields entry.
+            if let Some(manager) =
+                options.field_manager.as_ref().filter(|_| subresource != Some("binding"))
+            {
                 record_update(info, Some(&old), &mut new, manager, subresource);
             }
             if options.dry_run {
@@ -781,7 +784,8 @@ fn prepare_for_update(
         meta.remove("resourceVersion");
         meta.remove("selfLink");
     }
-    if info.has_subresource("status") {
+    // A binding sets the pod's PodScheduled condition along with its node.
+    if info.has_subresource("status") && subresource != Some("binding") {
         match old.get("status") {
             Some(status) => new["status"] = status.clone(),
             None => {

@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::cluster;
 use super::config::{data_keys, immutable_data};
 use super::networking;
-use super::pod::{pod_spec, pod_update};
+use super::pod::{pod_create, pod_spec, pod_update};
 use super::service::service;
 use super::storage;
 use super::workloads;
@@ -17,8 +17,9 @@ pub fn validate(info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Vec<Fi
     match (info.group, info.plural) {
         ("", "pods") => {
             let mut errors = pod_spec(&obj["spec"], "spec");
-            if let Some(old) = old {
-                errors.extend(pod_update(obj, old));
+            match old {
+                Some(old) => errors.extend(pod_update(obj, old)),
+                None => errors.extend(pod_create(obj)),
             }
             errors
         }

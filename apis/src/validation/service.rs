@@ -465,13 +465,14 @@ mod tests {
                 "spec.ipFamilies[1]: Duplicate value: \"IPv4\"",
             ]
         );
+        // Defaulting drops `sessionAffinityConfig` when affinity is None, as upstream's does,
+        // so its "must not be set" error never reaches a client.
         let svc = with_spec(json!({"sessionAffinityConfig": {"clientIP": {"timeoutSeconds": 60}},
             "type": "NodePort", "externalTrafficPolicy": "Global", "healthCheckNodePort": 31000,
             "allocateLoadBalancerNodePorts": true, "loadBalancerSourceRanges": ["10.0.0.0/8"]}));
         assert_eq!(
             lines(service(&svc, None)),
             [
-                "spec.sessionAffinityConfig: Forbidden: must not be set when session affinity is None",
                 "spec.LoadBalancerSourceRanges: Forbidden: may only be used when `type` is 'LoadBalancer'",
                 "spec.allocateLoadBalancerNodePorts: Forbidden: may only be used when `type` is 'LoadBalancer'",
                 "spec.externalTrafficPolicy: Unsupported value: \"Global\": supported values: \"Cluster\", \"Local\"",

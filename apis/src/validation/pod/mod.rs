@@ -22,12 +22,15 @@ use crate::quantity::Quantity;
 mod container;
 mod scheduling;
 mod security;
+mod update;
 mod volume;
 
 use container::*;
 use scheduling::*;
 use security::*;
 use volume::*;
+
+pub use update::{pod_create, pod_update};
 
 /// The pod spec at `path` (`spec` for a pod, `...template.spec` for a template). Errors come
 /// in upstream's order: volumes, containers, init containers, then the pod-level fields.
@@ -317,46 +320,6 @@ fn name_field(value: &Value, at: &str, rule: NameRule, errors: &mut Vec<FieldErr
 /// A string field as upstream shows it in a message: unset is `""`.
 fn string(v: &Value) -> Value {
     Value::String(str_of(v).to_string())
-}
-
-/// Pod updates may change only a few spec fields (upstream's message lists them).
-pub fn pod_update(new: &Value, old: &Value) -> Vec<FieldError> {
-    let mut a = new["spec"].clone();
-    let mut b = old["spec"].clone();
-    // Mutable: container images, activeDeadlineSeconds, tolerations (additions), and
-    // terminationGracePeriodSeconds; compare the rest.
-    for spec in [&mut a, &mut b] {
-        for list in ["initContainers", "containers"] {
-            if let Some(cs) = spec.get_mut(list).and_then(Value::as_array_mut) {
-                for c in cs {
-                    if let Some(m) = c.as_object_mut() {
-                        m.remove("image");
-                    }
-                }
-            }
-        }
-        if let Some(m) = spec.as_object_mut() {
-            for f in ["activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds"] {
-                m.remove(f);
-            }
-        }
-    }
-    // Binding sets nodeName once.
-    if old["spec"]["nodeName"].is_null() {
-        for spec in [&mut a, &mut b] {
-            if let Some(m) = spec.as_object_mut() {
-                m.remove("nodeName");
-            }
-        }
-    }
-    if a == b {
-        Vec::new()
-    } else {
-        vec![FieldError::forbidden(
-            "spec",
-            "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)",
-        )]
-    }
 }
 
 #[cfg(test)]
