@@ -20,17 +20,68 @@ pub fn name_rule(info: &ResourceInfo) -> NameRule {
     }
 }
 
-/// True when objects of this resource keep `metadata.generation` (bumped on spec changes).
+/// True when objects of this resource have a `metadata.generation`: 1 on create, one more on
+/// each update that changes what the registry counts as the spec.
+///
+/// kube-apiserver's generic store never sets a generation itself; each resource's REST
+/// strategy does, in its `PrepareForCreate` and `PrepareForUpdate`. This is the list of the
+/// built-in resources whose strategies do so in v1.33 with default feature gates (the
+/// `pkg/registry/<group>/<resource>/strategy.go` files of kubernetes/kubernetes, plus the CRD
+/// strategy of apiextensions-apiserver). Every other resource keeps a generation of 0, which
+/// is left out of its JSON. Pods have one from v1.33 on (not feature-gated); autoscaling's
+/// HorizontalPodAutoscaler gets one only in later releases, behind a feature gate.
+///
+/// What bumps it on update is mostly a change outside `metadata` and `status`, but not
+/// always: upstream also bumps a Deployment's on an annotation change and an EndpointSlice's
+/// on a label change, and never bumps a PriorityClass's after create.
 pub fn tracks_generation(info: &ResourceInfo) -> bool {
-    !matches!(
+    matches!(
         (info.group, info.plural),
-        ("", "events")
-            | ("events.k8s.io", "events")
-            | ("", "configmaps")
-            | ("", "secrets")
-            | ("", "endpoints")
-            | ("coordination.k8s.io", "leases")
+        ("", "pods" | "podtemplates" | "replicationcontrollers")
+            | ("apps", "daemonsets" | "deployments" | "replicasets" | "statefulsets")
+            | ("batch", "cronjobs" | "jobs")
+            | ("policy", "poddisruptionbudgets")
+            | ("networking.k8s.io", "ingressclasses" | "ingresses" | "networkpolicies")
+            | ("discovery.k8s.io", "endpointslices")
+            | ("storage.k8s.io", "csidrivers")
+            | ("scheduling.k8s.io", "priorityclasses")
+            | (
+                "admissionregistration.k8s.io",
+                "mutatingwebhookconfigurations"
+                    | "validatingwebhookconfigurations"
+                    | "validatingadmissionpolicies"
+                    | "validatingadmissionpolicybindings"
+            )
+            | ("apiextensions.k8s.io", "customresourcedefinitions")
+            | ("flowcontrol.apiserver.k8s.io", "flowschemas" | "prioritylevelconfigurations")
     )
+}
+
+/// Whether an update of `old` to `new` bumps the generation of a resource that tracks one:
+/// a change outside `metadata` and `status` (what upstream's strategies compare as the spec),
+/// plus a Deployment's annotations and an EndpointSlice's labels; never a PriorityClass's.
+pub fn bumps_generation(info: &ResourceInfo, new: &Value, old: &Value) -> bool {
+    let body_differs = || {
+        let body = |o: &Value| {
+            let map = o.as_object().cloned().unwrap_or_default();
+            map.into_iter()
+                .filter(|(k, _)| {
+                    !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
+                })
+                .collect::<serde_json::Map<String, Value>>()
+        };
+        body(new) != body(old)
+    };
+    let meta_differs = |field: &str| {
+        let part = |o: &Value| o["metadata"].get(field).filter(|v| !v.is_null()).cloned();
+        part(new) != part(old)
+    };
+    match (info.group, info.plural) {
+        ("scheduling.k8s.io", "priorityclasses") => false,
+        ("apps", "deployments") => body_differs() || meta_differs("annotations"),
+        ("discovery.k8s.io", "endpointslices") => body_differs() || meta_differs("labels"),
+        _ => body_differs(),
+    }
 }
 
 /// True when a create keeps the `status` the client sent. kube-apiserver resets status on
@@ -413,6 +464,34 @@ mod tests {
     }
 
     #[test]
+    fn what_bumps_a_generation() {
+        let r = Resources::builtin();
+        let deployments = r.get("apps", "v1", "deployments").unwrap();
+        let old = json!({"metadata": {"name": "d", "labels": {"a": "1"}}, "spec": {"replicas": 1}, "status": {"replicas": 0}});
+        let mut new = old.clone();
+        new["status"]["replicas"] = json!(1);
+        new["metadata"]["labels"]["a"] = json!("2");
+        assert!(!bumps_generation(deployments, &new, &old));
+        new["metadata"]["annotations"] = json!({"kubernetes.io/change-cause": "x"});
+        assert!(bumps_generation(deployments, &new, &old));
+        let slices = r.get("discovery.k8s.io", "v1", "endpointslices").unwrap();
+        let old = json!({"metadata": {"name": "s"}, "addressType": "IPv4", "endpoints": []});
+        let mut new = old.clone();
+        new["metadata"]["labels"] = json!({"kubernetes.io/service-name": "web"});
+        assert!(bumps_generation(slices, &new, &old));
+        new = old.clone();
+        new["endpoints"] = json!([{"addresses": ["10.0.0.1"]}]);
+        assert!(bumps_generation(slices, &new, &old));
+        let classes = r.get("scheduling.k8s.io", "v1", "priorityclasses").unwrap();
+        let old = json!({"metadata": {"name": "p"}, "value": 1, "description": "a"});
+        assert!(!bumps_generation(
+            classes,
+            &json!({"metadata": {"name": "p"}, "value": 1, "description": "b"}),
+            &old
+        ));
+    }
+
+    #[test]
     fn jobs_select_their_pods_by_uid() {
         let jobs = Resources::builtin().get("batch", "v1", "jobs").unwrap();
         let mut job = json!({"metadata": {"name": "pi", "uid": "0f6c"}, "spec": {"template": {"spec": {"containers": [{"name": "c"}]}}}});
@@ -428,6 +507,81 @@ mod tests {
         prepare_for_create(jobs, &mut manual);
         assert_eq!(manual["spec"]["selector"], json!({"matchLabels": {"a": "b"}}));
         assert_eq!(manual["spec"]["template"]["metadata"]["labels"], json!({"a": "b"}));
+    }
+
+    #[test]
+    fn generation_is_kept_by_the_resources_whose_upstream_strategy_sets_it() {
+        let resources = Resources::builtin();
+        let mut tracked: Vec<(&str, &str)> = resources
+            .all()
+            .iter()
+            .filter(|info| tracks_generation(info))
+            .map(|info| (info.group, info.plural))
+            .collect();
+        // Served versions of one resource share the answer.
+        tracked.sort();
+        tracked.dedup();
+        let mut expected = vec![
+            ("", "pods"),
+            ("", "podtemplates"),
+            ("", "replicationcontrollers"),
+            ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
+            ("admissionregistration.k8s.io", "validatingadmissionpolicies"),
+            ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"),
+            ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
+            ("apiextensions.k8s.io", "customresourcedefinitions"),
+            ("apps", "daemonsets"),
+            ("apps", "deployments"),
+            ("apps", "replicasets"),
+            ("apps", "statefulsets"),
+            ("batch", "cronjobs"),
+            ("batch", "jobs"),
+            ("discovery.k8s.io", "endpointslices"),
+            ("flowcontrol.apiserver.k8s.io", "flowschemas"),
+            ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"),
+            ("networking.k8s.io", "ingressclasses"),
+            ("networking.k8s.io", "ingresses"),
+            ("networking.k8s.io", "networkpolicies"),
+            ("policy", "poddisruptionbudgets"),
+            ("scheduling.k8s.io", "priorityclasses"),
+            ("storage.k8s.io", "csidrivers"),
+        ];
+        expected.sort();
+        assert_eq!(tracked, expected);
+        // Every name in the list is a resource rkube serves (no typo hides one).
+        for (group, plural) in &expected {
+            assert!(resources.all().iter().any(|i| (i.group, i.plural) == (*group, *plural)));
+        }
+    }
+
+    #[test]
+    fn generation_is_left_out_for_kinds_upstream_gives_none() {
+        let resources = Resources::builtin();
+        for (group, version, plural) in [
+            ("", "v1", "services"),
+            ("", "v1", "namespaces"),
+            ("", "v1", "nodes"),
+            ("", "v1", "serviceaccounts"),
+            ("", "v1", "persistentvolumes"),
+            ("", "v1", "persistentvolumeclaims"),
+            ("", "v1", "configmaps"),
+            ("", "v1", "secrets"),
+            ("", "v1", "events"),
+            ("autoscaling", "v1", "horizontalpodautoscalers"),
+            ("autoscaling", "v2", "horizontalpodautoscalers"),
+            ("apps", "v1", "controllerrevisions"),
+            ("rbac.authorization.k8s.io", "v1", "roles"),
+            ("rbac.authorization.k8s.io", "v1", "clusterrolebindings"),
+            ("storage.k8s.io", "v1", "storageclasses"),
+            ("storage.k8s.io", "v1", "volumeattachments"),
+            ("networking.k8s.io", "v1", "servicecidrs"),
+            ("coordination.k8s.io", "v1", "leases"),
+            ("certificates.k8s.io", "v1", "certificatesigningrequests"),
+            ("apiregistration.k8s.io", "v1", "apiservices"),
+        ] {
+            let info = resources.get(group, version, plural).unwrap();
+            assert!(!tracks_generation(info), "{group}/{plural}");
+        }
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Defaulting as a user sees it through stock kubectl: minimal manifests of many kinds, applied
 //! to the real `rkube server`, read back with upstream's defaults filled in (and quantities in
 //! canonical form), and the objects kubectl's own generators make (a Job's generated selector,
-//! an HPA's default metric) as on a real cluster.
+//! an HPA's default metric) as on a real cluster; `metadata.generation` only on the kinds
+//! upstream gives one.
 
 use rkube_conformance::cluster::RkubeServer;
 use serde_json::{json, Value};
@@ -204,6 +205,25 @@ fn kubectl_reads_back_upstreams_defaults() {
 
     s.ok(&["create", "deployment", "web", "--image=nginx"]);
     s.ok(&["autoscale", "deployment", "web", "--max=3"]);
+    // metadata.generation only where upstream's strategies keep one.
+    let generation = |what: &[&str]| get(&s, what)["metadata"]["generation"].clone();
+    assert_eq!(generation(&["deployment", "web"]), 1);
+    assert_eq!(generation(&["pod", "p"]), 1);
+    assert_eq!(generation(&["job", "pi"]), 1);
+    for untracked in [
+        &["service", "sticky"][..],
+        &["storageclass", "fast"],
+        &["rolebinding", "rb"],
+        &["namespace", "default"],
+    ] {
+        assert_eq!(generation(untracked), Value::Null, "{untracked:?}");
+    }
+    // A Deployment's annotations count as a change, as upstream.
+    s.ok(&["annotate", "deployment", "web", "team=blue"]);
+    assert_eq!(generation(&["deployment", "web"]), 2);
+    s.ok(&["label", "deployment", "web", "tier=front"]);
+    assert_eq!(generation(&["deployment", "web"]), 2);
+
     let hpa = get(&s, &["hpa.v2.autoscaling", "web"]);
     assert_eq!(hpa["spec"]["minReplicas"], 1);
     assert_eq!(

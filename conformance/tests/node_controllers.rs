@@ -318,6 +318,10 @@ fn a_node_whose_lease_stops_goes_unknown_is_tainted_and_its_pods_are_evicted() {
         "1s",
         "--disable",
         "kubelet",
+        // A pod that says nothing gets the DefaultTolerationSeconds plugin's tolerations;
+        // 0 s of unreachable: evicted at once.
+        "--default-unreachable-toleration-seconds",
+        "0",
     ]);
     for name in ["alive", "lost"] {
         s.ok_stdin(&["create", "-f", "-"], &node(name));
@@ -338,6 +342,16 @@ fn a_node_whose_lease_stops_goes_unknown_is_tainted_and_its_pods_are_evicted() {
         &pod("forever", "lost", &[(unreachable, None), (not_ready, None)]),
     );
     s.ok_stdin(&["create", "-f", "-"], &pod("safe", "alive", &[]));
+    let defaulted = s.ok(&[
+        "get",
+        "pod",
+        "plain",
+        "-o",
+        "jsonpath={range .spec.tolerations[*]}{.key}:{.effect}:{.tolerationSeconds} {end}",
+    ]);
+    assert_eq!(defaulted, format!("{not_ready}:NoExecute:300 {unreachable}:NoExecute:0 "));
+    let own = s.ok(&["get", "pod", "brief", "-o", "jsonpath={.spec.tolerations[*].key}"]);
+    assert_eq!(own, format!("{unreachable} {not_ready}"), "brief keeps its own unreachable one");
     // As if a kubelet had started it: Ready.
     let ready_patch = r#"{"status":{"conditions":[{"type":"Ready","status":"True"}]}}"#;
     s.ok(&["patch", "pod", "forever", "--subresource=status", "--type=merge", "-p", ready_patch]);
@@ -418,7 +432,7 @@ fn a_node_whose_lease_stops_goes_unknown_is_tainted_and_its_pods_are_evicted() {
     assert_eq!(ready(&s, "alive", "status"), "True");
     assert_eq!(s.ok(&["get", "node", "alive", "-o", "jsonpath={.spec.taints}"]), "");
 
-    // Its pods: the one without tolerations goes at once, the 3 s one after 3 s.
+    // Its pods: the one with the (0 s) default toleration goes at once, the 3 s one after 3 s.
     let deadline = Duration::from_secs(20);
     poll(&s, &["get", "pods"], deadline, "plain deleted", |_| terminating_or_gone(&s, "plain"));
     poll(&s, &["get", "pods"], deadline, "brief deleted", |_| terminating_or_gone(&s, "brief"));

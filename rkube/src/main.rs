@@ -133,6 +133,13 @@ struct ServerArgs {
     /// Components not to run here (comma-separated): `controllers`, `scheduler`, `kubelet`.
     #[arg(long, value_delimiter = ',')]
     disable: Vec<String>,
+    /// How long a pod tolerates its node being not ready, unless it says: the
+    /// `DefaultTolerationSeconds` admission plugin's `NoExecute` toleration.
+    #[arg(long, default_value_t = 300)]
+    default_not_ready_toleration_seconds: i64,
+    /// How long a pod tolerates its node being unreachable, unless it says.
+    #[arg(long, default_value_t = 300)]
+    default_unreachable_toleration_seconds: i64,
     /// A KubeSchedulerConfiguration file for the scheduler run here.
     #[arg(long)]
     scheduler_config: Option<PathBuf>,
@@ -298,6 +305,10 @@ async fn server(args: ServerArgs) -> anyhow::Result<()> {
             &args.service_cluster_ip_range,
             args.service_node_port_range,
         )?,
+        default_toleration_seconds: rkube_server::DefaultTolerationSeconds {
+            not_ready: args.default_not_ready_toleration_seconds,
+            unreachable: args.default_unreachable_toleration_seconds,
+        },
         kubelet_client: Some(rkube_server::KubeletClientConfig {
             // As k3s: node names need not resolve, so the InternalIP comes first.
             preferred_address_types: ["InternalIP", "ExternalIP", "Hostname"]

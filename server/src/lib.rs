@@ -49,6 +49,7 @@ use serde_json::json;
 
 pub use kubelet::{KubeletClientConfig, KubeletServerVerification};
 pub use listener::TlsMaterial;
+pub use rkube_admission::default_toleration_seconds::DefaultTolerationSeconds;
 
 /// The Kubernetes version rkube serves (`/version`).
 pub use rkube_apis::KUBERNETES_VERSION;
@@ -62,6 +63,8 @@ pub struct ServerConfig {
     pub store: Arc<dyn Store>,
     /// `--service-cluster-ip-range` and `--service-node-port-range`.
     pub service_ranges: services::ServiceRanges,
+    /// `--default-not-ready-toleration-seconds` and `--default-unreachable-toleration-seconds`.
+    pub default_toleration_seconds: DefaultTolerationSeconds,
     /// How to reach kubelets for logs, exec, attach, port-forward and `nodes/proxy`: the
     /// API server's kubelet-client certificate and the rules for choosing an address. `None`:
     /// no kubelet access (those requests get a 503 saying so).
@@ -88,6 +91,7 @@ impl Server {
     pub async fn start(config: ServerConfig) -> anyhow::Result<Server> {
         let mut registry =
             registry::Registry::new(config.store.clone(), config.service_ranges.clone());
+        registry.default_toleration_seconds = config.default_toleration_seconds;
         registry
             .start_caches()
             .await

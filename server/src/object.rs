@@ -116,21 +116,6 @@ pub fn generate_name(prefix: &str) -> String {
     format!("{prefix}{suffix}")
 }
 
-/// The parts of an object that are its "spec" for `metadata.generation`: everything but
-/// metadata and status.
-pub fn spec_part(obj: &Value) -> Map<String, Value> {
-    obj.as_object()
-        .map(|m| {
-            m.iter()
-                .filter(|(k, _)| {
-                    !matches!(k.as_str(), "metadata" | "status" | "apiVersion" | "kind")
-                })
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

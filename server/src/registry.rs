@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
+use rkube_admission::default_toleration_seconds::{self, DefaultTolerationSeconds};
 use rkube_apis::resources::{ResourceInfo, Resources};
 use rkube_apis::strategy;
 use rkube_store::{Error as StoreError, KeyValue, RangeRequest, Revision, Store};
@@ -82,6 +83,12 @@ pub struct Registry {
     pub services: Allocator,
     /// The watch cache of each stored resource, by (group, plural).
     caches: HashMap<(&'static str, &'static str), Arc<Cache>>,
+    /// What the `DefaultTolerationSeconds` admission plugin gives pods.
+    pub default_toleration_seconds: DefaultTolerationSeconds,
+}
+
+fn is_pod(info: &ResourceInfo) -> bool {
+    info.group.is_empty() && info.plural == "pods"
 }
 
 fn is_service(info: &ResourceInfo) -> bool {
@@ -95,6 +102,7 @@ impl Registry {
             resources: Resources::builtin(),
             services: Allocator { ranges },
             caches: HashMap::new(),
+            default_toleration_seconds: DefaultTolerationSeconds::default(),
         }
     }
 
@@ -200,8 +208,9 @@ impl Registry {
             }
             if attempt == 0 {
                 strategy::prepare_for_create(info, &mut obj);
-                if info.group.is_empty() && info.plural == "pods" {
+                if is_pod(info) {
                     self.admit_priority(&mut obj)?;
+                    default_toleration_seconds::admit(&mut obj, self.default_toleration_seconds);
                 }
                 let errors = strategy::validate(info, &obj, None);
                 if !errors.is_empty() {
@@ -345,6 +354,9 @@ impl Registry {
                 }
             }
             let mut new = prepare_for_update(info, requested, &old, subresource);
+            if is_pod(info) && subresource.is_none() {
+                default_toleration_seconds::admit(&mut new, self.default_toleration_seconds);
+            }
             if is_service(info) && subresource.is_none() {
                 self.services.check_update(name, &mut new, &old)?;
             }
@@ -456,6 +468,15 @@ impl Registry {
             let deadline = chrono::Utc::now() + chrono::Duration::seconds(grace);
             {
                 let meta = meta_mut(&mut marked);
+                // The first mark changes what the object's controllers should do: a new
+                // generation, as upstream's BeforeDelete gives it.
+                if !meta.contains_key("deletionTimestamp") {
+                    if let Some(g) =
+                        meta.get("generation").and_then(Value::as_i64).filter(|g| *g > 0)
+                    {
+                        meta.insert("generation".into(), json!(g + 1));
+                    }
+                }
                 if !meta.contains_key("deletionTimestamp") || grace == 0 {
                     meta.insert(
                         "deletionTimestamp".into(),
@@ -801,11 +822,15 @@ fn prepare_for_update(
     if info.group.is_empty() && info.plural == "namespaces" && subresource != Some("finalize") {
         new["spec"] = old["spec"].clone();
     }
+    // The generation is the server's: a client cannot set it. A binding writes the pod's node
+    // without going through the pod's strategy, so it does not count as a change.
     let generation = old_meta["generation"].as_i64();
     if strategy::tracks_generation(info) {
-        let bumped = object::spec_part(&new) != object::spec_part(old);
+        let bumped = subresource != Some("binding") && strategy::bumps_generation(info, &new, old);
         let next = generation.unwrap_or(1) + i64::from(bumped);
         meta_mut(&mut new).insert("generation".into(), json!(next));
+    } else {
+        meta_mut(&mut new).remove("generation");
     }
     let mut old_cmp = old.clone();
     if let Some(m) = old_cmp["metadata"].as_object_mut() {
