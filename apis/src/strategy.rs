@@ -16,6 +16,9 @@ pub fn name_rule(info: &ResourceInfo) -> NameRule {
         ("", "namespaces") => NameRule::Label,
         ("", "services") => NameRule::Dns1035Label,
         ("rbac.authorization.k8s.io", _) => NameRule::PathSegment,
+        ("networking.k8s.io", "ipaddresses") => NameRule::IpAddress,
+        ("apiregistration.k8s.io", "apiservices") => NameRule::PathSegment,
+        ("certificates.k8s.io", "certificatesigningrequests") => NameRule::Any,
         _ => NameRule::Subdomain,
     }
 }

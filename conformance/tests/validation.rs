@@ -234,6 +234,126 @@ fn other_kinds_are_refused_with_their_own_field_errors() {
     );
 }
 
+/// The kinds machines write and the ones that configure the cluster: webhook
+/// configurations, CRDs, Leases, EndpointSlices, Nodes, FlowSchemas, and the newer pod, Job
+/// and Service fields (sysctls, pod failure policies, external IPs).
+const MORE_KINDS: &str = r#"apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: vw}
+webhooks:
+- name: check
+  sideEffects: Maybe
+  admissionReviewVersions: [v1]
+  timeoutSeconds: 60
+  clientConfig:
+    url: http://example.com/check
+---
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.org
+  scope: Galactic
+  names: {plural: widgets, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object}
+---
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata: {name: l}
+spec: {leaseDurationSeconds: -1}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: es}
+addressType: IPv5
+endpoints: []
+---
+apiVersion: v1
+kind: Node
+metadata: {name: node-a}
+spec:
+  taints:
+  - {key: dedicated, effect: Sometimes}
+---
+apiVersion: flowcontrol.apiserver.k8s.io/v1
+kind: FlowSchema
+metadata: {name: fs}
+spec:
+  matchingPrecedence: 20000
+  priorityLevelConfiguration: {name: global-default}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: ext}
+spec:
+  ports: [{port: 80}]
+  externalIPs: [127.0.0.1]
+---
+apiVersion: batch/v1
+kind: Job
+metadata: {name: j}
+spec:
+  podFailurePolicy:
+    rules:
+    - action: Explode
+      onExitCodes: {operator: In, values: [1]}
+  template:
+    spec:
+      restartPolicy: Never
+      containers: [{name: c, image: busybox}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  hostNetwork: true
+  securityContext:
+    sysctls: [{name: net.core.somaxconn, value: "1024"}]
+  containers: [{name: c, image: busybox}]
+"#;
+
+const MORE_KINDS_ERRORS: &str = r#"Error from server (Invalid): error when creating "STDIN": ValidatingWebhookConfiguration.admissionregistration.k8s.io "vw" is invalid: [webhooks[0].name: Invalid value: "check": should be a domain with at least three segments separated by dots, webhooks[0].sideEffects: Unsupported value: "Maybe": supported values: "None", "NoneOnDryRun", webhooks[0].timeoutSeconds: Invalid value: 60: the timeout value must be between 1 and 30 seconds, webhooks[0].clientConfig.url: Invalid value: "http": 'https' is the only allowed URL scheme; desired format: https://host[/path]]
+Error from server (Invalid): error when creating "STDIN": CustomResourceDefinition.apiextensions.k8s.io "widgets.example.com" is invalid: [metadata.name: Invalid value: "widgets.example.com": must be spec.names.plural+"."+spec.group, spec.scope: Unsupported value: "Galactic": supported values: "Cluster", "Namespaced"]
+Error from server (Invalid): error when creating "STDIN": Lease.coordination.k8s.io "l" is invalid: spec.leaseDurationSeconds: Invalid value: -1: must be greater than 0
+Error from server (Invalid): error when creating "STDIN": EndpointSlice.discovery.k8s.io "es" is invalid: addressType: Unsupported value: "IPv5": supported values: "FQDN", "IPv4", "IPv6"
+Error from server (Invalid): error when creating "STDIN": Node "node-a" is invalid: metadata.taints[0].effect: Unsupported value: "Sometimes": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"
+Error from server (Invalid): error when creating "STDIN": FlowSchema.flowcontrol.apiserver.k8s.io "fs" is invalid: spec.matchingPrecedence: Invalid value: 20000: must not be greater than 10000
+Error from server (Invalid): error when creating "STDIN": Service "ext" is invalid: spec.externalIPs[0]: Invalid value: "127.0.0.1": may not be in the loopback range (127.0.0.0/8, ::1/128)
+Error from server (Invalid): error when creating "STDIN": Job.batch "j" is invalid: spec.podFailurePolicy.rules[0].action: Unsupported value: "Explode": supported values: "Count", "FailIndex", "FailJob", "Ignore"
+Error from server (Invalid): error when creating "STDIN": Pod "p" is invalid: spec.securityContext.sysctls[0].name: Invalid value: "net.core.somaxconn": may not be specified when 'hostNetwork' is true
+"#;
+
+#[test]
+fn cluster_configuration_and_machine_written_kinds_are_validated_too() {
+    let s = RkubeServer::start_with(&["--disable", "scheduler,controllers,kubelet"]);
+    let out = s.kubectl_with(&s.kubectl, &["apply", "-f", "-"], Some(MORE_KINDS));
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), MORE_KINDS_ERRORS);
+    let err = s.fails(&[
+        "get",
+        "validatingwebhookconfiguration/vw",
+        "crd/widgets.example.com",
+        "lease/l",
+        "endpointslice/es",
+        "node/node-a",
+        "flowschema/fs",
+        "service/ext",
+        "job/j",
+        "pod/p",
+    ]);
+    assert_eq!(err.matches("NotFound").count(), 9, "{err}");
+    // The server's own `kubernetes` endpoints point at its loopback advertise address, which
+    // a client may not write.
+    let ip =
+        s.ok(&["get", "endpoints", "kubernetes", "-o", "jsonpath={.subsets[0].addresses[0].ip}"]);
+    assert_eq!(ip, "127.0.0.1");
+}
+
 /// The Status behind those lines: 422 `Invalid`, one cause per field with its reason.
 #[tokio::test]
 async fn the_status_lists_every_field_error_as_a_cause() {

@@ -655,7 +655,7 @@ fn write_options(query: &Query, headers: &HeaderMap, verb: &str) -> ApiResult<Wr
             headers.get(http::header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or(""),
         ),
     };
-    Ok(WriteOptions { dry_run, field_manager: Some(field_manager) })
+    Ok(WriteOptions { dry_run, field_manager: Some(field_manager), trusted: false })
 }
 
 /// The body of a create or update, decoded and normalized (see [`normalize_object`]).

@@ -162,7 +162,9 @@ async fn bootstrap(registry: &registry::Registry, config: &ServerConfig) -> anyh
         let info = resources.get(group, version, plural).expect("built-in resource");
         let namespace = obj["metadata"]["namespace"].as_str().map(String::from);
         let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
-        let options = options.clone();
+        let mut options = options.clone();
+        // The endpoints may hold a loopback address (see `WriteOptions::trusted`).
+        options.trusted = matches!(plural, "endpoints" | "endpointslices");
         async move {
             match registry.create(info, namespace.as_deref(), obj, &options).await {
                 Ok(_) => {

@@ -110,15 +110,22 @@ fn custom_resource_definition(crd: &mut Value) {
             field(config, "service").into_iter().for_each(service_reference);
         }
     }
-    // The first version marked for storage, when status names none yet.
+    // The version marked for storage.
     let storage = spec["versions"].as_array().and_then(|versions| {
         versions.iter().find(|v| v["storage"] == true).map(|v| v["name"].clone())
     });
     if let Some(name) = storage.filter(Value::is_string) {
         default(crd, "status", json!({}));
         if let Some(status) = field(crd, "status") {
-            if status["storedVersions"].as_array().is_none_or(Vec::is_empty) {
-                status["storedVersions"] = json!([name]);
+            // Every version objects were ever stored in, so a storage migration knows what
+            // to rewrite: a new storage version joins the list (upstream's strategy does this
+            // on create and on every update).
+            if !status["storedVersions"].is_array() {
+                status["storedVersions"] = json!([]);
+            }
+            let stored = status["storedVersions"].as_array_mut().expect("a list");
+            if !stored.contains(&name) {
+                stored.push(name);
             }
         }
     }

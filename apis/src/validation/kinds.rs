@@ -3,9 +3,14 @@
 
 use serde_json::Value;
 
+use super::admission;
 use super::cluster;
 use super::config::{data_keys, immutable_data};
+use super::control;
+use super::discovery;
+use super::extensions;
 use super::networking;
+use super::nodes;
 use super::pod::{pod_create, pod_spec, pod_update};
 use super::service::service;
 use super::storage;
@@ -61,6 +66,42 @@ pub fn validate(info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Vec<Fi
                 }
             }
             errors
+        }
+        ("networking.k8s.io", "ipaddresses") => networking::ip_address(obj, old),
+        ("networking.k8s.io", "servicecidrs") => networking::service_cidr(obj, old),
+        ("", "endpoints") => discovery::endpoints(obj, old),
+        ("discovery.k8s.io", "endpointslices") => discovery::endpoint_slice(obj, old),
+        ("", "events") => discovery::core_event(obj, old),
+        ("events.k8s.io", "events") => discovery::event(obj, old),
+        ("coordination.k8s.io", "leases") => discovery::lease(obj, old),
+        ("", "nodes") => nodes::node(obj, old),
+        ("node.k8s.io", "runtimeclasses") => nodes::runtime_class(obj, old),
+        ("storage.k8s.io", "csinodes") => nodes::csi_node(obj, old),
+        ("storage.k8s.io", "csistoragecapacities") => nodes::csi_storage_capacity(obj, old),
+        ("", "serviceaccounts") => nodes::service_account(obj, old),
+        ("apps", "controllerrevisions") => nodes::controller_revision(obj, old),
+        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations") => {
+            admission::mutating_webhook_configuration(obj, old)
+        }
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations") => {
+            admission::validating_webhook_configuration(obj, old)
+        }
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => {
+            admission::validating_admission_policy(obj, old)
+        }
+        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings") => {
+            admission::validating_admission_policy_binding(obj, old)
+        }
+        ("apiextensions.k8s.io", "customresourcedefinitions") => {
+            extensions::custom_resource_definition(obj, old)
+        }
+        ("apiregistration.k8s.io", "apiservices") => extensions::api_service(obj, old),
+        ("certificates.k8s.io", "certificatesigningrequests") => {
+            control::certificate_signing_request(obj, old)
+        }
+        ("flowcontrol.apiserver.k8s.io", "flowschemas") => control::flow_schema(obj, old),
+        ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations") => {
+            control::priority_level_configuration(obj, old)
         }
         _ => Vec::new(),
     }

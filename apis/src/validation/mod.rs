@@ -3,8 +3,11 @@
 //! here; each kind's own fields in [`validate`] (`kinds`), with one module per area: `pod`,
 //! `workloads` (apps and batch), `service`, `config` (ConfigMaps and Secrets), `storage`
 //! (claims, volumes, classes, CSI), `networking` (Ingresses, IngressClasses,
-//! NetworkPolicies) and `cluster` (budgets, autoscalers, RBAC, quotas, limit ranges,
-//! priority classes, namespaces). The value checks they share are in `values` (ports, enums,
+//! NetworkPolicies, IPAddresses, ServiceCIDRs), `cluster` (budgets, autoscalers, RBAC, quotas,
+//! limit ranges, priority classes, namespaces), `nodes` (nodes, runtime classes, CSI nodes and
+//! capacities, service accounts, controller revisions), `discovery` (endpoints, events,
+//! leases), `admission` (webhook configurations, admission policies), `extensions` (CRDs,
+//! APIServices) and `control` (certificate requests, flow control). The value checks they share are in `values` (ports, enums,
 //! label maps and selectors, config keys) and cron schedules in `cron`. Bad values that
 //! upstream prints as Go structs are rendered by `crate::gofmt`.
 
@@ -13,11 +16,17 @@ use serde_json::Value;
 use crate::gofmt::go_quote;
 use values::{annotation_map, label_map};
 
+mod admission;
 mod cluster;
 mod config;
+mod control;
 mod cron;
+mod discovery;
+mod extensions;
 mod kinds;
+mod net;
 mod networking;
+mod nodes;
 mod pod;
 mod service;
 mod storage;
@@ -143,6 +152,10 @@ pub enum NameRule {
     Dns1035Label,
     /// RBAC kinds and a few others: anything usable as a path segment.
     PathSegment,
+    /// IPAddresses: an IP address in canonical form.
+    IpAddress,
+    /// CertificateSigningRequests: any name (upstream's name check for them accepts all).
+    Any,
 }
 
 const SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
@@ -183,6 +196,14 @@ pub fn name_problems(name: &str, rule: NameRule) -> Vec<String> {
             }
             if !is_label(name) || !name.as_bytes()[0].is_ascii_lowercase() {
                 problems.push(DNS1035_MSG.to_string());
+            }
+        }
+        NameRule::Any => {}
+        NameRule::IpAddress => {
+            // Upstream reuses the field check's details for the name.
+            let prefix = format!("Invalid value: {}: ", go_quote(name));
+            for e in net::ip_strict("metadata.name", name) {
+                problems.push(e.message.strip_prefix(&prefix).unwrap_or(&e.message).to_string());
             }
         }
         NameRule::PathSegment => {

@@ -1,19 +1,21 @@
 //! networking.k8s.io kinds: Ingress (rules, hosts, paths, backends, TLS, class),
-//! IngressClass (controller, parameters) and NetworkPolicy (selectors, ports, peers, ipBlocks,
-//! policyTypes), with upstream's (v1.33) messages and field paths (`ValidateIngressCreate`,
-//! `ValidateIngressUpdate`, `ValidateIngressClass`, `ValidateNetworkPolicy`).
+//! IngressClass (controller, parameters), NetworkPolicy (selectors, ports, peers, ipBlocks,
+//! policyTypes), IPAddress (parent reference) and ServiceCIDR (ranges), with upstream's
+//! (v1.33) messages and field paths (`ValidateIngressCreate`, `ValidateIngressUpdate`,
+//! `ValidateIngressClass`, `ValidateNetworkPolicy`, `ValidateIPAddress`,
+//! `ValidateServiceCIDR` and their update checks). An IPAddress's name, a canonical IP, is
+//! checked with the metadata (`NameRule::IpAddress`).
 //!
 //! Metadata is checked by the caller; these look at the spec (and, for Ingress, the class
 //! annotation). Fields upstream defaults (a NetworkPolicy port's protocol, policyTypes, an
 //! IngressClass parameters' scope) are never an error when absent.
 
-// Wired into `kinds::validate` separately; until then only the tests call these.
-
 use serde_json::{json, Value};
 
-use super::values::{label_selector, one_of, port_name_problems, range_msg, str_of};
+use super::net::{cidr_legacy, cidr_strict, family};
+use super::values::{items, label_selector, one_of, port_name_problems, range_msg, str_of};
 use super::{name_problems, FieldError, NameRule};
-use crate::gofmt::go_quote;
+use crate::gofmt::{go_quote, go_string_slice};
 
 const INGRESS_CLASS_ANNOTATION: &str = "kubernetes.io/ingress.class";
 const MAX_CONTROLLER_LEN: usize = 250;
@@ -385,7 +387,7 @@ pub fn ingress_class(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
 
 /// `IsDomainPrefixedPath`: `host/path`, the host a subdomain and the path of URL path
 /// characters; each problem shows the part it is about.
-fn domain_prefixed_path(field: &str, value: &str) -> Vec<FieldError> {
+pub(super) fn domain_prefixed_path(field: &str, value: &str) -> Vec<FieldError> {
     if value.is_empty() {
         return vec![FieldError::required(field, "")];
     }
@@ -711,6 +713,127 @@ impl Cidr {
         let ip = to4(ip).unwrap_or(ip);
         ip.len() == net.len() && ip.iter().zip(net).zip(mask).all(|((a, n), m)| a & m == n & m)
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// IPAddress and ServiceCIDR
+
+/// An IPAddress (networking.k8s.io): the name is the address it records (a canonical IP,
+/// checked with the metadata), and `spec.parentRef` names what holds it: required, with a
+/// resource and a name that are path segments, an optional group (a DNS subdomain) and
+/// namespace. The reference is fixed once created.
+pub fn ip_address(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let parent = &obj["spec"]["parentRef"];
+    let at = "spec.parentRef";
+    if parent.is_null() {
+        return vec![FieldError::required(at, "")];
+    }
+    let mut errors = Vec::new();
+    let group = str_of(&parent["group"]);
+    if !group.is_empty() {
+        errors.extend(subdomain(&format!("{at}.group"), group));
+    }
+    for (field, required) in [("resource", true), ("name", true), ("namespace", false)] {
+        let value = str_of(&parent[field]);
+        let field = format!("{at}.{field}");
+        if value.is_empty() {
+            if required {
+                errors.push(FieldError::required(field, ""));
+            }
+            continue;
+        }
+        for p in name_problems(value, NameRule::PathSegment) {
+            errors.push(FieldError::invalid(&field, &text(value), &p));
+        }
+    }
+    if let Some(old) = old {
+        let was = &old["spec"]["parentRef"];
+        if parent_ref_key(parent) != parent_ref_key(was) {
+            errors.push(FieldError::invalid_shown(
+                at,
+                &go_parent_ref(parent),
+                "field is immutable",
+            ));
+        }
+    }
+    errors
+}
+
+/// A parent reference's four strings, as Go compares the struct.
+fn parent_ref_key(r: &Value) -> Option<[&str; 4]> {
+    (!r.is_null()).then(|| ["group", "resource", "namespace", "name"].map(|f| str_of(&r[f])))
+}
+
+/// A `*networking.ParentReference` as `field.Invalid` prints it.
+fn go_parent_ref(r: &Value) -> String {
+    if r.is_null() {
+        return "\"null\"".to_string();
+    }
+    format!(
+        "networking.ParentReference{{Group:{}, Resource:{}, Namespace:{}, Name:{}}}",
+        go_quote(str_of(&r["group"])),
+        go_quote(str_of(&r["resource"])),
+        go_quote(str_of(&r["namespace"])),
+        go_quote(str_of(&r["name"]))
+    )
+}
+
+/// A ServiceCIDR (networking.k8s.io): the ranges Services take their ClusterIPs from. One
+/// or two CIDRs (two only one of each family), each a subnet in canonical form; fixed once
+/// created.
+pub fn service_cidr(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    const AT: &str = "spec.cidrs";
+    let cidrs: Vec<&str> = items(&obj["spec"]["cidrs"]).iter().map(str_of).collect();
+    let mut errors = service_cidr_spec(&obj["spec"], &cidrs);
+    if let Some(old) = old {
+        let was = &old["spec"]["cidrs"];
+        let old_cidrs: Vec<&str> = items(was).iter().map(str_of).collect();
+        // Go's semantic equality: an empty list is the same as none.
+        if cidrs != old_cidrs {
+            let shown = go_string_slice(obj["spec"]["cidrs"].as_array().map(|_| &cidrs[..]));
+            errors.push(FieldError::invalid_shown(AT, &shown, "field is immutable"));
+        }
+    }
+    errors
+}
+
+/// `ValidateServiceCIDR`'s spec checks; they stop at the first problem with the list itself.
+fn service_cidr_spec(spec: &Value, cidrs: &[&str]) -> Vec<FieldError> {
+    const AT: &str = "spec.cidrs";
+    let shown_spec = || {
+        let list = spec["cidrs"].as_array().map(|_| cidrs);
+        format!("networking.ServiceCIDRSpec{{CIDRs:{}}}", go_string_slice(list))
+    };
+    if cidrs.is_empty() {
+        return vec![FieldError::required(AT, "at least one CIDR required")];
+    }
+    if cidrs.len() > 2 {
+        return vec![FieldError::invalid_shown(AT, &shown_spec(), "may only hold up to 2 values")];
+    }
+    if cidrs.len() == 2 {
+        let families: Vec<Option<u8>> = cidrs.iter().map(|c| cidr_family(c)).collect();
+        let dual = families.contains(&Some(4)) && families.contains(&Some(6));
+        if !dual {
+            return vec![FieldError::invalid_shown(
+                AT,
+                &shown_spec(),
+                "may specify no more than one IP for each IP family, i.e 192.168.0.0/24 and 2001:db8::/64",
+            )];
+        }
+    }
+    let mut errors = Vec::new();
+    for (i, cidr) in cidrs.iter().enumerate() {
+        errors.extend(cidr_strict(&format!("{AT}[{i}]"), cidr));
+    }
+    errors
+}
+
+/// The family of a CIDR `ParseCIDRSloppy` reads (`None` for anything else).
+fn cidr_family(cidr: &str) -> Option<u8> {
+    if !cidr.contains('/') || !cidr_legacy("", cidr).is_empty() {
+        return None;
+    }
+    family(cidr)
 }
 
 #[cfg(test)]
@@ -1193,5 +1316,90 @@ mod tests {
         assert!(Cidr::parse_sloppy("10.0.0.0/08").is_some());
         assert!(Cidr::parse_sloppy("10.0.0.0/").is_none());
         assert!(Cidr::parse_sloppy("::/129").is_none());
+    }
+
+    #[test]
+    fn ip_addresses() {
+        let ip = |parent: Value| {
+            json!({"apiVersion": "networking.k8s.io/v1", "kind": "IPAddress",
+                "metadata": {"name": "10.43.0.10"}, "spec": {"parentRef": parent}})
+        };
+        let ok =
+            ip(json!({"group": "", "resource": "services", "namespace": "default", "name": "web"}));
+        assert_eq!(lines(ip_address(&ok, None)), Vec::<String>::new());
+        assert_eq!(lines(ip_address(&ok, Some(&ok))), Vec::<String>::new());
+        assert_eq!(lines(ip_address(&ip(Value::Null), None)), ["spec.parentRef: Required value"]);
+        let bad =
+            ip(json!({"group": "Bad_Group", "resource": "svc/x", "namespace": "..", "name": ""}));
+        assert_eq!(
+            lines(ip_address(&bad, None)),
+            [
+                format!("spec.parentRef.group: Invalid value: \"Bad_Group\": {SUBDOMAIN_MSG}"),
+                "spec.parentRef.resource: Invalid value: \"svc/x\": may not contain '/'"
+                    .to_string(),
+                "spec.parentRef.name: Required value".to_string(),
+                "spec.parentRef.namespace: Invalid value: \"..\": may not be '..'".to_string(),
+            ]
+        );
+        let moved = ip(json!({"resource": "services", "namespace": "other", "name": "web"}));
+        assert_eq!(
+            lines(ip_address(&moved, Some(&ok))),
+            ["spec.parentRef: Invalid value: networking.ParentReference{Group:\"\", Resource:\"services\", Namespace:\"other\", Name:\"web\"}: field is immutable"]
+        );
+        // The name: a canonical IP (checked with the metadata).
+        assert!(name_problems("10.43.0.10", NameRule::IpAddress).is_empty());
+        assert!(name_problems("fd00::a", NameRule::IpAddress).is_empty());
+        assert_eq!(
+            name_problems("fd00:0::A", NameRule::IpAddress),
+            ["must be in canonical form (\"fd00::a\")"]
+        );
+        assert_eq!(name_problems("010.43.0.1", NameRule::IpAddress), ["must not have leading 0s"]);
+        assert_eq!(
+            name_problems("web", NameRule::IpAddress),
+            ["must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"]
+        );
+    }
+
+    #[test]
+    fn service_cidrs() {
+        let cidr = |cidrs: Value| {
+            json!({"apiVersion": "networking.k8s.io/v1", "kind": "ServiceCIDR",
+                "metadata": {"name": "extra"}, "spec": {"cidrs": cidrs}})
+        };
+        let ok = cidr(json!(["10.44.0.0/16", "fd00:44::/108"]));
+        assert_eq!(lines(service_cidr(&ok, None)), Vec::<String>::new());
+        assert_eq!(lines(service_cidr(&ok, Some(&ok))), Vec::<String>::new());
+        assert_eq!(
+            lines(service_cidr(&cidr(json!([])), None)),
+            ["spec.cidrs: Required value: at least one CIDR required"]
+        );
+        assert_eq!(
+            lines(service_cidr(&cidr(json!(["10.0.0.0/8", "fd00::/64", "10.1.0.0/16"])), None)),
+            ["spec.cidrs: Invalid value: networking.ServiceCIDRSpec{CIDRs:[]string{\"10.0.0.0/8\", \"fd00::/64\", \"10.1.0.0/16\"}}: may only hold up to 2 values"]
+        );
+        assert_eq!(
+            lines(service_cidr(&cidr(json!(["10.0.0.0/8", "10.1.0.0/16"])), None)),
+            ["spec.cidrs: Invalid value: networking.ServiceCIDRSpec{CIDRs:[]string{\"10.0.0.0/8\", \"10.1.0.0/16\"}}: may specify no more than one IP for each IP family, i.e 192.168.0.0/24 and 2001:db8::/64"]
+        );
+        assert_eq!(
+            lines(service_cidr(&cidr(json!(["10.0.0.0/8", "bogus"])), None)),
+            ["spec.cidrs: Invalid value: networking.ServiceCIDRSpec{CIDRs:[]string{\"10.0.0.0/8\", \"bogus\"}}: may specify no more than one IP for each IP family, i.e 192.168.0.0/24 and 2001:db8::/64"]
+        );
+        assert_eq!(
+            lines(service_cidr(&cidr(json!(["10.0.0.1/8", "FD00::/64"])), None)),
+            [
+                "spec.cidrs[0]: Invalid value: \"10.0.0.1/8\": must not have bits set beyond the prefix length",
+                "spec.cidrs[1]: Invalid value: \"FD00::/64\": must be in canonical form (\"fd00::/64\")",
+            ]
+        );
+        assert_eq!(
+            lines(service_cidr(&cidr(json!(["10.0.0.0"])), None)),
+            [format!("spec.cidrs[0]: Invalid value: \"10.0.0.0\": {CIDR_MSG}")]
+        );
+        let changed = cidr(json!(["10.44.0.0/16"]));
+        assert_eq!(
+            lines(service_cidr(&changed, Some(&ok))),
+            ["spec.cidrs: Invalid value: []string{\"10.44.0.0/16\"}: field is immutable"]
+        );
     }
 }

@@ -3,17 +3,24 @@
 //! messages and field paths (`ValidateService`, `validateServicePort`).
 //!
 //! Validation runs before the ClusterIP and NodePorts are allocated (`server::services`),
-//! which also owns the "may not change once set" rule for the ClusterIP on update. A field
-//! upstream defaults (type, protocol, targetPort, sessionAffinity, traffic policies) is never
-//! an error when absent, whether or not rkube's defaulting filled it.
+//! which also owns the "may not change once set" rule for the ClusterIP on update. Upstream
+//! allocates first, and its allocator checks the cluster-IP fields before it does
+//! (`ValidateServiceClusterIPsRelatedFields`, then the IP families against the cluster's
+//! service ranges): when those fail, their errors are the only ones reported. rkube does the
+//! same here, reading `clusterIP`/`clusterIPs` the way upstream's registry first reconciles
+//! them, and its service range is single-stack IPv4. A field upstream defaults (type,
+//! protocol, targetPort, sessionAffinity, traffic policies) is never an error when absent,
+//! whether or not rkube's defaulting filled it.
 
 use std::collections::HashSet;
+use std::net::IpAddr;
 
 use serde_json::{json, Value};
 
-use super::values::{label_map, one_of, port_name_problems, port_number};
+use super::net::{cidr_legacy, family, ip_legacy, parse_ip_sloppy};
+use super::values::{items, label_map, one_of, port_name_problems, port_number, str_of};
 use super::{name_problems, qualified_name_problems, FieldError, NameRule};
-use crate::gofmt::{go_int_or_string, go_pointee, go_quote};
+use crate::gofmt::{go_int_or_string, go_pointee, go_quote, go_string_slice};
 
 /// The kubelet's port, which no LoadBalancer may expose.
 const KUBELET_PORT: i64 = 10250;
@@ -21,17 +28,82 @@ const KUBELET_PORT: i64 = 10250;
 /// Upper bound of `sessionAffinityConfig.clientIP.timeoutSeconds` (one day).
 const MAX_AFFINITY_SECONDS: i64 = 86400;
 
-fn is_headless(spec: &Value) -> bool {
-    spec["clusterIP"] == "None" || spec["clusterIPs"] == json!(["None"])
+/// The annotation older clients set instead of `loadBalancerSourceRanges`.
+const SOURCE_RANGES_ANNOTATION: &str = "service.beta.kubernetes.io/load-balancer-source-ranges";
+const TOPOLOGY_MODE_ANNOTATION: &str = "service.kubernetes.io/topology-mode";
+const TOPOLOGY_HINTS_ANNOTATION: &str = "service.kubernetes.io/topology-aware-hints";
+
+/// A service with the single cluster IP `None`.
+fn is_headless(cluster_ips: &[String]) -> bool {
+    cluster_ips.len() == 1 && cluster_ips[0] == "None"
+}
+
+fn strings(v: &Value) -> Option<Vec<String>> {
+    v.as_array().map(|list| list.iter().map(|s| str_of(s).to_string()).collect())
+}
+
+/// `clusterIPs` as upstream's registry leaves it before validating (`normalizeClusterIPs`):
+/// on create a lone `clusterIP` fills it; on update a changed `clusterIP` with the old
+/// `clusterIPs` replaces them, and a cleared one with the old `clusterIPs` clears them.
+/// `None` stands for Go's nil slice.
+fn effective_cluster_ips(spec: &Value, old_spec: Option<&Value>) -> Option<Vec<String>> {
+    let ip = str_of(&spec["clusterIP"]);
+    let ips = strings(&spec["clusterIPs"]).filter(|l| !l.is_empty());
+    if spec["type"] == "ExternalName" {
+        return ips;
+    }
+    let Some(old) = old_spec else {
+        if !ip.is_empty() && ips.is_none() {
+            return Some(vec![ip.to_string()]);
+        }
+        return ips;
+    };
+    let (old_ip, old_ips) = (str_of(&old["clusterIP"]), strings(&old["clusterIPs"]));
+    let old_ips = old_ips.filter(|l| !l.is_empty());
+    let mut ips = ips;
+    if old_ips.is_some() && ips.is_none() && old_ip == ip {
+        ips = old_ips.clone();
+    }
+    if old_ip != ip && ips == old_ips {
+        ips = if ip.is_empty() { None } else { Some(vec![ip.to_string()]) };
+    }
+    ips
 }
 
 pub fn service(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let spec = &obj["spec"];
     let old_spec = old.map(|o| &o["spec"]);
     let kind = spec["type"].as_str().unwrap_or("ClusterIP");
-    let headless = is_headless(spec);
+    let cluster_ips = effective_cluster_ips(spec, old_spec);
+    let ips = cluster_ips.as_deref().unwrap_or_default();
+    let headless = is_headless(ips);
     let ports = spec["ports"].as_array().map_or(&[][..], Vec::as_slice);
+
+    // Upstream's allocator refuses bad cluster-IP fields before anything else is looked at.
+    if kind != "ExternalName" {
+        let early = cluster_ips_related(spec, cluster_ips.as_deref());
+        if !early.is_empty() {
+            return early;
+        }
+        let early = cluster_families(spec, old_spec, ips);
+        if !early.is_empty() {
+            return early;
+        }
+    }
+
     let mut errors = Vec::new();
+    if let Some(old_spec) = old_spec {
+        errors.extend(load_balancer_class(spec, Some(old_spec), kind));
+        let needs_health_check =
+            |s: &Value| s["type"] == "LoadBalancer" && s["externalTrafficPolicy"] == "Local";
+        if needs_health_check(old_spec)
+            && needs_health_check(spec)
+            && spec["healthCheckNodePort"] != old_spec["healthCheckNodePort"]
+        {
+            errors.push(FieldError::forbidden("spec.healthCheckNodePort", "field is immutable"));
+        }
+    }
+    errors.extend(topology_annotations(&obj["metadata"]["annotations"]));
 
     if ports.is_empty() && !headless && kind != "ExternalName" {
         errors.push(FieldError::required("spec.ports", ""));
@@ -68,8 +140,14 @@ pub fn service(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
 
     errors.extend(label_map("spec.selector", &spec["selector"]));
     errors.extend(session_affinity(spec));
-    if kind != "ExternalName" {
-        errors.extend(ip_families(spec));
+    for (i, ip) in items(&spec["externalIPs"]).iter().enumerate() {
+        let at = format!("spec.externalIPs[{i}]");
+        let invalid = ip_legacy(&at, str_of(ip));
+        if invalid.is_empty() {
+            errors.extend(non_special_ip(&at, str_of(ip)));
+        } else {
+            errors.extend(invalid);
+        }
     }
     if let Some(e) = one_of(
         "spec.type",
@@ -91,8 +169,258 @@ pub fn service(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
         }
     }
     errors.extend(duplicate_ports(ports));
-    errors.extend(load_balancer_fields(spec, old_spec, kind));
+    errors.extend(source_ranges(spec, &obj["metadata"]["annotations"], kind));
+    if kind != "LoadBalancer" && !spec["allocateLoadBalancerNodePorts"].is_null() {
+        errors.push(FieldError::forbidden("spec.allocateLoadBalancerNodePorts", LB_ONLY));
+    }
+    errors.extend(load_balancer_class(spec, None, kind));
     errors.extend(traffic_policies(spec, kind));
+    errors
+}
+
+/// `service.kubernetes.io/topology-mode` must agree with the deprecated
+/// `service.kubernetes.io/topology-aware-hints` when both are set.
+fn topology_annotations(annotations: &Value) -> Option<FieldError> {
+    let (mode, hints) =
+        (&annotations[TOPOLOGY_MODE_ANNOTATION], &annotations[TOPOLOGY_HINTS_ANNOTATION]);
+    (mode.is_string() && hints.is_string() && mode != hints).then(|| {
+        FieldError::invalid(
+            format!("metadata.annotations[{TOPOLOGY_MODE_ANNOTATION}]"),
+            mode,
+            &format!("must match annotations[{TOPOLOGY_HINTS_ANNOTATION}] when both are specified"),
+        )
+    })
+}
+
+/// `ValidateServiceClusterIPsRelatedFields`: `clusterIPs` in step with `clusterIP`, the IP
+/// families and policy, each cluster IP (`None` only alone), at most two and one per family,
+/// and each of the family its `ipFamilies` entry names.
+fn cluster_ips_related(spec: &Value, cluster_ips: Option<&[String]>) -> Vec<FieldError> {
+    const AT: &str = "spec.clusterIPs";
+    let mut errors = Vec::new();
+    let ips = cluster_ips.unwrap_or_default();
+    let shown_ips = go_string_slice(cluster_ips);
+    if !str_of(&spec["clusterIP"]).is_empty() {
+        if ips.is_empty() {
+            errors.push(FieldError::required(AT, ""));
+        } else if ips[0] != str_of(&spec["clusterIP"]) {
+            errors.push(FieldError::invalid_shown(
+                AT,
+                &shown_ips,
+                "first value must match `clusterIP`",
+            ));
+        }
+    } else if !ips.is_empty() {
+        errors.push(FieldError::invalid_shown(
+            AT,
+            &shown_ips,
+            "must be empty when `clusterIP` is not specified",
+        ));
+    }
+
+    let families = items(&spec["ipFamilies"]);
+    let mut seen = HashSet::new();
+    for (i, family) in families.iter().enumerate() {
+        let at = format!("spec.ipFamilies[{i}]");
+        if !matches!(family.as_str(), Some("IPv4" | "IPv6")) {
+            errors.push(FieldError::unsupported(&at, family, &["IPv4", "IPv6"]));
+        }
+        if !seen.insert(family.to_string()) {
+            errors.push(FieldError::duplicate(at, family));
+        }
+    }
+    errors.extend(one_of(
+        "spec.ipFamilyPolicy",
+        &spec["ipFamilyPolicy"],
+        &["PreferDualStack", "RequireDualStack", "SingleStack"],
+    ));
+
+    let mut bad_ips = false;
+    for (i, ip) in ips.iter().enumerate() {
+        if i == 0 && ip == "None" {
+            if ips.len() > 1 {
+                bad_ips = true;
+                errors.push(FieldError::invalid_shown(
+                    AT,
+                    &shown_ips,
+                    "'None' must be the first and only value",
+                ));
+            }
+            continue;
+        }
+        let invalid = ip_legacy(&format!("{AT}[{i}]"), ip);
+        bad_ips |= !invalid.is_empty();
+        errors.extend(invalid);
+    }
+    if ips.len() > 2 {
+        errors.push(FieldError::invalid_shown(AT, &shown_ips, "may only hold up to 2 values"));
+    }
+    // Bad addresses would only make the family checks below misleading.
+    if bad_ips {
+        return errors;
+    }
+    if ips.len() > 1 {
+        let fams: HashSet<Option<u8>> = ips.iter().map(|ip| family(ip)).collect();
+        if !(fams.contains(&Some(4)) && fams.contains(&Some(6))) {
+            errors.push(FieldError::invalid_shown(
+                AT,
+                &shown_ips,
+                "may specify no more than one IP for each IP family",
+            ));
+        }
+    }
+    if !is_headless(ips) {
+        for (i, (ip, fam)) in ips.iter().zip(families).enumerate() {
+            let expected = match (fam.as_str(), family(ip)) {
+                (Some("IPv4"), Some(6)) => "IPv4",
+                (Some("IPv6"), f) if f != Some(6) => "IPv6",
+                _ => continue,
+            };
+            errors.push(FieldError::invalid(
+                format!("{AT}[{i}]"),
+                &Value::String(ip.clone()),
+                &format!("expected an {expected} value as indicated by `ipFamilies[{i}]`"),
+            ));
+        }
+    }
+    errors
+}
+
+/// What upstream's allocator (`initIPFamilyFields`) checks once the fields are well formed,
+/// against rkube's single-stack IPv4 service range: one family, and only IPv4.
+fn cluster_families(spec: &Value, old_spec: Option<&Value>, ips: &[String]) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let families = items(&spec["ipFamilies"]);
+    // Headless services without a selector may ask for any families.
+    let selectorless = spec["selector"].as_object().is_none_or(|s| s.is_empty());
+    let headless_selectorless = str_of(&spec["clusterIP"]) == "None" && selectorless;
+    // An unset policy is the old one, or what upstream defaults it to.
+    let policy = match (&spec["ipFamilyPolicy"], old_spec.map(|o| &o["ipFamilyPolicy"])) {
+        (Value::Null, Some(old)) if !old.is_null() => old.clone(),
+        (Value::Null, _) if headless_selectorless => json!("RequireDualStack"),
+        (Value::Null, _) => json!("SingleStack"),
+        (policy, _) => policy.clone(),
+    };
+    if policy == "SingleStack" {
+        for (count, what) in [(ips.len(), "cluster IPs"), (families.len(), "IP families")] {
+            if count == 2 {
+                errors.push(FieldError::invalid(
+                    "spec.ipFamilyPolicy",
+                    &policy,
+                    &format!(
+                        "must be 'RequireDualStack' or 'PreferDualStack' when multiple {what} are specified"
+                    ),
+                ));
+            }
+        }
+    }
+    // Families a cluster IP implies where `ipFamilies` names none.
+    for (i, ip) in ips.iter().enumerate().skip(families.len()) {
+        if ip == "None" {
+            break;
+        }
+        if family(ip) == Some(6) {
+            errors.push(FieldError::invalid_shown(
+                format!("spec.clusterIPs[{i}]"),
+                &go_string_slice(Some(ips)),
+                "IPv6 is not configured on this cluster",
+            ));
+        }
+    }
+    if !errors.is_empty() || headless_selectorless {
+        return errors;
+    }
+    if policy == "RequireDualStack" {
+        errors.push(FieldError::invalid(
+            "spec.ipFamilyPolicy",
+            &policy,
+            "this cluster is not configured for dual-stack services",
+        ));
+    }
+    for (i, family) in families.iter().enumerate() {
+        if family != "IPv4" {
+            errors.push(FieldError::invalid(
+                format!("spec.ipFamilies[{i}]"),
+                family,
+                "not configured on this cluster",
+            ));
+        }
+    }
+    errors
+}
+
+/// `ValidateNonSpecialIP`: no unspecified, loopback or link-local address.
+fn non_special_ip(at: &str, value: &str) -> Vec<FieldError> {
+    let Some(ip) = parse_ip_sloppy(value) else { return Vec::new() };
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+        v4 => v4,
+    };
+    let shown = Value::String(value.to_string());
+    let mut errors = Vec::new();
+    if ip.is_unspecified() {
+        errors.push(FieldError::invalid(at, &shown, &format!("may not be unspecified ({value})")));
+    }
+    if ip.is_loopback() {
+        errors.push(FieldError::invalid(
+            at,
+            &shown,
+            "may not be in the loopback range (127.0.0.0/8, ::1/128)",
+        ));
+    }
+    let (link_local, link_local_multicast) = match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            (o[0] == 169 && o[1] == 254, o[0] == 224 && o[1] == 0 && o[2] == 0)
+        }
+        IpAddr::V6(v6) => {
+            let o = v6.octets();
+            (o[0] == 0xfe && o[1] & 0xc0 == 0x80, o[0] == 0xff && o[1] & 0x0f == 0x02)
+        }
+    };
+    if link_local {
+        errors.push(FieldError::invalid(
+            at,
+            &shown,
+            "may not be in the link-local range (169.254.0.0/16, fe80::/10)",
+        ));
+    }
+    if link_local_multicast {
+        errors.push(FieldError::invalid(
+            at,
+            &shown,
+            "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)",
+        ));
+    }
+    errors
+}
+
+/// `loadBalancerSourceRanges` (spaces around an entry allowed), or when it is empty the
+/// older annotation (a comma-separated list): LoadBalancers only, each a CIDR.
+fn source_ranges(spec: &Value, annotations: &Value, kind: &str) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let ranges = items(&spec["loadBalancerSourceRanges"]);
+    if !ranges.is_empty() {
+        // Upstream's path really is capitalised here.
+        let at = "spec.LoadBalancerSourceRanges";
+        if kind != "LoadBalancer" {
+            errors.push(FieldError::forbidden(at, LB_ONLY));
+        }
+        for (i, range) in ranges.iter().enumerate() {
+            errors.extend(cidr_legacy(&format!("{at}[{i}]"), str_of(range).trim()));
+        }
+    } else if let Some(value) = annotations[SOURCE_RANGES_ANNOTATION].as_str() {
+        let at = format!("metadata.annotations[{SOURCE_RANGES_ANNOTATION}]");
+        if kind != "LoadBalancer" {
+            errors.push(FieldError::forbidden(&at, LB_ONLY));
+        }
+        let value = value.trim();
+        if !value.is_empty() {
+            for range in value.split(',') {
+                errors.extend(cidr_legacy(&at, range.trim()));
+            }
+        }
+    }
     errors
 }
 
@@ -211,28 +539,6 @@ fn session_affinity(spec: &Value) -> Vec<FieldError> {
     errors
 }
 
-/// `ipFamilies` entries and `ipFamilyPolicy` (the cluster IPs themselves are checked when
-/// they are allocated).
-fn ip_families(spec: &Value) -> Vec<FieldError> {
-    let mut errors = Vec::new();
-    let mut seen = HashSet::new();
-    for (i, family) in spec["ipFamilies"].as_array().into_iter().flatten().enumerate() {
-        let at = format!("spec.ipFamilies[{i}]");
-        if !matches!(family.as_str(), Some("IPv4" | "IPv6")) {
-            errors.push(FieldError::unsupported(&at, family, &["IPv4", "IPv6"]));
-        }
-        if !seen.insert(family.to_string()) {
-            errors.push(FieldError::duplicate(at, family));
-        }
-    }
-    errors.extend(one_of(
-        "spec.ipFamilyPolicy",
-        &spec["ipFamilyPolicy"],
-        &["PreferDualStack", "RequireDualStack", "SingleStack"],
-    ));
-    errors
-}
-
 /// The same node port twice, and the same port twice, each per protocol.
 fn duplicate_ports(ports: &[Value]) -> Vec<FieldError> {
     let mut errors = Vec::new();
@@ -260,18 +566,14 @@ fn duplicate_ports(ports: &[Value]) -> Vec<FieldError> {
     errors
 }
 
-/// Fields for LoadBalancer services only.
-fn load_balancer_fields(spec: &Value, old_spec: Option<&Value>, kind: &str) -> Vec<FieldError> {
-    const LB_ONLY: &str = "may only be used when `type` is 'LoadBalancer'";
+const LB_ONLY: &str = "may only be used when `type` is 'LoadBalancer'";
+
+/// `validateLoadBalancerClassField`: on update (`old_spec` given) fixed while the service
+/// stays a LoadBalancer; a qualified name, and only for LoadBalancers. Upstream runs it once
+/// for the update and again within the service's own checks.
+fn load_balancer_class(spec: &Value, old_spec: Option<&Value>, kind: &str) -> Vec<FieldError> {
     let mut errors = Vec::new();
     let lb = kind == "LoadBalancer";
-    // Upstream's path really is capitalised here.
-    if !lb && spec["loadBalancerSourceRanges"].as_array().is_some_and(|r| !r.is_empty()) {
-        errors.push(FieldError::forbidden("spec.LoadBalancerSourceRanges", LB_ONLY));
-    }
-    if !lb && !spec["allocateLoadBalancerNodePorts"].is_null() {
-        errors.push(FieldError::forbidden("spec.allocateLoadBalancerNodePorts", LB_ONLY));
-    }
     let class = &spec["loadBalancerClass"];
     if let Some(old) = old_spec {
         if lb && old["type"] == "LoadBalancer" && &old["loadBalancerClass"] != class {
@@ -443,27 +745,33 @@ mod tests {
     #[test]
     fn type_affinity_and_policies() {
         let svc = with_spec(json!({"type": "Internal", "sessionAffinity": "Cookie",
-            "selector": {"app": "web server"}, "ipFamilyPolicy": "DualStack",
+            "selector": {"app": "web server"},
             "internalTrafficPolicy": "Node", "externalTrafficPolicy": "Local"}));
         assert_eq!(
             lines(service(&svc, None)),
             [
                 "spec.selector: Invalid value: \"web server\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
                 "spec.sessionAffinity: Unsupported value: \"Cookie\": supported values: \"ClientIP\", \"None\"",
-                "spec.ipFamilyPolicy: Unsupported value: \"DualStack\": supported values: \"PreferDualStack\", \"RequireDualStack\", \"SingleStack\"",
                 "spec.type: Unsupported value: \"Internal\": supported values: \"ClusterIP\", \"ExternalName\", \"LoadBalancer\", \"NodePort\"",
                 "spec.externalTrafficPolicy: Invalid value: \"Local\": may only be set for externally-accessible services",
                 "spec.internalTrafficPolicy: Unsupported value: \"Node\": supported values: \"Cluster\", \"Local\"",
             ]
         );
-        let svc = with_spec(json!({"sessionAffinity": "ClientIP",
+        // Bad IP-family fields are reported alone (upstream's allocator checks them first).
+        let svc = with_spec(json!({"sessionAffinity": "ClientIP", "ipFamilyPolicy": "DualStack",
             "sessionAffinityConfig": {"clientIP": {"timeoutSeconds": 0}}, "ipFamilies": ["IPv4", "IPv4"]}));
         assert_eq!(
             lines(service(&svc, None)),
             [
-                "spec.sessionAffinityConfig.clientIP.timeoutSeconds: Invalid value: 0: must be greater than 0 and less than 86400",
                 "spec.ipFamilies[1]: Duplicate value: \"IPv4\"",
+                "spec.ipFamilyPolicy: Unsupported value: \"DualStack\": supported values: \"PreferDualStack\", \"RequireDualStack\", \"SingleStack\"",
             ]
+        );
+        let svc = with_spec(json!({"sessionAffinity": "ClientIP",
+            "sessionAffinityConfig": {"clientIP": {"timeoutSeconds": 0}}}));
+        assert_eq!(
+            lines(service(&svc, None)),
+            ["spec.sessionAffinityConfig.clientIP.timeoutSeconds: Invalid value: 0: must be greater than 0 and less than 86400"]
         );
         // Defaulting drops `sessionAffinityConfig` when affinity is None, as upstream's does,
         // so its "must not be set" error never reaches a client.
@@ -506,5 +814,164 @@ mod tests {
             lines(service(&svc, None)),
             ["spec.clusterIPs[0]: Invalid value: \"None\": may not be set to 'None' for NodePort services"]
         );
+    }
+
+    #[test]
+    fn cluster_ips_are_checked_first_and_alone() {
+        let ip_msg = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)";
+        // A lone clusterIP stands for clusterIPs too; a bad one hides the other errors.
+        let svc = with_spec(json!({"clusterIP": "10.43.0.300", "ports": [{"port": 0}]}));
+        assert_eq!(
+            lines(service(&svc, None)),
+            [format!("spec.clusterIPs[0]: Invalid value: \"10.43.0.300\": {ip_msg}")]
+        );
+        let svc = with_spec(json!({"clusterIP": "10.43.0.10"}));
+        assert_eq!(lines(service(&svc, None)), Vec::<String>::new());
+        let svc = with_spec(json!({"clusterIP": "010.43.0.10"}));
+        assert_eq!(lines(service(&svc, None)), Vec::<String>::new());
+        let svc = with_spec(json!({"clusterIP": "10.43.0.10", "clusterIPs": ["10.43.0.11"]}));
+        assert_eq!(
+            lines(service(&svc, None)),
+            ["spec.clusterIPs: Invalid value: []string{\"10.43.0.11\"}: first value must match `clusterIP`"]
+        );
+        let svc = with_spec(json!({"clusterIPs": ["10.43.0.11"]}));
+        assert_eq!(
+            lines(service(&svc, None)),
+            ["spec.clusterIPs: Invalid value: []string{\"10.43.0.11\"}: must be empty when `clusterIP` is not specified"]
+        );
+        let svc = with_spec(json!({"clusterIP": "None", "clusterIPs": ["None", "10.43.0.1", "x"],
+            "ipFamilies": ["IPv4", "IPv5", "IPv4"], "ipFamilyPolicy": "Dual"}));
+        assert_eq!(
+            lines(service(&svc, None)),
+            [
+                "spec.ipFamilies[1]: Unsupported value: \"IPv5\": supported values: \"IPv4\", \"IPv6\"".to_string(),
+                "spec.ipFamilies[2]: Duplicate value: \"IPv4\"".into(),
+                "spec.ipFamilyPolicy: Unsupported value: \"Dual\": supported values: \"PreferDualStack\", \"RequireDualStack\", \"SingleStack\"".into(),
+                "spec.clusterIPs: Invalid value: []string{\"None\", \"10.43.0.1\", \"x\"}: 'None' must be the first and only value".into(),
+                format!("spec.clusterIPs[2]: Invalid value: \"x\": {ip_msg}"),
+                "spec.clusterIPs: Invalid value: []string{\"None\", \"10.43.0.1\", \"x\"}: may only hold up to 2 values".into(),
+            ]
+        );
+        let svc =
+            with_spec(json!({"clusterIP": "10.43.0.1", "clusterIPs": ["10.43.0.1", "10.43.0.2"],
+            "ipFamilies": ["IPv6"], "ipFamilyPolicy": "PreferDualStack"}));
+        assert_eq!(
+            lines(service(&svc, None)),
+            [
+                "spec.clusterIPs: Invalid value: []string{\"10.43.0.1\", \"10.43.0.2\"}: may specify no more than one IP for each IP family",
+                "spec.clusterIPs[0]: Invalid value: \"10.43.0.1\": expected an IPv6 value as indicated by `ipFamilies[0]`",
+            ]
+        );
+    }
+
+    #[test]
+    fn families_against_the_single_stack_cluster() {
+        let svc =
+            with_spec(json!({"clusterIP": "10.43.0.1", "clusterIPs": ["10.43.0.1", "fd00::1"]}));
+        assert_eq!(
+            lines(service(&svc, None)),
+            [
+                "spec.ipFamilyPolicy: Invalid value: \"SingleStack\": must be 'RequireDualStack' or 'PreferDualStack' when multiple cluster IPs are specified",
+                "spec.clusterIPs[1]: Invalid value: []string{\"10.43.0.1\", \"fd00::1\"}: IPv6 is not configured on this cluster",
+            ]
+        );
+        let svc = with_spec(
+            json!({"ipFamilyPolicy": "RequireDualStack", "ipFamilies": ["IPv4", "IPv6"]}),
+        );
+        assert_eq!(
+            lines(service(&svc, None)),
+            [
+                "spec.ipFamilyPolicy: Invalid value: \"RequireDualStack\": this cluster is not configured for dual-stack services",
+                "spec.ipFamilies[1]: Invalid value: \"IPv6\": not configured on this cluster",
+            ]
+        );
+        let svc = with_spec(json!({"ipFamilyPolicy": "PreferDualStack"}));
+        assert_eq!(lines(service(&svc, None)), Vec::<String>::new());
+        // Headless services without a selector may ask for both families.
+        let mut svc = with_spec(json!({"clusterIP": "None", "ipFamilyPolicy": "RequireDualStack",
+            "ipFamilies": ["IPv4", "IPv6"]}));
+        svc["spec"].as_object_mut().unwrap().remove("selector");
+        assert_eq!(lines(service(&svc, None)), Vec::<String>::new());
+    }
+
+    #[test]
+    fn external_ips_and_source_ranges() {
+        let svc = with_spec(json!({"externalIPs": ["203.0.113.7", "0.0.0.0", "127.0.0.2",
+            "fe80::1", "224.0.0.251", "::ffff:169.254.1.1", "1.2.3", "::"]}));
+        let at = "spec.externalIPs";
+        assert_eq!(
+            lines(service(&svc, None)),
+            [
+                format!("{at}[1]: Invalid value: \"0.0.0.0\": may not be unspecified (0.0.0.0)"),
+                format!("{at}[2]: Invalid value: \"127.0.0.2\": may not be in the loopback range (127.0.0.0/8, ::1/128)"),
+                format!("{at}[3]: Invalid value: \"fe80::1\": may not be in the link-local range (169.254.0.0/16, fe80::/10)"),
+                format!("{at}[4]: Invalid value: \"224.0.0.251\": may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)"),
+                format!("{at}[5]: Invalid value: \"::ffff:169.254.1.1\": may not be in the link-local range (169.254.0.0/16, fe80::/10)"),
+                format!("{at}[6]: Invalid value: \"1.2.3\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"),
+                format!("{at}[7]: Invalid value: \"::\": may not be unspecified (::)"),
+            ]
+        );
+        let cidr_msg = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)";
+        let svc = with_spec(json!({"type": "LoadBalancer",
+            "loadBalancerSourceRanges": [" 10.0.0.0/8 ", "10.1.2.3/16", "10.0.0.0/33", "fd00::/64"]}));
+        assert_eq!(
+            lines(service(&svc, None)),
+            [format!(
+                "spec.LoadBalancerSourceRanges[2]: Invalid value: \"10.0.0.0/33\": {cidr_msg}"
+            )]
+        );
+        let mut svc = with_spec(json!({}));
+        svc["metadata"]["annotations"] =
+            json!({SOURCE_RANGES_ANNOTATION: " 10.0.0.0/8, 300.0.0.0/8 "});
+        let at = format!("metadata.annotations[{SOURCE_RANGES_ANNOTATION}]");
+        assert_eq!(
+            lines(service(&svc, None)),
+            [
+                format!("{at}: Forbidden: may only be used when `type` is 'LoadBalancer'"),
+                format!("{at}: Invalid value: \"300.0.0.0/8\": {cidr_msg}"),
+            ]
+        );
+    }
+
+    #[test]
+    fn annotations_and_update_rules() {
+        let mut svc = with_spec(json!({}));
+        svc["metadata"]["annotations"] =
+            json!({TOPOLOGY_MODE_ANNOTATION: "Auto", TOPOLOGY_HINTS_ANNOTATION: "auto"});
+        assert_eq!(
+            lines(service(&svc, None)),
+            [format!("metadata.annotations[{TOPOLOGY_MODE_ANNOTATION}]: Invalid value: \"Auto\": must match annotations[{TOPOLOGY_HINTS_ANNOTATION}] when both are specified")]
+        );
+        // On update the load-balancer class and health-check port rules come first (the
+        // class's format is checked twice, as upstream does).
+        let old = with_spec(json!({"type": "LoadBalancer", "loadBalancerClass": "example.com/lb",
+            "externalTrafficPolicy": "Local", "healthCheckNodePort": 31000, "clusterIP": "10.43.0.5",
+            "clusterIPs": ["10.43.0.5"]}));
+        let mut new = old.clone();
+        new["spec"]["loadBalancerClass"] = json!("Bad Class");
+        new["spec"]["healthCheckNodePort"] = json!(31001);
+        new["spec"]["ports"][0]["protocol"] = json!("HTTP");
+        let qualified = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+        assert_eq!(
+            lines(service(&new, Some(&old))),
+            [
+                "spec.loadBalancerClass: Invalid value: \"Bad Class\": may not change once set".to_string(),
+                format!("spec.loadBalancerClass: Invalid value: \"Bad Class\": {qualified}"),
+                "spec.healthCheckNodePort: Forbidden: field is immutable".into(),
+                "spec.ports[0].protocol: Unsupported value: \"HTTP\": supported values: \"SCTP\", \"TCP\", \"UDP\"".into(),
+                format!("spec.loadBalancerClass: Invalid value: \"Bad Class\": {qualified}"),
+            ]
+        );
+        // A resubmitted service without its allocated IPs (the server patched them back in)
+        // and an ExternalName becoming a ClusterIP service are fine.
+        let mut resubmit = old.clone();
+        resubmit["spec"].as_object_mut().unwrap().remove("clusterIPs");
+        assert_eq!(lines(service(&resubmit, Some(&old))), Vec::<String>::new());
+        let external = defaulted(json!({"metadata": {"name": "s"},
+            "spec": {"type": "ExternalName", "externalName": "db.example.com"}}));
+        let back = with_spec(json!({}));
+        assert_eq!(lines(service(&back, Some(&external))), Vec::<String>::new());
+        let back = with_spec(json!({"clusterIP": "10.43.0.9"}));
+        assert_eq!(lines(service(&back, Some(&external))), Vec::<String>::new());
     }
 }

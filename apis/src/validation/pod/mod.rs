@@ -11,12 +11,14 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
+use super::net::ip_legacy;
 use super::values::{
     config_key_problems, container_resource_name, is_native_resource, items, label_map,
     no_backsteps, non_negative, one_of, one_of_or_empty, port_name, port_name_problems, range_msg,
     str_of, HOST_PATH_TYPES,
 };
 use super::{label_value_problems, name_problems, qualified_name_problems, FieldError, NameRule};
+use crate::gofmt::go_string_slice;
 use crate::quantity::Quantity;
 
 mod container;
@@ -150,6 +152,7 @@ pub fn pod_spec(spec: &Value, path: &str) -> Vec<FieldError> {
         name_field(&spec[field], &format!("{path}.{field}"), NameRule::Label, &mut errors);
     }
     tolerations(&spec["tolerations"], &format!("{path}.tolerations"), &mut errors);
+    host_aliases(&spec["hostAliases"], &format!("{path}.hostAliases"), &mut errors);
     name_field(
         &spec["priorityClassName"],
         &format!("{path}.priorityClassName"),
@@ -207,7 +210,58 @@ struct Ctx<'a> {
     host_users: bool,
 }
 
-/// `dnsPolicy: None` needs a `dnsConfig` with a nameserver; limits on the config's lists.
+/// Upstream's limits on a pod's resolver configuration (from libc's).
+const MAX_DNS_NAMESERVERS: usize = 3;
+const MAX_DNS_SEARCHES: usize = 32;
+const MAX_DNS_SEARCH_CHARS: usize = 2048;
+
+const SUBDOMAIN_UNDERSCORE_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '_', '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '_?[a-z0-9]([-_a-z0-9]*[a-z0-9])?(\\._?[a-z0-9]([-_a-z0-9]*[a-z0-9])?)*')";
+
+/// Upstream's `IsDNS1123SubdomainWithUnderscore`: a subdomain whose labels may start with
+/// one `_` and hold more inside.
+fn subdomain_with_underscore_problems(name: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    if name.len() > 253 {
+        problems.push("must be no more than 253 characters".to_string());
+    }
+    let label_ok = |l: &str| {
+        let l = l.strip_prefix('_').unwrap_or(l).as_bytes();
+        !l.is_empty()
+            && l.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || b"-_".contains(c))
+            && l[0].is_ascii_alphanumeric()
+            && l[l.len() - 1].is_ascii_alphanumeric()
+    };
+    if !name.split('.').all(label_ok) {
+        problems.push(SUBDOMAIN_UNDERSCORE_MSG.to_string());
+    }
+    problems
+}
+
+/// A `[]string` as `%#v` prints it.
+fn go_strings(list: &[Value]) -> String {
+    let strings: Vec<&str> = list.iter().map(str_of).collect();
+    go_string_slice(Some(&strings))
+}
+
+/// `ValidateHostAliases`: each entry's IP (read as upstream's legacy IP fields are) and
+/// hostnames (DNS subdomains).
+fn host_aliases(list: &Value, at: &str, errors: &mut Vec<FieldError>) {
+    for (i, alias) in items(list).iter().enumerate() {
+        errors.extend(ip_legacy(&format!("{at}[{i}].ip"), str_of(&alias["ip"])));
+        for (j, host) in items(&alias["hostnames"]).iter().enumerate() {
+            for p in name_problems(str_of(host), NameRule::Subdomain) {
+                errors.push(FieldError::invalid(
+                    format!("{at}[{i}].hostnames[{j}]"),
+                    &string(host),
+                    &p,
+                ));
+            }
+        }
+    }
+}
+
+/// `dnsPolicy: None` needs a `dnsConfig` with a nameserver; limits on the config's lists,
+/// nameservers that are IPs and searches that are domain names.
 fn dns_config(spec: &Value, at: &str, errors: &mut Vec<FieldError>) {
     let config = &spec["dnsConfig"];
     let nameservers = config["nameservers"].as_array().map(Vec::as_slice).unwrap_or_default();
@@ -230,12 +284,50 @@ fn dns_config(spec: &Value, at: &str, errors: &mut Vec<FieldError>) {
     if config.is_null() {
         return;
     }
-    if nameservers.len() > 3 {
-        errors.push(FieldError::invalid(
+    if nameservers.len() > MAX_DNS_NAMESERVERS {
+        errors.push(FieldError::invalid_shown(
             format!("{at}.nameservers"),
-            &config["nameservers"],
-            "must not have more than 3 nameservers",
+            &go_strings(nameservers),
+            &format!("must not have more than {MAX_DNS_NAMESERVERS} nameservers"),
         ));
+    }
+    for (i, ns) in nameservers.iter().enumerate() {
+        errors.extend(ip_legacy(&format!("{at}.nameservers[{i}]"), str_of(ns)));
+    }
+    let searches = items(&config["searches"]);
+    if searches.len() > MAX_DNS_SEARCHES {
+        errors.push(FieldError::invalid_shown(
+            format!("{at}.searches"),
+            &go_strings(searches),
+            &format!("must not have more than {MAX_DNS_SEARCHES} search paths"),
+        ));
+    }
+    // The list as the resolver sees it, one space between entries.
+    let chars =
+        searches.iter().map(|s| str_of(s).len()).sum::<usize>() + searches.len().saturating_sub(1);
+    if chars > MAX_DNS_SEARCH_CHARS {
+        errors.push(FieldError::invalid_shown(
+            format!("{at}.searches"),
+            &go_strings(searches),
+            &format!(
+                "must not have more than {MAX_DNS_SEARCH_CHARS} characters (including spaces) in the search list"
+            ),
+        ));
+    }
+    // RelaxedDNSSearchValidation (on by default in v1.33): `.` alone is allowed, and names
+    // may have underscores; a trailing dot is not part of the name.
+    for (i, search) in searches.iter().enumerate() {
+        let search = str_of(search);
+        if search != "." {
+            let name = search.strip_suffix('.').unwrap_or(search);
+            for p in subdomain_with_underscore_problems(name) {
+                errors.push(FieldError::invalid(
+                    format!("{at}.searches[{i}]"),
+                    &Value::String(name.to_string()),
+                    &p,
+                ));
+            }
+        }
     }
     for (i, option) in config["options"].as_array().into_iter().flatten().enumerate() {
         if str_of(&option["name"]).is_empty() {
@@ -724,5 +816,95 @@ mod tests {
                 format!("spec.priorityClassName: Invalid value: \"High\": {subdomain}"),
             ]
         );
+    }
+
+    #[test]
+    fn sysctls() {
+        let regex = "^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$";
+        let spec = pod(
+            json!({}),
+            json!({"hostNetwork": true, "hostIPC": true, "securityContext": {"sysctls": [
+                {"name": "kernel.shm_rmid_forced", "value": "1"},
+                {"name": "net/ipv4/ip_forward", "value": "1"},
+                {"name": "", "value": "1"},
+                {"name": "Net.Bad", "value": "1"},
+                {"name": "kernel.shm_rmid_forced", "value": "0"},
+                {"name": "fs.mqueue.msg_max", "value": "10"},
+                {"name": "kernel.msgmax", "value": "10"},
+                {"name": "vm.swappiness", "value": "1"},
+                {"name": "kernel.shmall.x", "value": "1"}]}}),
+        );
+        assert_eq!(
+            lines(spec),
+            [
+                "spec.securityContext.sysctls[0].name: Invalid value: \"kernel.shm_rmid_forced\": may not be specified when 'hostIPC' is true".to_string(),
+                "spec.securityContext.sysctls[1].name: Invalid value: \"net/ipv4/ip_forward\": may not be specified when 'hostNetwork' is true".into(),
+                "spec.securityContext.sysctls[2].name: Required value".into(),
+                format!("spec.securityContext.sysctls[3].name: Invalid value: \"Net.Bad\": must have at most 253 characters and match regex {regex}"),
+                "spec.securityContext.sysctls[4].name: Duplicate value: \"kernel.shm_rmid_forced\"".into(),
+                "spec.securityContext.sysctls[4].name: Invalid value: \"kernel.shm_rmid_forced\": may not be specified when 'hostIPC' is true".into(),
+                "spec.securityContext.sysctls[5].name: Invalid value: \"fs.mqueue.msg_max\": may not be specified when 'hostIPC' is true".into(),
+                "spec.securityContext.sysctls[6].name: Invalid value: \"kernel.msgmax\": may not be specified when 'hostIPC' is true".into(),
+            ]
+        );
+        // Without the host's namespaces they are fine; a/b.c reads as a.b/c.
+        let spec = pod(
+            json!({}),
+            json!({"securityContext": {"sysctls": [{"name": "net.ipv4.ip_forward", "value": "1"},
+                {"name": "net/ipv4/conf/eth0.100/rp_filter", "value": "1"}]}}),
+        );
+        assert_eq!(lines(spec), Vec::<String>::new());
+        assert_eq!(sysctl_namespace("net/ipv4/conf/eth0.100/rp_filter"), Some("Net"));
+        assert_eq!(sysctl_namespace("kernel.shm*"), Some("IPC"));
+        assert_eq!(sysctl_namespace("kernel.shm_other"), None);
+        assert_eq!(sysctl_namespace("network.x"), None);
+        assert!(!is_sysctl_name(&"a".repeat(254)));
+        assert!(!is_sysctl_name("a..b") && !is_sysctl_name("a._b") && is_sysctl_name("a_b.c-d"));
+    }
+
+    #[test]
+    fn host_aliases_and_dns_config() {
+        let spec = pod(
+            json!({}),
+            json!({
+                "hostAliases": [
+                    {"ip": "10.0.0.1", "hostnames": ["db", "db.local"]},
+                    {"ip": "010.000.000.001", "hostnames": ["Bad_Host"]},
+                    {"ip": "not-an-ip"},
+                    {"hostnames": ["x"]}],
+                "dnsPolicy": "None",
+                "dnsConfig": {
+                    "nameservers": ["1.1.1.1", "8.8.8", "::1", "9.9.9.9"],
+                    "searches": ["svc.cluster.local.", "_tcp.example.com", ".", "Bad.Example", "a..b"],
+                    "options": [{"name": "ndots", "value": "2"}]}}),
+        );
+        let subdomain = super::super::SUBDOMAIN_MSG;
+        let ip_msg = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)";
+        assert_eq!(
+            lines(spec),
+            [
+                "spec.dnsConfig.nameservers: Invalid value: []string{\"1.1.1.1\", \"8.8.8\", \"::1\", \"9.9.9.9\"}: must not have more than 3 nameservers".to_string(),
+                format!("spec.dnsConfig.nameservers[1]: Invalid value: \"8.8.8\": {ip_msg}"),
+                format!("spec.dnsConfig.searches[3]: Invalid value: \"Bad.Example\": {SUBDOMAIN_UNDERSCORE_MSG}"),
+                format!("spec.dnsConfig.searches[4]: Invalid value: \"a..b\": {SUBDOMAIN_UNDERSCORE_MSG}"),
+                format!("spec.hostAliases[1].hostnames[0]: Invalid value: \"Bad_Host\": {subdomain}"),
+                format!("spec.hostAliases[2].ip: Invalid value: \"not-an-ip\": {ip_msg}"),
+                format!("spec.hostAliases[3].ip: Invalid value: \"\": {ip_msg}"),
+            ]
+        );
+        let many: Vec<String> = (0..33).map(|i| format!("d{i}.example")).collect();
+        let long = format!("{}.example", "a".repeat(60));
+        let mut searches: Vec<Value> = many.iter().map(|s| json!(s)).collect();
+        searches.extend((0..30).map(|_| json!(long.clone())));
+        let spec = pod(json!({}), json!({"dnsConfig": {"searches": searches}}));
+        let got = lines(spec);
+        assert_eq!(got.len(), 2);
+        assert!(
+            got[0].starts_with("spec.dnsConfig.searches: Invalid value: []string{\"d0.example\", ")
+                && got[0].ends_with("}: must not have more than 32 search paths")
+        );
+        assert!(got[1].ends_with(
+            "}: must not have more than 2048 characters (including spaces) in the search list"
+        ));
     }
 }

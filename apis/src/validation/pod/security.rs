@@ -1,5 +1,5 @@
-//! Pod and container security contexts: user and group ids, seccomp and AppArmor profiles,
-//! with upstream's messages.
+//! Pod and container security contexts: user and group ids, sysctls, seccomp and AppArmor
+//! profiles, with upstream's messages.
 
 use super::*;
 
@@ -24,6 +24,7 @@ pub(super) fn pod_security_context(spec: &Value, at: &str, errors: &mut Vec<Fiel
             "ShareProcessNamespace and HostPID cannot both be enabled",
         ));
     }
+    sysctls(spec, &format!("{at}.sysctls"), errors);
     errors.extend(one_of(
         &format!("{at}.fsGroupChangePolicy"),
         &sc["fsGroupChangePolicy"],
@@ -68,6 +69,103 @@ pub(super) fn container_security_context(
     }
     seccomp_profile(&sc["seccompProfile"], &format!("{at}.seccompProfile"), errors);
     app_armor_profile(&sc["appArmorProfile"], &format!("{at}.appArmorProfile"), errors);
+}
+
+/// Upstream's sysctl name pattern, as its message prints it (the compiled regex, anchors and
+/// all): dot- or slash-separated segments of `[a-z0-9]([-_a-z0-9]*[a-z0-9])?`.
+const SYSCTL_REGEX: &str =
+    "^([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\\./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?$";
+const SYSCTL_MAX_LEN: usize = 253;
+
+/// `IsValidSysctlName`: at most 253 characters of segments separated by `.` or `/`.
+pub(super) fn is_sysctl_name(name: &str) -> bool {
+    let segment_ok = |s: &str| {
+        let b = s.as_bytes();
+        !b.is_empty()
+            && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || b"-_".contains(c))
+            && b[0].is_ascii_alphanumeric()
+            && b[b.len() - 1].is_ascii_alphanumeric()
+    };
+    name.len() <= SYSCTL_MAX_LEN && name.split(['.', '/']).all(segment_ok)
+}
+
+/// The kernel namespace a sysctl belongs to (upstream's `GetNamespace` in
+/// component-helpers): `Some("Net")`, `Some("IPC")`, or `None` when it is not namespaced.
+/// Names written with `/` separators are read with `.` ones, and a `*` ends the name.
+pub(super) fn sysctl_namespace(name: &str) -> Option<&'static str> {
+    let normalized: String = match name.find(['.', '/']) {
+        Some(i) if name.as_bytes()[i] == b'/' => name
+            .chars()
+            .map(|c| match c {
+                '.' => '/',
+                '/' => '.',
+                c => c,
+            })
+            .collect(),
+        _ => name.to_string(),
+    };
+    let name = normalized.split('*').next().unwrap_or_default();
+    const IPC_NAMES: [&str; 10] = [
+        "kernel.sem",
+        "kernel.shmall",
+        "kernel.shmmax",
+        "kernel.shmmni",
+        "kernel.shm_rmid_forced",
+        "kernel.shm",
+        "kernel.msgmax",
+        "kernel.msgmnb",
+        "kernel.msgmni",
+        "kernel.msg",
+    ];
+    if IPC_NAMES.contains(&name) {
+        Some("IPC")
+    } else if name.starts_with("net.") {
+        Some("Net")
+    } else if name.starts_with("fs.mqueue.") {
+        Some("IPC")
+    } else {
+        None
+    }
+}
+
+/// `validateSysctls`: each name set, well formed and not repeated, and not in a namespace the
+/// pod shares with the host (`hostNetwork` for `net.*`, `hostIPC` for the IPC ones). Upstream
+/// lets a stored pod keep such a sysctl on update; rkube never stored one, so it is checked
+/// always.
+fn sysctls(spec: &Value, at: &str, errors: &mut Vec<FieldError>) {
+    let mut seen = HashSet::new();
+    for (i, s) in items(&spec["securityContext"]["sysctls"]).iter().enumerate() {
+        let field = format!("{at}[{i}].name");
+        let name = str_of(&s["name"]);
+        let shown = Value::String(name.to_string());
+        if name.is_empty() {
+            errors.push(FieldError::required(&field, ""));
+        } else if !is_sysctl_name(name) {
+            errors.push(FieldError::invalid(
+                &field,
+                &shown,
+                &format!(
+                    "must have at most {SYSCTL_MAX_LEN} characters and match regex {SYSCTL_REGEX}"
+                ),
+            ));
+        } else if seen.contains(name) {
+            errors.push(FieldError::duplicate(&field, &shown));
+        }
+        match sysctl_namespace(name) {
+            Some("Net") if spec["hostNetwork"] == true => errors.push(FieldError::invalid(
+                &field,
+                &shown,
+                "may not be specified when 'hostNetwork' is true",
+            )),
+            Some("IPC") if spec["hostIPC"] == true => errors.push(FieldError::invalid(
+                &field,
+                &shown,
+                "may not be specified when 'hostIPC' is true",
+            )),
+            _ => {}
+        }
+        seen.insert(name);
+    }
 }
 
 /// A UID or GID: 0 to 2147483647.

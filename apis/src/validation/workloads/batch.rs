@@ -1,6 +1,12 @@
-//! Jobs and CronJobs: counts, completion modes, the template's restart policy, schedules and
-//! time zones, and what an update may change.
+//! Jobs and CronJobs: counts, completion modes, the pod failure and success policies,
+//! `managedBy`, the template's restart policy, schedules and time zones, and what an update
+//! may change.
 
+use std::collections::HashSet;
+
+use super::super::networking::domain_prefixed_path;
+use super::super::qualified_name_problems;
+use super::super::values::{items, str_of};
 use super::*;
 
 /// `validateJobSpec`: what a job and a cron job's job template share. `path` is `spec` or
@@ -25,6 +31,14 @@ fn job_spec(spec: &Value, path: &str) -> Vec<FieldError> {
             format!("{path}.backoffLimitPerIndex"),
             "when maxFailedIndexes is specified",
         ));
+    }
+    let managed_by = &spec["managedBy"];
+    if let Some(manager) = managed_by.as_str() {
+        let at = format!("{path}.managedBy");
+        errors.extend(domain_prefixed_path(&at, manager));
+        if manager.len() > MAX_MANAGED_BY {
+            errors.push(FieldError::too_long(at, MAX_MANAGED_BY));
+        }
     }
     let mode = &spec["completionMode"];
     if mode.as_str().is_some_and(|m| !matches!(m, "NonIndexed" | "Indexed")) {
@@ -99,14 +113,34 @@ fn job_spec(spec: &Value, path: &str) -> Vec<FieldError> {
             }
         }
     }
-    // With a podFailurePolicy upstream defaults (and allows) only `Failed`; rkube's defaults
-    // do not know that yet, so only the plain enum is checked here.
+    if !spec["podFailurePolicy"].is_null() {
+        errors.extend(pod_failure_policy(spec, &format!("{path}.podFailurePolicy")));
+    }
+    let success = &spec["successPolicy"];
+    if !success.is_null() {
+        let at = format!("{path}.successPolicy");
+        if mode != "Indexed" {
+            errors.push(FieldError::invalid_shown(
+                at,
+                &go_success_policy(success),
+                "requires indexed completion mode",
+            ));
+        } else {
+            errors.extend(success_policy(spec, &at));
+        }
+    }
+    // With a podFailurePolicy only `Failed` (which it is defaulted to) is allowed.
     let replacement = &spec["podReplacementPolicy"];
-    if replacement.as_str().is_some_and(|p| !matches!(p, "Failed" | "TerminatingOrFailed")) {
+    let allowed: &[&str] = if spec["podFailurePolicy"].is_null() {
+        &["Failed", "TerminatingOrFailed"]
+    } else {
+        &["Failed"]
+    };
+    if replacement.as_str().is_some_and(|p| !allowed.contains(&p)) {
         errors.push(FieldError::unsupported(
             format!("{path}.podReplacementPolicy"),
             replacement,
-            &["Failed", "TerminatingOrFailed"],
+            allowed,
         ));
     }
     let template = &spec["template"];
@@ -125,6 +159,349 @@ fn job_spec(spec: &Value, path: &str) -> Vec<FieldError> {
         _ => errors.push(FieldError::unsupported(restart_path, restart, &["OnFailure", "Never"])),
     }
     errors
+}
+
+/// Upstream's limits on a job's policies.
+const MAX_MANAGED_BY: usize = 63;
+const MAX_FAILURE_RULES: usize = 20;
+const MAX_EXIT_CODES: usize = 255;
+const MAX_CONDITION_PATTERNS: usize = 20;
+const MAX_SUCCESS_RULES: usize = 20;
+const MAX_SUCCEEDED_INDEXES: usize = 64 * 1024;
+
+/// Upstream's `field.TooMany`: `Too many: 21: must have at most 20 items`.
+fn too_many(field: impl Into<String>, actual: usize, max: usize) -> FieldError {
+    FieldError {
+        reason: "FieldValueTooMany",
+        message: format!("Too many: {actual}: must have at most {max} items"),
+        field: field.into(),
+    }
+}
+
+/// `field.Invalid` with upstream's `OmitValueType` as the value: the line has no value, only
+/// the detail.
+fn invalid_without_value(field: impl Into<String>, detail: &str) -> FieldError {
+    FieldError {
+        reason: "FieldValueInvalid",
+        message: format!("Invalid value: {detail}"),
+        field: field.into(),
+    }
+}
+
+/// `fmt.Sprintf("valid values: %q", list)`: Go's `%q` of a string slice.
+fn valid_values(list: &[&str]) -> String {
+    let quoted: Vec<String> = list.iter().map(|s| go_quote(s)).collect();
+    format!("valid values: [{}]", quoted.join(" "))
+}
+
+/// A `[]int32` as `%#v` prints it (`(nil)` when absent).
+fn go_int32s(v: &Value) -> String {
+    match v.as_array() {
+        None => "[]int32(nil)".to_string(),
+        Some(list) => {
+            let shown: Vec<String> =
+                list.iter().map(|n| n.as_i64().unwrap_or_default().to_string()).collect();
+            format!("[]int32{{{}}}", shown.join(", "))
+        }
+    }
+}
+
+/// A `batch.SuccessPolicy` as `%#v` prints it.
+fn go_success_policy(policy: &Value) -> String {
+    let rules = match policy["rules"].as_array() {
+        None => "[]batch.SuccessPolicyRule(nil)".to_string(),
+        Some(rules) => {
+            let shown: Vec<String> = rules
+                .iter()
+                .map(|r| {
+                    format!(
+                        "batch.SuccessPolicyRule{{SucceededIndexes:{}, SucceededCount:{}}}",
+                        go_pointer("string", &r["succeededIndexes"]),
+                        go_pointer("int32", &r["succeededCount"])
+                    )
+                })
+                .collect();
+            format!("[]batch.SuccessPolicyRule{{{}}}", shown.join(", "))
+        }
+    };
+    format!("batch.SuccessPolicy{{Rules:{rules}}}")
+}
+
+/// `validatePodFailurePolicy`: at most 20 rules, each with an action and exactly one of
+/// `onExitCodes` and `onPodConditions`.
+fn pod_failure_policy(spec: &Value, at: &str) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let rules = items(&spec["podFailurePolicy"]["rules"]);
+    if rules.len() > MAX_FAILURE_RULES {
+        errors.push(too_many(format!("{at}.rules"), rules.len(), MAX_FAILURE_RULES));
+    }
+    let pod = &spec["template"]["spec"];
+    let containers: HashSet<&str> = items(&pod["containers"])
+        .iter()
+        .chain(items(&pod["initContainers"]))
+        .map(|c| str_of(&c["name"]))
+        .collect();
+    for (i, rule) in rules.iter().enumerate() {
+        let at = format!("{at}.rules[{i}]");
+        const ACTIONS: [&str; 4] = ["Count", "FailIndex", "FailJob", "Ignore"];
+        let action = &rule["action"];
+        match str_of(action) {
+            "" => {
+                errors.push(FieldError::required(format!("{at}.action"), &valid_values(&ACTIONS)))
+            }
+            "FailIndex" => {
+                if spec["backoffLimitPerIndex"].is_null() {
+                    errors.push(FieldError::invalid(
+                        format!("{at}.action"),
+                        action,
+                        "requires the backoffLimitPerIndex to be set",
+                    ));
+                }
+            }
+            a if ACTIONS.contains(&a) => {}
+            _ => errors.push(FieldError::unsupported(format!("{at}.action"), action, &ACTIONS)),
+        }
+        let exit_codes = &rule["onExitCodes"];
+        let conditions = items(&rule["onPodConditions"]);
+        if !exit_codes.is_null() {
+            errors.extend(on_exit_codes(exit_codes, &format!("{at}.onExitCodes"), &containers));
+        }
+        if !conditions.is_empty() {
+            errors.extend(on_pod_conditions(conditions, &format!("{at}.onPodConditions")));
+        }
+        if !exit_codes.is_null() && !conditions.is_empty() {
+            errors.push(invalid_without_value(
+                &at,
+                "specifying both OnExitCodes and OnPodConditions is not supported",
+            ));
+        }
+        if exit_codes.is_null() && conditions.is_empty() {
+            errors.push(invalid_without_value(
+                &at,
+                "specifying one of OnExitCodes and OnPodConditions is required",
+            ));
+        }
+    }
+    errors
+}
+
+/// A rule's `onExitCodes`: the operator, a container of the template (when named), and 1 to
+/// 255 distinct exit codes in increasing order (no 0 with `In`).
+fn on_exit_codes(req: &Value, at: &str, containers: &HashSet<&str>) -> Vec<FieldError> {
+    const OPERATORS: [&str; 2] = ["In", "NotIn"];
+    let mut errors = Vec::new();
+    let operator = &req["operator"];
+    match str_of(operator) {
+        "" => {
+            errors.push(FieldError::required(format!("{at}.operator"), &valid_values(&OPERATORS)))
+        }
+        o if OPERATORS.contains(&o) => {}
+        _ => errors.push(FieldError::unsupported(format!("{at}.operator"), operator, &OPERATORS)),
+    }
+    if let Some(name) = req["containerName"].as_str() {
+        if !containers.contains(name) {
+            errors.push(FieldError::invalid(
+                format!("{at}.containerName"),
+                &req["containerName"],
+                "must be one of the container or initContainer names in the pod template",
+            ));
+        }
+    }
+    let values = items(&req["values"]);
+    let values_at = format!("{at}.values");
+    if values.is_empty() {
+        errors.push(FieldError::invalid_shown(
+            &values_at,
+            &go_int32s(&req["values"]),
+            "at least one value is required",
+        ));
+    } else if values.len() > MAX_EXIT_CODES {
+        errors.push(too_many(&values_at, values.len(), MAX_EXIT_CODES));
+    }
+    let mut seen = HashSet::new();
+    let mut ordered = true;
+    for (j, v) in values.iter().enumerate() {
+        let code = v.as_i64().unwrap_or_default();
+        if operator == "In" && code == 0 {
+            errors.push(FieldError::invalid(
+                format!("{values_at}[{j}]"),
+                v,
+                "must not be 0 for the In operator",
+            ));
+        }
+        if !seen.insert(code) {
+            errors.push(FieldError::duplicate(format!("{values_at}[{j}]"), v));
+        }
+        if j > 0 && values[j - 1].as_i64().unwrap_or_default() > code {
+            ordered = false;
+        }
+    }
+    if !ordered {
+        errors.push(FieldError::invalid_shown(
+            values_at,
+            &go_int32s(&req["values"]),
+            "must be ordered",
+        ));
+    }
+    errors
+}
+
+/// A rule's `onPodConditions`: at most 20 patterns, each a condition type (a qualified name)
+/// and a status.
+fn on_pod_conditions(patterns: &[Value], at: &str) -> Vec<FieldError> {
+    const STATUSES: [&str; 3] = ["False", "True", "Unknown"];
+    let mut errors = Vec::new();
+    if patterns.len() > MAX_CONDITION_PATTERNS {
+        errors.push(too_many(at, patterns.len(), MAX_CONDITION_PATTERNS));
+    }
+    for (j, pattern) in patterns.iter().enumerate() {
+        let at = format!("{at}[{j}]");
+        let kind = str_of(&pattern["type"]);
+        for p in qualified_name_problems(kind) {
+            errors.push(FieldError::invalid(
+                format!("{at}.type"),
+                &Value::String(kind.to_string()),
+                &p,
+            ));
+        }
+        let status = &pattern["status"];
+        match str_of(status) {
+            "" => {
+                errors.push(FieldError::required(format!("{at}.status"), &valid_values(&STATUSES)))
+            }
+            s if STATUSES.contains(&s) => {}
+            _ => errors.push(FieldError::unsupported(format!("{at}.status"), status, &STATUSES)),
+        }
+    }
+    errors
+}
+
+/// `validateSuccessPolicy` (indexed jobs only): 1 to 20 rules, each with succeededIndexes
+/// (an interval list within the completions) or succeededCount (at most the completions, and
+/// at most the indexes listed), or both.
+fn success_policy(spec: &Value, at: &str) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let rules = items(&spec["successPolicy"]["rules"]);
+    let rules_at = format!("{at}.rules");
+    if rules.is_empty() {
+        errors.push(FieldError::required(
+            &rules_at,
+            "at least one rules must be specified when the successPolicy is specified",
+        ));
+    }
+    if rules.len() > MAX_SUCCESS_RULES {
+        errors.push(too_many(&rules_at, rules.len(), MAX_SUCCESS_RULES));
+    }
+    // Indexed jobs require completions (reported on its own); upstream would fail here
+    // without them, so the rules are left alone.
+    let Some(completions) = spec["completions"].as_i64() else { return errors };
+    for (i, rule) in rules.iter().enumerate() {
+        let at = format!("{rules_at}[{i}]");
+        let (indexes, count) = (&rule["succeededIndexes"], &rule["succeededCount"]);
+        if indexes.is_null() && count.is_null() {
+            errors.push(FieldError::required(
+                &at,
+                "at least one of succeededCount or succeededIndexes must be specified",
+            ));
+        }
+        let mut total = 0;
+        if let Some(list) = indexes.as_str() {
+            let field = format!("{at}.succeededIndexes");
+            if list.len() > MAX_SUCCEEDED_INDEXES {
+                errors.push(FieldError::too_long(&field, MAX_SUCCEEDED_INDEXES));
+            }
+            match index_list_total(list, completions) {
+                Ok(n) => total = n,
+                Err(e) => errors.push(FieldError::invalid(
+                    &field,
+                    indexes,
+                    &format!("error parsing succeededIndexes: {e}"),
+                )),
+            }
+        }
+        if let Some(n) = count.as_i64() {
+            let field = format!("{at}.succeededCount");
+            push(&mut errors, non_negative(&field, count));
+            if n > completions {
+                errors.push(FieldError::invalid(
+                    &field,
+                    count,
+                    &format!(
+                        "must be less than or equal to {completions} (the number of specified completions)"
+                    ),
+                ));
+            }
+            if !indexes.is_null() && n > total {
+                errors.push(FieldError::invalid(
+                    &field,
+                    count,
+                    &format!(
+                        "must be less than or equal to {total} (the number of indexes in the specified succeededIndexes field)"
+                    ),
+                ));
+            }
+        }
+    }
+    errors
+}
+
+/// Go's `strconv.Atoi` for an index: an optional sign, then decimal digits, within int64.
+fn atoi(s: &str) -> Option<i64> {
+    let digits = s.strip_prefix(['+', '-']).unwrap_or(s);
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// Upstream's `validateIndexesFormat`: `1,3-5,7` with increasing, non-overlapping intervals
+/// below `completions`; the number of indexes, or the error as upstream words it.
+fn index_list_total(list: &str, completions: i64) -> Result<i64, String> {
+    if list.is_empty() {
+        return Ok(0);
+    }
+    let mut last: Option<i64> = None;
+    let mut total = 0;
+    for interval in list.split(',') {
+        let (x, y) = index_interval(interval, completions)?;
+        if let Some(last) = last.filter(|l| *l >= x) {
+            return Err(format!("non-increasing order, previous: {last}, current: {x}"));
+        }
+        total += y - x + 1;
+        last = Some(y);
+    }
+    Ok(total)
+}
+
+/// Upstream's `parseIndexInterval`: `x` or `x-y`, each below `completions`, with x < y.
+fn index_interval(interval: &str, completions: i64) -> Result<(i64, i64), String> {
+    let parts: Vec<&str> = interval.split('-').collect();
+    if parts.len() > 2 {
+        return Err(format!(
+            "the fragment {} violates the requirement that an index interval can have at most two parts separated by '-'",
+            go_quote(interval)
+        ));
+    }
+    let parse = |s: &str| {
+        let n = atoi(s).ok_or_else(|| {
+            format!("cannot convert string to integer for index: {}", go_quote(s))
+        })?;
+        if n >= completions {
+            return Err(format!("too large index: {}", go_quote(s)));
+        }
+        Ok(n)
+    };
+    let x = parse(parts[0])?;
+    match parts.get(1) {
+        None => Ok((x, x)),
+        Some(second) => {
+            let y = parse(second)?;
+            if x >= y {
+                return Err(format!("non-increasing order, previous: {x}, current: {y}"));
+            }
+            Ok((x, y))
+        }
+    }
 }
 
 /// `ValidateJob` (and `ValidateJobSpecUpdate` on update). rkube does not generate a job's
@@ -339,4 +716,195 @@ fn time_zone(tz: &Value) -> Vec<FieldError> {
         )];
     }
     Vec::new()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resources::Resources;
+
+    fn lines(errors: Vec<FieldError>) -> Vec<String> {
+        errors.iter().map(FieldError::line).collect()
+    }
+
+    fn jobs() -> &'static ResourceInfo {
+        Resources::builtin().get("batch", "v1", "jobs").unwrap()
+    }
+
+    /// A defaulted job with `spec` merged into its spec.
+    fn job_with(spec: Value) -> Value {
+        let mut j = json!({"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "work", "namespace": "default"},
+            "spec": {"template": {"spec": {"restartPolicy": "Never",
+                "initContainers": [{"name": "setup", "image": "busybox:1.36"}],
+                "containers": [{"name": "main", "image": "busybox:1.36"}]}}}});
+        for (k, v) in spec.as_object().unwrap() {
+            j["spec"][k] = v.clone();
+        }
+        crate::defaults::apply(jobs(), &mut j);
+        j
+    }
+
+    #[test]
+    fn realistic_policies_are_valid() {
+        let j = job_with(json!({"completionMode": "Indexed", "completions": 10, "parallelism": 2,
+            "backoffLimitPerIndex": 1, "maxFailedIndexes": 3, "managedBy": "kueue.x-k8s.io/multikueue",
+            "podFailurePolicy": {"rules": [
+                {"action": "FailJob", "onExitCodes": {"containerName": "main", "operator": "In", "values": [1, 42]}},
+                {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+                {"action": "FailIndex", "onExitCodes": {"operator": "NotIn", "values": [0]}},
+                {"action": "Count", "onPodConditions": [{"type": "example.com/Custom", "status": "Unknown"}]}]},
+            "successPolicy": {"rules": [{"succeededIndexes": "0-2,4,6-9", "succeededCount": 5},
+                {"succeededCount": 10}, {"succeededIndexes": "+1"}]}}));
+        assert_eq!(j["spec"]["podReplacementPolicy"], "Failed");
+        assert_eq!(lines(job(jobs(), &j, None)), Vec::<String>::new());
+        assert_eq!(lines(job(jobs(), &j, Some(&j))), Vec::<String>::new());
+    }
+
+    #[test]
+    fn pod_failure_policy_rules() {
+        let j = job_with(json!({"podFailurePolicy": {"rules": [
+            {"onExitCodes": {"values": [3, 1, 3, 0], "operator": "In", "containerName": "other"}},
+            {"action": "Retry", "onExitCodes": {"operator": "Above", "values": []}},
+            // A pattern's missing status is defaulted to True, as upstream's.
+            {"action": "FailIndex", "onPodConditions": [{"type": "Bad Type", "status": "Maybe"}, {"type": "Ready"}]},
+            {"action": "Ignore"},
+            {"action": "Count", "onExitCodes": {"operator": "NotIn", "values": [1]},
+                "onPodConditions": [{"type": "Ready", "status": "False"}]},
+            {"action": "Count", "onExitCodes": {}}]},
+            "podReplacementPolicy": "TerminatingOrFailed"}));
+        let qualified = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+        let at = "spec.podFailurePolicy.rules";
+        assert_eq!(
+            lines(job(jobs(), &j, None)),
+            [
+                format!("{at}[0].action: Required value: valid values: [\"Count\" \"FailIndex\" \"FailJob\" \"Ignore\"]"),
+                format!("{at}[0].onExitCodes.containerName: Invalid value: \"other\": must be one of the container or initContainer names in the pod template"),
+                format!("{at}[0].onExitCodes.values[2]: Duplicate value: 3"),
+                format!("{at}[0].onExitCodes.values[3]: Invalid value: 0: must not be 0 for the In operator"),
+                format!("{at}[0].onExitCodes.values: Invalid value: []int32{{3, 1, 3, 0}}: must be ordered"),
+                format!("{at}[1].action: Unsupported value: \"Retry\": supported values: \"Count\", \"FailIndex\", \"FailJob\", \"Ignore\""),
+                format!("{at}[1].onExitCodes.operator: Unsupported value: \"Above\": supported values: \"In\", \"NotIn\""),
+                format!("{at}[1].onExitCodes.values: Invalid value: []int32{{}}: at least one value is required"),
+                format!("{at}[2].action: Invalid value: \"FailIndex\": requires the backoffLimitPerIndex to be set"),
+                format!("{at}[2].onPodConditions[0].type: Invalid value: \"Bad Type\": {qualified}"),
+                format!("{at}[2].onPodConditions[0].status: Unsupported value: \"Maybe\": supported values: \"False\", \"True\", \"Unknown\""),
+                format!("{at}[3]: Invalid value: specifying one of OnExitCodes and OnPodConditions is required"),
+                format!("{at}[4]: Invalid value: specifying both OnExitCodes and OnPodConditions is not supported"),
+                format!("{at}[5].onExitCodes.operator: Required value: valid values: [\"In\" \"NotIn\"]"),
+                format!("{at}[5].onExitCodes.values: Invalid value: []int32(nil): at least one value is required"),
+                "spec.podReplacementPolicy: Unsupported value: \"TerminatingOrFailed\": supported values: \"Failed\"".to_string(),
+            ]
+        );
+        // Too many rules, too many exit codes and patterns; OnFailure pods.
+        let rule = json!({"action": "Ignore", "onExitCodes": {"operator": "In",
+            "values": (1..=256).collect::<Vec<i32>>()}});
+        let conditions: Vec<Value> =
+            (0..21).map(|i| json!({"type": format!("C{i}"), "status": "True"})).collect();
+        let mut rules = vec![rule; 20];
+        rules.push(json!({"action": "Ignore", "onPodConditions": conditions}));
+        let mut j = job_with(json!({"podFailurePolicy": {"rules": rules}}));
+        j["spec"]["template"]["spec"]["restartPolicy"] = json!("OnFailure");
+        let got = lines(job(jobs(), &j, None));
+        assert_eq!(got[0], format!("{at}: Too many: 21: must have at most 20 items"));
+        assert_eq!(
+            got[1],
+            format!("{at}[0].onExitCodes.values: Too many: 256: must have at most 255 items")
+        );
+        assert_eq!(
+            got[21],
+            format!("{at}[20].onPodConditions: Too many: 21: must have at most 20 items")
+        );
+        assert_eq!(
+            got[22],
+            "spec.template.spec.restartPolicy: Invalid value: \"OnFailure\": only \"Never\" is supported when podFailurePolicy is specified"
+        );
+        assert_eq!(got.len(), 23);
+    }
+
+    #[test]
+    fn success_policy_rules() {
+        let j = job_with(json!({"successPolicy": {"rules": [{"succeededCount": 1}]}}));
+        assert_eq!(
+            lines(job(jobs(), &j, None)),
+            ["spec.successPolicy: Invalid value: batch.SuccessPolicy{Rules:[]batch.SuccessPolicyRule{batch.SuccessPolicyRule{SucceededIndexes:(*string)(nil), SucceededCount:(*int32)(0xc000a1c000)}}}: requires indexed completion mode"]
+        );
+        let indexed = |policy: Value| {
+            job_with(json!({"completionMode": "Indexed", "completions": 5, "parallelism": 5,
+                "successPolicy": policy}))
+        };
+        assert_eq!(
+            lines(job(jobs(), &indexed(json!({})), None)),
+            ["spec.successPolicy.rules: Required value: at least one rules must be specified when the successPolicy is specified"]
+        );
+        let j = indexed(json!({"rules": [
+            {},
+            {"succeededIndexes": "0-2,1", "succeededCount": 2},
+            {"succeededIndexes": "1-3", "succeededCount": 4},
+            {"succeededCount": -1},
+            {"succeededCount": 6},
+            {"succeededIndexes": "5"},
+            {"succeededIndexes": "1-2-3"},
+            {"succeededIndexes": "a"},
+            {"succeededIndexes": "3-1"},
+            {"succeededIndexes": "-1"},
+            {"succeededIndexes": ""}]}));
+        let at = "spec.successPolicy.rules";
+        assert_eq!(
+            lines(job(jobs(), &j, None)),
+            [
+                format!("{at}[0]: Required value: at least one of succeededCount or succeededIndexes must be specified"),
+                format!("{at}[1].succeededIndexes: Invalid value: \"0-2,1\": error parsing succeededIndexes: non-increasing order, previous: 2, current: 1"),
+                format!("{at}[1].succeededCount: Invalid value: 2: must be less than or equal to 0 (the number of indexes in the specified succeededIndexes field)"),
+                format!("{at}[2].succeededCount: Invalid value: 4: must be less than or equal to 3 (the number of indexes in the specified succeededIndexes field)"),
+                format!("{at}[3].succeededCount: Invalid value: -1: must be greater than or equal to 0"),
+                format!("{at}[4].succeededCount: Invalid value: 6: must be less than or equal to 5 (the number of specified completions)"),
+                format!("{at}[5].succeededIndexes: Invalid value: \"5\": error parsing succeededIndexes: too large index: \"5\""),
+                format!("{at}[6].succeededIndexes: Invalid value: \"1-2-3\": error parsing succeededIndexes: the fragment \"1-2-3\" violates the requirement that an index interval can have at most two parts separated by '-'"),
+                format!("{at}[7].succeededIndexes: Invalid value: \"a\": error parsing succeededIndexes: cannot convert string to integer for index: \"a\""),
+                format!("{at}[8].succeededIndexes: Invalid value: \"3-1\": error parsing succeededIndexes: non-increasing order, previous: 3, current: 1"),
+                format!("{at}[9].succeededIndexes: Invalid value: \"-1\": error parsing succeededIndexes: cannot convert string to integer for index: \"\""),
+            ]
+        );
+        let rules: Vec<Value> = (0..21).map(|_| json!({"succeededCount": 1})).collect();
+        assert_eq!(
+            lines(job(jobs(), &indexed(json!({"rules": rules})), None)),
+            ["spec.successPolicy.rules: Too many: 21: must have at most 20 items"]
+        );
+        let long = json!({"rules": [{"succeededIndexes": "1,".repeat(40_000)}]});
+        let got = lines(job(jobs(), &indexed(long), None));
+        assert_eq!(
+            got[0],
+            "spec.successPolicy.rules[0].succeededIndexes: Too long: may not be more than 65536 bytes"
+        );
+    }
+
+    #[test]
+    fn managed_by_and_per_index_limits() {
+        let j = job_with(json!({"managedBy": "kueue", "backoffLimitPerIndex": 1,
+            "maxFailedIndexes": 2}));
+        assert_eq!(
+            lines(job(jobs(), &j, None)),
+            [
+                "spec.managedBy: Invalid value: \"kueue\": must be a domain-prefixed path (such as \"acme.io/foo\")",
+                "spec.backoffLimitPerIndex: Invalid value: 1: requires indexed completion mode",
+                "spec.maxFailedIndexes: Invalid value: 2: requires indexed completion mode",
+            ]
+        );
+        let j = job_with(json!({"managedBy": format!("example.com/{}", "x".repeat(60))}));
+        assert_eq!(
+            lines(job(jobs(), &j, None)),
+            ["spec.managedBy: Too long: may not be more than 63 bytes"]
+        );
+        let j = job_with(json!({"completionMode": "Indexed", "completions": 200000,
+            "parallelism": 20000, "backoffLimitPerIndex": 1, "maxFailedIndexes": 20000}));
+        let detail = "must be less than or equal to 10000 when completions are above 100000 and used with backoff limit per index";
+        assert_eq!(
+            lines(job(jobs(), &j, None)),
+            [
+                format!("spec.parallelism: Invalid value: 20000: {detail}"),
+                format!("spec.maxFailedIndexes: Invalid value: 20000: {detail}"),
+            ]
+        );
+    }
 }

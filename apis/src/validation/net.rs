@@ -1,0 +1,230 @@
+//! IP addresses and CIDRs as upstream's `k8s.io/apimachinery/pkg/util/validation/ip.go`
+//! checks them. Fields that predate strict checking (a Service's `clusterIP`, a pod's IPs,
+//! a node's `podCIDR`, ...) use the `legacy` checks, which in v1.33 (the
+//! `StrictIPCIDRValidation` gate off) accept IPv4 octets with leading zeros and CIDRs with
+//! host bits set; newer fields (an IPAddress's name, a ServiceCIDR's ranges) use the strict
+//! ones, which also want the canonical form.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use serde_json::Value;
+
+use super::FieldError;
+
+const IP_EXAMPLE: &str = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)";
+const CIDR_EXAMPLE: &str = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)";
+
+/// Go's `netutils.ParseIPSloppy`: the standard forms, and IPv4 octets with leading zeros
+/// (read as decimal).
+pub fn parse_ip_sloppy(s: &str) -> Option<IpAddr> {
+    if let Ok(ip) = s.parse::<IpAddr>() {
+        return Some(ip);
+    }
+    let octets: Vec<&str> = s.split('.').collect();
+    if octets.len() != 4 {
+        return None;
+    }
+    let mut parsed = [0u8; 4];
+    for (slot, octet) in parsed.iter_mut().zip(&octets) {
+        if octet.is_empty() || octet.len() > 3 || !octet.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        *slot = octet.parse().ok()?;
+    }
+    Some(IpAddr::V4(Ipv4Addr::from(parsed)))
+}
+
+/// Go's `net.IP.String()`: an IPv4-mapped IPv6 address prints as IPv4.
+fn go_ip_string(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => v6.to_string(),
+        },
+        v4 => v4.to_string(),
+    }
+}
+
+fn is_4in6(ip: &IpAddr) -> bool {
+    matches!(ip, IpAddr::V6(v6) if v6.to_ipv4_mapped().is_some())
+}
+
+/// `IsValidIPForLegacyField` as v1.33 calls it: any address `ParseIPSloppy` reads.
+pub fn ip_legacy(field: &str, value: &str) -> Vec<FieldError> {
+    match parse_ip_sloppy(value) {
+        Some(_) => Vec::new(),
+        None => vec![FieldError::invalid(field, &Value::from(value), IP_EXAMPLE)],
+    }
+}
+
+/// `IsValidIP`: a well-formed address in canonical form.
+pub fn ip_strict(field: &str, value: &str) -> Vec<FieldError> {
+    let shown = Value::from(value);
+    let Some(ip) = parse_ip_sloppy(value) else {
+        return vec![FieldError::invalid(field, &shown, IP_EXAMPLE)];
+    };
+    let mut errors = Vec::new();
+    if value.parse::<IpAddr>().is_err() {
+        errors.push(FieldError::invalid(field, &shown, "must not have leading 0s"));
+    }
+    if is_4in6(&ip) {
+        errors.push(FieldError::invalid(field, &shown, "must not be an IPv4-mapped IPv6 address"));
+    }
+    let canonical = go_ip_string(ip);
+    if errors.is_empty() && value != canonical {
+        errors.push(FieldError::invalid(
+            field,
+            &shown,
+            &format!("must be in canonical form (\"{canonical}\")"),
+        ));
+    }
+    errors
+}
+
+/// A CIDR as `ParseCIDRSloppy` reads it: the address, the prefix length, and whether both
+/// parts were in the strict form (no leading zeros).
+fn parse_cidr_sloppy(s: &str) -> Option<(IpAddr, u8, bool)> {
+    let (ip, len) = s.split_once('/')?;
+    let addr = parse_ip_sloppy(ip)?;
+    if len.is_empty() || len.len() > 3 || !len.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let prefix: u8 = len.parse().ok()?;
+    let max = if addr.is_ipv4() { 32 } else { 128 };
+    if prefix > max {
+        return None;
+    }
+    let strict = ip.parse::<IpAddr>().is_ok() && (len == "0" || !len.starts_with('0'));
+    Some((addr, prefix, strict))
+}
+
+/// The network of `ip/prefix`: the address with the bits beyond the prefix cleared.
+fn masked(ip: IpAddr, prefix: u8) -> IpAddr {
+    match ip {
+        IpAddr::V4(v4) => {
+            let mask = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
+            IpAddr::V4(Ipv4Addr::from(u32::from(v4) & mask))
+        }
+        IpAddr::V6(v6) => {
+            let mask = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
+            IpAddr::V6(Ipv6Addr::from(u128::from(v6) & mask))
+        }
+    }
+}
+
+/// `IsValidCIDRForLegacyField` as v1.33 calls it: any CIDR `ParseCIDRSloppy` reads.
+pub fn cidr_legacy(field: &str, value: &str) -> Vec<FieldError> {
+    match parse_cidr_sloppy(value) {
+        Some(_) => Vec::new(),
+        None => vec![FieldError::invalid(field, &Value::from(value), CIDR_EXAMPLE)],
+    }
+}
+
+/// `IsValidCIDR`: a subnet (no bits beyond the prefix) in canonical form.
+pub fn cidr_strict(field: &str, value: &str) -> Vec<FieldError> {
+    let shown = Value::from(value);
+    let Some((ip, prefix, strict)) = parse_cidr_sloppy(value) else {
+        return vec![FieldError::invalid(field, &shown, CIDR_EXAMPLE)];
+    };
+    if !strict {
+        return vec![FieldError::invalid(
+            field,
+            &shown,
+            "must not have leading 0s in IP or prefix length",
+        )];
+    }
+    if is_4in6(&ip) {
+        return vec![FieldError::invalid(
+            field,
+            &shown,
+            "must not have an IPv4-mapped IPv6 address",
+        )];
+    }
+    let network = masked(ip, prefix);
+    if network != ip {
+        return vec![FieldError::invalid(
+            field,
+            &shown,
+            "must not have bits set beyond the prefix length",
+        )];
+    }
+    let canonical = format!("{}/{prefix}", go_ip_string(network));
+    if value != canonical {
+        return vec![FieldError::invalid(
+            field,
+            &shown,
+            &format!("must be in canonical form (\"{canonical}\")"),
+        )];
+    }
+    Vec::new()
+}
+
+/// The address family of an address or CIDR `ParseIPSloppy`/`ParseCIDRSloppy` reads: 4 or 6.
+pub fn family(value: &str) -> Option<u8> {
+    let ip = match value.split_once('/') {
+        Some(_) => parse_cidr_sloppy(value).map(|(ip, _, _)| ip),
+        None => parse_ip_sloppy(value),
+    }?;
+    Some(if ip.is_ipv4() || is_4in6(&ip) { 4 } else { 6 })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(errors: Vec<FieldError>) -> Vec<String> {
+        errors.iter().map(FieldError::line).collect()
+    }
+
+    #[test]
+    fn addresses() {
+        assert!(ip_legacy("f", "010.002.003.004").is_empty());
+        assert!(ip_legacy("f", "2001:DB8::1").is_empty());
+        assert_eq!(
+            lines(ip_legacy("f", "10.1.2")),
+            ["f: Invalid value: \"10.1.2\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"]
+        );
+        assert!(ip_strict("f", "10.1.2.3").is_empty() && ip_strict("f", "2001:db8::1").is_empty());
+        assert_eq!(
+            lines(ip_strict("f", "010.1.2.3")),
+            ["f: Invalid value: \"010.1.2.3\": must not have leading 0s"]
+        );
+        assert_eq!(
+            lines(ip_strict("f", "::ffff:1.2.3.4")),
+            ["f: Invalid value: \"::ffff:1.2.3.4\": must not be an IPv4-mapped IPv6 address"]
+        );
+        assert_eq!(
+            lines(ip_strict("f", "2001:DB8:0:0::1")),
+            ["f: Invalid value: \"2001:DB8:0:0::1\": must be in canonical form (\"2001:db8::1\")"]
+        );
+        assert_eq!(
+            (family("10.0.0.1"), family("fd00::/64"), family("x")),
+            (Some(4), Some(6), None)
+        );
+    }
+
+    #[test]
+    fn cidrs() {
+        assert!(cidr_legacy("f", "10.1.2.3/8").is_empty());
+        assert!(cidr_legacy("f", "10.0.0.0/08").is_empty());
+        assert_eq!(
+            lines(cidr_legacy("f", "10.0.0.0/33")),
+            ["f: Invalid value: \"10.0.0.0/33\": must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)"]
+        );
+        assert!(
+            cidr_strict("f", "10.0.0.0/8").is_empty() && cidr_strict("f", "fd00::/64").is_empty()
+        );
+        assert_eq!(
+            lines(cidr_strict("f", "10.1.2.3/8")),
+            ["f: Invalid value: \"10.1.2.3/8\": must not have bits set beyond the prefix length"]
+        );
+        assert_eq!(
+            lines(cidr_strict("f", "10.0.0.0/08")),
+            ["f: Invalid value: \"10.0.0.0/08\": must not have leading 0s in IP or prefix length"]
+        );
+        assert_eq!(
+            lines(cidr_strict("f", "FD00:0::/64")),
+            ["f: Invalid value: \"FD00:0::/64\": must be in canonical form (\"fd00::/64\")"]
+        );
+    }
+}
