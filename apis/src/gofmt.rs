@@ -97,6 +97,19 @@ pub(crate) fn go_type_name(value: &Value) -> &'static str {
     }
 }
 
+/// The word Go's `encoding/json` uses for the kind of a JSON value in its errors
+/// (`json: cannot unmarshal string into ...`).
+pub(crate) fn go_json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
 /// `fmt.Sprintf("%q", s)`: a double-quoted Go string literal, with Go's escapes for quotes,
 /// backslashes and control characters.
 pub(crate) fn go_quote(s: &str) -> String {

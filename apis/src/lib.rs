@@ -2,13 +2,14 @@
 //!
 //! Every built-in kind rkube serves ([`resources`]: group, version, resource name, scope,
 //! verbs, short names, categories, subresources); the per-kind strategy hooks the generic
-//! registry in `rkube-server` calls ([`strategy`]: defaulting, [`validation`], field selectors,
-//! [`tables`]); patches ([`patch`]) and server-side apply with field ownership ([`apply`]);
+//! registry in `rkube-server` calls ([`strategy`]: [`defaults`], [`disabled_fields`],
+//! [`validation`], field selectors, [`tables`]); patches ([`patch`]) and server-side apply with field ownership ([`apply`]);
 //! the OpenAPI documents ([`openapi`]) and protobuf encoding ([`protobuf`]). It depends on no
 //! other rkube crate, so that the server, the controllers and the tools can all use it.
 
 pub mod apply;
 pub mod defaults;
+pub mod disabled_fields;
 mod gofmt;
 pub mod openapi;
 pub mod patch;

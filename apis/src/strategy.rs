@@ -117,6 +117,7 @@ pub fn canonicalize(info: &ResourceInfo, obj: &mut Value) {
 /// Fills in what a new object gets from the server: status for a few kinds, and defaults.
 pub fn prepare_for_create(info: &ResourceInfo, obj: &mut Value) {
     canonicalize(info, obj);
+    crate::disabled_fields::drop(info, obj, None);
     if !keeps_status_on_create(info) {
         if let Some(map) = obj.as_object_mut() {
             map.remove("status");

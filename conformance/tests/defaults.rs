@@ -91,6 +91,15 @@ webhooks:
     apiVersions: [v1]
     resources: [pods]
 ---
+apiVersion: coordination.k8s.io/v1
+kind: Lease
+metadata:
+  name: leader
+spec:
+  holderIdentity: a
+  strategy: OldestEmulationVersion
+  preferredHolder: b
+---
 apiVersion: v1
 kind: Service
 metadata:
@@ -168,6 +177,8 @@ fn kubectl_reads_back_upstreams_defaults() {
         (&json!({}), &json!({}), &json!(443))
     );
     assert_eq!(webhook["rules"][0]["scope"], "*");
+    // Fields of features v1.33 has off are dropped, as a real cluster drops them.
+    assert_eq!(get(&s, &["lease", "leader"])["spec"], json!({"holderIdentity": "a"}));
     let svc = get(&s, &["service", "sticky"]);
     assert_eq!(
         svc["spec"]["sessionAffinityConfig"],

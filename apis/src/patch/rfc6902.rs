@@ -35,7 +35,7 @@ impl<'a> Operation<'a> {
             Some(Value::String(s)) => Ok(s),
             Some(other) => Err(format!(
                 "json: cannot unmarshal {} into Go value of type string",
-                json_type(other)
+                crate::gofmt::go_json_kind(other)
             )),
         }
     }
@@ -51,17 +51,6 @@ impl<'a> Operation<'a> {
     /// The `value` member: `None` when absent (upstream then uses a nil node).
     fn value(&self) -> Option<&'a Value> {
         self.fields.and_then(|f| f.get("value"))
-    }
-}
-
-pub(crate) fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
     }
 }
 
@@ -86,7 +75,7 @@ fn decode(patch: &Value) -> Result<Vec<Operation<'_>>, PatchError> {
         other => {
             return Err(PatchError::BadRequest(format!(
                 "json: cannot unmarshal {} into Go value of type jsonpatch.Patch",
-                json_type(other)
+                crate::gofmt::go_json_kind(other)
             )))
         }
     };
@@ -97,7 +86,7 @@ fn decode(patch: &Value) -> Result<Vec<Operation<'_>>, PatchError> {
             Value::Null => Ok(Operation { fields: None }),
             other => Err(PatchError::BadRequest(format!(
                 "json: cannot unmarshal {} into Go value of type jsonpatch.Operation",
-                json_type(other)
+                crate::gofmt::go_json_kind(other)
             ))),
         })
         .collect()

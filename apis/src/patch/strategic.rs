@@ -98,23 +98,12 @@ pub fn strategic_merge_patch(
         other => {
             return Err(StrategicMergeError::NotAnObject(format!(
                 "json: cannot unmarshal {} into Go value of type {MAP_TYPE}",
-                json_type_word(other)
+                crate::gofmt::go_json_kind(other)
             )))
         }
     };
     let merger = Merger { schema };
     merger.merge_map(original.clone(), patch, schema.root(type_name)).map(Value::Object)
-}
-
-fn json_type_word(value: &Value) -> &'static str {
-    match value {
-        Value::Array(_) => "array",
-        Value::String(_) => "string",
-        Value::Number(_) => "number",
-        Value::Bool(_) => "bool",
-        Value::Object(_) => "object",
-        Value::Null => "null",
-    }
 }
 
 /// A type reference into the schema (`None`: nothing known).

@@ -14,8 +14,8 @@
 use serde_json::{json, Map, Value};
 
 use super::values::{
-    container_resource_name, is_extended_resource, is_native_resource, items, label_selector,
-    one_of, resource_name, str_of,
+    container_resource_name, is_native_resource, items, label_selector, milli, one_of,
+    quantity_value, resource_name, str_of, INTEGER_RESOURCES,
 };
 use super::workloads::{not_over_100_percent, positive_int_or_percent};
 use super::{name_problems, qualified_name_problems, FieldError, NameRule};
@@ -51,11 +51,6 @@ fn path_segment(at: &str, v: &Value, errors: &mut Vec<FieldError>) {
     }
 }
 
-/// `ceil(q / 10^-3)`, as upstream's `MilliValue`.
-fn milli(q: &Quantity) -> i128 {
-    ceil_div(q.nanos, 1_000_000)
-}
-
 /// `ceil(q)`, as upstream's `Value`.
 fn units(q: &Quantity) -> i128 {
     ceil_div(q.nanos, NANOS)
@@ -77,8 +72,9 @@ fn is_hugepages(name: &str) -> bool {
     name.starts_with("hugepages-")
 }
 
+/// Upstream's `IsStandardQuotaResourceName`: the integer resources, these, and hugepages.
 fn is_standard_quota_resource(name: &str) -> bool {
-    const STANDARD: [&str; 19] = [
+    const STANDARD: [&str; 10] = [
         "cpu",
         "memory",
         "ephemeral-storage",
@@ -89,33 +85,11 @@ fn is_standard_quota_resource(name: &str) -> bool {
         "limits.cpu",
         "limits.memory",
         "limits.ephemeral-storage",
-        "pods",
-        "services",
-        "replicationcontrollers",
-        "resourcequotas",
-        "secrets",
-        "persistentvolumeclaims",
-        "configmaps",
-        "services.nodeports",
-        "services.loadbalancers",
     ];
-    STANDARD.contains(&name) || is_hugepages(name) || name.starts_with("requests.hugepages-")
-}
-
-/// Resources counted in whole units (`IsIntegerResourceName`).
-fn is_integer_resource(name: &str) -> bool {
-    const INTEGER: [&str; 9] = [
-        "pods",
-        "resourcequotas",
-        "services",
-        "replicationcontrollers",
-        "secrets",
-        "configmaps",
-        "persistentvolumeclaims",
-        "services.nodeports",
-        "services.loadbalancers",
-    ];
-    INTEGER.contains(&name) || is_extended_resource(name)
+    STANDARD.contains(&name)
+        || INTEGER_RESOURCES.contains(&name)
+        || is_hugepages(name)
+        || name.starts_with("requests.hugepages-")
 }
 
 // ---------------------------------------------------------------------------------------
@@ -730,21 +704,7 @@ pub fn resource_quota(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
                 "must be a standard resource for quota",
             ));
         }
-        let Some(q) = Quantity::parse(v) else { continue };
-        if q.nanos < 0 {
-            errors.push(FieldError::invalid(
-                &at,
-                &json!(q.canonical()),
-                "must be greater than or equal to 0",
-            ));
-        }
-        if is_integer_resource(name) && milli(&q) % 1000 != 0 {
-            errors.push(FieldError::invalid_shown(
-                &at,
-                &go_quantity(v, false),
-                "must be an integer",
-            ));
-        }
+        quantity_value(name, v, &at, &mut errors);
     }
     let standard: Vec<&str> =
         hard.iter().map(|(k, _)| k.as_str()).filter(|k| is_standard_quota_resource(k)).collect();

@@ -19,7 +19,7 @@ use std::net::IpAddr;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-use super::net::{ip_legacy, parse_ip_sloppy};
+use super::net::{ip_legacy, non_special_ip, parse_ip_sloppy};
 use super::values::{items, one_of, range_msg, str_of};
 use super::{label_value_problems, name_problems, qualified_name_problems, FieldError, NameRule};
 use crate::gofmt::go_quote;
@@ -105,7 +105,7 @@ pub fn endpoints(obj: &Value, _old: Option<&Value>) -> Vec<FieldError> {
 }
 
 /// One address: the IP (any form the legacy parser reads), hostname, nodeName, then the IP's
-/// range (upstream's `ValidateEndpointIP`).
+/// range (upstream's `ValidateNonSpecialIP`).
 fn endpoint_address(address: &Value, at: &str) -> Vec<FieldError> {
     let ip_field = format!("{at}.ip");
     let ip = str_of(&address["ip"]);
@@ -117,71 +117,7 @@ fn endpoint_address(address: &Value, at: &str) -> Vec<FieldError> {
     if let Some(node) = address["nodeName"].as_str() {
         errors.extend(node_name(&format!("{at}.nodeName"), node));
     }
-    errors.extend(endpoint_ip(&ip_field, ip));
-    errors
-}
-
-/// Upstream's `ValidateEndpointIP`: a parseable address that is not unspecified, loopback,
-/// link-local or link-local multicast. IPv4-mapped IPv6 addresses count as IPv4, as Go's
-/// `net.IP` methods see them.
-fn endpoint_ip(field: &str, value: &str) -> Vec<FieldError> {
-    let shown = text(value);
-    let Some(ip) = parse_ip_sloppy(value) else {
-        return vec![FieldError::invalid(field, &shown, "must be a valid IP address")];
-    };
-    let ip = match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
-        v4 => v4,
-    };
-    let (unspecified, loopback, link_local, link_local_multicast) = match ip {
-        IpAddr::V4(v4) => {
-            let o = v4.octets();
-            (
-                v4.is_unspecified(),
-                o[0] == 127,
-                o[0] == 169 && o[1] == 254,
-                o[0] == 224 && o[1] == 0 && o[2] == 0,
-            )
-        }
-        IpAddr::V6(v6) => {
-            let o = v6.octets();
-            (
-                v6.is_unspecified(),
-                v6.is_loopback(),
-                o[0] == 0xfe && o[1] & 0xc0 == 0x80,
-                o[0] == 0xff && o[1] & 0x0f == 0x02,
-            )
-        }
-    };
-    let mut errors = Vec::new();
-    if unspecified {
-        errors.push(FieldError::invalid(
-            field,
-            &shown,
-            &format!("may not be unspecified ({value})"),
-        ));
-    }
-    if loopback {
-        errors.push(FieldError::invalid(
-            field,
-            &shown,
-            "may not be in the loopback range (127.0.0.0/8, ::1/128)",
-        ));
-    }
-    if link_local {
-        errors.push(FieldError::invalid(
-            field,
-            &shown,
-            "may not be in the link-local range (169.254.0.0/16, fe80::/10)",
-        ));
-    }
-    if link_local_multicast {
-        errors.push(FieldError::invalid(
-            field,
-            &shown,
-            "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)",
-        ));
-    }
+    errors.extend(non_special_ip(&ip_field, ip));
     errors
 }
 
@@ -291,7 +227,7 @@ fn slice_address(field: &str, address: &str, address_type: &str) -> Vec<FieldErr
             if parse_ip_sloppy(address).map(family) != Some(want) {
                 errors.push(FieldError::invalid(field, &text(address), message));
             }
-            errors.extend(endpoint_ip(field, address));
+            errors.extend(non_special_ip(field, address));
             errors
         }
         "FQDN" => fqdn(field, address),

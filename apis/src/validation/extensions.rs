@@ -24,6 +24,7 @@ use base64::Engine;
 use serde_json::Value;
 
 use super::values::{items, range_msg, str_of};
+use super::webhook::{go_url, webhook_service, webhook_url};
 use super::{name_problems, FieldError, NameRule};
 use crate::gofmt::{go_pointer, go_quote, go_string_slice, go_v};
 
@@ -61,7 +62,6 @@ const ROOT_FIELDS_WITH_STATUS: [&str; 22] = [
     "XPreserveUnknownFields",
     "XValidations",
 ];
-const URL_FORM: &str = "; desired format: https://host[/path]";
 
 static NULL: Value = Value::Null;
 
@@ -688,7 +688,9 @@ fn approval_state(crd: &Value) -> (Approval, String) {
     if annotation.starts_with("unapproved") {
         return (Approval::Bypassed, format!("not approved: {}", go_quote(annotation)));
     }
-    if parse_url(annotation, true).is_ok_and(|u| !u.host.is_empty() && !u.scheme.is_empty()) {
+    if go_url::parse_request_uri(annotation)
+        .is_ok_and(|u| !u.host.is_empty() && !u.scheme.is_empty())
+    {
         return (Approval::Approved, format!("approved in {annotation}"));
     }
     (
@@ -844,7 +846,14 @@ fn crd_conversion(conversion: &Value, require_recognized: bool) -> Vec<FieldErro
         } else if let Some(url) = url.as_str() {
             errors.extend(webhook_url(&format!("{config_at}.url"), url));
         } else {
-            errors.extend(webhook_service(&format!("{config_at}.service"), service));
+            // As upstream: the name goes where its check takes the namespace (see `webhook`).
+            errors.extend(webhook_service(
+                &format!("{config_at}.service"),
+                str_of(&service["name"]),
+                str_of(&service["namespace"]),
+                service["path"].as_str(),
+                &Value::from(service["port"].as_i64().unwrap_or(443)),
+            ));
         }
     }
     let versions = items(review);
@@ -875,254 +884,6 @@ fn crd_conversion(conversion: &Value, require_recognized: bool) -> Vec<FieldErro
         ));
     }
     errors
-}
-
-/// `webhook.ValidateWebhookURL` with HTTPS required.
-fn webhook_url(at: &str, raw: &str) -> Vec<FieldError> {
-    let u = match parse_url_with_fragment(raw) {
-        Ok(u) => u,
-        Err(e) => {
-            return vec![FieldError::required(
-                at,
-                &format!("url must be a valid URL: {e}{URL_FORM}"),
-            )]
-        }
-    };
-    let mut errors = Vec::new();
-    if u.scheme != "https" {
-        errors.push(FieldError::invalid(
-            at,
-            &text(&u.scheme),
-            &format!("'https' is the only allowed URL scheme{URL_FORM}"),
-        ));
-    }
-    if u.host.is_empty() {
-        errors.push(FieldError::invalid(
-            at,
-            &text(""),
-            &format!("host must be specified{URL_FORM}"),
-        ));
-    }
-    if let Some(user) = &u.user {
-        errors.push(FieldError::invalid(
-            at,
-            &text(user),
-            "user information is not permitted in the URL",
-        ));
-    }
-    if !u.fragment.is_empty() {
-        errors.push(FieldError::invalid(
-            at,
-            &text(&u.fragment),
-            "fragments are not permitted in the URL",
-        ));
-    }
-    if !u.raw_query.is_empty() {
-        errors.push(FieldError::invalid(
-            at,
-            &text(&u.raw_query),
-            "query parameters are not permitted in the URL",
-        ));
-    }
-    errors
-}
-
-/// `webhook.ValidateWebhookService`: name, namespace, port and a path of DNS-subdomain
-/// segments.
-fn webhook_service(at: &str, service: &Value) -> Vec<FieldError> {
-    let mut errors = Vec::new();
-    if str_of(&service["name"]).is_empty() {
-        errors.push(FieldError::required(format!("{at}.name"), "service name is required"));
-    }
-    if str_of(&service["namespace"]).is_empty() {
-        errors
-            .push(FieldError::required(format!("{at}.namespace"), "service namespace is required"));
-    }
-    let port = service["port"].as_i64().unwrap_or(443);
-    if !(1..=65535).contains(&port) {
-        errors.push(FieldError::invalid(
-            format!("{at}.port"),
-            &Value::from(port),
-            &format!("port is not valid: {}", range_msg(1, 65535)),
-        ));
-    }
-    let Some(path) = service["path"].as_str() else { return errors };
-    let field = format!("{at}.path");
-    if path.is_empty() || path == "/" {
-        return errors;
-    }
-    if path == "//" {
-        errors.push(FieldError::invalid(field, &text(path), "segment[0] may not be empty"));
-        return errors;
-    }
-    if !path.starts_with('/') {
-        errors.push(FieldError::invalid(&field, &text(path), "must start with a '/'"));
-    }
-    let rest = path.get(1..).unwrap_or_default();
-    let rest = rest.strip_suffix('/').unwrap_or(rest);
-    for (i, step) in rest.split('/').enumerate() {
-        if step.is_empty() {
-            errors.push(FieldError::invalid(
-                &field,
-                &text(path),
-                &format!("segment[{i}] may not be empty"),
-            ));
-            continue;
-        }
-        for p in subdomain(step) {
-            errors.push(FieldError::invalid(&field, &text(path), &format!("segment[{i}]: {p}")));
-        }
-    }
-    errors
-}
-
-// ---------------------------------------------------------------------------------------
-// URLs as Go's net/url parses them (enough for the errors upstream reports).
-
-#[derive(Default)]
-struct GoUrl {
-    scheme: String,
-    user: Option<String>,
-    host: String,
-    raw_query: String,
-    fragment: String,
-}
-
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Escape {
-    Path,
-    Host,
-    User,
-    Fragment,
-}
-
-fn is_hex(b: u8) -> bool {
-    b.is_ascii_hexdigit()
-}
-
-/// Go's `unescape`: `%XX` escapes well formed; hosts limited to their characters.
-fn unescape(s: &str, mode: Escape) -> Result<String, String> {
-    let b = s.as_bytes();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            if i + 2 >= b.len() || !is_hex(b[i + 1]) || !is_hex(b[i + 2]) {
-                let end = (i + 3).min(b.len());
-                return Err(format!("invalid URL escape {}", go_quote(&s[i..end])));
-            }
-            i += 3;
-            continue;
-        }
-        let host_ok = b[i].is_ascii_alphanumeric() || b"-_.~!$&'()*+,;=:[]<>\"".contains(&b[i]);
-        if mode == Escape::Host && b[i] < 0x80 && !host_ok {
-            return Err(format!("invalid character {} in host name", go_quote(&s[i..i + 1])));
-        }
-        i += 1;
-    }
-    Ok(s.to_string())
-}
-
-fn valid_optional_port(port: &str) -> bool {
-    port.is_empty() || port.strip_prefix(':').is_some_and(|p| p.bytes().all(|c| c.is_ascii_digit()))
-}
-
-fn parse_host(host: &str) -> Result<String, String> {
-    let port_from = if host.starts_with('[') {
-        let Some(end) = host.rfind(']') else { return Err("missing ']' in host".to_string()) };
-        Some(end + 1)
-    } else {
-        host.rfind(':')
-    };
-    if let Some(i) = port_from {
-        let port = &host[i..];
-        if !valid_optional_port(port) {
-            return Err(format!("invalid port {} after host", go_quote(port)));
-        }
-    }
-    unescape(host, Escape::Host)
-}
-
-/// Go's `url.parse`; `request` is ParseRequestURI's stricter form.
-fn parse_url(raw: &str, request: bool) -> Result<GoUrl, String> {
-    if raw.bytes().any(|b| b < 0x20 || b == 0x7f) {
-        return Err("net/url: invalid control character in URL".to_string());
-    }
-    if raw.is_empty() && request {
-        return Err("empty url".to_string());
-    }
-    let mut url = GoUrl::default();
-    if raw == "*" {
-        return Ok(url);
-    }
-    let mut rest = raw;
-    for (i, c) in raw.bytes().enumerate() {
-        match c {
-            b'a'..=b'z' | b'A'..=b'Z' => {}
-            b'0'..=b'9' | b'+' | b'-' | b'.' if i > 0 => {}
-            b':' if i == 0 => return Err("missing protocol scheme".to_string()),
-            b':' => {
-                url.scheme = raw[..i].to_lowercase();
-                rest = &raw[i + 1..];
-                break;
-            }
-            _ => break,
-        }
-    }
-    if rest.ends_with('?') && rest.matches('?').count() == 1 {
-        rest = &rest[..rest.len() - 1];
-    } else if let Some((before, query)) = rest.split_once('?') {
-        url.raw_query = query.to_string();
-        rest = before;
-    }
-    if !rest.starts_with('/') {
-        if !url.scheme.is_empty() {
-            return Ok(url);
-        }
-        if request {
-            return Err("invalid URI for request".to_string());
-        }
-        if rest.split('/').next().unwrap_or_default().contains(':') {
-            return Err("first path segment in URL cannot contain colon".to_string());
-        }
-    }
-    if (!url.scheme.is_empty() || !request && !rest.starts_with("///")) && rest.starts_with("//") {
-        let authority = &rest[2..];
-        let (authority, path) = match authority.find('/') {
-            Some(i) => (&authority[..i], &authority[i..]),
-            None => (authority, ""),
-        };
-        rest = path;
-        match authority.rfind('@') {
-            None => url.host = parse_host(authority)?,
-            Some(i) => {
-                url.host = parse_host(&authority[i + 1..])?;
-                let user = &authority[..i];
-                let valid = user
-                    .bytes()
-                    .all(|c| c.is_ascii_alphanumeric() || b"-._:~!$&'()*+,;=%@".contains(&c));
-                if !valid {
-                    return Err("net/url: invalid userinfo".to_string());
-                }
-                for part in user.splitn(2, ':') {
-                    unescape(part, Escape::User)?;
-                }
-                url.user = Some(user.to_string());
-            }
-        }
-    }
-    unescape(rest, Escape::Path)?;
-    Ok(url)
-}
-
-/// Go's `url.Parse`: the fragment split off first; errors as `*url.Error` prints them.
-fn parse_url_with_fragment(raw: &str) -> Result<GoUrl, String> {
-    let (u, fragment) = raw.split_once('#').unwrap_or((raw, ""));
-    let mut url = parse_url(u, false).map_err(|e| format!("parse {}: {e}", go_quote(u)))?;
-    if !fragment.is_empty() {
-        url.fragment = unescape(fragment, Escape::Fragment)
-            .map_err(|e| format!("parse {}: {e}", go_quote(raw)))?;
-    }
-    Ok(url)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -2149,8 +1910,9 @@ fn validate_structural(s: &Props, at: &str) -> Vec<FieldError> {
     errors
 }
 
-/// A junctor branch that is exactly `{type: <t>}` (for the int-or-string patterns).
-fn is_only_type(p: &Props, t: &str) -> bool {
+/// A copy of `p` without what the shape comparisons below ignore: its external docs and
+/// example, and `allOf`, `anyOf`, `oneOf` and `enum` lists that are empty (as if absent).
+fn bare(p: &Props) -> Props {
     let mut q = p.clone();
     q.external_docs = None;
     q.example = None;
@@ -2162,6 +1924,12 @@ fn is_only_type(p: &Props, t: &str) -> bool {
     if q.enumeration.as_ref().is_some_and(Vec::is_empty) {
         q.enumeration = None;
     }
+    q
+}
+
+/// A junctor branch that is exactly `{type: <t>}` (for the int-or-string patterns).
+fn is_only_type(p: &Props, t: &str) -> bool {
+    let mut q = bare(p);
     if q.additional_properties.as_ref().is_some_and(|a| !a.allows && a.schema.is_none()) {
         q.additional_properties = None;
     }
@@ -2279,19 +2047,9 @@ fn invariants(s: &Props, lvl: Level, at: &str, errors: &mut Vec<FieldError>) {
 
 /// The root `metadata` schema may restrict `name` and `generateName` only.
 fn metadata_only_names(m: &Props) -> bool {
-    let mut q = m.clone();
+    let mut q = bare(m);
     q.type_.clear();
     q.default = None;
-    q.external_docs = None;
-    q.example = None;
-    for list in [&mut q.all_of, &mut q.any_of, &mut q.one_of] {
-        if list.as_ref().is_some_and(Vec::is_empty) {
-            *list = None;
-        }
-    }
-    if q.enumeration.as_ref().is_some_and(Vec::is_empty) {
-        q.enumeration = None;
-    }
     if let Some(props) = &q.properties {
         let (name, generate) = (props.contains_key("name"), props.contains_key("generateName"));
         if props.is_empty()
@@ -2846,7 +2604,8 @@ mod tests {
             "clientConfig": {"service": {"namespace": "ns", "name": "", "path": "/a//B", "port": 0}},
             "conversionReviewVersions": ["v1"]}});
         let errors = lines(custom_resource_definition(&obj, None));
-        assert_eq!(errors[0], "spec.conversion.webhookClientConfig.service.name: Required value: service name is required");
+        // Upstream passes the name where its check takes the namespace.
+        assert_eq!(errors[0], "spec.conversion.webhookClientConfig.service.namespace: Required value: service namespace is required");
         assert_eq!(errors[1], "spec.conversion.webhookClientConfig.service.port: Invalid value: 0: port is not valid: must be between 1 and 65535, inclusive");
         assert_eq!(errors[2], "spec.conversion.webhookClientConfig.service.path: Invalid value: \"/a//B\": segment[1] may not be empty");
         assert!(errors[3].starts_with("spec.conversion.webhookClientConfig.service.path: Invalid value: \"/a//B\": segment[2]: a lowercase RFC 1123 subdomain"));
@@ -2856,15 +2615,6 @@ mod tests {
             lines(custom_resource_definition(&obj, None)),
             ["spec.conversion.conversionReviewVersions: Forbidden: should not be set when strategy is not set to Webhook"]
         );
-        assert_eq!(
-            lines(webhook_url("u", "https://[::1")),
-            ["u: Required value: url must be a valid URL: parse \"https://[::1\": missing ']' in host; desired format: https://host[/path]"]
-        );
-        assert_eq!(
-            lines(webhook_url("u", "https://h:x/")),
-            ["u: Required value: url must be a valid URL: parse \"https://h:x/\": invalid port \":x\" after host; desired format: https://host[/path]"]
-        );
-        assert!(webhook_url("u", "https://conv.example.com:8443/convert").is_empty());
     }
 
     #[test]

@@ -7,9 +7,11 @@
 //! limit ranges, priority classes, namespaces), `nodes` (nodes, runtime classes, CSI nodes and
 //! capacities, service accounts, controller revisions), `discovery` (endpoints, events,
 //! leases), `admission` (webhook configurations, admission policies), `extensions` (CRDs,
-//! APIServices) and `control` (certificate requests, flow control). The value checks they share are in `values` (ports, enums,
-//! label maps and selectors, config keys) and cron schedules in `cron`. Bad values that
-//! upstream prints as Go structs are rendered by `crate::gofmt`.
+//! APIServices) and `control` (certificate requests, flow control). The value checks they
+//! share are in `values` (ports, enums, label maps and selectors, config keys, resource names
+//! and quantities), the IP and CIDR checks in `net`, the webhook URL and service checks in
+//! `webhook` and cron schedules in `cron`. Bad values that upstream prints as Go structs are
+//! rendered by `crate::gofmt`.
 
 use serde_json::Value;
 
@@ -31,6 +33,7 @@ mod pod;
 mod service;
 mod storage;
 mod values;
+mod webhook;
 mod workloads;
 
 pub use kinds::validate;

@@ -159,6 +159,45 @@ pub fn cidr_strict(field: &str, value: &str) -> Vec<FieldError> {
     Vec::new()
 }
 
+/// Upstream's `ValidateNonSpecialIP` (endpoint addresses and a Service's external IPs): an
+/// address `ParseIPSloppy` reads that is not unspecified, loopback, link-local or link-local
+/// multicast. IPv4-mapped IPv6 addresses count as IPv4, as Go's `net.IP` methods see them.
+pub fn non_special_ip(field: &str, value: &str) -> Vec<FieldError> {
+    let shown = Value::from(value);
+    let Some(ip) = parse_ip_sloppy(value) else {
+        return vec![FieldError::invalid(field, &shown, "must be a valid IP address")];
+    };
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    };
+    let (link_local, link_local_multicast) = match ip {
+        IpAddr::V4(v4) => {
+            let o = v4.octets();
+            (o[0] == 169 && o[1] == 254, o[0] == 224 && o[1] == 0 && o[2] == 0)
+        }
+        IpAddr::V6(v6) => {
+            let o = v6.octets();
+            (o[0] == 0xfe && o[1] & 0xc0 == 0x80, o[0] == 0xff && o[1] & 0x0f == 0x02)
+        }
+    };
+    let unspecified = format!("may not be unspecified ({value})");
+    let checks = [
+        (ip.is_unspecified(), unspecified.as_str()),
+        (ip.is_loopback(), "may not be in the loopback range (127.0.0.0/8, ::1/128)"),
+        (link_local, "may not be in the link-local range (169.254.0.0/16, fe80::/10)"),
+        (
+            link_local_multicast,
+            "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)",
+        ),
+    ];
+    checks
+        .into_iter()
+        .filter(|(special, _)| *special)
+        .map(|(_, detail)| FieldError::invalid(field, &shown, detail))
+        .collect()
+}
+
 /// The address family of an address or CIDR `ParseIPSloppy`/`ParseCIDRSloppy` reads: 4 or 6.
 pub fn family(value: &str) -> Option<u8> {
     let ip = match value.split_once('/') {
@@ -200,6 +239,33 @@ mod tests {
         assert_eq!(
             (family("10.0.0.1"), family("fd00::/64"), family("x")),
             (Some(4), Some(6), None)
+        );
+    }
+
+    #[test]
+    fn special_addresses() {
+        assert!(
+            non_special_ip("f", "10.0.0.1").is_empty() && non_special_ip("f", "fd00::1").is_empty()
+        );
+        assert_eq!(
+            lines(non_special_ip("f", "x")),
+            ["f: Invalid value: \"x\": must be a valid IP address"]
+        );
+        assert_eq!(
+            lines(non_special_ip("f", "0.0.0.0")),
+            ["f: Invalid value: \"0.0.0.0\": may not be unspecified (0.0.0.0)"]
+        );
+        assert_eq!(
+            lines(non_special_ip("f", "::ffff:127.0.0.1")),
+            ["f: Invalid value: \"::ffff:127.0.0.1\": may not be in the loopback range (127.0.0.0/8, ::1/128)"]
+        );
+        assert_eq!(
+            lines(non_special_ip("f", "fe80::1")),
+            ["f: Invalid value: \"fe80::1\": may not be in the link-local range (169.254.0.0/16, fe80::/10)"]
+        );
+        assert_eq!(
+            lines(non_special_ip("f", "224.0.0.1")),
+            ["f: Invalid value: \"224.0.0.1\": may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)"]
         );
     }
 

@@ -19,11 +19,11 @@ use serde_json::{json, Map, Value};
 
 use super::net::cidr_legacy;
 use super::values::{
-    config_key_problems, container_resource_name, is_extended_resource, items, label_map,
-    label_selector, non_negative, str_of,
+    config_key_problems, container_resource_name, items, label_map, label_selector, non_negative,
+    quantity_value, str_of,
 };
 use super::{label_value_problems, name_problems, qualified_name_problems, FieldError, NameRule};
-use crate::gofmt::{go_label_selector, go_pointer, go_quantity, go_quote, go_string_slice};
+use crate::gofmt::{go_json_kind, go_label_selector, go_pointer, go_quote, go_string_slice};
 use crate::quantity::Quantity;
 
 const IMMUTABLE: &str = "field is immutable";
@@ -239,43 +239,6 @@ fn node_resources(obj: &Value, errors: &mut Vec<FieldError>) {
     }
 }
 
-/// `ValidateResourceQuantityValue`.
-fn quantity_value(name: &str, v: &Value, at: &str, errors: &mut Vec<FieldError>) {
-    let Some(q) = Quantity::parse(v) else { return };
-    if q.nanos < 0 {
-        errors.push(FieldError::invalid(at, &text(&q.canonical()), NEGATIVE));
-    }
-    if is_integer_resource(name) && milli(q.nanos) % 1000 != 0 {
-        errors.push(FieldError::invalid_shown(at, &go_quantity(v, false), "must be an integer"));
-    }
-}
-
-/// Billionths as `MilliValue` reads them: rounded up to thousandths.
-fn milli(nanos: i128) -> i128 {
-    let m = nanos.div_euclid(1_000_000);
-    if nanos.rem_euclid(1_000_000) != 0 {
-        m + 1
-    } else {
-        m
-    }
-}
-
-/// Upstream's `IsIntegerResourceName`.
-fn is_integer_resource(name: &str) -> bool {
-    const INTEGER: [&str; 9] = [
-        "pods",
-        "resourcequotas",
-        "services",
-        "replicationcontrollers",
-        "secrets",
-        "configmaps",
-        "persistentvolumeclaims",
-        "services.nodeports",
-        "services.loadbalancers",
-    ];
-    INTEGER.contains(&name) || is_extended_resource(name)
-}
-
 /// A `NodeConfigSource` in the spec (`status` false: no uid or resourceVersion) or in the
 /// status (both required): exactly one reference, a ConfigMap's namespace, name and key.
 fn config_source(source: &Value, at: &str, status: bool, errors: &mut Vec<FieldError>) {
@@ -371,18 +334,6 @@ fn node_annotations(obj: &Value, errors: &mut Vec<FieldError>) {
                 }
             }
         }
-    }
-}
-
-/// Go's name for a JSON value's kind in an `UnmarshalTypeError`.
-fn go_json_kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "bool",
-        Value::Number(_) => "number",
-        Value::String(_) => "string",
-        Value::Array(_) => "array",
-        Value::Object(_) => "object",
     }
 }
 

@@ -13,11 +13,10 @@
 //! whether or not rkube's defaulting filled it.
 
 use std::collections::HashSet;
-use std::net::IpAddr;
 
 use serde_json::{json, Value};
 
-use super::net::{cidr_legacy, family, ip_legacy, parse_ip_sloppy};
+use super::net::{cidr_legacy, family, ip_legacy, non_special_ip};
 use super::values::{items, label_map, one_of, port_name_problems, port_number, str_of};
 use super::{name_problems, qualified_name_problems, FieldError, NameRule};
 use crate::gofmt::{go_int_or_string, go_pointee, go_quote, go_string_slice};
@@ -345,52 +344,6 @@ fn cluster_families(spec: &Value, old_spec: Option<&Value>, ips: &[String]) -> V
                 "not configured on this cluster",
             ));
         }
-    }
-    errors
-}
-
-/// `ValidateNonSpecialIP`: no unspecified, loopback or link-local address.
-fn non_special_ip(at: &str, value: &str) -> Vec<FieldError> {
-    let Some(ip) = parse_ip_sloppy(value) else { return Vec::new() };
-    let ip = match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
-        v4 => v4,
-    };
-    let shown = Value::String(value.to_string());
-    let mut errors = Vec::new();
-    if ip.is_unspecified() {
-        errors.push(FieldError::invalid(at, &shown, &format!("may not be unspecified ({value})")));
-    }
-    if ip.is_loopback() {
-        errors.push(FieldError::invalid(
-            at,
-            &shown,
-            "may not be in the loopback range (127.0.0.0/8, ::1/128)",
-        ));
-    }
-    let (link_local, link_local_multicast) = match ip {
-        IpAddr::V4(v4) => {
-            let o = v4.octets();
-            (o[0] == 169 && o[1] == 254, o[0] == 224 && o[1] == 0 && o[2] == 0)
-        }
-        IpAddr::V6(v6) => {
-            let o = v6.octets();
-            (o[0] == 0xfe && o[1] & 0xc0 == 0x80, o[0] == 0xff && o[1] & 0x0f == 0x02)
-        }
-    };
-    if link_local {
-        errors.push(FieldError::invalid(
-            at,
-            &shown,
-            "may not be in the link-local range (169.254.0.0/16, fe80::/10)",
-        ));
-    }
-    if link_local_multicast {
-        errors.push(FieldError::invalid(
-            at,
-            &shown,
-            "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)",
-        ));
     }
     errors
 }

@@ -1,10 +1,13 @@
 //! Checks of single values that many kinds share (ports, port names, counts, enums, label
-//! and annotation maps, label selectors, config keys), each giving upstream's field error.
+//! and annotation maps, label selectors, config keys, resource names and quantities), each
+//! giving upstream's field error.
 //! Each takes the field path first, then the value.
 
 use serde_json::Value;
 
 use super::{label_value_problems, qualified_name_problems, FieldError};
+use crate::gofmt::go_quantity;
+use crate::quantity::Quantity;
 
 const CONFIG_KEY_MSG: &str = "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')";
 
@@ -179,10 +182,29 @@ pub fn is_native_resource(name: &str) -> bool {
     !name.contains('/') || name.contains("kubernetes.io/")
 }
 
+/// The resources counted in whole units (upstream's `integerResources`), all of them
+/// standard resource names (and standard quota resource names) too.
+pub const INTEGER_RESOURCES: [&str; 9] = [
+    "pods",
+    "resourcequotas",
+    "services",
+    "replicationcontrollers",
+    "secrets",
+    "configmaps",
+    "persistentvolumeclaims",
+    "services.nodeports",
+    "services.loadbalancers",
+];
+
+/// Upstream's `IsIntegerResourceName`: an integer resource or an extended resource.
+pub fn is_integer_resource(name: &str) -> bool {
+    INTEGER_RESOURCES.contains(&name) || is_extended_resource(name)
+}
+
 /// One of the resource names upstream knows (`IsStandardResourceName`), for containers and
-/// quotas alike.
+/// quotas alike: the [`INTEGER_RESOURCES`], these, and hugepages.
 pub fn is_standard_resource(name: &str) -> bool {
-    const STANDARD: [&str; 20] = [
+    const STANDARD: [&str; 11] = [
         "cpu",
         "memory",
         "ephemeral-storage",
@@ -192,21 +214,36 @@ pub fn is_standard_resource(name: &str) -> bool {
         "limits.cpu",
         "limits.memory",
         "limits.ephemeral-storage",
-        "pods",
-        "resourcequotas",
-        "services",
-        "replicationcontrollers",
-        "secrets",
-        "configmaps",
-        "persistentvolumeclaims",
         "storage",
         "requests.storage",
-        "services.nodeports",
-        "services.loadbalancers",
     ];
     STANDARD.contains(&name)
+        || INTEGER_RESOURCES.contains(&name)
         || name.starts_with("hugepages-")
         || name.starts_with("requests.hugepages-")
+}
+
+/// A quantity in thousandths, rounded up, as upstream's `MilliValue`.
+pub fn milli(q: &Quantity) -> i128 {
+    let m = q.nanos.div_euclid(1_000_000);
+    if q.nanos.rem_euclid(1_000_000) != 0 {
+        m + 1
+    } else {
+        m
+    }
+}
+
+/// Upstream's `ValidateResourceQuantityValue`: not negative, and whole for an integer
+/// resource (`name`). A value that is not a quantity is left alone.
+pub fn quantity_value(name: &str, v: &Value, at: &str, errors: &mut Vec<FieldError>) {
+    let Some(q) = Quantity::parse(v) else { return };
+    if q.nanos < 0 {
+        let canonical = Value::String(q.canonical());
+        errors.push(FieldError::invalid(at, &canonical, "must be greater than or equal to 0"));
+    }
+    if is_integer_resource(name) && milli(&q) % 1000 != 0 {
+        errors.push(FieldError::invalid_shown(at, &go_quantity(v, false), "must be an integer"));
+    }
 }
 
 /// A hostPath volume's `type`, as upstream lists them (`""` is no check).

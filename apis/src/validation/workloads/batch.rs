@@ -194,6 +194,16 @@ fn valid_values(list: &[&str]) -> String {
     format!("valid values: [{}]", quoted.join(" "))
 }
 
+/// A required enum of the pod failure policy: `Required` with the [`valid_values`] when empty,
+/// `NotSupported` when not one of them.
+fn required_enum(field: String, value: &Value, supported: &[&str]) -> Option<FieldError> {
+    match str_of(value) {
+        "" => Some(FieldError::required(field, &valid_values(supported))),
+        s if supported.contains(&s) => None,
+        _ => Some(FieldError::unsupported(field, value, supported)),
+    }
+}
+
 /// A `[]int32` as `%#v` prints it (`(nil)` when absent).
 fn go_int32s(v: &Value) -> String {
     match v.as_array() {
@@ -245,21 +255,13 @@ fn pod_failure_policy(spec: &Value, at: &str) -> Vec<FieldError> {
         let at = format!("{at}.rules[{i}]");
         const ACTIONS: [&str; 4] = ["Count", "FailIndex", "FailJob", "Ignore"];
         let action = &rule["action"];
-        match str_of(action) {
-            "" => {
-                errors.push(FieldError::required(format!("{at}.action"), &valid_values(&ACTIONS)))
-            }
-            "FailIndex" => {
-                if spec["backoffLimitPerIndex"].is_null() {
-                    errors.push(FieldError::invalid(
-                        format!("{at}.action"),
-                        action,
-                        "requires the backoffLimitPerIndex to be set",
-                    ));
-                }
-            }
-            a if ACTIONS.contains(&a) => {}
-            _ => errors.push(FieldError::unsupported(format!("{at}.action"), action, &ACTIONS)),
+        errors.extend(required_enum(format!("{at}.action"), action, &ACTIONS));
+        if action == "FailIndex" && spec["backoffLimitPerIndex"].is_null() {
+            errors.push(FieldError::invalid(
+                format!("{at}.action"),
+                action,
+                "requires the backoffLimitPerIndex to be set",
+            ));
         }
         let exit_codes = &rule["onExitCodes"];
         let conditions = items(&rule["onPodConditions"]);
@@ -291,13 +293,7 @@ fn on_exit_codes(req: &Value, at: &str, containers: &HashSet<&str>) -> Vec<Field
     const OPERATORS: [&str; 2] = ["In", "NotIn"];
     let mut errors = Vec::new();
     let operator = &req["operator"];
-    match str_of(operator) {
-        "" => {
-            errors.push(FieldError::required(format!("{at}.operator"), &valid_values(&OPERATORS)))
-        }
-        o if OPERATORS.contains(&o) => {}
-        _ => errors.push(FieldError::unsupported(format!("{at}.operator"), operator, &OPERATORS)),
-    }
+    errors.extend(required_enum(format!("{at}.operator"), operator, &OPERATORS));
     if let Some(name) = req["containerName"].as_str() {
         if !containers.contains(name) {
             errors.push(FieldError::invalid(
@@ -364,14 +360,7 @@ fn on_pod_conditions(patterns: &[Value], at: &str) -> Vec<FieldError> {
                 &p,
             ));
         }
-        let status = &pattern["status"];
-        match str_of(status) {
-            "" => {
-                errors.push(FieldError::required(format!("{at}.status"), &valid_values(&STATUSES)))
-            }
-            s if STATUSES.contains(&s) => {}
-            _ => errors.push(FieldError::unsupported(format!("{at}.status"), status, &STATUSES)),
-        }
+        errors.extend(required_enum(format!("{at}.status"), &pattern["status"], &STATUSES));
     }
     errors
 }
