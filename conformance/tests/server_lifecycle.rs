@@ -100,6 +100,13 @@ fn service_type_changes_take_and_release_what_they_need() {
         (&web["spec"]["clusterIP"], &web["spec"]["externalTrafficPolicy"]),
         (&ip.clone().into(), &"Cluster".into())
     );
+    // The ClusterIP is fixed once set; upstream lists that with the service's other errors.
+    let moved = r#"{"spec":{"clusterIP":"10.43.200.200","sessionAffinity":"Sometimes"}}"#;
+    let err = s.fails(&["patch", "service", "web", "-p", moved]);
+    assert_eq!(
+        err.trim(),
+        "The Service \"web\" is invalid: \n* spec.clusterIPs[0]: Invalid value: []string{\"10.43.200.200\"}: may not change once set\n* spec.sessionAffinity: Unsupported value: \"Sometimes\": supported values: \"ClientIP\", \"None\""
+    );
     let taken = format!("--node-port={node_port}");
     let err = s.fails(&["create", "service", "nodeport", "other", "--tcp=81:8080", &taken]);
     assert!(err.contains("provided port is already allocated"), "{err}");

@@ -113,7 +113,7 @@ const POD_ERRORS: &str = r#"The Pod "bad-pod" is invalid:
 * spec.containers[0].env[0].valueFrom: Invalid value: "": may not be specified when `value` is not empty
 * spec.containers[0].volumeMounts[0].name: Not found: "config"
 * spec.containers[0].livenessProbe: Required value: must specify a handler type
-* spec.tolerations[0].operator: Invalid value: "v": value must be empty when `operator` is 'Exists'
+* spec.tolerations[0].operator: Invalid value: core.Toleration{Key:"k", Operator:"Exists", Value:"v", Effect:"", TolerationSeconds:(*int64)(nil)}: value must be empty when `operator` is 'Exists'
 "#;
 
 const JOB: &str = r#"apiVersion: batch/v1

@@ -366,7 +366,7 @@ impl Registry {
                 default_toleration_seconds::admit(&mut new, self.default_toleration_seconds);
             }
             if is_service(info) && subresource.is_none() {
-                self.services.check_update(name, &mut new, &old)?;
+                self.services.patch_allocated_values(&mut new, &old);
             }
             // A status write keeps the old spec: only its metadata is checked, as upstream's
             // status strategies do, so an object stored before a stricter rule keeps getting

@@ -264,8 +264,9 @@ impl Allocator {
     /// values while the type still needs them (NodePorts matched by port name); what a change
     /// of type leaves behind unchanged (the ClusterIP and IP families when it becomes an
     /// ExternalName, NodePorts when it no longer needs them, the external traffic policy, the
-    /// load-balancer fields and status) is dropped. The ClusterIP may not change once set.
-    pub fn check_update(&self, name: &str, new: &mut Value, old: &Value) -> ApiResult<()> {
+    /// load-balancer fields and status) is dropped. That the ClusterIP may not change once set
+    /// is validation's to say (`rkube_apis::validation`), with the service's other errors.
+    pub fn patch_allocated_values(&self, new: &mut Value, old: &Value) {
         let (old_spec, spec) = (&old["spec"], &mut new["spec"]);
         if needs_cluster_ip(old_spec) && needs_cluster_ip(spec) {
             if spec["clusterIP"].as_str().is_none_or(str::is_empty) {
@@ -273,19 +274,6 @@ impl Allocator {
             }
             if spec["clusterIPs"].as_array().is_none_or(Vec::is_empty) {
                 spec["clusterIPs"] = old_spec["clusterIPs"].clone();
-            }
-            let (ip, was) = (spec["clusterIP"].as_str(), old_spec["clusterIP"].as_str());
-            if let (Some(ip), Some(was)) = (ip, was.filter(|w| !w.is_empty())) {
-                if ip != was {
-                    return Err(invalid(
-                        name,
-                        vec![Cause::invalid(
-                            "spec.clusterIPs[0]",
-                            &json!(ip),
-                            "may not change once set",
-                        )],
-                    ));
-                }
             }
         }
         if needs_node_ports(old_spec) && needs_node_ports(spec) {
@@ -304,7 +292,6 @@ impl Allocator {
             }
         }
         drop_type_dependent_fields(new, old);
-        Ok(())
     }
 
     /// On update, after validation and before the write: takes what the new Service needs

@@ -6,12 +6,9 @@
 use serde_json::{json, Map, Value};
 
 use super::{default, default_unset, field, items};
+use crate::convert::{self, BEHAVIOR_ANNOTATION, METRICS_ANNOTATION};
 use crate::resources::ResourceInfo;
 
-/// Where autoscaling/v1 keeps a v2 HPA's `behavior` and its metrics other than CPU (see
-/// `crate::convert`).
-const HPA_BEHAVIOR_ANNOTATION: &str = "autoscaling.alpha.kubernetes.io/behavior";
-const HPA_METRICS_ANNOTATION: &str = "autoscaling.alpha.kubernetes.io/metrics";
 /// The CPU utilization an HPA without metrics aims for.
 const HPA_DEFAULT_CPU_UTILIZATION: i64 = 80;
 const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
@@ -87,35 +84,58 @@ fn hpa_v2_spec(spec: &mut Value) {
 
 /// autoscaling/v1 says in annotations what it has no fields for; the defaults v2 would apply
 /// after conversion are applied to them, so the stored object is the same whichever version
-/// the client used.
+/// the client used, and the annotations read as upstream writes them back (see
+/// `crate::convert`). One Go cannot decode is dropped, as converting to v2 drops it.
 fn hpa_v1(obj: &mut Value) {
     let Some(spec) = field(obj, "spec").filter(|s| s.is_object()) else { return };
     default(spec, "minReplicas", json!(1));
-    let annotation = |obj: &Value, key: &str| -> Option<Value> {
-        obj["metadata"]["annotations"][key].as_str().and_then(|s| serde_json::from_str(s).ok())
+    let annotation = |obj: &Value, key: &str| -> Option<String> {
+        obj["metadata"]["annotations"][key].as_str().map(str::to_string)
     };
-    // Converted, a v1 HPA's metrics are its CPU target and those of the annotation.
-    let other_metrics = annotation(obj, HPA_METRICS_ANNOTATION);
-    if other_metrics.as_ref().and_then(Value::as_array).is_none_or(Vec::is_empty) {
+    // Converted, a v1 HPA's metrics are those of the annotation and its CPU target.
+    let other_metrics = annotation(obj, METRICS_ANNOTATION)
+        .map(|text| convert::hpa_metrics_from_annotation(&text).filter(|m| !m.is_empty()));
+    if let Some(other_metrics) = other_metrics {
+        let text = other_metrics.as_deref().map(convert::hpa_metrics_annotation);
+        set_annotation(obj, METRICS_ANNOTATION, text);
+    }
+    if annotation(obj, METRICS_ANNOTATION).is_none() {
         default(
             &mut obj["spec"],
             "targetCPUUtilizationPercentage",
             json!(HPA_DEFAULT_CPU_UTILIZATION),
         );
     }
-    let behavior = annotation(obj, HPA_BEHAVIOR_ANNOTATION);
-    // Only the camel-case form `crate::convert` reads and writes.
-    let camel_case = |b: &Map<String, Value>| b.keys().all(|k| k.starts_with(char::is_lowercase));
-    if let Some(mut behavior) = behavior.filter(|b| b.as_object().is_some_and(camel_case)) {
-        hpa_behavior(&mut behavior);
-        obj["metadata"]["annotations"][HPA_BEHAVIOR_ANNOTATION] = json!(behavior.to_string());
+    if let Some(text) = annotation(obj, BEHAVIOR_ANNOTATION) {
+        let behavior = convert::hpa_behavior_from_annotation(&text).map(|mut behavior| {
+            hpa_behavior(&mut behavior);
+            convert::hpa_behavior_annotation(&behavior)
+        });
+        set_annotation(obj, BEHAVIOR_ANNOTATION, behavior);
+    }
+}
+
+/// Sets (or, with `None`, removes) one of the object's annotations.
+fn set_annotation(obj: &mut Value, key: &str, text: Option<String>) {
+    let Some(annotations) = obj["metadata"]["annotations"].as_object_mut() else { return };
+    match text {
+        Some(text) => {
+            annotations.insert(key.to_string(), json!(text));
+        }
+        None => {
+            annotations.shift_remove(key);
+            if annotations.is_empty() {
+                if let Some(meta) = obj["metadata"].as_object_mut() {
+                    meta.shift_remove("annotations");
+                }
+            }
+        }
     }
 }
 
 /// Both directions of an HPA's `behavior` are filled in: scaling up by 4 pods or 100% every
 /// 15s with no stabilization window, down by 100% every 15s (its window is left to the
-/// controller's flag), taking the larger change. Keys go in upstream's field order, the
-/// order autoscaling/v1's annotation lists them in.
+/// controller's flag), taking the larger change. Keys go in upstream's field order.
 fn hpa_behavior(behavior: &mut Value) {
     let Some(given) = behavior.as_object_mut() else { return };
     let up = scaling_rules(
@@ -290,28 +310,50 @@ mod tests {
             json!({"metadata": {"name": "h"},
                 "spec": {"maxReplicas": 3, "minReplicas": 1, "targetCPUUtilizationPercentage": 80}})
         );
-        // Other metrics kept in the annotation: no CPU target added; the behavior there is
-        // completed.
-        let metrics = json!([{"type": "Pods", "pods": {"metric": {"name": "qps"},
-            "target": {"type": "AverageValue", "averageValue": "10"}}}])
-        .to_string();
+        // Other metrics kept in the annotation: no CPU target added; the annotation reads as
+        // upstream writes it back. The behavior there, in either case, is completed.
+        let completed = concat!(
+            r#"{"ScaleUp":{"StabilizationWindowSeconds":0,"SelectPolicy":"Min","Policies":["#,
+            r#"{"Type":"Pods","Value":4,"PeriodSeconds":15},{"Type":"Percent","Value":100,"PeriodSeconds":15}],"#,
+            r#""Tolerance":null},"ScaleDown":{"StabilizationWindowSeconds":null,"SelectPolicy":"Max","#,
+            r#""Policies":[{"Type":"Percent","Value":100,"PeriodSeconds":15}],"Tolerance":null}}"#,
+        );
+        for behavior in [
+            r#"{"scaleUp":{"selectPolicy":"Min"}}"#,
+            r#"{"ScaleUp":{"StabilizationWindowSeconds":null,"SelectPolicy":"Min","Policies":null,"Tolerance":null},"ScaleDown":null}"#,
+            completed,
+        ] {
+            let hpa = defaulted(
+                "autoscaling",
+                "v1",
+                "horizontalpodautoscalers",
+                json!({"metadata": {"annotations": {
+                        METRICS_ANNOTATION: r#"[{"type":"Pods","pods":{"targetAverageValue":"1e1","metricName":"qps"}}]"#,
+                        BEHAVIOR_ANNOTATION: behavior}},
+                    "spec": {"maxReplicas": 3, "minReplicas": 2}}),
+            );
+            assert_eq!(hpa["spec"], json!({"maxReplicas": 3, "minReplicas": 2}));
+            assert_eq!(
+                hpa["metadata"]["annotations"],
+                json!({METRICS_ANNOTATION: r#"[{"type":"Pods","pods":{"metricName":"qps","targetAverageValue":"10"}}]"#,
+                    BEHAVIOR_ANNOTATION: completed}),
+                "{behavior}"
+            );
+        }
+        // What upstream could not decode is dropped, and counts for nothing.
         let hpa = defaulted(
             "autoscaling",
             "v1",
             "horizontalpodautoscalers",
-            json!({"metadata": {"annotations": {HPA_METRICS_ANNOTATION: metrics,
-                    HPA_BEHAVIOR_ANNOTATION: r#"{"scaleUp":{"selectPolicy":"Min"}}"#}},
-                "spec": {"maxReplicas": 3, "minReplicas": 2}}),
+            json!({"metadata": {"annotations": {METRICS_ANNOTATION: "[]",
+                    BEHAVIOR_ANNOTATION: r#"{"scaleUp":{"policies":"many"}}"#}},
+                "spec": {"maxReplicas": 3}}),
         );
-        assert_eq!(hpa["spec"], json!({"maxReplicas": 3, "minReplicas": 2}));
-        let behavior: Value = serde_json::from_str(
-            hpa["metadata"]["annotations"][HPA_BEHAVIOR_ANNOTATION].as_str().unwrap(),
-        )
-        .unwrap();
-        assert_eq!(behavior["scaleUp"]["selectPolicy"], "Min");
-        assert_eq!(behavior["scaleUp"]["stabilizationWindowSeconds"], 0);
-        assert_eq!(behavior["scaleDown"]["policies"][0]["value"], 100);
-        assert!(behavior["scaleDown"].get("stabilizationWindowSeconds").is_none());
+        assert_eq!(
+            hpa,
+            json!({"metadata": {},
+                "spec": {"maxReplicas": 3, "minReplicas": 1, "targetCPUUtilizationPercentage": 80}})
+        );
     }
 
     #[test]

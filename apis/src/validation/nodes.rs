@@ -18,6 +18,7 @@ use std::collections::BTreeSet;
 use serde_json::{json, Map, Value};
 
 use super::net::cidr_legacy;
+use super::pod::go_toleration;
 use super::values::{
     config_key_problems, container_resource_name, items, label_map, label_selector, non_negative,
     quantity_value, str_of,
@@ -743,59 +744,7 @@ fn divides(page: &str, nanos: i128) -> bool {
 /// A RuntimeClass's tolerations: core's `ValidateTolerations` (which v1.33 is handed the path
 /// `<at>.tolerations`), then one toleration per key, operator, value and effect.
 fn tolerations(list: &[Value], at: &str, errors: &mut Vec<FieldError>) {
-    for (i, t) in list.iter().enumerate() {
-        let at = format!("{at}.tolerations[{i}]");
-        let (key, operator) = (str_of(&t["key"]), str_of(&t["operator"]));
-        let (value, effect) = (str_of(&t["value"]), str_of(&t["effect"]));
-        if !key.is_empty() {
-            invalid_each(qualified_name_problems(key), &format!("{at}.key"), key, errors);
-        }
-        if key.is_empty() && operator != "Exists" {
-            errors.push(FieldError::invalid(
-                format!("{at}.operator"),
-                &text(operator),
-                "operator must be Exists when `key` is empty, which means \"match all values and all keys\"",
-            ));
-        }
-        if !t["tolerationSeconds"].is_null() && effect != "NoExecute" {
-            errors.push(FieldError::invalid(
-                format!("{at}.effect"),
-                &text(effect),
-                "effect must be 'NoExecute' when `tolerationSeconds` is set",
-            ));
-        }
-        match operator {
-            "Equal" | "" => {
-                let problems = label_value_problems(value);
-                if !problems.is_empty() {
-                    let detail = problems.join(";");
-                    errors.push(FieldError::invalid(
-                        format!("{at}.operator"),
-                        &text(value),
-                        &detail,
-                    ));
-                }
-            }
-            "Exists" if !value.is_empty() => errors.push(FieldError::invalid_shown(
-                format!("{at}.operator"),
-                &go_toleration(t),
-                "value must be empty when `operator` is 'Exists'",
-            )),
-            "Exists" => {}
-            _ => errors.push(FieldError::unsupported(
-                format!("{at}.operator"),
-                &text(operator),
-                &["Equal", "Exists"],
-            )),
-        }
-        if !effect.is_empty() && !TAINT_EFFECTS.contains(&effect) {
-            errors.push(FieldError::unsupported(
-                format!("{at}.effect"),
-                &text(effect),
-                &TAINT_EFFECTS,
-            ));
-        }
-    }
+    super::pod::tolerations(&Value::from(list.to_vec()), &format!("{at}.tolerations"), errors);
     let mut seen = BTreeSet::new();
     for (i, t) in list.iter().enumerate() {
         let key = ["key", "operator", "value", "effect"].map(|f| str_of(&t[f]));
@@ -803,18 +752,6 @@ fn tolerations(list: &[Value], at: &str, errors: &mut Vec<FieldError>) {
             errors.push(FieldError::duplicate_shown(format!("{at}[{i}]"), &go_toleration(t)));
         }
     }
-}
-
-/// A `core.Toleration` as `%#v` prints it.
-fn go_toleration(t: &Value) -> String {
-    format!(
-        "core.Toleration{{Key:{}, Operator:{}, Value:{}, Effect:{}, TolerationSeconds:{}}}",
-        go_quote(str_of(&t["key"])),
-        go_quote(str_of(&t["operator"])),
-        go_quote(str_of(&t["value"])),
-        go_quote(str_of(&t["effect"])),
-        go_pointer("int64", &t["tolerationSeconds"])
-    )
 }
 
 // ---------------------------------------------------------------------------------------

@@ -92,6 +92,7 @@ pub fn service(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
 
     let mut errors = Vec::new();
     if let Some(old_spec) = old_spec {
+        errors.extend(upgrade_downgrade(spec, old_spec, ips));
         errors.extend(load_balancer_class(spec, Some(old_spec), kind));
         let needs_health_check =
             |s: &Value| s["type"] == "LoadBalancer" && s["externalTrafficPolicy"] == "Local";
@@ -519,6 +520,103 @@ fn duplicate_ports(ports: &[Value]) -> Vec<FieldError> {
     errors
 }
 
+/// Upstream's `validateUpgradeDowngradeClusterIPs` and `validateUpgradeDowngradeIPFamilies`:
+/// the primary cluster IP and IP family may not change once set (a secondary may be added or
+/// released, the latter only with `SingleStack`), unless the service is or was an
+/// ExternalName, or stays headless.
+fn upgrade_downgrade(spec: &Value, old_spec: &Value, ips: &[String]) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    if spec["type"] == "ExternalName" || old_spec["type"] == "ExternalName" {
+        return errors;
+    }
+    let old_ips = strings(&old_spec["clusterIPs"]).unwrap_or_default();
+    let (new_headless, old_headless) = (is_headless(ips), is_headless(&old_ips));
+    let shown_ips = go_string_slice(Some(ips));
+    let policy_is_single = spec["ipFamilyPolicy"] == "SingleStack";
+    let shown_policy = match spec["ipFamilyPolicy"].as_str() {
+        Some(p) => go_quote(p),
+        None => "\"null\"".to_string(),
+    };
+    let changed = |at: &str| FieldError::invalid_shown(at, &shown_ips, "may not change once set");
+    if !(old_headless && new_headless) {
+        if old_ips.len() == ips.len() {
+            for (i, (was, now)) in old_ips.iter().zip(ips).enumerate() {
+                if was != now {
+                    errors.push(changed(&format!("spec.clusterIPs[{i}]")));
+                }
+            }
+        } else if old_ips.len() > ips.len() {
+            if ips.is_empty() {
+                errors.push(FieldError::invalid_shown(
+                    "spec.clusterIPs[0]",
+                    &shown_ips,
+                    "primary clusterIP can not be unset",
+                ));
+            } else if ips[0] != old_ips[0] {
+                errors.push(changed("spec.clusterIPs[0]"));
+            }
+            if ips.len() == 1 && !policy_is_single {
+                errors.push(FieldError::invalid_shown(
+                    "spec.ipFamilyPolicy",
+                    &shown_policy,
+                    "must be set to 'SingleStack' when releasing the secondary clusterIP",
+                ));
+            }
+        } else if !old_ips.is_empty() && ips[0] != old_ips[0] {
+            errors.push(changed("spec.clusterIPs[0]"));
+        }
+    }
+    if new_headless != old_headless || new_headless {
+        return errors;
+    }
+    let families = strings(&spec["ipFamilies"]).unwrap_or_default();
+    let old_families = strings(&old_spec["ipFamilies"]).unwrap_or_default();
+    let shown_families = format!(
+        "[]core.IPFamily{{{}}}",
+        families.iter().map(|f| go_quote(f)).collect::<Vec<_>>().join(", ")
+    );
+    if old_families.len() == families.len() {
+        for (was, now) in old_families.iter().zip(&families) {
+            if was != now {
+                errors.push(FieldError::invalid_shown(
+                    "spec.ipFamilies[0]",
+                    &shown_families,
+                    "may not change once set",
+                ));
+            }
+        }
+    } else if old_families.len() > families.len() {
+        if ips.is_empty() {
+            errors.push(FieldError::invalid_shown(
+                "spec.ipFamilies[0]",
+                &shown_families,
+                "primary ipFamily can not be unset",
+            ));
+        }
+        if !families.is_empty() && families[0] != old_families[0] {
+            errors.push(FieldError::invalid_shown(
+                "spec.ipFamilies[0]",
+                &shown_ips,
+                "may not change once set",
+            ));
+        }
+        if families.len() == 1 && !policy_is_single {
+            errors.push(FieldError::invalid_shown(
+                "spec.ipFamilyPolicy",
+                &shown_policy,
+                "must be set to 'SingleStack' when releasing the secondary ipFamily",
+            ));
+        }
+    } else if !old_families.is_empty() && !families.is_empty() && families[0] != old_families[0] {
+        errors.push(FieldError::invalid_shown(
+            "spec.ipFamilies[0]",
+            &shown_ips,
+            "may not change once set",
+        ));
+    }
+    errors
+}
+
 const LB_ONLY: &str = "may only be used when `type` is 'LoadBalancer'";
 
 /// `validateLoadBalancerClassField`: on update (`old_spec` given) fixed while the service
@@ -613,6 +711,28 @@ mod tests {
                 {"name": "http", "port": 80, "targetPort": "http"},
                 {"name": "https", "port": 443, "targetPort": 8443, "nodePort": 30443},
                 {"name": "dns", "port": 53, "protocol": "UDP"}]}}))
+    }
+
+    #[test]
+    fn the_primary_cluster_ip_and_family_are_fixed_once_set() {
+        let old = with_spec(json!({"clusterIP": "10.43.0.9", "clusterIPs": ["10.43.0.9"]}));
+        // As a patch of clusterIP sends it: the old clusterIPs kept alongside.
+        let moved = with_spec(json!({"clusterIP": "10.43.0.10", "clusterIPs": ["10.43.0.9"]}));
+        assert_eq!(
+            lines(service(&moved, Some(&old))),
+            ["spec.clusterIPs[0]: Invalid value: []string{\"10.43.0.10\"}: may not change once set"]
+        );
+        let same = with_spec(json!({"clusterIP": "10.43.0.9", "clusterIPs": ["10.43.0.9"]}));
+        assert!(service(&same, Some(&old)).is_empty());
+        // To and from ExternalName, anything goes.
+        let external = with_spec(json!({"type": "ExternalName", "externalName": "db.example.com"}));
+        assert!(upgrade_downgrade(&external["spec"], &old["spec"], &[]).is_empty());
+        let mut families = old.clone();
+        families["spec"]["ipFamilies"] = json!(["IPv6"]);
+        assert_eq!(
+            lines(upgrade_downgrade(&families["spec"], &old["spec"], &["10.43.0.9".to_string()])),
+            ["spec.ipFamilies[0]: Invalid value: []core.IPFamily{\"IPv6\"}: may not change once set"]
+        );
     }
 
     fn with_spec(patch: Value) -> Value {

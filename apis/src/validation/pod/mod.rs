@@ -18,7 +18,7 @@ use super::values::{
     str_of, HOST_PATH_TYPES,
 };
 use super::{label_value_problems, name_problems, qualified_name_problems, FieldError, NameRule};
-use crate::gofmt::go_string_slice;
+use crate::gofmt::{go_pointer, go_quote, go_string_slice};
 use crate::quantity::Quantity;
 
 mod container;
@@ -336,7 +336,8 @@ fn dns_config(spec: &Value, at: &str, errors: &mut Vec<FieldError>) {
     }
 }
 
-fn tolerations(list: &Value, at: &str, errors: &mut Vec<FieldError>) {
+/// Upstream's `ValidateTolerations` (pods, and RuntimeClasses' scheduling).
+pub(crate) fn tolerations(list: &Value, at: &str, errors: &mut Vec<FieldError>) {
     for (i, t) in list.as_array().into_iter().flatten().enumerate() {
         let at = format!("{at}[{i}]");
         let key = str_of(&t["key"]);
@@ -375,9 +376,9 @@ fn tolerations(list: &Value, at: &str, errors: &mut Vec<FieldError>) {
             }
             "Exists" => {
                 if !str_of(&value).is_empty() {
-                    errors.push(FieldError::invalid(
+                    errors.push(FieldError::invalid_shown(
                         format!("{at}.operator"),
-                        &value,
+                        &go_toleration(t),
                         "value must be empty when `operator` is 'Exists'",
                     ));
                 }
@@ -397,6 +398,18 @@ fn tolerations(list: &Value, at: &str, errors: &mut Vec<FieldError>) {
             ));
         }
     }
+}
+
+/// A `core.Toleration` as `%#v` prints it.
+pub(crate) fn go_toleration(t: &Value) -> String {
+    format!(
+        "core.Toleration{{Key:{}, Operator:{}, Value:{}, Effect:{}, TolerationSeconds:{}}}",
+        go_quote(str_of(&t["key"])),
+        go_quote(str_of(&t["operator"])),
+        go_quote(str_of(&t["value"])),
+        go_quote(str_of(&t["effect"])),
+        go_pointer("int64", &t["tolerationSeconds"])
+    )
 }
 
 /// An optional name field: when set (non-empty), it follows `rule`.
@@ -810,7 +823,7 @@ mod tests {
                 format!("spec.hostname: Invalid value: \"web_0\": {label}"),
                 "spec.tolerations[0].operator: Invalid value: \"Equal\": operator must be Exists when `key` is empty, which means \"match all values and all keys\"".into(),
                 "spec.tolerations[1].effect: Invalid value: \"NoSchedule\": effect must be 'NoExecute' when `tolerationSeconds` is set".into(),
-                "spec.tolerations[1].operator: Invalid value: \"v\": value must be empty when `operator` is 'Exists'".into(),
+                "spec.tolerations[1].operator: Invalid value: core.Toleration{Key:\"k\", Operator:\"Exists\", Value:\"v\", Effect:\"NoSchedule\", TolerationSeconds:(*int64)(0xc000a1c000)}: value must be empty when `operator` is 'Exists'".into(),
                 "spec.tolerations[2].operator: Unsupported value: \"In\": supported values: \"Equal\", \"Exists\"".into(),
                 "spec.tolerations[2].effect: Unsupported value: \"Never\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"".into(),
                 format!("spec.priorityClassName: Invalid value: \"High\": {subdomain}"),
