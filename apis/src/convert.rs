@@ -60,7 +60,7 @@ pub(crate) fn hpa_metrics_from_annotation(text: &str) -> Option<Vec<Value>> {
 
 /// The v1 `metrics` annotation holding these v2 metrics.
 pub(crate) fn hpa_metrics_annotation(metrics: &[Value]) -> String {
-    go_json(&Value::Array(metrics.iter().map(metric_spec_to_v1).collect()))
+    crate::gofmt::go_json(&Value::Array(metrics.iter().map(metric_spec_to_v1).collect()))
 }
 
 /// The v2 `behavior` a v1 `behavior` annotation holds; `None` when Go could not decode it,
@@ -80,7 +80,7 @@ pub(crate) fn hpa_behavior_from_annotation(text: &str) -> Option<Value> {
 /// The v1 `behavior` annotation of a v2 `behavior`: upstream's internal type marshalled, so
 /// Go field names, every field present (`null` for what is unset).
 pub(crate) fn hpa_behavior_annotation(behavior: &Value) -> String {
-    go_json(&json!({
+    crate::gofmt::go_json(&json!({
         "ScaleUp": scaling_rules_to_go(&behavior["scaleUp"]),
         "ScaleDown": scaling_rules_to_go(&behavior["scaleDown"]),
     }))
@@ -208,7 +208,7 @@ fn hpa_v2_to_v1(mut obj: Value) -> Value {
         }
         if !current.is_empty() {
             let statuses = current.iter().map(metric_status_to_v1).collect();
-            kept.push((CURRENT_METRICS_ANNOTATION, go_json(&Value::Array(statuses))));
+            kept.push((CURRENT_METRICS_ANNOTATION, crate::gofmt::go_json(&Value::Array(statuses))));
         }
     }
     if let Some(behavior) = take(&mut obj, "spec", "behavior").filter(|b| !b.is_null()) {
@@ -218,7 +218,7 @@ fn hpa_v2_to_v1(mut obj: Value) -> Value {
         let conditions = conditions.as_array().map(Vec::as_slice).unwrap_or_default();
         if !conditions.is_empty() {
             let conditions = conditions.iter().map(condition_to_v1).collect();
-            kept.push((CONDITIONS_ANNOTATION, go_json(&Value::Array(conditions))));
+            kept.push((CONDITIONS_ANNOTATION, crate::gofmt::go_json(&Value::Array(conditions))));
         }
     }
     if !kept.is_empty() {
@@ -284,82 +284,81 @@ fn reference_out(r: &Value) -> Value {
     Value::Object(out)
 }
 
+/// How a v1 metric names the v2 `target` (a `MetricSpec`) or `current` (a `MetricStatus`)
+/// values, and which of them v1 holds as plain (not pointer) quantities, written as "0"
+/// when unset.
+struct Side {
+    from: &'static str,
+    value: &'static str,
+    average_value: &'static str,
+    average_utilization: &'static str,
+    resource_average_required: bool,
+    external_value_required: bool,
+}
+
+const SPEC: Side = Side {
+    from: "target",
+    value: "targetValue",
+    average_value: "targetAverageValue",
+    average_utilization: "targetAverageUtilization",
+    resource_average_required: false,
+    external_value_required: false,
+};
+
+const STATUS: Side = Side {
+    from: "current",
+    value: "currentValue",
+    average_value: "currentAverageValue",
+    average_utilization: "currentAverageUtilization",
+    resource_average_required: true,
+    external_value_required: true,
+};
+
 /// v1 `MetricSpec` of a v2 metric.
 fn metric_spec_to_v1(m: &Value) -> Value {
-    let mut out = Map::new();
-    out.insert("type".into(), string_out(&m["type"]));
-    if let Some(o) = m.get("object").filter(|o| o.is_object()) {
-        let mut object = Map::new();
-        object.insert("target".into(), reference_out(&o["describedObject"]));
-        object.insert("metricName".into(), string_out(&o["metric"]["name"]));
-        let value = quantity_out(&o["target"]["value"]).unwrap_or_else(zero_quantity);
-        object.insert("targetValue".into(), value);
-        put(&mut object, "selector", selector_out(&o["metric"]["selector"]));
-        put(&mut object, "averageValue", quantity_out(&o["target"]["averageValue"]));
-        out.insert("object".into(), Value::Object(object));
-    }
-    if let Some(p) = m.get("pods").filter(|p| p.is_object()) {
-        let mut pods = Map::new();
-        pods.insert("metricName".into(), string_out(&p["metric"]["name"]));
-        let average = quantity_out(&p["target"]["averageValue"]).unwrap_or_else(zero_quantity);
-        pods.insert("targetAverageValue".into(), average);
-        put(&mut pods, "selector", selector_out(&p["metric"]["selector"]));
-        out.insert("pods".into(), Value::Object(pods));
-    }
-    for kind in ["resource", "containerResource"] {
-        if let Some(r) = m.get(kind).filter(|r| r.is_object()) {
-            let mut resource = Map::new();
-            resource.insert("name".into(), string_out(&r["name"]));
-            let utilization = int_out(&r["target"]["averageUtilization"]);
-            put(&mut resource, "targetAverageUtilization", utilization);
-            put(&mut resource, "targetAverageValue", quantity_out(&r["target"]["averageValue"]));
-            if kind == "containerResource" {
-                resource.insert("container".into(), string_out(&r["container"]));
-            }
-            out.insert(kind.into(), Value::Object(resource));
-        }
-    }
-    if let Some(e) = m.get("external").filter(|e| e.is_object()) {
-        let mut external = Map::new();
-        external.insert("metricName".into(), string_out(&e["metric"]["name"]));
-        put(&mut external, "metricSelector", selector_out(&e["metric"]["selector"]));
-        put(&mut external, "targetValue", quantity_out(&e["target"]["value"]));
-        put(&mut external, "targetAverageValue", quantity_out(&e["target"]["averageValue"]));
-        out.insert("external".into(), Value::Object(external));
-    }
-    Value::Object(out)
+    metric_to_v1(m, &SPEC)
 }
 
 /// v1 `MetricStatus` of a v2 current metric.
 fn metric_status_to_v1(m: &Value) -> Value {
+    metric_to_v1(m, &STATUS)
+}
+
+/// A v2 metric or current metric in v1's shape, keys in the v1 structs' order.
+fn metric_to_v1(m: &Value, side: &Side) -> Value {
+    let required = |v: &Value| quantity_out(v).unwrap_or_else(zero_quantity);
     let mut out = Map::new();
     out.insert("type".into(), string_out(&m["type"]));
     if let Some(o) = m.get("object").filter(|o| o.is_object()) {
+        let values = &o[side.from];
         let mut object = Map::new();
         object.insert("target".into(), reference_out(&o["describedObject"]));
         object.insert("metricName".into(), string_out(&o["metric"]["name"]));
-        let value = quantity_out(&o["current"]["value"]).unwrap_or_else(zero_quantity);
-        object.insert("currentValue".into(), value);
+        object.insert(side.value.into(), required(&values["value"]));
         put(&mut object, "selector", selector_out(&o["metric"]["selector"]));
-        put(&mut object, "averageValue", quantity_out(&o["current"]["averageValue"]));
+        put(&mut object, "averageValue", quantity_out(&values["averageValue"]));
         out.insert("object".into(), Value::Object(object));
     }
     if let Some(p) = m.get("pods").filter(|p| p.is_object()) {
         let mut pods = Map::new();
         pods.insert("metricName".into(), string_out(&p["metric"]["name"]));
-        let average = quantity_out(&p["current"]["averageValue"]).unwrap_or_else(zero_quantity);
-        pods.insert("currentAverageValue".into(), average);
+        pods.insert(side.average_value.into(), required(&p[side.from]["averageValue"]));
         put(&mut pods, "selector", selector_out(&p["metric"]["selector"]));
         out.insert("pods".into(), Value::Object(pods));
     }
     for kind in ["resource", "containerResource"] {
         if let Some(r) = m.get(kind).filter(|r| r.is_object()) {
+            let values = &r[side.from];
             let mut resource = Map::new();
             resource.insert("name".into(), string_out(&r["name"]));
-            let utilization = int_out(&r["current"]["averageUtilization"]);
-            put(&mut resource, "currentAverageUtilization", utilization);
-            let average = quantity_out(&r["current"]["averageValue"]).unwrap_or_else(zero_quantity);
-            resource.insert("currentAverageValue".into(), average);
+            put(&mut resource, side.average_utilization, int_out(&values["averageUtilization"]));
+            let average = &values["averageValue"];
+            match side.resource_average_required {
+                true => {
+                    resource.insert(side.average_value.into(), required(average));
+                }
+                false => put(&mut resource, side.average_value, quantity_out(average)),
+            }
             if kind == "containerResource" {
                 resource.insert("container".into(), string_out(&r["container"]));
             }
@@ -367,12 +366,17 @@ fn metric_status_to_v1(m: &Value) -> Value {
         }
     }
     if let Some(e) = m.get("external").filter(|e| e.is_object()) {
+        let values = &e[side.from];
         let mut external = Map::new();
         external.insert("metricName".into(), string_out(&e["metric"]["name"]));
         put(&mut external, "metricSelector", selector_out(&e["metric"]["selector"]));
-        let value = quantity_out(&e["current"]["value"]).unwrap_or_else(zero_quantity);
-        external.insert("currentValue".into(), value);
-        put(&mut external, "currentAverageValue", quantity_out(&e["current"]["averageValue"]));
+        match side.external_value_required {
+            true => {
+                external.insert(side.value.into(), required(&values["value"]));
+            }
+            false => put(&mut external, side.value, quantity_out(&values["value"])),
+        }
+        put(&mut external, side.average_value, quantity_out(&values["averageValue"]));
         out.insert("external".into(), Value::Object(external));
     }
     Value::Object(out)
@@ -788,28 +792,6 @@ fn scaling_rules_from_go(rules: Fields) -> Decoded<Value> {
     }
     put(&mut out, "tolerance", rules.quantity("Tolerance", true)?);
     Ok(Value::Object(out))
-}
-
-/// Compact JSON as Go's `encoding/json` writes it: `<`, `>`, `&`, U+2028 and U+2029
-/// escaped. Those characters only occur inside strings, so escaping them in the output is
-/// safe.
-fn go_json(value: &Value) -> String {
-    let text = value.to_string();
-    if !text.contains(['<', '>', '&', '\u{2028}', '\u{2029}']) {
-        return text;
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 #[cfg(test)]

@@ -97,6 +97,28 @@ pub(crate) fn go_type_name(value: &Value) -> &'static str {
     }
 }
 
+/// Compact JSON as Go's `encoding/json` writes it: `<`, `>`, `&`, U+2028 and U+2029
+/// escaped. Those characters only occur inside strings, so escaping them in the output is
+/// safe.
+pub(crate) fn go_json(value: &Value) -> String {
+    let text = value.to_string();
+    if !text.contains(['<', '>', '&', '\u{2028}', '\u{2029}']) {
+        return text;
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// The word Go's `encoding/json` uses for the kind of a JSON value in its errors
 /// (`json: cannot unmarshal string into ...`).
 pub(crate) fn go_json_kind(v: &Value) -> &'static str {

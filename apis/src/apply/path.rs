@@ -41,9 +41,9 @@ impl PathElement {
             PathElement::Key(fields) => {
                 let object: Map<String, Value> =
                     fields.iter().map(|(name, value)| (name.clone(), value.clone())).collect();
-                format!("k:{}", go_json(&Value::Object(object)))
+                format!("k:{}", crate::gofmt::go_json(&Value::Object(object)))
             }
-            PathElement::Value(value) => format!("v:{}", go_json(value)),
+            PathElement::Value(value) => format!("v:{}", crate::gofmt::go_json(value)),
             PathElement::Index(index) => format!("i:{index}"),
         }
     }
@@ -158,27 +158,6 @@ fn value_string(value: &Value) -> String {
         }
         other => go_v(other),
     }
-}
-
-/// Compact JSON as Go's encoder writes it: `<`, `>`, `&`, U+2028 and U+2029 escaped. Those
-/// characters only occur inside strings, so escaping them in the output is safe.
-fn go_json(value: &Value) -> String {
-    let text = value.to_string();
-    if !text.contains(['<', '>', '&', '\u{2028}', '\u{2029}']) {
-        return text;
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// Upstream's total order of values: numbers (by value), strings, booleans, lists, maps, null.
