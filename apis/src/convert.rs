@@ -29,6 +29,33 @@ const ROUND_TRIP_ANNOTATIONS: [&str; 4] =
 /// The CPU utilization a v1 HPA without any target converts to.
 const DEFAULT_CPU_UTILIZATION: i64 = 80;
 
+/// The annotations in which an autoscaling/v1 HPA carries status (current metrics and
+/// conditions) are status: like status, a create or a main-resource update does not set
+/// them. `new` gets `old`'s (none on create), as upstream's strategy puts back the old status
+/// after converting the v1 object.
+pub fn keep_hpa_v1_status(info: &ResourceInfo, new: &mut Value, old: Option<&Value>) {
+    if (info.group, info.version, info.plural) != ("autoscaling", "v1", "horizontalpodautoscalers")
+    {
+        return;
+    }
+    for key in [CURRENT_METRICS_ANNOTATION, CONDITIONS_ANNOTATION] {
+        let kept = old.and_then(|o| o["metadata"]["annotations"].get(key)).cloned();
+        match kept {
+            Some(value) => {
+                annotations(new).insert(key.into(), value);
+            }
+            None => {
+                if let Some(a) =
+                    new["metadata"].get_mut("annotations").and_then(Value::as_object_mut)
+                {
+                    a.remove(key);
+                }
+            }
+        }
+    }
+    drop_empty_annotations(new);
+}
+
 /// `obj` (of any served version of `to`'s resource) in `to`'s version.
 pub fn convert(mut obj: Value, to: &ResourceInfo) -> Value {
     if !obj.is_object() {
@@ -1067,6 +1094,30 @@ mod tests {
         metrics.rotate_right(1);
         let back = convert(convert(v2, v1_info()), v2_info());
         assert_eq!(back["spec"]["metrics"], full_v2()["spec"]["metrics"]);
+    }
+
+    #[test]
+    fn v1_status_annotations_are_status() {
+        let r = Resources::builtin();
+        let v1 = r.get("autoscaling", "v1", "horizontalpodautoscalers").unwrap();
+        let sent = json!({"metadata": {"name": "h", "annotations": {
+            CONDITIONS_ANNOTATION: "[]", CURRENT_METRICS_ANNOTATION: "[]", "team": "a"}}});
+        let mut created = sent.clone();
+        keep_hpa_v1_status(v1, &mut created, None);
+        assert_eq!(created["metadata"]["annotations"], json!({"team": "a"}));
+        let old =
+            json!({"metadata": {"name": "h", "annotations": {CONDITIONS_ANNOTATION: "[{}]"}}});
+        let mut updated = sent.clone();
+        keep_hpa_v1_status(v1, &mut updated, Some(&old));
+        assert_eq!(
+            updated["metadata"]["annotations"],
+            json!({"team": "a", CONDITIONS_ANNOTATION: "[{}]"})
+        );
+        // v2 objects have no such annotations to keep.
+        let v2 = r.get("autoscaling", "v2", "horizontalpodautoscalers").unwrap();
+        let mut untouched = sent.clone();
+        keep_hpa_v1_status(v2, &mut untouched, None);
+        assert_eq!(untouched, sent);
     }
 
     #[test]

@@ -118,6 +118,7 @@ pub fn canonicalize(info: &ResourceInfo, obj: &mut Value) {
 pub fn prepare_for_create(info: &ResourceInfo, obj: &mut Value) {
     canonicalize(info, obj);
     crate::disabled_fields::drop(info, obj, None);
+    crate::convert::keep_hpa_v1_status(info, obj, None);
     if !keeps_status_on_create(info) {
         if let Some(map) = obj.as_object_mut() {
             map.remove("status");

@@ -825,6 +825,7 @@ fn prepare_for_update(
     // Defaults on every write, as upstream's decoding does: a container added by an update
     // gets its pull policy like one created with the object.
     rkube_apis::disabled_fields::drop(info, &mut new, Some(old));
+    rkube_apis::convert::keep_hpa_v1_status(info, &mut new, Some(old));
     rkube_apis::defaults::apply(info, &mut new);
     strategy::canonicalize(info, &mut new);
     // Namespaces: spec.finalizers change only through /finalize. A certificate request's
