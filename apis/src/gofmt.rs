@@ -223,35 +223,37 @@ pub(crate) fn go_string_map(v: &Value) -> String {
     format!("map[string]string{{{}}}", shown.join(", "))
 }
 
+/// A list of selector requirements (`{Key, Operator, Values}` structs) of the Go type
+/// `type_name` (`v1.LabelSelectorRequirement`, `core.NodeSelectorRequirement`): a nil slice
+/// when absent.
+pub(crate) fn go_requirements(list: &Value, type_name: &str) -> String {
+    let Some(list) = list.as_array() else { return format!("[]{type_name}(nil)") };
+    let shown: Vec<String> = list
+        .iter()
+        .map(|r| {
+            let values: Option<Vec<&str>> = r["values"]
+                .as_array()
+                .map(|vs| vs.iter().map(|v| v.as_str().unwrap_or_default()).collect());
+            format!(
+                "{type_name}{{Key:{}, Operator:{}, Values:{}}}",
+                go_quote(r["key"].as_str().unwrap_or_default()),
+                go_quote(r["operator"].as_str().unwrap_or_default()),
+                go_string_slice(values.as_deref())
+            )
+        })
+        .collect();
+    format!("[]{type_name}{{{}}}", shown.join(", "))
+}
+
 /// A `*metav1.LabelSelector` held as JSON (a nil pointer prints as `"null"`).
 pub(crate) fn go_label_selector(sel: &Value) -> String {
     if sel.is_null() {
         return "\"null\"".to_string();
     }
-    let expressions = match sel["matchExpressions"].as_array() {
-        None => "[]v1.LabelSelectorRequirement(nil)".to_string(),
-        Some(list) => {
-            let shown: Vec<String> = list
-                .iter()
-                .map(|e| {
-                    let values: Option<Vec<&str>> = e["values"]
-                        .as_array()
-                        .map(|a| a.iter().map(|v| v.as_str().unwrap_or_default()).collect());
-                    format!(
-                        "v1.LabelSelectorRequirement{{Key:{}, Operator:{}, Values:{}}}",
-                        go_quote(e["key"].as_str().unwrap_or_default()),
-                        go_quote(e["operator"].as_str().unwrap_or_default()),
-                        go_string_slice(values.as_deref())
-                    )
-                })
-                .collect();
-            format!("[]v1.LabelSelectorRequirement{{{}}}", shown.join(", "))
-        }
-    };
     format!(
         "v1.LabelSelector{{MatchLabels:{}, MatchExpressions:{}}}",
         go_string_map(&sel["matchLabels"]),
-        expressions
+        go_requirements(&sel["matchExpressions"], "v1.LabelSelectorRequirement")
     )
 }
 

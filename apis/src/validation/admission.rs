@@ -25,7 +25,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::values::{items, label_selector, one_of, str_of};
+use super::values::{items, label_selector, one_of, str_of, text};
 use super::webhook::{webhook_service, webhook_url};
 use super::{name_problems, qualified_name_problems, FieldError, NameRule};
 use crate::gofmt::{go_quote, go_string_slice};
@@ -72,10 +72,6 @@ const CEL_RESERVED: [&str; 21] = [
     "void",
     "while",
 ];
-
-fn text(s: &str) -> Value {
-    Value::String(s.to_string())
-}
 
 /// A list field's items as Go reads a `[]string`: unset and non-string entries are `""`.
 fn strings(v: &Value) -> Vec<&str> {

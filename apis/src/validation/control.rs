@@ -21,14 +21,9 @@ use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 use base64::Engine as _;
 use serde_json::{json, Value};
 
-use super::values::{items, str_of};
+use super::values::{items, str_of, text};
 use super::{name_problems, FieldError, NameRule};
 use crate::gofmt::{go_pointer, go_quote, go_string_slice};
-
-/// A string as a bad value.
-fn text(s: &str) -> Value {
-    Value::String(s.to_string())
-}
 
 /// A `[]string` as `%#v` prints it, from a JSON list (`(nil)` when absent).
 fn go_strings(v: &Value) -> String {

@@ -20,7 +20,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
 use super::net::{ip_legacy, non_special_ip, parse_ip_sloppy};
-use super::values::{items, one_of, range_msg, str_of};
+use super::values::{items, one_of, range_msg, str_of, text};
 use super::{label_value_problems, name_problems, qualified_name_problems, FieldError, NameRule};
 use crate::gofmt::go_quote;
 
@@ -33,11 +33,6 @@ const MAX_ZONE_HINTS: usize = 8;
 const EVENT_FIELD_LIMIT: usize = 128;
 const EVENT_NOTE_LIMIT: usize = 1024;
 const IMMUTABLE: &str = "field is immutable";
-
-/// A string as a bad value.
-fn text(s: &str) -> Value {
-    Value::String(s.to_string())
-}
 
 /// One `Invalid` error per problem upstream's name check found.
 fn problems_at(field: &str, value: &str, problems: Vec<String>) -> Vec<FieldError> {

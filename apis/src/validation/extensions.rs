@@ -23,7 +23,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use base64::Engine;
 use serde_json::Value;
 
-use super::values::{items, range_msg, str_of};
+use super::values::{items, range_msg, str_of, text};
 use super::webhook::{go_url, webhook_service, webhook_url};
 use super::{name_problems, FieldError, NameRule};
 use crate::gofmt::{go_pointer, go_quote, go_string_slice, go_v};
@@ -64,10 +64,6 @@ const ROOT_FIELDS_WITH_STATUS: [&str; 22] = [
 ];
 
 static NULL: Value = Value::Null;
-
-fn text(s: &str) -> Value {
-    Value::String(s.to_string())
-}
 
 fn dns1035(s: &str) -> Vec<String> {
     name_problems(s, NameRule::Dns1035Label)

@@ -13,7 +13,7 @@
 use serde_json::{json, Value};
 
 use super::net::{cidr_legacy, cidr_strict, family};
-use super::values::{items, label_selector, one_of, port_name_problems, range_msg, str_of};
+use super::values::{items, label_selector, one_of, port_name_problems, range_msg, str_of, text};
 use super::{name_problems, FieldError, NameRule};
 use crate::gofmt::{go_quote, go_string_slice};
 
@@ -23,11 +23,6 @@ const WILDCARD_MSG: &str = "a wildcard DNS-1123 subdomain must start with '*.', 
 const HTTP_PATH_MSG: &str =
     "Invalid path (regex used for validation is '[A-Za-z0-9/\\-._~%!$&'()*+,;=:]+')";
 const CIDR_MSG: &str = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)";
-
-/// A string as a bad value.
-fn text(s: &str) -> Value {
-    Value::String(s.to_string())
-}
 
 fn is_dns_subdomain(s: &str) -> bool {
     name_problems(s, NameRule::Subdomain).is_empty()

@@ -21,7 +21,7 @@ use super::net::cidr_legacy;
 use super::pod::go_toleration;
 use super::values::{
     config_key_problems, container_resource_name, items, label_map, label_selector, non_negative,
-    quantity_value, str_of,
+    quantity_value, str_of, text,
 };
 use super::{label_value_problems, name_problems, qualified_name_problems, FieldError, NameRule};
 use crate::gofmt::{go_json_kind, go_label_selector, go_pointer, go_quote, go_string_slice};
@@ -37,10 +37,6 @@ const POD_CIDR_CHANGE: &str = "node updates may not change podCIDR except from \
 const PROVIDER_ID_CHANGE: &str = "node updates may not change providerID except from \"\" to valid";
 /// A CSINode driver's node ID, with `AllowLongNodeID` (always on since v1.22).
 const CSI_NODE_ID_MAX: usize = 192;
-
-fn text(s: &str) -> Value {
-    Value::String(s.to_string())
-}
 
 fn invalid_each(problems: Vec<String>, at: &str, value: &str, errors: &mut Vec<FieldError>) {
     for p in problems {

@@ -258,6 +258,11 @@ pub const HOST_PATH_TYPES: [&str; 8] = [
     "Socket",
 ];
 
+/// A string as a bad value.
+pub fn text(s: &str) -> Value {
+    Value::String(s.to_string())
+}
+
 /// A string field as a `&str`: `""` when unset (or not a string), as Go reads it.
 pub fn str_of(v: &Value) -> &str {
     v.as_str().unwrap_or_default()

@@ -7,7 +7,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::gofmt::{go_quote, go_string_map, go_string_slice};
+use crate::gofmt::{go_requirements, go_string_map};
 use crate::validation::FieldError;
 
 /// Upstream's list of what may change, in the message of a refused update.
@@ -281,30 +281,11 @@ fn only_additions(new: &Value, old: &Value) -> bool {
 
 /// A `core.NodeSelectorTerm` as Go's `%#v` prints it.
 fn go_term(term: &Value) -> String {
-    let requirements = |v: &Value| match v.as_array() {
-        None => "[]core.NodeSelectorRequirement(nil)".to_string(),
-        Some(list) => {
-            let shown: Vec<String> = list
-                .iter()
-                .map(|r| {
-                    let values: Option<Vec<&str>> = r["values"]
-                        .as_array()
-                        .map(|vs| vs.iter().map(|v| v.as_str().unwrap_or_default()).collect());
-                    format!(
-                        "core.NodeSelectorRequirement{{Key:{}, Operator:{}, Values:{}}}",
-                        go_quote(r["key"].as_str().unwrap_or_default()),
-                        go_quote(r["operator"].as_str().unwrap_or_default()),
-                        go_string_slice(values.as_deref()),
-                    )
-                })
-                .collect();
-            format!("[]core.NodeSelectorRequirement{{{}}}", shown.join(", "))
-        }
-    };
+    const REQUIREMENT: &str = "core.NodeSelectorRequirement";
     format!(
         "core.NodeSelectorTerm{{MatchExpressions:{}, MatchFields:{}}}",
-        requirements(&term["matchExpressions"]),
-        requirements(&term["matchFields"])
+        go_requirements(&term["matchExpressions"], REQUIREMENT),
+        go_requirements(&term["matchFields"], REQUIREMENT)
     )
 }
 
