@@ -223,26 +223,33 @@ pub(crate) fn go_string_map(v: &Value) -> String {
     format!("map[string]string{{{}}}", shown.join(", "))
 }
 
+/// A slice as `%#v` prints it: `[]T{a, b}` with each element printed by `each`, or `[]T(nil)`
+/// when absent.
+pub(crate) fn go_slice(type_name: &str, list: &Value, each: impl Fn(&Value) -> String) -> String {
+    match list.as_array() {
+        None => format!("[]{type_name}(nil)"),
+        Some(list) => {
+            let shown: Vec<String> = list.iter().map(each).collect();
+            format!("[]{type_name}{{{}}}", shown.join(", "))
+        }
+    }
+}
+
 /// A list of selector requirements (`{Key, Operator, Values}` structs) of the Go type
 /// `type_name` (`v1.LabelSelectorRequirement`, `core.NodeSelectorRequirement`): a nil slice
 /// when absent.
 pub(crate) fn go_requirements(list: &Value, type_name: &str) -> String {
-    let Some(list) = list.as_array() else { return format!("[]{type_name}(nil)") };
-    let shown: Vec<String> = list
-        .iter()
-        .map(|r| {
-            let values: Option<Vec<&str>> = r["values"]
-                .as_array()
-                .map(|vs| vs.iter().map(|v| v.as_str().unwrap_or_default()).collect());
-            format!(
-                "{type_name}{{Key:{}, Operator:{}, Values:{}}}",
-                go_quote(r["key"].as_str().unwrap_or_default()),
-                go_quote(r["operator"].as_str().unwrap_or_default()),
-                go_string_slice(values.as_deref())
-            )
-        })
-        .collect();
-    format!("[]{type_name}{{{}}}", shown.join(", "))
+    go_slice(type_name, list, |r| {
+        let values: Option<Vec<&str>> = r["values"]
+            .as_array()
+            .map(|vs| vs.iter().map(|v| v.as_str().unwrap_or_default()).collect());
+        format!(
+            "{type_name}{{Key:{}, Operator:{}, Values:{}}}",
+            go_quote(r["key"].as_str().unwrap_or_default()),
+            go_quote(r["operator"].as_str().unwrap_or_default()),
+            go_string_slice(values.as_deref())
+        )
+    })
 }
 
 /// A `*metav1.LabelSelector` held as JSON (a nil pointer prints as `"null"`).

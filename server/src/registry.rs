@@ -822,23 +822,7 @@ fn prepare_for_update(
             }
         }
     }
-    // Defaults on every write, as upstream's decoding does: a container added by an update
-    // gets its pull policy like one created with the object.
-    rkube_apis::disabled_fields::drop(info, &mut new, Some(old));
-    rkube_apis::convert::keep_hpa_v1_status(info, &mut new, Some(old));
-    rkube_apis::defaults::apply(info, &mut new);
-    strategy::canonicalize(info, &mut new);
-    // Namespaces: spec.finalizers change only through /finalize. A certificate request's
-    // spec is what its requester signed for: fixed once created (upstream's strategy puts
-    // the old one back on every update).
-    let fixed_spec = match (info.group, info.plural) {
-        ("", "namespaces") => subresource != Some("finalize"),
-        ("certificates.k8s.io", "certificatesigningrequests") => true,
-        _ => false,
-    };
-    if fixed_spec {
-        new["spec"] = old["spec"].clone();
-    }
+    strategy::prepare_for_update(info, &mut new, old, subresource);
     // The generation is the server's: a client cannot set it. A binding writes the pod's node
     // without going through the pod's strategy, so it does not count as a change.
     let generation = old_meta["generation"].as_i64();

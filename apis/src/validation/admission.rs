@@ -28,7 +28,7 @@ use serde_json::Value;
 use super::values::{items, label_selector, one_of, str_of, text};
 use super::webhook::{webhook_service, webhook_url};
 use super::{name_problems, qualified_name_problems, FieldError, NameRule};
-use crate::gofmt::{go_quote, go_string_slice};
+use crate::gofmt::{go_quote, go_slice, go_string_slice};
 
 /// `sets.List` of each enum upstream checks: sorted, as the messages print them.
 const FAILURE_POLICIES: [&str; 2] = ["Fail", "Ignore"];
@@ -493,7 +493,7 @@ pub fn validating_admission_policy(obj: &Value, old: Option<&Value>) -> Vec<Fiel
     if audits.len() > MAX_AUDIT_ANNOTATIONS {
         errors.push(FieldError::invalid_shown(
             "spec.auditAnnotations",
-            &go_audit_annotations(audits),
+            &go_audit_annotations(&spec["auditAnnotations"]),
             &format!("must not have more than {MAX_AUDIT_ANNOTATIONS} auditAnnotations"),
         ));
     }
@@ -511,18 +511,14 @@ pub fn validating_admission_policy(obj: &Value, old: Option<&Value>) -> Vec<Fiel
 }
 
 /// `[]admissionregistration.AuditAnnotation{...}` as `%#v` prints it.
-fn go_audit_annotations(audits: &[Value]) -> String {
-    let shown: Vec<String> = audits
-        .iter()
-        .map(|a| {
-            format!(
-                "admissionregistration.AuditAnnotation{{Key:{}, ValueExpression:{}}}",
-                go_quote(str_of(&a["key"])),
-                go_quote(str_of(&a["valueExpression"]))
-            )
-        })
-        .collect();
-    format!("[]admissionregistration.AuditAnnotation{{{}}}", shown.join(", "))
+fn go_audit_annotations(audits: &Value) -> String {
+    go_slice("admissionregistration.AuditAnnotation", audits, |a| {
+        format!(
+            "admissionregistration.AuditAnnotation{{Key:{}, ValueExpression:{}}}",
+            go_quote(str_of(&a["key"])),
+            go_quote(str_of(&a["valueExpression"]))
+        )
+    })
 }
 
 /// `paramKind`: an apiVersion (`[group/]version`, a DNS subdomain and a DNS-1035 label) and a

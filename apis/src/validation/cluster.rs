@@ -19,7 +19,7 @@ use super::values::{
 };
 use super::workloads::{not_over_100_percent, positive_int_or_percent};
 use super::{name_problems, qualified_name_problems, FieldError, NameRule};
-use crate::gofmt::{go_pointer, go_quantity, go_quote, go_string_slice};
+use crate::gofmt::{go_pointer, go_quantity, go_quote, go_slice, go_string_slice};
 use crate::quantity::Quantity;
 
 const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
@@ -650,33 +650,19 @@ fn scope_fits(scope: &str, resource: &str) -> bool {
 }
 
 fn go_scopes(scopes: &Value) -> String {
-    match scopes.as_array() {
-        None => "[]core.ResourceQuotaScope(nil)".to_string(),
-        Some(a) => {
-            let shown: Vec<String> = a.iter().map(|s| go_quote(str_of(s))).collect();
-            format!("[]core.ResourceQuotaScope{{{}}}", shown.join(", "))
-        }
-    }
+    go_slice("core.ResourceQuotaScope", scopes, |s| go_quote(str_of(s)))
 }
 
 fn go_scope_selector(sel: &Value) -> String {
-    let expressions = match sel["matchExpressions"].as_array() {
-        None => "[]core.ScopedResourceSelectorRequirement(nil)".to_string(),
-        Some(list) => {
-            let shown: Vec<String> = list
-                .iter()
-                .map(|e| {
-                    format!(
-                        "core.ScopedResourceSelectorRequirement{{ScopeName:{}, Operator:{}, Values:{}}}",
-                        go_quote(str_of(&e["scopeName"])),
-                        go_quote(str_of(&e["operator"])),
-                        go_string_slice(strings(&e["values"]).as_deref())
-                    )
-                })
-                .collect();
-            format!("[]core.ScopedResourceSelectorRequirement{{{}}}", shown.join(", "))
-        }
-    };
+    const REQUIREMENT: &str = "core.ScopedResourceSelectorRequirement";
+    let expressions = go_slice(REQUIREMENT, &sel["matchExpressions"], |e| {
+        format!(
+            "{REQUIREMENT}{{ScopeName:{}, Operator:{}, Values:{}}}",
+            go_quote(str_of(&e["scopeName"])),
+            go_quote(str_of(&e["operator"])),
+            go_string_slice(strings(&e["values"]).as_deref())
+        )
+    });
     format!("core.ScopeSelector{{MatchExpressions:{expressions}}}")
 }
 

@@ -941,34 +941,26 @@ fn canonical_fs_spec(spec: &Value) -> Value {
     })
 }
 
-/// A slice of structs as `%#v` prints it: `[]T{T{...}, ...}`, or `[]T(nil)`.
-fn go_struct_slice(type_name: &str, v: &Value, each: impl Fn(&Value) -> String) -> String {
-    match v.as_array() {
-        None => format!("[]{type_name}(nil)"),
-        Some(list) => {
-            let shown: Vec<String> = list.iter().map(each).collect();
-            format!("[]{type_name}{{{}}}", shown.join(", "))
-        }
-    }
-}
-
 /// A `flowcontrol.FlowSchemaSpec` as `%#v` prints it.
 fn go_fs_spec(spec: &Value) -> String {
-    let rules = go_struct_slice("flowcontrol.PolicyRulesWithSubjects", &spec["rules"], |r| {
-        let subjects = go_struct_slice("flowcontrol.Subject", &r["subjects"], |s| {
-            format!(
-                "flowcontrol.Subject{{Kind:{}, User:{}, Group:{}, ServiceAccount:{}}}",
-                go_quote(str_of(&s["kind"])),
-                go_pointer("flowcontrol.UserSubject", &s["user"]),
-                go_pointer("flowcontrol.GroupSubject", &s["group"]),
-                go_pointer("flowcontrol.ServiceAccountSubject", &s["serviceAccount"]),
-            )
-        });
-        let resource_rules = go_struct_slice(
-            "flowcontrol.ResourcePolicyRule",
-            &r["resourceRules"],
-            |rr| {
+    let rules = crate::gofmt::go_slice(
+        "flowcontrol.PolicyRulesWithSubjects",
+        &spec["rules"],
+        |r| {
+            let subjects = crate::gofmt::go_slice("flowcontrol.Subject", &r["subjects"], |s| {
                 format!(
+                    "flowcontrol.Subject{{Kind:{}, User:{}, Group:{}, ServiceAccount:{}}}",
+                    go_quote(str_of(&s["kind"])),
+                    go_pointer("flowcontrol.UserSubject", &s["user"]),
+                    go_pointer("flowcontrol.GroupSubject", &s["group"]),
+                    go_pointer("flowcontrol.ServiceAccountSubject", &s["serviceAccount"]),
+                )
+            });
+            let resource_rules = crate::gofmt::go_slice(
+                "flowcontrol.ResourcePolicyRule",
+                &r["resourceRules"],
+                |rr| {
+                    format!(
                 "flowcontrol.ResourcePolicyRule{{Verbs:{}, APIGroups:{}, Resources:{}, ClusterScope:{}, Namespaces:{}}}",
                 go_strings(&rr["verbs"]),
                 go_strings(&rr["apiGroups"]),
@@ -976,20 +968,24 @@ fn go_fs_spec(spec: &Value) -> String {
                 rr["clusterScope"] == true,
                 go_strings(&rr["namespaces"]),
             )
-            },
-        );
-        let non_resource_rules =
-            go_struct_slice("flowcontrol.NonResourcePolicyRule", &r["nonResourceRules"], |nr| {
-                format!(
-                    "flowcontrol.NonResourcePolicyRule{{Verbs:{}, NonResourceURLs:{}}}",
-                    go_strings(&nr["verbs"]),
-                    go_strings(&nr["nonResourceURLs"]),
-                )
-            });
-        format!(
+                },
+            );
+            let non_resource_rules = crate::gofmt::go_slice(
+                "flowcontrol.NonResourcePolicyRule",
+                &r["nonResourceRules"],
+                |nr| {
+                    format!(
+                        "flowcontrol.NonResourcePolicyRule{{Verbs:{}, NonResourceURLs:{}}}",
+                        go_strings(&nr["verbs"]),
+                        go_strings(&nr["nonResourceURLs"]),
+                    )
+                },
+            );
+            format!(
             "flowcontrol.PolicyRulesWithSubjects{{Subjects:{subjects}, ResourceRules:{resource_rules}, NonResourceRules:{non_resource_rules}}}"
         )
-    });
+        },
+    );
     format!(
         "flowcontrol.FlowSchemaSpec{{PriorityLevelConfiguration:flowcontrol.PriorityLevelConfigurationReference{{Name:{}}}, MatchingPrecedence:{}, DistinguisherMethod:{}, Rules:{rules}}}",
         go_quote(str_of(&spec["priorityLevelConfiguration"]["name"])),

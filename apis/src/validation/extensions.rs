@@ -26,7 +26,7 @@ use serde_json::Value;
 use super::values::{items, range_msg, str_of, text};
 use super::webhook::{go_url, webhook_service, webhook_url};
 use super::{name_problems, FieldError, NameRule};
-use crate::gofmt::{go_pointer, go_quote, go_string_slice, go_v};
+use crate::gofmt::{go_pointer, go_quote, go_slice, go_string_slice, go_v};
 
 const IMMUTABLE: &str = "field is immutable";
 const APPROVAL_ANNOTATION: &str = "api-approved.kubernetes.io";
@@ -211,41 +211,20 @@ fn go_bool(v: &Value) -> &'static str {
 }
 
 fn go_version(v: &Version) -> String {
-    let columns = match v.columns.as_array() {
-        None => "[]apiextensions.CustomResourceColumnDefinition(nil)".to_string(),
-        Some(list) => {
-            let shown: Vec<String> = list
-                .iter()
-                .map(|c| {
-                    format!(
-                        "apiextensions.CustomResourceColumnDefinition{{Name:{}, Type:{}, Format:{}, Description:{}, Priority:{}, JSONPath:{}}}",
-                        go_quote(str_of(&c["name"])),
-                        go_quote(str_of(&c["type"])),
-                        go_quote(str_of(&c["format"])),
-                        go_quote(str_of(&c["description"])),
-                        c["priority"].as_i64().unwrap_or(0),
-                        go_quote(str_of(&c["jsonPath"])),
-                    )
-                })
-                .collect();
-            format!("[]apiextensions.CustomResourceColumnDefinition{{{}}}", shown.join(", "))
-        }
-    };
-    let selectable = match v.selectable.as_array() {
-        None => "[]apiextensions.SelectableField(nil)".to_string(),
-        Some(list) => {
-            let shown: Vec<String> = list
-                .iter()
-                .map(|f| {
-                    format!(
-                        "apiextensions.SelectableField{{JSONPath:{}}}",
-                        go_quote(str_of(&f["jsonPath"]))
-                    )
-                })
-                .collect();
-            format!("[]apiextensions.SelectableField{{{}}}", shown.join(", "))
-        }
-    };
+    let columns = go_slice("apiextensions.CustomResourceColumnDefinition", v.columns, |c| {
+        format!(
+            "apiextensions.CustomResourceColumnDefinition{{Name:{}, Type:{}, Format:{}, Description:{}, Priority:{}, JSONPath:{}}}",
+            go_quote(str_of(&c["name"])),
+            go_quote(str_of(&c["type"])),
+            go_quote(str_of(&c["format"])),
+            go_quote(str_of(&c["description"])),
+            c["priority"].as_i64().unwrap_or(0),
+            go_quote(str_of(&c["jsonPath"])),
+        )
+    });
+    let selectable = go_slice("apiextensions.SelectableField", v.selectable, |f| {
+        format!("apiextensions.SelectableField{{JSONPath:{}}}", go_quote(str_of(&f["jsonPath"])))
+    });
     format!(
         "apiextensions.CustomResourceDefinitionVersion{{Name:{}, Served:{}, Storage:{}, Deprecated:{}, DeprecationWarning:{}, Schema:{}, Subresources:{}, AdditionalPrinterColumns:{}, SelectableFields:{}}}",
         go_quote(str_of(&v.raw["name"])),

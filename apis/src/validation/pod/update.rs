@@ -7,7 +7,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::gofmt::{go_requirements, go_string_map};
+use crate::gofmt::{go_requirements, go_slice, go_string_map};
 use crate::validation::FieldError;
 
 /// Upstream's list of what may change, in the message of a refused update.
@@ -239,14 +239,7 @@ fn node_affinity_additions(new: &Value, old: &Value) -> Vec<FieldError> {
         &new["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
     let new_terms = list_of(new_terms_value);
     if new_terms.len() != old_terms.len() {
-        let shown = if new_terms_value.is_array() {
-            format!(
-                "[]core.NodeSelectorTerm{{{}}}",
-                new_terms.iter().map(go_term).collect::<Vec<_>>().join(", ")
-            )
-        } else {
-            "[]core.NodeSelectorTerm(nil)".to_string()
-        };
+        let shown = go_slice("core.NodeSelectorTerm", new_terms_value, go_term);
         return vec![FieldError::invalid_shown(
             PATH,
             &shown,

@@ -8,6 +8,7 @@ use super::super::networking::domain_prefixed_path;
 use super::super::qualified_name_problems;
 use super::super::values::{items, str_of};
 use super::*;
+use crate::gofmt::go_slice;
 
 /// `validateJobSpec`: what a job and a cron job's job template share. `path` is `spec` or
 /// `spec.jobTemplate.spec`.
@@ -206,34 +207,18 @@ fn required_enum(field: String, value: &Value, supported: &[&str]) -> Option<Fie
 
 /// A `[]int32` as `%#v` prints it (`(nil)` when absent).
 fn go_int32s(v: &Value) -> String {
-    match v.as_array() {
-        None => "[]int32(nil)".to_string(),
-        Some(list) => {
-            let shown: Vec<String> =
-                list.iter().map(|n| n.as_i64().unwrap_or_default().to_string()).collect();
-            format!("[]int32{{{}}}", shown.join(", "))
-        }
-    }
+    go_slice("int32", v, |n| n.as_i64().unwrap_or_default().to_string())
 }
 
 /// A `batch.SuccessPolicy` as `%#v` prints it.
 fn go_success_policy(policy: &Value) -> String {
-    let rules = match policy["rules"].as_array() {
-        None => "[]batch.SuccessPolicyRule(nil)".to_string(),
-        Some(rules) => {
-            let shown: Vec<String> = rules
-                .iter()
-                .map(|r| {
-                    format!(
-                        "batch.SuccessPolicyRule{{SucceededIndexes:{}, SucceededCount:{}}}",
-                        go_pointer("string", &r["succeededIndexes"]),
-                        go_pointer("int32", &r["succeededCount"])
-                    )
-                })
-                .collect();
-            format!("[]batch.SuccessPolicyRule{{{}}}", shown.join(", "))
-        }
-    };
+    let rules = go_slice("batch.SuccessPolicyRule", &policy["rules"], |r| {
+        format!(
+            "batch.SuccessPolicyRule{{SucceededIndexes:{}, SucceededCount:{}}}",
+            go_pointer("string", &r["succeededIndexes"]),
+            go_pointer("int32", &r["succeededCount"])
+        )
+    });
     format!("batch.SuccessPolicy{{Rules:{rules}}}")
 }
 
