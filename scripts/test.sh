@@ -42,6 +42,10 @@ if ! docker info >/dev/null 2>&1; then
   docker info >/dev/null 2>&1 || { echo "dockerd did not start:" >&2; tail -20 /tmp/rkube-dockerd.log >&2; exit 1; }
 fi
 
+# The build takes several GB and the kubelet tests' nodes report disk pressure (and take no
+# pods) when the disk is nearly full: say how much there is, to make such a failure plain.
+echo "==> free disk: $(df -h --output=avail . | tail -1 | tr -d ' ')"
+
 # A one-off build (CI's fresh clone) gains nothing from incremental compilation, which
 # would double the disk the target directory takes.
 if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL=0; fi

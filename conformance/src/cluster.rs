@@ -155,6 +155,23 @@ impl RkubeServer {
         all[all.len().saturating_sub(lines)..].join("\n")
     }
 
+    /// What a failed wait needs to be understood: the nodes' conditions and taints, every
+    /// pod's phase and node, and the latest events (for failure messages; never fails).
+    pub fn cluster_state(&self) -> String {
+        let nodes = "jsonpath={range .items[*]}{.metadata.name}: {range .status.conditions[*]}{.type}={.status} {end}taints={.spec.taints}{\"\\n\"}{end}";
+        let queries: [&[&str]; 3] = [
+            &["get", "nodes", "-o", nodes],
+            &["get", "pods", "-A", "-o", "wide"],
+            &["get", "events", "-A", "--sort-by=.lastTimestamp"],
+        ];
+        let mut out = String::new();
+        for args in queries {
+            let got = self.kubectl(args);
+            out += &format!("$ kubectl {}\n{}{}", args.join(" "), stdout_of(&got), stderr_of(&got));
+        }
+        out
+    }
+
     /// Runs kubectl against this server (60 s at most).
     pub fn kubectl(&self, args: &[&str]) -> Output {
         self.kubectl_with(&self.kubectl, args, None)
@@ -192,13 +209,14 @@ impl RkubeServer {
         let out = self.kubectl_with(kubectl, args, stdin);
         assert!(
             out.status.success(),
-            "{} {} failed ({}):\n{}\n{}\nserver log:\n{}",
+            "{} {} failed ({}):\n{}\n{}\nserver log:\n{}\ncluster:\n{}",
             kubectl.display(),
             args.join(" "),
             out.status,
             stdout_of(&out),
             stderr_of(&out),
-            self.log_tail(40)
+            self.log_tail(40),
+            self.cluster_state()
         );
         stdout_of(&out)
     }

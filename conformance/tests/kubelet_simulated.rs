@@ -59,7 +59,7 @@ fn simulated_nodes_run_pods_as_real_nodes_would() {
             .arg(&server.kubeconfig)
             .arg("--root-dir")
             .arg(&root)
-            .args(["--eviction-hard", "memory.available<100Mi,nodefs.available<1%"])
+            .args(["--eviction-hard", "memory.available<100Mi,nodefs.available<100Mi"])
             .stdout(Stdio::null())
             .stderr(log)
             .spawn()

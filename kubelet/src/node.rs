@@ -17,23 +17,63 @@ use crate::Config;
 
 /// Upstream's default hard eviction thresholds (`--eviction-hard`): what is kept back from
 /// allocatable, and below which the node reports pressure.
+/// One hard-eviction threshold: an amount, or a share of the signal's capacity, as upstream's
+/// `--eviction-hard` takes either (`memory.available<100Mi`, `nodefs.available<10%`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Threshold {
+    Bytes(u64),
+    Percent(u64),
+}
+
+impl Threshold {
+    fn parse(signal: &str, value: &str) -> Result<Threshold, String> {
+        if let Some(percent) = value.strip_suffix('%') {
+            return percent
+                .parse::<u64>()
+                .ok()
+                .filter(|v| *v <= 100)
+                .map(Threshold::Percent)
+                .ok_or_else(|| format!("invalid percentage {value:?} for {signal}"));
+        }
+        rkube_apis::quantity::parse_units(value)
+            .filter(|v| *v >= 0)
+            .map(|v| Threshold::Bytes(v as u64))
+            .ok_or_else(|| format!("invalid quantity {value:?} for {signal}"))
+    }
+
+    /// The threshold in bytes for a signal whose capacity is `capacity` bytes.
+    pub fn bytes_of(self, capacity: u64) -> u64 {
+        match self {
+            Threshold::Bytes(bytes) => bytes.min(capacity),
+            Threshold::Percent(percent) => {
+                capacity / 100 * percent + capacity % 100 * percent / 100
+            }
+        }
+    }
+}
+
+/// The kubelet's hard-eviction thresholds: below them a node reports memory or disk pressure
+/// (and is tainted for it), and they are held back from its allocatable.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EvictionThresholds {
     /// `memory.available<100Mi`.
-    pub memory_bytes: u64,
+    pub memory: Threshold,
     /// `nodefs.available<10%`.
-    pub nodefs_percent: u64,
+    pub nodefs: Threshold,
 }
 
 impl Default for EvictionThresholds {
     fn default() -> Self {
-        EvictionThresholds { memory_bytes: 100 * 1024 * 1024, nodefs_percent: 10 }
+        EvictionThresholds {
+            memory: Threshold::Bytes(100 * 1024 * 1024),
+            nodefs: Threshold::Percent(10),
+        }
     }
 }
 
 impl EvictionThresholds {
-    /// Parses `--eviction-hard` (`memory.available<100Mi,nodefs.available<10%`); signals
-    /// not named keep their defaults.
+    /// Parses `--eviction-hard` (`memory.available<100Mi,nodefs.available<10%`); each value is
+    /// a quantity or a percentage, and signals not named keep their defaults.
     pub fn parse(text: &str) -> Result<EvictionThresholds, String> {
         let mut out = EvictionThresholds::default();
         for entry in text.split(',').map(str::trim).filter(|e| !e.is_empty()) {
@@ -41,27 +81,15 @@ impl EvictionThresholds {
                 format!("invalid eviction threshold {entry:?} (e.g. nodefs.available<10%)")
             })?;
             match signal {
-                "memory.available" => {
-                    out.memory_bytes = rkube_apis::quantity::parse_units(value)
-                        .filter(|v| *v >= 0)
-                        .ok_or_else(|| format!("invalid quantity {value:?} for memory.available"))?
-                        as u64;
-                }
-                "nodefs.available" => {
-                    out.nodefs_percent = value
-                        .strip_suffix('%')
-                        .and_then(|v| v.parse::<u64>().ok())
-                        .filter(|v| *v <= 100)
-                        .ok_or_else(|| {
-                            format!("invalid percentage {value:?} for nodefs.available")
-                        })?;
-                }
+                "memory.available" => out.memory = Threshold::parse(signal, value)?,
+                "nodefs.available" => out.nodefs = Threshold::parse(signal, value)?,
                 other => return Err(format!("unsupported eviction signal {other:?}")),
             }
         }
         Ok(out)
     }
 }
+
 const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
 const LEASE_DURATION_SECONDS: i32 = 40;
 
@@ -197,9 +225,11 @@ pub fn status(
 ) -> Value {
     let eviction = &config.eviction;
     let memory_kib = machine.memory_bytes / 1024;
-    let allocatable_memory_kib = machine.memory_bytes.saturating_sub(eviction.memory_bytes) / 1024;
+    let memory_threshold = eviction.memory.bytes_of(machine.memory_bytes);
+    let allocatable_memory_kib = machine.memory_bytes.saturating_sub(memory_threshold) / 1024;
     let disk = machine.disk_bytes;
-    let allocatable_disk = disk - disk * eviction.nodefs_percent / 100;
+    let disk_threshold = eviction.nodefs.bytes_of(disk);
+    let allocatable_disk = disk - disk_threshold;
     let capacity = json!({
         "cpu": machine.cpus.to_string(),
         "memory": format!("{memory_kib}Ki"),
@@ -216,10 +246,9 @@ pub fn status(
         "hugepages-1Gi": "0",
         "hugepages-2Mi": "0",
     });
-    let memory_pressure = machine.memory_available_bytes > 0
-        && machine.memory_available_bytes < eviction.memory_bytes;
-    let disk_pressure = machine.disk_bytes > 0
-        && machine.disk_available_bytes * 100 < machine.disk_bytes * eviction.nodefs_percent;
+    let memory_pressure =
+        machine.memory_available_bytes > 0 && machine.memory_available_bytes < memory_threshold;
+    let disk_pressure = machine.disk_bytes > 0 && machine.disk_available_bytes < disk_threshold;
     let conditions = vec![
         if memory_pressure {
             condition(
@@ -513,7 +542,19 @@ mod tests {
     #[test]
     fn eviction_thresholds_parse_as_upstream_flags() {
         let t = EvictionThresholds::parse("memory.available<200Mi,nodefs.available<5%").unwrap();
-        assert_eq!(t, EvictionThresholds { memory_bytes: 200 << 20, nodefs_percent: 5 });
+        assert_eq!(
+            t,
+            EvictionThresholds {
+                memory: Threshold::Bytes(200 << 20),
+                nodefs: Threshold::Percent(5)
+            }
+        );
+        let t = EvictionThresholds::parse("memory.available<5%,nodefs.available<1Gi").unwrap();
+        assert_eq!(t.memory.bytes_of(1000), 50);
+        assert_eq!(t.nodefs.bytes_of(10 << 30), 1 << 30);
+        assert_eq!(Threshold::Percent(10).bytes_of(u64::MAX), u64::MAX / 10);
+        assert!(EvictionThresholds::parse("nodefs.available<101%").is_err());
+        assert!(EvictionThresholds::parse("memory.available<-1Mi").is_err());
         assert_eq!(EvictionThresholds::parse("").unwrap(), EvictionThresholds::default());
         assert!(EvictionThresholds::parse("nodefs.available<five").is_err());
         assert!(EvictionThresholds::parse("imagefs.inodesFree<5%").is_err());

@@ -70,7 +70,7 @@ fn kubelet(server: &RkubeServer, extra: &[&str], log: &Path) -> Result<Process> 
         .arg(&server.kubeconfig)
         .arg("--root-dir")
         .arg(server.data_dir.path().join("kubelet"))
-        .args(["--eviction-hard", "memory.available<100Mi,nodefs.available<1%"])
+        .args(["--eviction-hard", "memory.available<100Mi,nodefs.available<100Mi"])
         .args(extra)
         .stdout(Stdio::null())
         .stderr(log)
