@@ -94,9 +94,12 @@ pub fn keeps_status_on_create(info: &ResourceInfo) -> bool {
         || matches!((info.group, info.plural), ("", "nodes") | ("", "persistentvolumes"))
 }
 
-/// What decoding a v1 object does on every write, create or update: a Secret's `stringData`
-/// is merged into `data` (base64, overriding keys of the same name) and dropped, as upstream.
+/// What decoding a v1 object does on every write, create or update: empty metadata maps and
+/// lists are dropped (upstream's are `omitempty`: a patch that removes the last owner
+/// reference leaves none, not `[]`), and a Secret's `stringData` is merged into `data`
+/// (base64, overriding keys of the same name) and dropped, as upstream.
 pub fn canonicalize(info: &ResourceInfo, obj: &mut Value) {
+    drop_empty_metadata(obj);
     if let ("", "secrets") = (info.group, info.plural) {
         use base64::Engine as _;
         let Some(strings) = obj.as_object_mut().and_then(|o| o.remove("stringData")) else {
@@ -111,6 +114,21 @@ pub fn canonicalize(info: &ResourceInfo, obj: &mut Value) {
             obj["data"][key] = json!(base64::engine::general_purpose::STANDARD.encode(text));
         }
     }
+}
+
+/// Drops the metadata maps and lists that are empty or null, as upstream's `omitempty` does.
+pub fn drop_empty_metadata(obj: &mut Value) {
+    let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else { return };
+    meta.retain(|field, value| {
+        let listed = ["labels", "annotations", "finalizers", "ownerReferences", "managedFields"];
+        let empty = match value {
+            Value::Array(a) => a.is_empty(),
+            Value::Object(o) => o.is_empty(),
+            Value::Null => true,
+            _ => false,
+        };
+        !(empty && listed.contains(&field.as_str()))
+    });
 }
 
 /// Fills in what a new object gets from the server: status for a few kinds, and defaults.
@@ -153,6 +171,17 @@ pub fn prepare_for_create(info: &ResourceInfo, obj: &mut Value) {
         _ => {}
     }
     crate::defaults::apply(info, obj);
+}
+
+/// The metadata fields a write to the `status` subresource may not change for this kind
+/// (upstream's status strategies: a Deployment's labels, a pod's owner references); its other
+/// labels, annotations, finalizers and owner references are the client's.
+pub fn metadata_kept_on_status_write(info: &ResourceInfo) -> &'static [&'static str] {
+    match (info.group, info.plural) {
+        ("apps", "deployments") => &["labels"],
+        ("", "pods") => &["ownerReferences"],
+        _ => &[],
+    }
 }
 
 /// What an update of `old` to `new` (a main-resource write, or `subresource` such as

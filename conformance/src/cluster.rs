@@ -172,6 +172,30 @@ impl RkubeServer {
         out
     }
 
+    /// Calls `check` every 250 ms until it says done, returning what it saw last; after
+    /// `timeout` fails the test with that, the end of the server's log and the cluster's state.
+    pub fn wait_until(
+        &self,
+        what: &str,
+        timeout: Duration,
+        mut check: impl FnMut() -> (bool, String),
+    ) -> String {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let (done, seen) = check();
+            if done {
+                return seen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what}: not within {timeout:?}; last seen:\n{seen}\nserver log:\n{}\ncluster:\n{}",
+                self.log_tail(40),
+                self.cluster_state()
+            );
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
     /// Runs kubectl against this server (60 s at most).
     pub fn kubectl(&self, args: &[&str]) -> Output {
         self.kubectl_with(&self.kubectl, args, None)

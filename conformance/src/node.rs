@@ -109,6 +109,54 @@ spec:
   - {name: app, image: "busybox:1.36", imagePullPolicy: IfNotPresent, stdin: true, stdinOnce: true, command: ["sh", "-c", "read line; echo got-$line"]}
 "#;
 
+/// `rkube kubelet --runtime simulated --nodes N` against a server: N nodes in one process
+/// that run pods without containers (Running and Ready at once). Killed when dropped.
+pub struct SimulatedNodes {
+    pub child: std::process::Child,
+    /// The kubelets' log (stderr).
+    pub log: std::path::PathBuf,
+}
+
+impl SimulatedNodes {
+    /// Starts `count` simulated nodes (`sim-000`, ...) with `extra` kubelet flags; returns at
+    /// once (wait for the nodes to turn Ready where it matters).
+    pub fn start(server: &RkubeServer, count: usize, extra: &[&str]) -> SimulatedNodes {
+        let root = server.data_dir.path().join("sim");
+        let log = server.data_dir.path().join("sim.log");
+        let log_file = std::fs::File::create(&log).expect("simulated nodes' log");
+        let child = Command::new(crate::cluster::rkube_binary())
+            .args(["kubelet", "--runtime", "simulated", "--nodes", &count.to_string()])
+            .arg("--kubeconfig")
+            .arg(&server.kubeconfig)
+            .arg("--root-dir")
+            .arg(&root)
+            // See NodeServer: a nearly full disk must not taint the nodes.
+            .args(["--eviction-hard", "memory.available<100Mi,nodefs.available<100Mi"])
+            .args(extra)
+            .stdout(std::process::Stdio::null())
+            .stderr(log_file)
+            .spawn()
+            .expect("start the simulated nodes");
+        SimulatedNodes { child, log }
+    }
+
+    /// Waits until all `count` simulated nodes are Ready.
+    pub fn wait_ready(&self, server: &RkubeServer, count: usize, timeout: Duration) {
+        let path = "jsonpath={range .items[*]}{.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}";
+        server.wait_until("simulated nodes Ready", timeout, || {
+            let out = server.ok(&["get", "nodes", "-o", path]);
+            (out.lines().filter(|l| *l == "True").count() == count, out)
+        });
+    }
+}
+
+impl Drop for SimulatedNodes {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// A server with a local node, and everything its kubelet made removed when dropped.
 pub struct NodeServer {
     pub server: RkubeServer,

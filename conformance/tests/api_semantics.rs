@@ -309,3 +309,30 @@ fn watch_list_initial_events_bookmarks_and_gone() {
     assert_eq!(first["object"]["code"], 410);
     assert_eq!(first["object"]["reason"], "Expired");
 }
+
+#[test]
+fn status_writes_change_status_and_metadata_but_never_the_spec() {
+    // As upstream's status strategies: the client's annotations (and labels, but a
+    // Deployment's) come through `/status`; the spec and the generation do not change.
+    let s = RkubeServer::start_with(&["--controllers", "*,-deployment-controller"]);
+    s.ok(&["create", "deployment", "st", "--image=busybox:1.36", "--replicas=0"]);
+    s.ok(&["create", "configmap", "cm"]);
+    let patch = r#"{"metadata":{"annotations":{"note":"from-status"},"labels":{"extra":"yes"}},"spec":{"replicas":5},"status":{"observedGeneration":1,"replicas":0}}"#;
+    s.ok(&["patch", "deployment", "st", "--subresource=status", "--type=merge", "-p", patch]);
+    let got = s.ok(&["get", "deployment", "st", "-o", "jsonpath={.metadata.annotations.note} {.metadata.labels.extra}|{.spec.replicas} {.metadata.generation} {.status.observedGeneration}"]);
+    assert_eq!(got, "from-status |0 1 1");
+    // A ReplicationController's status write keeps its labels too (only Deployments reset
+    // them), and removing the last annotation leaves none rather than `{}`.
+    let rc = r#"{"apiVersion":"v1","kind":"ReplicationController","metadata":{"name":"rc","annotations":{"only":"one"}},"spec":{"replicas":0,"selector":{"app":"rc"},"template":{"metadata":{"labels":{"app":"rc"}},"spec":{"containers":[{"name":"c","image":"busybox:1.36"}]}}}}"#;
+    s.ok_stdin(&["create", "-f", "-"], rc);
+    let patch = r#"{"metadata":{"annotations":{"only":null},"labels":{"extra":"yes"}}}"#;
+    s.ok(&["patch", "rc", "rc", "--subresource=status", "--type=merge", "-p", patch]);
+    let got = s.ok(&[
+        "get",
+        "rc",
+        "rc",
+        "-o",
+        "jsonpath={.metadata.labels.extra} {.metadata.annotations}",
+    ]);
+    assert_eq!(got, "yes ");
+}

@@ -89,14 +89,19 @@ fn deployment(name: &str) -> Value {
     })
 }
 
-/// A ReplicaSet of no pods, controlled by `owner`.
+/// A ReplicaSet of no pods, controlled by `owner`, with the labels its Deployment selects
+/// (the Deployment controller releases a ReplicaSet its selector does not match).
 fn replica_set(name: &str, owner: &Owner) -> Value {
     let mut reference = owner.reference(true);
     reference["controller"] = json!(true);
     json!({
         "apiVersion": "apps/v1",
         "kind": "ReplicaSet",
-        "metadata": {"name": name, "ownerReferences": [reference]},
+        "metadata": {
+            "name": name,
+            "labels": {"app": owner.name, "rs": name},
+            "ownerReferences": [reference],
+        },
         "spec": {
             "replicas": 0,
             "selector": {"matchLabels": {"app": owner.name, "rs": name}},

@@ -4,71 +4,21 @@
 //! spreads over them become Running with IPs from their node's range; deleted,
 //! the pods go; and when the process dies the node lifecycle controller marks them Unknown.
 
-use std::path::Path;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use rkube_conformance::cluster::{rkube_binary, RkubeServer};
-
-/// The simulated kubelets' process, killed when dropped.
-struct SimulatedNodes(Child);
-
-impl Drop for SimulatedNodes {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Calls `check` until it says done (returning what it saw), for `timeout` at most; on
-/// failure shows the last thing seen and the end of the log file.
-fn poll(
-    what: &str,
-    log: &Path,
-    timeout: Duration,
-    mut check: impl FnMut() -> (bool, String),
-) -> String {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let (done, seen) = check();
-        if done {
-            return seen;
-        }
-        if Instant::now() > deadline {
-            let log = std::fs::read_to_string(log).unwrap_or_default();
-            let tail: Vec<&str> = log.lines().rev().take(40).collect();
-            let tail: Vec<&str> = tail.into_iter().rev().collect();
-            panic!("{what}: not within {timeout:?}; last seen:\n{seen}\nlog:\n{}", tail.join("\n"));
-        }
-        std::thread::sleep(Duration::from_millis(250));
-    }
-}
+use rkube_conformance::cluster::RkubeServer;
+use rkube_conformance::node::SimulatedNodes;
 
 #[test]
 fn simulated_nodes_run_pods_as_real_nodes_would() {
     const NODES: usize = 20;
     const REPLICAS: usize = 100;
     let server = RkubeServer::start_with(&["--node-monitor-grace-period", "20s"]);
-    let root = server.data_dir.path().join("sim");
-    let log_path = server.data_dir.path().join("sim.log");
-    let log = std::fs::File::create(&log_path).unwrap();
-    let mut nodes = SimulatedNodes(
-        Command::new(rkube_binary())
-            .args(["kubelet", "--runtime", "simulated", "--nodes", &NODES.to_string()])
-            .arg("--kubeconfig")
-            .arg(&server.kubeconfig)
-            .arg("--root-dir")
-            .arg(&root)
-            .args(["--eviction-hard", "memory.available<100Mi,nodefs.available<100Mi"])
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start the simulated nodes"),
-    );
+    let mut nodes = SimulatedNodes::start(&server, NODES, &[]);
 
     // Every node registers and turns Ready, with its own pod CIDR.
     let ready = "jsonpath={range .items[*]}{.metadata.name} {.spec.podCIDR} {.status.conditions[?(@.type==\"Ready\")].status} {.status.nodeInfo.containerRuntimeVersion}{\"\\n\"}{end}";
-    let listing = poll("simulated nodes Ready", &log_path, Duration::from_secs(60), || {
+    let listing = server.wait_until("simulated nodes Ready", Duration::from_secs(60), || {
         let out = server.ok(&["get", "nodes", "-o", ready]);
         let lines: Vec<&str> = out.lines().filter(|l| l.contains(" True ")).collect();
         (lines.len() == NODES, out.clone())
@@ -94,7 +44,7 @@ fn simulated_nodes_run_pods_as_real_nodes_would() {
     let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
     server.ok_stdin(&["create", "-f", "-"], &list.to_string());
     let pods_path = "jsonpath={range .items[*]}{.spec.nodeName} {.status.phase} {.status.podIP} {.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}";
-    let pods = poll("100 pods Running", &log_path, Duration::from_secs(90), || {
+    let pods = server.wait_until("100 pods Running", Duration::from_secs(90), || {
         let out = server.ok(&["get", "pods", "-l", "app=web", "-o", pods_path]);
         let running = out.lines().filter(|l| l.contains(" Running ") && l.ends_with("True"));
         (running.count() == REPLICAS, out.clone())
@@ -112,15 +62,15 @@ fn simulated_nodes_run_pods_as_real_nodes_would() {
     }
     // Deleted: the kubelets stop the pods and make the final deletes.
     server.ok(&["delete", "pods", "-l", "app=web", "--wait=false"]);
-    poll("pods gone", &log_path, Duration::from_secs(60), || {
+    server.wait_until("pods gone", Duration::from_secs(60), || {
         let out = server.ok(&["get", "pods", "-l", "app=web", "-o", "name"]);
         (out.trim().is_empty(), out)
     });
 
     // The process dies: its leases stop, and the nodes become Unknown.
-    let _ = nodes.0.kill();
-    let _ = nodes.0.wait();
-    poll("nodes Unknown", &log_path, Duration::from_secs(60), || {
+    let _ = nodes.child.kill();
+    let _ = nodes.child.wait();
+    server.wait_until("nodes Unknown", Duration::from_secs(60), || {
         let out = server.ok(&["get", "nodes", "-o", ready]);
         (out.lines().filter(|l| l.contains(" Unknown ")).count() == NODES, out)
     });

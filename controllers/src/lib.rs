@@ -16,11 +16,17 @@
 //!   `node.kubernetes.io/*` taints in line with the conditions.
 //! - `taint-eviction-controller` ([`taint_eviction`]): deletes pods from nodes with NoExecute
 //!   taints they do not tolerate.
+//! - `replicaset-controller` and `replicationcontroller-controller` ([`replica_set`], one
+//!   mechanism for both kinds): keep the number of pods a ReplicaSet or ReplicationController
+//!   asks for, and report their readiness in its status.
+//! - `deployment-controller` ([`deployment`]): rolls a Deployment out through ReplicaSets
+//!   (rolling update or recreate), keeps their revisions and history, reports progress.
 //!
-//! The node lifecycle and taint eviction controllers share one Node and one Pod informer
-//! ([`informer`]); events are recorded as client-go does ([`events`]); the garbage collector
-//! and the namespace controller find the served resources through [`discovery`]; work queues
-//! are client-go's ([`workqueue`]).
+//! The controllers share one Node and one Pod informer ([`informer`]); events are recorded as
+//! client-go does ([`events`]); the garbage collector and the namespace controller find the
+//! served resources through [`discovery`]; work queues are client-go's ([`workqueue`]);
+//! owner references are claimed as client-go's `ControllerRefManager` does
+//! ([`controller_ref`]), and creates and deletes are awaited with [`expectations`].
 //!
 //! Not yet: leader election among several controller managers (only one may run per cluster).
 
@@ -31,23 +37,30 @@ use kube::api::Api;
 use kube::runtime::watcher;
 use tokio::sync::mpsc;
 
+pub mod controller_ref;
+pub mod deployment;
 pub mod discovery;
 pub mod events;
+pub mod expectations;
 pub mod garbage_collector;
 pub mod informer;
 pub mod namespace;
 pub mod node_ipam;
 pub mod node_lifecycle;
+pub mod replica_set;
 pub mod taint_eviction;
 pub mod workqueue;
 
 /// The controllers, by upstream's names, with the older short names `--controllers` also
 /// accepts.
-pub const CONTROLLERS: [(&str, &str); 5] = [
+pub const CONTROLLERS: [(&str, &str); 8] = [
+    ("deployment-controller", "deployment"),
     ("garbage-collector-controller", "garbagecollector"),
     ("namespace-controller", "namespace"),
     ("node-ipam-controller", "nodeipam"),
     ("node-lifecycle-controller", "nodelifecycle"),
+    ("replicaset-controller", "replicaset"),
+    ("replicationcontroller-controller", "replicationcontroller"),
     ("taint-eviction-controller", "taint-eviction-controller"),
 ];
 
@@ -64,6 +77,12 @@ pub struct Config {
     pub node_lifecycle: node_lifecycle::Config,
     /// `--concurrent-gc-syncs`: the garbage collector's workers (of each kind).
     pub concurrent_gc_syncs: usize,
+    /// `--concurrent-replicaset-syncs`: ReplicaSets synced at once.
+    pub concurrent_replicaset_syncs: usize,
+    /// `--concurrent-rc-syncs`: ReplicationControllers synced at once.
+    pub concurrent_rc_syncs: usize,
+    /// `--concurrent-deployment-syncs`: Deployments synced at once.
+    pub concurrent_deployment_syncs: usize,
 }
 
 impl Default for Config {
@@ -74,6 +93,9 @@ impl Default for Config {
             node_cidr_mask_size: 24,
             node_lifecycle: node_lifecycle::Config::default(),
             concurrent_gc_syncs: garbage_collector::Config::default().workers,
+            concurrent_replicaset_syncs: 5,
+            concurrent_rc_syncs: 5,
+            concurrent_deployment_syncs: 5,
         }
     }
 }
@@ -131,8 +153,15 @@ impl Config {
                 return Err(ConfigError::Zero { flag });
             }
         }
-        if self.concurrent_gc_syncs == 0 {
-            return Err(ConfigError::Zero { flag: "concurrent-gc-syncs" });
+        for (flag, value) in [
+            ("concurrent-gc-syncs", self.concurrent_gc_syncs),
+            ("concurrent-replicaset-syncs", self.concurrent_replicaset_syncs),
+            ("concurrent-rc-syncs", self.concurrent_rc_syncs),
+            ("concurrent-deployment-syncs", self.concurrent_deployment_syncs),
+        ] {
+            if value == 0 {
+                return Err(ConfigError::Zero { flag });
+            }
         }
         Ok(())
     }
@@ -160,17 +189,24 @@ pub fn run(
         }
         let lifecycle = config.enabled("node-lifecycle-controller");
         let eviction = config.enabled("taint-eviction-controller");
-        // Shared informers: kept here so they stop with the controllers.
+        let replica_sets = config.enabled("replicaset-controller");
+        let replication_controllers = config.enabled("replicationcontroller-controller");
+        let deployments = config.enabled("deployment-controller");
+        // Shared informers: kept here so they stop with the controllers. Each controller that
+        // reads nodes or pods gets its own channel of changes.
         let mut _informers = Vec::new();
-        if lifecycle || eviction {
-            let (mut node_txs, mut pod_txs) = (Vec::new(), Vec::new());
-            let channel = |txs: &mut Vec<_>| {
-                let (tx, rx) = mpsc::unbounded_channel();
-                txs.push(tx);
-                rx
-            };
-            let lifecycle_rx = lifecycle.then(|| (channel(&mut node_txs), channel(&mut pod_txs)));
-            let eviction_rx = eviction.then(|| (channel(&mut node_txs), channel(&mut pod_txs)));
+        let (mut node_txs, mut pod_txs) = (Vec::new(), Vec::new());
+        let channel = |txs: &mut Vec<_>| {
+            let (tx, rx) = mpsc::unbounded_channel();
+            txs.push(tx);
+            rx
+        };
+        let lifecycle_rx = lifecycle.then(|| (channel(&mut node_txs), channel(&mut pod_txs)));
+        let eviction_rx = eviction.then(|| (channel(&mut node_txs), channel(&mut pod_txs)));
+        let replica_set_rx = replica_sets.then(|| channel(&mut pod_txs));
+        let replication_controller_rx = replication_controllers.then(|| channel(&mut pod_txs));
+        let deployment_rx = deployments.then(|| channel(&mut pod_txs));
+        if !node_txs.is_empty() || !pod_txs.is_empty() {
             let (nodes, node_watch) = informer::start(
                 Api::<Node>::all(client.clone()),
                 watcher::Config::default(),
@@ -199,7 +235,37 @@ pub fn run(
                 ));
             }
             if let Some((node_rx, pod_rx)) = eviction_rx {
-                tasks.spawn(taint_eviction::run(client.clone(), nodes, node_rx, pods, pod_rx));
+                tasks.spawn(taint_eviction::run(
+                    client.clone(),
+                    nodes.clone(),
+                    node_rx,
+                    pods.clone(),
+                    pod_rx,
+                ));
+            }
+            if let Some(pod_rx) = replica_set_rx {
+                tasks.spawn(replica_set::run::<k8s_openapi::api::apps::v1::ReplicaSet>(
+                    client.clone(),
+                    config.concurrent_replicaset_syncs,
+                    pods.clone(),
+                    pod_rx,
+                ));
+            }
+            if let Some(pod_rx) = replication_controller_rx {
+                tasks.spawn(replica_set::run::<k8s_openapi::api::core::v1::ReplicationController>(
+                    client.clone(),
+                    config.concurrent_rc_syncs,
+                    pods.clone(),
+                    pod_rx,
+                ));
+            }
+            if let Some(pod_rx) = deployment_rx {
+                tasks.spawn(deployment::run(
+                    client.clone(),
+                    config.concurrent_deployment_syncs,
+                    pods,
+                    pod_rx,
+                ));
             }
         }
         while tasks.join_next().await.is_some() {}

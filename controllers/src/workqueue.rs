@@ -26,9 +26,11 @@ struct State<K> {
     /// Keys waiting in `queue`, or to be queued again once their worker is done.
     dirty: HashSet<K>,
     processing: HashSet<K>,
-    /// Keys to add later, soonest first (one entry per key).
+    /// Keys to add later, soonest first; an entry whose time is not the key's in
+    /// `delayed_keys` was superseded by an earlier one and is skipped.
     delayed: BinaryHeap<Reverse<(Instant, K)>>,
-    delayed_keys: HashSet<K>,
+    /// When each delayed key is due (the earliest of its delays).
+    delayed_keys: HashMap<K, Instant>,
     failures: HashMap<K, u32>,
     shut_down: bool,
 }
@@ -42,7 +44,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
                 dirty: HashSet::new(),
                 processing: HashSet::new(),
                 delayed: BinaryHeap::new(),
-                delayed_keys: HashSet::new(),
+                delayed_keys: HashMap::new(),
                 failures: HashMap::new(),
                 shut_down: false,
             }),
@@ -60,16 +62,18 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
         }
     }
 
-    /// Queues `key` after `delay`, unless it already waits for a delay of its own.
+    /// Queues `key` after `delay`; a key already waiting keeps the sooner of the two times.
     pub fn add_after(&self, key: K, delay: Duration) {
         if delay.is_zero() {
             return self.add(key);
         }
+        let at = Instant::now() + delay;
         let mut state = self.state.lock().expect("work queue");
-        if state.shut_down || !state.delayed_keys.insert(key.clone()) {
+        if state.shut_down || state.delayed_keys.get(&key).is_some_and(|due| *due <= at) {
             return;
         }
-        state.delayed.push(Reverse((Instant::now() + delay, key)));
+        state.delayed_keys.insert(key.clone(), at);
+        state.delayed.push(Reverse((at, key)));
         drop(state);
         // A worker may be sleeping until a later deadline.
         self.wake.notify_one();
@@ -182,9 +186,11 @@ impl<K: Clone + Eq + Hash + Ord> State<K> {
 
     fn promote_due(&mut self, now: Instant) {
         while self.delayed.peek().is_some_and(|Reverse((at, _))| *at <= now) {
-            let Some(Reverse((_, key))) = self.delayed.pop() else { break };
-            self.delayed_keys.remove(&key);
-            self.add(key);
+            let Some(Reverse((at, key))) = self.delayed.pop() else { break };
+            if self.delayed_keys.get(&key) == Some(&at) {
+                self.delayed_keys.remove(&key);
+                self.add(key);
+            }
         }
     }
 }
@@ -222,8 +228,9 @@ mod tests {
         assert_eq!(q.backoff(u32::MAX), Duration::from_millis(40));
         let start = Instant::now();
         q.add_rate_limited("a");
-        q.add_rate_limited("a"); // already waiting: no second entry
+        q.add_rate_limited("a"); // already waiting, sooner: no second entry
         assert!(q.is_empty());
+        assert_eq!(q.state.lock().unwrap().delayed.len(), 1);
         assert_eq!(q.get().await, Some("a"));
         assert!(start.elapsed() >= Duration::from_millis(5));
         q.done(&"a");
@@ -252,6 +259,12 @@ mod tests {
         let limit = Duration::from_secs(5);
         assert_eq!(tokio::time::timeout(limit, rx.recv()).await.unwrap(), Some(1));
         assert_eq!(tokio::time::timeout(limit, rx.recv()).await.unwrap(), Some(2));
+        // A sooner delay replaces a later one; the later one's entry is then skipped.
+        q.add_after(3, Duration::from_secs(60));
+        q.add_after(3, Duration::from_millis(10));
+        assert_eq!(tokio::time::timeout(limit, rx.recv()).await.unwrap(), Some(3));
+        q.add(4);
+        assert_eq!(tokio::time::timeout(limit, rx.recv()).await.unwrap(), Some(4));
         q.shut_down();
         tokio::time::timeout(limit, worker).await.unwrap().unwrap();
         assert_eq!(q.get().await, None);

@@ -160,8 +160,9 @@ struct ServerArgs {
 #[derive(clap::Args)]
 struct ControllerManagerArgs {
     /// The controllers to run (comma-separated): `*` for all, `name` to enable one, `-name`
-    /// to disable one (garbage-collector-controller, namespace-controller,
-    /// node-ipam-controller, node-lifecycle-controller, taint-eviction-controller).
+    /// to disable one (deployment-controller, garbage-collector-controller,
+    /// namespace-controller, node-ipam-controller, node-lifecycle-controller,
+    /// replicaset-controller, replicationcontroller-controller, taint-eviction-controller).
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// The CIDR nodes' pod CIDRs come from (IPv4).
@@ -183,6 +184,15 @@ struct ControllerManagerArgs {
     /// How many garbage collector workers run (of each kind: deleting, orphaning).
     #[arg(long, default_value_t = 20)]
     concurrent_gc_syncs: usize,
+    /// How many ReplicaSets are synced at once.
+    #[arg(long, default_value_t = 5)]
+    concurrent_replicaset_syncs: usize,
+    /// How many ReplicationControllers are synced at once.
+    #[arg(long, default_value_t = 5)]
+    concurrent_rc_syncs: usize,
+    /// How many Deployments are synced at once.
+    #[arg(long, default_value_t = 5)]
+    concurrent_deployment_syncs: usize,
 }
 
 impl ControllerManagerArgs {
@@ -198,6 +208,9 @@ impl ControllerManagerArgs {
                 ..Default::default()
             },
             concurrent_gc_syncs: self.concurrent_gc_syncs,
+            concurrent_replicaset_syncs: self.concurrent_replicaset_syncs,
+            concurrent_rc_syncs: self.concurrent_rc_syncs,
+            concurrent_deployment_syncs: self.concurrent_deployment_syncs,
         }
     }
 }

@@ -795,9 +795,20 @@ fn prepare_for_update(
                 merged.as_object_mut().map(|m| m.remove("status"));
             }
         }
-        if let Some(managed) = new["metadata"].get("managedFields") {
-            meta_mut(&mut merged).insert("managedFields".into(), managed.clone());
+        // Upstream's status strategies keep the spec but let the client's labels,
+        // annotations, finalizers and owner references through (the Deployment controller
+        // writes its revision annotation this way), except what a kind's strategy resets.
+        let kept = strategy::metadata_kept_on_status_write(info);
+        for field in ["labels", "annotations", "finalizers", "ownerReferences", "managedFields"] {
+            if kept.contains(&field) {
+                continue;
+            }
+            match new["metadata"].get(field) {
+                Some(value) => meta_mut(&mut merged).insert(field.into(), value.clone()),
+                None => meta_mut(&mut merged).remove(field),
+            };
         }
+        strategy::drop_empty_metadata(&mut merged);
         return merged;
     }
     let old_meta = old["metadata"].clone();
