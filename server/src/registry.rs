@@ -395,7 +395,10 @@ impl Registry {
             if object::is_terminating(&new) && !has_finalizers(info, &new) {
                 match self.store.delete(&key, Some(kv.mod_revision)).await {
                     Ok(_) => return Ok(new),
-                    Err(e) => match write_error(info, name, e, wanted.is_some()) {
+                    // A lost race is retried from a fresh read, where a resourceVersion
+                    // the client named is checked again: a patch (re-applied to the fresh
+                    // object) goes through, a stale update gets its 409.
+                    Err(e) => match write_error(info, name, e, false) {
                         None => continue,
                         Some(error) => return Err(error),
                     },
@@ -418,7 +421,7 @@ impl Registry {
                     object::set_resource_version(&mut new, written.mod_revision);
                     return Ok(new);
                 }
-                Err(e) => match write_error(info, name, e, wanted.is_some()) {
+                Err(e) => match write_error(info, name, e, false) {
                     None => continue,
                     Some(error) => return Err(error),
                 },
@@ -958,5 +961,49 @@ mod tests {
             (42, "/registry/pods/default/web\0".to_string())
         );
         assert!(decode_continue("garbage", "/registry/pods/").is_err());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn racing_patches_all_land_and_a_stale_update_gets_409() {
+        let dir = std::env::temp_dir().join(format!("rkube-registry-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = rkube_store::SqliteStore::open(&dir, Default::default()).unwrap();
+        let ranges = crate::services::ServiceRanges::parse("10.43.0.0/16", (30000, 32767));
+        let registry = Arc::new(Registry::new(Arc::new(store), ranges.unwrap()));
+        let info = rkube_apis::resources::Resources::builtin().get("", "v1", "configmaps").unwrap();
+        let options = WriteOptions::default();
+        let namespaces = rkube_apis::resources::Resources::builtin().get("", "v1", "namespaces");
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
+        registry.create(namespaces.unwrap(), None, ns, &options).await.unwrap();
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+        let created = registry.create(info, Some("default"), cm, &options).await.unwrap();
+        // Patches are applied to the object as it is when written (so they carry its
+        // resourceVersion): one that loses a race is applied again, never refused.
+        let mut tasks = tokio::task::JoinSet::new();
+        for i in 0..16 {
+            let registry = registry.clone();
+            tasks.spawn(async move {
+                let options = WriteOptions::default();
+                registry
+                    .modify(info, Some("default"), "c", None, &options, None, |old| {
+                        let mut new = old.clone();
+                        new["data"][format!("k{i}")] = json!("v");
+                        Ok(new)
+                    })
+                    .await
+            });
+        }
+        while let Some(result) = tasks.join_next().await {
+            result.unwrap().unwrap();
+        }
+        let (kv, _) =
+            registry.store.get(&registry.key(info, Some("default"), "c"), None).await.unwrap();
+        let stored = registry.decode(info, &kv.unwrap()).unwrap();
+        assert_eq!(stored["data"].as_object().unwrap().len(), 16, "{stored}");
+        // An update naming an old resourceVersion is a conflict.
+        let err =
+            registry.update(info, Some("default"), "c", None, created, &options).await.unwrap_err();
+        assert_eq!(err.code, http::StatusCode::CONFLICT);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
