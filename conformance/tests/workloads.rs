@@ -316,3 +316,186 @@ spec:
         (sets.len() == 2 && !names.contains(&first.as_str()), format!("{sets:?}"))
     });
 }
+
+/// `name node revision-hash` of each live pod `selector` selects, sorted.
+fn placed_pods(server: &RkubeServer, selector: &str) -> Vec<String> {
+    let path = "jsonpath={range .items[*]}{.metadata.name} {.spec.nodeName} {.metadata.labels.controller-revision-hash} {.status.phase} {.metadata.deletionTimestamp}{\"\\n\"}{end}";
+    let out = server.ok(&["get", "pods", "-l", selector, "-o", path]);
+    let mut pods: Vec<String> = out
+        .lines()
+        .filter(|l| l.split(' ').nth(4).unwrap_or_default().is_empty())
+        .map(|l| l.split(' ').take(4).collect::<Vec<_>>().join(" "))
+        .collect();
+    pods.sort();
+    pods
+}
+
+/// The revision numbers `kubectl rollout history` lists for `what`.
+fn history(server: &RkubeServer, what: &str) -> Vec<String> {
+    let out = server.ok(&["rollout", "history", what]);
+    out.lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| w.parse::<u32>().is_ok())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn daemon_sets_run_one_pod_per_node_and_roll_by_revision() {
+    let s = RkubeServer::start();
+    let nodes = SimulatedNodes::start(&s, 3, &[]);
+    nodes.wait_ready(&s, 3, WAIT);
+    let ds = r#"
+apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      containers:
+      - {name: agent, image: "busybox:1.36"}
+"#;
+    s.ok_stdin(&["apply", "-f", "-"], ds);
+    s.ok(&["rollout", "status", "ds/agent", "--timeout=60s"]);
+    let pods = placed_pods(&s, "app=agent");
+    let nodes_used: std::collections::BTreeSet<&str> =
+        pods.iter().map(|p| p.split(' ').nth(1).unwrap()).collect();
+    assert_eq!((pods.len(), nodes_used.len()), (3, 3), "{pods:?}");
+    let status = s.ok(&["get", "ds", "agent", "-o", "jsonpath={.status.desiredNumberScheduled} {.status.currentNumberScheduled} {.status.numberReady} {.status.updatedNumberScheduled} {.status.numberAvailable} {.status.observedGeneration}"]);
+    assert_eq!(status, "3 3 3 3 3 1");
+    let table = s.ok(&["get", "ds", "agent"]);
+    let row: Vec<&str> = table.lines().nth(1).unwrap_or_default().split_whitespace().collect();
+    assert_eq!(row[..6], ["agent", "3", "3", "3", "3", "3"], "{table}");
+
+    // A template change replaces every pod with one of the new revision.
+    let first_hash = pods[0].split(' ').nth(2).unwrap().to_string();
+    s.ok(&["set", "env", "ds/agent", "MODE=two"]);
+    s.ok(&["rollout", "status", "ds/agent", "--timeout=60s"]);
+    let pods = s.wait_until("new revision on every node", WAIT, || {
+        let pods = placed_pods(&s, "app=agent");
+        let ok = pods.len() == 3 && pods.iter().all(|p| !p.contains(&first_hash));
+        (ok, pods.join("\n"))
+    });
+    assert!(pods.lines().all(|p| p.ends_with(" Running")), "{pods}");
+    assert_eq!(history(&s, "ds/agent"), ["1", "2"]);
+    let out = s.ok(&["rollout", "undo", "ds/agent"]);
+    assert!(out.contains("daemonset.apps/agent rolled back"), "{out}");
+    s.ok(&["rollout", "status", "ds/agent", "--timeout=60s"]);
+    s.wait_until("back on the first revision", WAIT, || {
+        let pods = placed_pods(&s, "app=agent");
+        let ok = pods.len() == 3 && pods.iter().all(|p| p.contains(&first_hash));
+        (ok, pods.join("\n"))
+    });
+    assert_eq!(history(&s, "ds/agent"), ["2", "3"]);
+    s.ok(&["delete", "ds", "agent"]);
+    s.wait_until("its pods gone", WAIT, || {
+        let pods = placed_pods(&s, "app=agent");
+        (pods.is_empty(), pods.join("\n"))
+    });
+}
+
+#[test]
+fn stateful_sets_make_ordered_named_pods_claims_and_roll_from_the_top() {
+    let s = RkubeServer::start();
+    let nodes = SimulatedNodes::start(&s, 2, &[]);
+    nodes.wait_ready(&s, 2, WAIT);
+    let sts = r#"
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db}
+spec:
+  serviceName: db
+  replicas: 3
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      containers:
+      - {name: db, image: "busybox:1.36"}
+"#;
+    s.ok_stdin(&["apply", "-f", "-"], sts);
+    s.ok(&["rollout", "status", "sts/db", "--timeout=60s"]);
+    let got = s.ok(&["get", "pods", "-l", "app=db", "-o", "jsonpath={range .items[*]}{.metadata.name} {.spec.hostname} {.spec.subdomain} {.metadata.labels.apps\\.kubernetes\\.io/pod-index}{\"\\n\"}{end}"]);
+    let mut lines: Vec<&str> = got.lines().collect();
+    lines.sort();
+    assert_eq!(lines, ["db-0 db-0 db 0", "db-1 db-1 db 1", "db-2 db-2 db 2"]);
+    // Created in order: each only after the one before was Ready.
+    let created = s.ok(&[
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=db,reason=SuccessfulCreate",
+        "--sort-by=.metadata.creationTimestamp",
+        "-o",
+        "jsonpath={range .items[*]}{.message}{\"\\n\"}{end}",
+    ]);
+    assert_eq!(
+        created.lines().collect::<Vec<_>>(),
+        [
+            "create Pod db-0 in StatefulSet db successful",
+            "create Pod db-1 in StatefulSet db successful",
+            "create Pod db-2 in StatefulSet db successful"
+        ]
+    );
+    let status = s.ok(&["get", "sts", "db", "-o", "jsonpath={.status.replicas} {.status.readyReplicas} {.status.currentReplicas} {.status.updatedReplicas} {.status.observedGeneration}"]);
+    assert_eq!(status, "3 3 3 3 1");
+
+    // An update rolls from the highest ordinal down, to a new revision.
+    let first = s.ok(&["get", "sts", "db", "-o", "jsonpath={.status.currentRevision}"]);
+    s.ok(&["set", "env", "sts/db", "MODE=two"]);
+    s.ok(&["rollout", "status", "sts/db", "--timeout=90s"]);
+    let revisions = s.wait_until("update complete", WAIT, || {
+        let got = s.ok(&[
+            "get",
+            "sts",
+            "db",
+            "-o",
+            "jsonpath={.status.currentRevision} {.status.updateRevision} {.status.updatedReplicas}",
+        ]);
+        let f: Vec<&str> = got.split(' ').collect();
+        (f.len() == 3 && f[0] == f[1] && f[0] != first && f[2] == "3", got)
+    });
+    let new = revisions.split(' ').next().unwrap().to_string();
+    let pods = placed_pods(&s, "app=db");
+    assert!(pods.iter().all(|p| new.ends_with(p.split(' ').nth(2).unwrap())), "{pods:?} {new}");
+    assert_eq!(history(&s, "sts/db"), ["1", "2"]);
+
+    // Scaled down from the top.
+    s.ok(&["scale", "sts", "db", "--replicas=1"]);
+    s.wait_until("only db-0", WAIT, || {
+        let pods = placed_pods(&s, "app=db");
+        (pods.len() == 1 && pods[0].starts_with("db-0 "), pods.join("\n"))
+    });
+
+    // Claims from the templates, named for the pod, made before it.
+    let with_claims = r#"
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: web}
+spec:
+  serviceName: web
+  replicas: 2
+  podManagementPolicy: Parallel
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: "busybox:1.36"
+        volumeMounts: [{name: data, mountPath: /data}]
+  volumeClaimTemplates:
+  - metadata: {name: data}
+    spec:
+      accessModes: [ReadWriteOnce]
+      resources: {requests: {storage: 1Gi}}
+"#;
+    s.ok_stdin(&["apply", "-f", "-"], with_claims);
+    s.wait_until("claims and pods of web", WAIT, || {
+        let claims = s.ok(&["get", "pvc", "-o", "jsonpath={.items[*].metadata.name}"]);
+        let pods = s.ok(&["get", "pods", "-l", "app=web", "-o", "jsonpath={range .items[*]}{.metadata.name}:{.spec.volumes[?(@.name==\"data\")].persistentVolumeClaim.claimName} {end}"]);
+        (claims == "data-web-0 data-web-1" && pods.trim() == "web-0:data-web-0 web-1:data-web-1", format!("{claims} | {pods}"))
+    });
+}

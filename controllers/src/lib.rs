@@ -21,6 +21,15 @@
 //!   asks for, and report their readiness in its status.
 //! - `deployment-controller` ([`deployment`]): rolls a Deployment out through ReplicaSets
 //!   (rolling update or recreate), keeps their revisions and history, reports progress.
+//! - `job-controller` ([`job`]): runs a Job's pods to completion, within its parallelism,
+//!   back-off limit, deadline and failure and success policies.
+//! - `cronjob-controller` ([`cron_job`]): creates Jobs on a CronJob's schedule.
+//! - `ttl-after-finished-controller` ([`ttl_after_finished`]): deletes finished Jobs once
+//!   their `ttlSecondsAfterFinished` passed.
+//! - `daemonset-controller` ([`daemon_set`]): one pod per eligible node, rolled by
+//!   ControllerRevisions.
+//! - `statefulset-controller` ([`stateful_set`]): ordered, stably named pods with their claims,
+//!   rolled by ControllerRevisions.
 //!
 //! The controllers share one Node and one Pod informer ([`informer`]); events are recorded as
 //! client-go does ([`events`]); the garbage collector and the namespace controller find the
@@ -37,31 +46,42 @@ use kube::api::Api;
 use kube::runtime::watcher;
 use tokio::sync::mpsc;
 
+pub mod controller_history;
 pub mod controller_ref;
+pub mod cron_job;
+pub mod daemon_set;
 pub mod deployment;
 pub mod discovery;
 pub mod events;
 pub mod expectations;
 pub mod garbage_collector;
 pub mod informer;
+pub mod job;
 pub mod namespace;
 pub mod node_ipam;
 pub mod node_lifecycle;
 pub mod replica_set;
+pub mod stateful_set;
 pub mod taint_eviction;
+pub mod ttl_after_finished;
 pub mod workqueue;
 
 /// The controllers, by upstream's names, with the older short names `--controllers` also
 /// accepts.
-pub const CONTROLLERS: [(&str, &str); 8] = [
+pub const CONTROLLERS: [(&str, &str); 13] = [
+    ("cronjob-controller", "cronjob"),
+    ("daemonset-controller", "daemonset"),
     ("deployment-controller", "deployment"),
     ("garbage-collector-controller", "garbagecollector"),
+    ("job-controller", "job"),
     ("namespace-controller", "namespace"),
     ("node-ipam-controller", "nodeipam"),
     ("node-lifecycle-controller", "nodelifecycle"),
     ("replicaset-controller", "replicaset"),
     ("replicationcontroller-controller", "replicationcontroller"),
+    ("statefulset-controller", "statefulset"),
     ("taint-eviction-controller", "taint-eviction-controller"),
+    ("ttl-after-finished-controller", "ttl-after-finished"),
 ];
 
 /// Everything the controllers are configured with.
@@ -83,6 +103,16 @@ pub struct Config {
     pub concurrent_rc_syncs: usize,
     /// `--concurrent-deployment-syncs`: Deployments synced at once.
     pub concurrent_deployment_syncs: usize,
+    /// `--concurrent-job-syncs`: Jobs synced at once.
+    pub concurrent_job_syncs: usize,
+    /// `--concurrent-cron-job-syncs`: CronJobs synced at once.
+    pub concurrent_cron_job_syncs: usize,
+    /// `--concurrent-ttl-after-finished-syncs`: finished Jobs checked at once.
+    pub concurrent_ttl_after_finished_syncs: usize,
+    /// `--concurrent-daemonset-syncs`: DaemonSets synced at once.
+    pub concurrent_daemonset_syncs: usize,
+    /// `--concurrent-statefulset-syncs`: StatefulSets synced at once.
+    pub concurrent_statefulset_syncs: usize,
 }
 
 impl Default for Config {
@@ -96,6 +126,11 @@ impl Default for Config {
             concurrent_replicaset_syncs: 5,
             concurrent_rc_syncs: 5,
             concurrent_deployment_syncs: 5,
+            concurrent_job_syncs: 5,
+            concurrent_cron_job_syncs: 5,
+            concurrent_ttl_after_finished_syncs: 5,
+            concurrent_daemonset_syncs: 2,
+            concurrent_statefulset_syncs: 5,
         }
     }
 }
@@ -158,6 +193,11 @@ impl Config {
             ("concurrent-replicaset-syncs", self.concurrent_replicaset_syncs),
             ("concurrent-rc-syncs", self.concurrent_rc_syncs),
             ("concurrent-deployment-syncs", self.concurrent_deployment_syncs),
+            ("concurrent-job-syncs", self.concurrent_job_syncs),
+            ("concurrent-cron-job-syncs", self.concurrent_cron_job_syncs),
+            ("concurrent-ttl-after-finished-syncs", self.concurrent_ttl_after_finished_syncs),
+            ("concurrent-daemonset-syncs", self.concurrent_daemonset_syncs),
+            ("concurrent-statefulset-syncs", self.concurrent_statefulset_syncs),
         ] {
             if value == 0 {
                 return Err(ConfigError::Zero { flag });
@@ -187,11 +227,21 @@ pub fn run(
         if config.enabled("node-ipam-controller") {
             tasks.spawn(node_ipam::run(client.clone(), cidrs));
         }
+        if config.enabled("cronjob-controller") {
+            tasks.spawn(cron_job::run(client.clone(), config.concurrent_cron_job_syncs));
+        }
+        if config.enabled("ttl-after-finished-controller") {
+            let workers = config.concurrent_ttl_after_finished_syncs;
+            tasks.spawn(ttl_after_finished::run(client.clone(), workers));
+        }
         let lifecycle = config.enabled("node-lifecycle-controller");
         let eviction = config.enabled("taint-eviction-controller");
         let replica_sets = config.enabled("replicaset-controller");
         let replication_controllers = config.enabled("replicationcontroller-controller");
         let deployments = config.enabled("deployment-controller");
+        let jobs = config.enabled("job-controller");
+        let daemon_sets = config.enabled("daemonset-controller");
+        let stateful_sets = config.enabled("statefulset-controller");
         // Shared informers: kept here so they stop with the controllers. Each controller that
         // reads nodes or pods gets its own channel of changes.
         let mut _informers = Vec::new();
@@ -206,6 +256,9 @@ pub fn run(
         let replica_set_rx = replica_sets.then(|| channel(&mut pod_txs));
         let replication_controller_rx = replication_controllers.then(|| channel(&mut pod_txs));
         let deployment_rx = deployments.then(|| channel(&mut pod_txs));
+        let job_rx = jobs.then(|| channel(&mut pod_txs));
+        let daemon_set_rx = daemon_sets.then(|| (channel(&mut node_txs), channel(&mut pod_txs)));
+        let stateful_set_rx = stateful_sets.then(|| channel(&mut pod_txs));
         if !node_txs.is_empty() || !pod_txs.is_empty() {
             let (nodes, node_watch) = informer::start(
                 Api::<Node>::all(client.clone()),
@@ -263,9 +316,27 @@ pub fn run(
                 tasks.spawn(deployment::run(
                     client.clone(),
                     config.concurrent_deployment_syncs,
-                    pods,
+                    pods.clone(),
                     pod_rx,
                 ));
+            }
+            if let Some(pod_rx) = job_rx {
+                let workers = config.concurrent_job_syncs;
+                tasks.spawn(job::run(client.clone(), workers, pods.clone(), pod_rx));
+            }
+            if let Some((node_rx, pod_rx)) = daemon_set_rx {
+                tasks.spawn(daemon_set::run(
+                    client.clone(),
+                    config.concurrent_daemonset_syncs,
+                    nodes.clone(),
+                    node_rx,
+                    pods.clone(),
+                    pod_rx,
+                ));
+            }
+            if let Some(pod_rx) = stateful_set_rx {
+                let workers = config.concurrent_statefulset_syncs;
+                tasks.spawn(stateful_set::run(client.clone(), workers, pods, pod_rx));
             }
         }
         while tasks.join_next().await.is_some() {}

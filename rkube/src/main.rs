@@ -160,9 +160,11 @@ struct ServerArgs {
 #[derive(clap::Args)]
 struct ControllerManagerArgs {
     /// The controllers to run (comma-separated): `*` for all, `name` to enable one, `-name`
-    /// to disable one (deployment-controller, garbage-collector-controller,
-    /// namespace-controller, node-ipam-controller, node-lifecycle-controller,
-    /// replicaset-controller, replicationcontroller-controller, taint-eviction-controller).
+    /// to disable one (cronjob-controller, daemonset-controller, deployment-controller,
+    /// garbage-collector-controller, job-controller, namespace-controller,
+    /// node-ipam-controller, node-lifecycle-controller, replicaset-controller,
+    /// replicationcontroller-controller, statefulset-controller, taint-eviction-controller,
+    /// ttl-after-finished-controller).
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// The CIDR nodes' pod CIDRs come from (IPv4).
@@ -193,6 +195,21 @@ struct ControllerManagerArgs {
     /// How many Deployments are synced at once.
     #[arg(long, default_value_t = 5)]
     concurrent_deployment_syncs: usize,
+    /// How many Jobs are synced at once.
+    #[arg(long, default_value_t = 5)]
+    concurrent_job_syncs: usize,
+    /// How many CronJobs are synced at once.
+    #[arg(long, default_value_t = 5)]
+    concurrent_cron_job_syncs: usize,
+    /// How many finished Jobs are checked for their TTL at once.
+    #[arg(long, default_value_t = 5)]
+    concurrent_ttl_after_finished_syncs: usize,
+    /// How many DaemonSets are synced at once.
+    #[arg(long, default_value_t = 2)]
+    concurrent_daemonset_syncs: usize,
+    /// How many StatefulSets are synced at once.
+    #[arg(long, default_value_t = 5)]
+    concurrent_statefulset_syncs: usize,
 }
 
 impl ControllerManagerArgs {
@@ -211,6 +228,11 @@ impl ControllerManagerArgs {
             concurrent_replicaset_syncs: self.concurrent_replicaset_syncs,
             concurrent_rc_syncs: self.concurrent_rc_syncs,
             concurrent_deployment_syncs: self.concurrent_deployment_syncs,
+            concurrent_job_syncs: self.concurrent_job_syncs,
+            concurrent_cron_job_syncs: self.concurrent_cron_job_syncs,
+            concurrent_ttl_after_finished_syncs: self.concurrent_ttl_after_finished_syncs,
+            concurrent_daemonset_syncs: self.concurrent_daemonset_syncs,
+            concurrent_statefulset_syncs: self.concurrent_statefulset_syncs,
         }
     }
 }

@@ -897,6 +897,7 @@ impl Syncer {
                 .max(0) as u64;
             state.probes.clear();
             self.kill(Some(pod), &uid, Duration::from_secs(grace)).await;
+            self.report_terminal(pod, &uid, state).await;
             delete_now(&self.client, pod).await;
             return Next::Done;
         }
@@ -1098,6 +1099,26 @@ impl Syncer {
         // the timer is for back-offs ending, and a safety net.
         let safety = if busy { BUSY_RESYNC } else { RESYNC };
         Next::After(state.wake.take().map_or(safety, |w| w.min(safety)))
+    }
+
+    /// Moves a deleted pod whose containers were stopped to a terminal phase before its final
+    /// delete, as upstream's kubelet does, so that whatever still holds the object (a Job's
+    /// tracking finalizer) sees how it ended: Succeeded when every container exited with 0,
+    /// else Failed, with the containers' terminated states.
+    async fn report_terminal(&self, pod: &Pod, uid: &str, state: &mut PodState) {
+        let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
+        if matches!(phase, Some("Succeeded" | "Failed")) {
+            return;
+        }
+        let records = self.records(uid).await;
+        let spec = pod.spec.clone().unwrap_or_default();
+        let apps: Vec<ContainerView> =
+            spec.containers.iter().map(|c| view_of(&records, c)).collect();
+        let succeeded = apps.iter().all(|v| v.exit_code() == Some(0));
+        let statuses: Vec<Value> =
+            apps.iter().map(|v| status::container_status(v, false)).collect();
+        let phase = if succeeded { "Succeeded" } else { "Failed" };
+        self.report(pod, json!({"phase": phase, "containerStatuses": statuses}), state).await;
     }
 
     /// Patches the pod's status when it changed.

@@ -127,14 +127,34 @@ pub fn stateful_set(info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Ve
             errors.push(template_mismatch(template, "spec.template"));
         }
         // Upstream checks only the template's metadata here; rkube also checks the pod spec
-        // so that a broken template is refused rather than failing pod by pod.
-        errors.extend(pod_template(template, "spec.template"));
+        // so that a broken template is refused rather than failing pod by pod, with the
+        // volumes each pod gets from `volumeClaimTemplates` (which its mounts may name).
+        errors.extend(pod_template(&with_claim_volumes(template, spec), "spec.template"));
     }
     errors.extend(always_restarts(template, "spec.template", "StatefulSet"));
     if let Some(old) = old {
         errors.extend(stateful_set_update(info, obj, old));
     }
     errors
+}
+
+/// The template as the StatefulSet's pods get it: a `persistentVolumeClaim` volume for each
+/// claim template not already among its volumes.
+fn with_claim_volumes(template: &Value, spec: &Value) -> Value {
+    let mut template = template.clone();
+    for claim in spec["volumeClaimTemplates"].as_array().into_iter().flatten() {
+        let Some(name) = claim["metadata"]["name"].as_str() else { continue };
+        if !template["spec"]["volumes"].is_array() {
+            template["spec"]["volumes"] = serde_json::json!([]);
+        }
+        let volumes = template["spec"]["volumes"].as_array_mut().expect("an array");
+        if !volumes.iter().any(|v| v["name"] == name) {
+            volumes.push(
+                serde_json::json!({"name": name, "persistentVolumeClaim": {"claimName": name}}),
+            );
+        }
+    }
+    template
 }
 
 fn stateful_set_strategy(strategy: &Value) -> Vec<FieldError> {
