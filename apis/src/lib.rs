@@ -8,9 +8,11 @@
 //! other rkube crate, so that the server, the controllers and the tools can all use it.
 
 pub mod apply;
+pub mod cron;
 pub mod defaults;
 pub mod disabled_fields;
 mod gofmt;
+pub mod node_selector;
 pub mod openapi;
 pub mod patch;
 pub mod quantity;

@@ -35,7 +35,10 @@
 //! client-go does ([`events`]); the garbage collector and the namespace controller find the
 //! served resources through [`discovery`]; work queues are client-go's ([`workqueue`]);
 //! owner references are claimed as client-go's `ControllerRefManager` does
-//! ([`controller_ref`]), and creates and deletes are awaited with [`expectations`].
+//! ([`controller_ref`]), and creates and deletes are awaited with [`expectations`]; pod
+//! changes are read the same way by the controllers that own pods ([`pod_events`]), which
+//! judge pods the same way ([`pod_state`]), and status is written as upstream does
+//! ([`status_write`]); workers run the queue with [`workqueue::WorkQueue::work`].
 //!
 //! Not yet: leader election among several controller managers (only one may run per cluster).
 
@@ -60,8 +63,11 @@ pub mod job;
 pub mod namespace;
 pub mod node_ipam;
 pub mod node_lifecycle;
+pub mod pod_events;
+pub mod pod_state;
 pub mod replica_set;
 pub mod stateful_set;
+pub mod status_write;
 pub mod taint_eviction;
 pub mod ttl_after_finished;
 pub mod workqueue;

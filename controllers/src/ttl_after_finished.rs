@@ -121,24 +121,14 @@ enum SyncError {
     Api(#[from] kube::Error),
     #[error("{0}")]
     Job(String),
-    #[error("gave up after {0:?}; will retry")]
-    Timeout(Duration),
 }
 
 async fn work(ctl: Arc<Controller>) {
-    while let Some(key) = ctl.queue.get().await {
-        let result = tokio::time::timeout(SYNC_TIMEOUT, ctl.process(&key))
-            .await
-            .unwrap_or(Err(SyncError::Timeout(SYNC_TIMEOUT)));
-        match result {
-            Ok(()) => ctl.queue.forget(&key),
-            Err(e) => {
-                tracing::warn!(key, error = %e, "cleaning up finished job");
-                ctl.queue.add_rate_limited(key.clone());
-            }
-        }
-        ctl.queue.done(&key);
-    }
+    let sync = |key: String| {
+        let ctl = ctl.clone();
+        async move { ctl.process(&key).await.map(|()| None) }
+    };
+    ctl.queue.work("ttl-after-finished-controller", SYNC_TIMEOUT, sync, |_: &SyncError| false).await
 }
 
 impl Controller {

@@ -171,6 +171,50 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
     }
 }
 
+impl WorkQueue<String> {
+    /// One worker of a controller, until the queue shuts down: each key is synced (for
+    /// `timeout` at most), forgotten when that succeeds (and queued again after the delay the
+    /// sync may ask for), retried after its back-off when it fails. `routine` tells the
+    /// failures worth only a debug line (a conflict with the controller's own last write, a
+    /// namespace being deleted) from the ones worth a warning.
+    pub async fn work<E, Fut>(
+        &self,
+        controller: &'static str,
+        timeout: Duration,
+        sync: impl Fn(String) -> Fut,
+        routine: impl Fn(&E) -> bool,
+    ) where
+        Fut: std::future::Future<Output = Result<Option<Duration>, E>>,
+        E: std::fmt::Display,
+    {
+        while let Some(key) = self.get().await {
+            let started = Instant::now();
+            match tokio::time::timeout(timeout, sync(key.clone())).await {
+                Ok(Ok(after)) => {
+                    self.forget(&key);
+                    if let Some(after) = after {
+                        self.add_after(key.clone(), after);
+                    }
+                }
+                Ok(Err(e)) if routine(&e) => {
+                    tracing::debug!(controller, key, error = %e, "sync failed; retrying");
+                    self.add_rate_limited(key.clone());
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(controller, key, error = %e, "sync failed; retrying");
+                    self.add_rate_limited(key.clone());
+                }
+                Err(_) => {
+                    tracing::warn!(controller, key, ?timeout, "sync gave up; retrying");
+                    self.add_rate_limited(key.clone());
+                }
+            }
+            tracing::debug!(controller, key, elapsed = ?started.elapsed(), "synced");
+            self.done(&key);
+        }
+    }
+}
+
 impl<K: Clone + Eq + Hash + Ord> State<K> {
     /// Whether the key was queued (it was neither queued nor being worked on).
     fn add(&mut self, key: K) -> bool {

@@ -111,7 +111,10 @@ impl EtcdStore {
                 } else if matches!(
                     status.code(),
                     tonic::Code::Unavailable | tonic::Code::DeadlineExceeded
-                ) {
+                ) || message.contains("transport error")
+                {
+                    // A connection that broke mid-call (etcd went away) comes back from tonic
+                    // as `Unknown: transport error`: etcd is unreachable, not misbehaving.
                     Error::Unavailable(format!("etcd at {}: {message}", self.endpoints))
                 } else {
                     Error::Backend(format!("etcd: {message}"))

@@ -18,9 +18,9 @@
 //! 4. writes the status through `/status` when it changed, and requeues the CronJob for just
 //!    after its next firing ([`schedule::requeue_after`]).
 //!
-//! Schedules are parsed and walked in [`schedule`], over the time zones of [`zone`]: a
-//! schedule without `spec.timeZone` follows the controller manager's own zone (`TZ`, else
-//! `/etc/localtime`), as upstream's does.
+//! Schedules are parsed and walked by [`rkube_apis::cron`] (through [`schedule`]), over the
+//! time zones of [`zone`]: a schedule without `spec.timeZone` follows the controller
+//! manager's own zone (`TZ`, else `/etc/localtime`), as upstream's does.
 
 pub mod schedule;
 pub mod zone;
@@ -45,7 +45,7 @@ use crate::events::Recorder;
 use crate::informer::{self, Change};
 use crate::workqueue::WorkQueue;
 
-use schedule::{most_recent, requeue_after, Schedule};
+use schedule::{most_recent, requeue_after};
 
 /// The component on the events this controller records.
 const COMPONENT: &str = "cronjob-controller";
@@ -112,35 +112,18 @@ enum SyncError {
     Api(#[from] kube::Error),
     #[error("{0}")]
     Other(String),
-    #[error("gave up after {0:?}; will retry")]
-    Timeout(Duration),
 }
 
 /// One worker: syncs keys from the queue until it shuts down.
 async fn work(ctl: Arc<Controller>) {
-    while let Some(key) = ctl.queue.get().await {
-        let result = tokio::time::timeout(SYNC_TIMEOUT, ctl.sync(&key))
-            .await
-            .unwrap_or(Err(SyncError::Timeout(SYNC_TIMEOUT)));
-        match result {
-            Ok(Some(after)) => {
-                tracing::debug!(key, ?after, "requeued for the next schedule");
-                ctl.queue.forget(&key);
-                ctl.queue.add_after(key.clone(), after);
-            }
-            Ok(None) => ctl.queue.forget(&key),
-            Err(e) => {
-                // A conflict only means the cached CronJob was behind our own last write.
-                if matches!(&e, SyncError::Api(kube::Error::Api(s)) if s.is_conflict()) {
-                    tracing::debug!(key, error = %e, "cron job sync failed");
-                } else {
-                    tracing::warn!(key, error = %e, "cron job sync failed");
-                }
-                ctl.queue.add_rate_limited(key.clone());
-            }
-        }
-        ctl.queue.done(&key);
-    }
+    let sync = |key: String| {
+        let ctl = ctl.clone();
+        async move { ctl.sync(&key).await }
+    };
+    // A conflict only means the cached CronJob was behind our own last write.
+    let routine =
+        |e: &SyncError| matches!(e, SyncError::Api(kube::Error::Api(s)) if s.is_conflict());
+    ctl.queue.work(COMPONENT, SYNC_TIMEOUT, sync, routine).await
 }
 
 /// What the event loop remembers of a CronJob, to tell a schedule change from other changes.
@@ -187,7 +170,7 @@ impl Watch {
         // A new schedule: look again when it next fires (sooner than queued, or the queued
         // time comes first and finds nothing to do).
         let spec = format_schedule(&cj);
-        match Schedule::parse(&spec, &zone::local()) {
+        match schedule::parse(&spec, &zone::local()) {
             Ok(schedule) => {
                 let last = last_schedule_time(&cj);
                 if let Some(after) = requeue_after(&schedule, created(&cj), last, Timestamp::now())
@@ -381,7 +364,7 @@ impl Controller {
             );
             self.event(&work.cj, "Warning", "UnsupportedSchedule", &note).await;
         }
-        let schedule = match Schedule::parse(&format_schedule(&work.cj), &zone::local()) {
+        let schedule = match schedule::parse(&format_schedule(&work.cj), &zone::local()) {
             Ok(schedule) => schedule,
             Err(e) => {
                 // A user error no retry can fix: wait for the spec to change.

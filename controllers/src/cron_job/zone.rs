@@ -1,8 +1,8 @@
 //! Time zones the way the Go runtime under kube-controller-manager sees them: `LoadLocation`
 //! over the system's zoneinfo files, the process's local zone from `TZ` or `/etc/localtime`,
-//! and `time.Date`'s choice of offset for a wall-clock time that a DST change skips or repeats.
-//! The cron arithmetic in [`super::schedule`] is built on these, so that a schedule fires at
-//! the same instants as upstream's, DST days included.
+//! and Go's time layouts. The schedules of [`super::schedule`] run in these zones (the wall
+//! clock arithmetic, `time.Date` included, is in [`rkube_apis::cron`], which does no I/O), so
+//! that a schedule fires at the same instants as upstream's, DST days included.
 //!
 //! Zones come from TZif files read with `jiff` (`TimeZone::tzif`): rkube's `jiff` has no
 //! bundled database, so a machine without `/usr/share/zoneinfo` (or `$ZONEINFO`) knows only
@@ -10,7 +10,6 @@
 
 use std::sync::OnceLock;
 
-use k8s_openapi::jiff::civil::DateTime;
 use k8s_openapi::jiff::tz::TimeZone;
 use k8s_openapi::jiff::Timestamp;
 
@@ -85,42 +84,6 @@ fn load_local() -> TimeZone {
     loaded.unwrap_or(TimeZone::UTC)
 }
 
-/// Seconds since the epoch of a wall-clock time in `zone`, as Go's `time.Date` computes it:
-/// fields out of range carry over (month 13 is January of the next year, day 32 of January is
-/// February 1st), and a time that does not exist or exists twice (DST) takes the offset Go's
-/// zone lookup lands on: the one in effect at the wall time read as UTC, unless that offset
-/// puts the instant outside its own period, when the offset at that instant wins.
-pub fn go_date(zone: &TimeZone, y: i64, mon: i64, d: i64, h: i64, min: i64, s: i64) -> i64 {
-    let months = y * 12 + (mon - 1);
-    let (year, month) = (months.div_euclid(12), months.rem_euclid(12) + 1);
-    let days = days_from_civil(year, month, 1) + (d - 1);
-    let wall = days * 86_400 + h * 3_600 + min * 60 + s;
-    let guess = offset_at(zone, wall);
-    wall - offset_at(zone, wall - guess)
-}
-
-/// The zone's UTC offset in seconds at the instant `unix`.
-fn offset_at(zone: &TimeZone, unix: i64) -> i64 {
-    Timestamp::from_second(unix).map_or(0, |t| i64::from(zone.to_offset(t).seconds()))
-}
-
-/// The wall-clock time in `zone` at the instant `unix` (seconds since the epoch).
-pub fn wall(zone: &TimeZone, unix: i64) -> DateTime {
-    zone.to_datetime(Timestamp::from_second(unix).unwrap_or(Timestamp::UNIX_EPOCH))
-}
-
-/// Days from 1970-01-01 to a proleptic Gregorian date (month 1 to 12).
-fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
-    // Howard Hinnant's algorithm: count from March so the leap day ends a year.
-    let y = if m <= 2 { y - 1 } else { y };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (m + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + d - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    era * 146_097 + doe - 719_468
-}
-
 /// `t` as Go's `time.RFC3339` layout prints it in `zone`: `2024-03-10T09:00:00-04:00`, with `Z`
 /// for a zero offset.
 pub fn rfc3339(t: Timestamp, zone: &TimeZone) -> String {
@@ -173,19 +136,10 @@ pub(super) fn test_zone(name: &str) -> Option<TimeZone> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rkube_apis::cron::go_date;
 
     fn ts(s: &str) -> Timestamp {
         s.parse().unwrap()
-    }
-
-    #[test]
-    fn dates_carry_over_like_go() {
-        let utc = TimeZone::UTC;
-        assert_eq!(go_date(&utc, 1970, 1, 1, 0, 0, 0), 0);
-        assert_eq!(go_date(&utc, 2024, 2, 30, 0, 0, 0), ts("2024-03-01T00:00:00Z").as_second());
-        assert_eq!(go_date(&utc, 2023, 13, 1, 0, 0, 0), ts("2024-01-01T00:00:00Z").as_second());
-        assert_eq!(go_date(&utc, 2024, 1, 1, 25, 0, 0), ts("2024-01-02T01:00:00Z").as_second());
-        assert_eq!(go_date(&utc, 1969, 12, 31, 0, 0, 0), -86_400);
     }
 
     #[test]

@@ -47,6 +47,8 @@ use crate::controller_ref::{self, controller_of, ClaimError};
 use crate::events::Recorder;
 use crate::expectations::Expectations;
 use crate::informer::{self, Change};
+use crate::pod_events::{Owned, PodEvents, PodOwners};
+use crate::status_write::write_status;
 use crate::workqueue::WorkQueue;
 use nodes::Placement;
 use plan::{Counts, NodePods, TEMPLATE_GENERATION_LABEL};
@@ -113,7 +115,7 @@ pub async fn run(
     tracing::info!(workers, "{COMPONENT} started");
     let mut watch = Watch {
         ctl: ctl.clone(),
-        pods: HashMap::new(),
+        pods: PodEvents::new(ctl.pods.clone()),
         nodes: HashMap::new(),
         revision_owners: HashMap::new(),
         ds_uids: HashMap::new(),
@@ -151,27 +153,15 @@ enum SyncError {
     Claim(#[from] ClaimError),
     #[error("{0}")]
     Pods(String),
-    #[error("gave up after {0:?}; will retry")]
-    Timeout(Duration),
 }
 
 /// One worker: syncs keys from the queue until it shuts down.
 async fn work(ctl: Arc<Controller>) {
-    while let Some(key) = ctl.queue.get().await {
-        let started = Instant::now();
-        let result = tokio::time::timeout(SYNC_TIMEOUT, ctl.sync(&key))
-            .await
-            .unwrap_or(Err(SyncError::Timeout(SYNC_TIMEOUT)));
-        tracing::debug!(daemonset = key, elapsed = ?started.elapsed(), "synced");
-        match result {
-            Ok(()) => ctl.queue.forget(&key),
-            Err(e) => {
-                tracing::warn!(daemonset = key, error = %e, "sync failed");
-                ctl.queue.add_rate_limited(key.clone());
-            }
-        }
-        ctl.queue.done(&key);
-    }
+    let sync = |key: String| {
+        let ctl = ctl.clone();
+        async move { ctl.sync(&key).await.map(|()| None) }
+    };
+    ctl.queue.work(COMPONENT, SYNC_TIMEOUT, sync, |_: &SyncError| false).await
 }
 
 /// A per-key exponential back-off as client-go's `flowcontrol.Backoff`: each step doubles the
@@ -406,7 +396,7 @@ impl Controller {
         };
         let next = next_status(current, counts, observed, revisions.collision_count);
         if current != Some(&next) {
-            self.write_status(&ds_api, &ds, next).await?;
+            write_status(&ds_api, &ds, |d| d.status = Some(next.clone())).await?;
         }
         let min_ready = ds.spec.as_ref().and_then(|s| s.min_ready_seconds).unwrap_or(0);
         if min_ready > 0 && counts.ready != counts.available {
@@ -621,25 +611,6 @@ impl Controller {
         Ok(())
     }
 
-    /// Writes the status with `/status`; on failure once more on a fresh copy, as upstream.
-    async fn write_status(
-        &self,
-        api: &Api<DaemonSet>,
-        ds: &DaemonSet,
-        status: DaemonSetStatus,
-    ) -> Result<(), kube::Error> {
-        let name = ds.metadata.name.clone().unwrap_or_default();
-        let mut updated = ds.clone();
-        updated.status = Some(status.clone());
-        if let Err(e) = api.replace_status(&name, &PostParams::default(), &updated).await {
-            tracing::debug!(daemonset = name, error = %e, "status update failed; retrying on a fresh copy");
-            let mut fresh = api.get(&name).await?;
-            fresh.status = Some(status);
-            api.replace_status(&name, &PostParams::default(), &fresh).await?;
-        }
-        Ok(())
-    }
-
     /// The DaemonSet a controller reference names, if it is one of ours (same uid as the
     /// cached DaemonSet of that name).
     fn resolve(&self, namespace: &str, controller: &OwnerReference) -> Option<String> {
@@ -694,24 +665,22 @@ fn group_by_node(pods: &[Arc<Pod>], placements: &BTreeMap<String, Placement>) ->
     grouped
 }
 
-/// What the event loop remembers of a pod, to tell what changed when it changes again.
-#[derive(Debug, Clone, PartialEq)]
-struct SeenPod {
-    uid: String,
-    resource_version: Option<String>,
-    labels: BTreeMap<String, String>,
-    controller: Option<OwnerReference>,
-    deleting: bool,
-}
+impl PodOwners for Controller {
+    fn expectations(&self) -> &Expectations {
+        &self.expectations
+    }
 
-impl SeenPod {
-    fn of(pod: &Pod) -> SeenPod {
-        SeenPod {
-            uid: pod.metadata.uid.clone().unwrap_or_default(),
-            resource_version: pod.metadata.resource_version.clone(),
-            labels: labels_of(&pod.metadata).clone(),
-            controller: controller_of(&pod.metadata).cloned(),
-            deleting: pod.metadata.deletion_timestamp.is_some(),
+    fn resolve(&self, namespace: &str, controller: &OwnerReference) -> Option<String> {
+        Controller::resolve(self, namespace, controller)
+    }
+
+    fn enqueue(&self, key: String) {
+        self.queue.add(key);
+    }
+
+    fn enqueue_matching(&self, namespace: &str, labels: &BTreeMap<String, String>) {
+        for key in self.matching(namespace, labels) {
+            self.queue.add(key);
         }
     }
 }
@@ -736,7 +705,7 @@ impl SeenNode {
 /// expectations, as upstream's event handlers do with old and new objects.
 struct Watch {
     ctl: Arc<Controller>,
-    pods: HashMap<(String, String), SeenPod>,
+    pods: PodEvents,
     nodes: HashMap<String, SeenNode>,
     /// Each revision's controller, to find its DaemonSet once the revision is gone.
     revision_owners: HashMap<(String, String), Option<OwnerReference>>,
@@ -765,88 +734,7 @@ impl Watch {
     }
 
     fn pod_changed(&mut self, change: Change) {
-        let Change::Object { namespace, name } = change else { return };
-        let namespace = namespace.unwrap_or_default();
-        let current = self.ctl.pods.get(&ObjectRef::new(&name).within(&namespace));
-        let at = (namespace, name);
-        let old = self.pods.remove(&at);
-        let Some(current) = current else {
-            if let Some(old) = old {
-                self.gone(&at.0, &old);
-            }
-            return;
-        };
-        let now = SeenPod::of(&current);
-        match &old {
-            Some(old) if old.uid == now.uid => self.updated(&at.0, old, &now),
-            Some(old) => {
-                self.gone(&at.0, old);
-                self.added(&at.0, &now);
-            }
-            None => self.added(&at.0, &now),
-        }
-        self.pods.insert(at, now);
-    }
-
-    fn added(&self, namespace: &str, pod: &SeenPod) {
-        match &pod.controller {
-            Some(controller) => {
-                let Some(key) = self.ctl.resolve(namespace, controller) else { return };
-                if pod.deleting {
-                    // Seen first already going (e.g. after a restart): not a creation.
-                    self.ctl.expectations.deletion_observed(&key);
-                } else {
-                    self.ctl.expectations.creation_observed(&key);
-                }
-                self.ctl.queue.add(key);
-            }
-            None if !pod.deleting => self.enqueue_matching(namespace, &pod.labels),
-            None => {}
-        }
-    }
-
-    fn updated(&self, namespace: &str, old: &SeenPod, pod: &SeenPod) {
-        if old.resource_version == pod.resource_version {
-            return;
-        }
-        if old.controller != pod.controller {
-            if let Some(key) = old.controller.as_ref().and_then(|c| self.ctl.resolve(namespace, c))
-            {
-                self.ctl.queue.add(key);
-            }
-        }
-        match &pod.controller {
-            Some(controller) => {
-                let Some(key) = self.ctl.resolve(namespace, controller) else { return };
-                if pod.deleting && !old.deleting {
-                    self.ctl.expectations.deletion_observed(&key);
-                }
-                self.ctl.queue.add(key);
-            }
-            None => {
-                if old.labels != pod.labels || old.controller.is_some() {
-                    self.enqueue_matching(namespace, &pod.labels);
-                }
-            }
-        }
-    }
-
-    /// The pod is gone from the store: a deletion, unless it was already counted as one when
-    /// it started going; its DaemonSet looks again either way (it may make a new one now).
-    fn gone(&self, namespace: &str, pod: &SeenPod) {
-        let Some(controller) = &pod.controller else { return };
-        if let Some(key) = self.ctl.resolve(namespace, controller) {
-            if !pod.deleting {
-                self.ctl.expectations.deletion_observed(&key);
-            }
-            self.ctl.queue.add(key);
-        }
-    }
-
-    fn enqueue_matching(&self, namespace: &str, labels: &BTreeMap<String, String>) {
-        for key in self.ctl.matching(namespace, labels) {
-            self.ctl.queue.add(key);
-        }
+        self.pods.change(change, &Owned(&*self.ctl));
     }
 
     /// A node appeared, went, or changed its labels or taints: every DaemonSet looks again.
@@ -883,7 +771,7 @@ impl Watch {
                     self.ctl.queue.add(key);
                 }
             }
-            None => self.enqueue_matching(&at.0, labels_of(&revision.metadata)),
+            None => self.ctl.enqueue_matching(&at.0, labels_of(&revision.metadata)),
         }
         self.revision_owners.insert(at, controller);
     }

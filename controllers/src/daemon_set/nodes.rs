@@ -9,12 +9,11 @@ use k8s_openapi::api::core::v1::{
     Affinity, Node, NodeAffinity, NodeSelector, NodeSelectorRequirement, NodeSelectorTerm, Pod,
     PodSpec, PodTemplateSpec, Taint, Toleration,
 };
+use rkube_apis::node_selector::{matches_required, NODE_NAME_FIELD};
 use rkube_apis::taints::tolerations_tolerate;
 
 const NO_SCHEDULE: &str = "NoSchedule";
 const NO_EXECUTE: &str = "NoExecute";
-/// The node field a daemon pod's node affinity names its node by.
-const NODE_NAME_FIELD: &str = "metadata.name";
 
 /// The tolerations upstream adds to every daemon pod, so that node conditions neither keep it
 /// off a node nor evict it: (key, effect).
@@ -118,77 +117,13 @@ pub fn placement(template: &PodTemplateSpec, node: &Node) -> Placement {
 pub fn fits_node_affinity(spec: &PodSpec, node: &Node) -> bool {
     let empty = BTreeMap::new();
     let labels = node.metadata.labels.as_ref().unwrap_or(&empty);
-    if let Some(selector) = &spec.node_selector {
-        if !selector.iter().all(|(k, v)| labels.get(k) == Some(v)) {
-            return false;
-        }
-    }
     let required = spec
         .affinity
         .as_ref()
         .and_then(|a| a.node_affinity.as_ref())
         .and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref());
     let node_name = node.metadata.name.as_deref().unwrap_or("");
-    // Terms are ORed; none at all matches no node. A malformed term matches nothing.
-    required.is_none_or(|r| {
-        r.node_selector_terms.iter().any(|t| term_matches(t, labels, node_name) == Some(true))
-    })
-}
-
-/// Whether every expression of a term holds for the node; an empty term matches nothing, a
-/// malformed one is `None`.
-fn term_matches(
-    term: &NodeSelectorTerm,
-    labels: &BTreeMap<String, String>,
-    node_name: &str,
-) -> Option<bool> {
-    let expressions = term.match_expressions.as_deref().unwrap_or(&[]);
-    let fields = term.match_fields.as_deref().unwrap_or(&[]);
-    if expressions.is_empty() && fields.is_empty() {
-        return Some(false);
-    }
-    let mut all = true;
-    for requirement in expressions {
-        all &= label_requirement(requirement, labels)?;
-    }
-    for requirement in fields {
-        all &= field_requirement(requirement, node_name)?;
-    }
-    Some(all)
-}
-
-fn label_requirement(
-    requirement: &NodeSelectorRequirement,
-    labels: &BTreeMap<String, String>,
-) -> Option<bool> {
-    let values = requirement.values.as_deref().unwrap_or(&[]);
-    let value = labels.get(&requirement.key);
-    match requirement.operator.as_str() {
-        "In" | "NotIn" if values.is_empty() => None,
-        "In" => Some(value.is_some_and(|v| values.contains(v))),
-        "NotIn" => Some(value.is_none_or(|v| !values.contains(v))),
-        "Exists" | "DoesNotExist" if !values.is_empty() => None,
-        "Exists" => Some(value.is_some()),
-        "DoesNotExist" => Some(value.is_none()),
-        op @ ("Gt" | "Lt") => {
-            let [bound] = values else { return None };
-            let bound: i64 = bound.parse().ok()?;
-            let Some(Ok(actual)) = value.map(|v| v.parse::<i64>()) else { return Some(false) };
-            Some(if op == "Gt" { actual > bound } else { actual < bound })
-        }
-        _ => None,
-    }
-}
-
-/// A node's only selectable field is `metadata.name`, with `In`/`NotIn` and one value.
-fn field_requirement(requirement: &NodeSelectorRequirement, node_name: &str) -> Option<bool> {
-    let [wanted] = requirement.values.as_deref().unwrap_or(&[]) else { return None };
-    let actual = if requirement.key == NODE_NAME_FIELD { node_name } else { "" };
-    match requirement.operator.as_str() {
-        "In" => Some(actual == wanted),
-        "NotIn" => Some(actual != wanted),
-        _ => None,
-    }
+    matches_required(spec.node_selector.as_ref(), required, labels, node_name)
 }
 
 /// The affinity of a daemon pod for `node`: the template's, with its required node affinity

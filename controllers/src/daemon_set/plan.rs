@@ -10,7 +10,7 @@ use std::sync::Arc;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use k8s_openapi::jiff::Timestamp;
 
 use super::nodes::Placement;
 use crate::controller_history::REVISION_HASH_LABEL;
@@ -24,35 +24,7 @@ const TEMPLATE_GENERATION_ANNOTATION: &str = "deprecated.daemonset.template.gene
 /// The pods of one DaemonSet by the node they are for.
 pub type NodePods = BTreeMap<String, Vec<Arc<Pod>>>;
 
-/// The pod's `Ready` condition, when it is `True`.
-fn ready_condition(pod: &Pod) -> Option<&k8s_openapi::api::core::v1::PodCondition> {
-    pod.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == "Ready" && c.status == "True")
-}
-
-/// Whether the pod has the condition `Ready=True`.
-pub fn is_ready(pod: &Pod) -> bool {
-    ready_condition(pod).is_some()
-}
-
-/// Whether the pod has been ready for `min_ready_seconds` at `now` (upstream's
-/// `IsPodAvailable`).
-pub fn is_available(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
-    let Some(ready) = ready_condition(pod) else { return false };
-    if min_ready_seconds <= 0 {
-        return true;
-    }
-    ready.last_transition_time.as_ref().is_some_and(|since| {
-        since
-            .0
-            .checked_add(SignedDuration::from_secs(i64::from(min_ready_seconds)))
-            .is_ok_and(|at| at < now)
-    })
-}
+pub use crate::pod_state::{is_available, is_ready};
 
 fn phase(pod: &Pod) -> &str {
     pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("")

@@ -73,8 +73,6 @@ pub enum Error {
     Selector(String, String),
     #[error("{0}")]
     Invalid(String),
-    #[error("sync took longer than {0:?}")]
-    Timeout(Duration),
 }
 
 impl Error {
@@ -182,23 +180,11 @@ pub(crate) struct Controller {
 
 /// One worker, until the task is aborted.
 async fn work(ctl: Arc<Controller>) {
-    while let Some(key) = ctl.queue.get().await {
-        let outcome = tokio::time::timeout(SYNC_TIMEOUT, ctl.sync(&key))
-            .await
-            .unwrap_or(Err(Error::Timeout(SYNC_TIMEOUT)));
-        match outcome {
-            Ok(()) => ctl.queue.forget(&key),
-            Err(e) => {
-                if e.is_conflict() {
-                    tracing::debug!(deployment = key, error = %e, "deployment sync conflicted");
-                } else {
-                    tracing::warn!(deployment = key, error = %e, "deployment sync failed");
-                }
-                ctl.queue.add_rate_limited(key.clone());
-            }
-        }
-        ctl.queue.done(&key);
-    }
+    let sync = |key: String| {
+        let ctl = ctl.clone();
+        async move { ctl.sync(&key).await.map(|()| None) }
+    };
+    ctl.queue.work(COMPONENT, SYNC_TIMEOUT, sync, Error::is_conflict).await
 }
 
 fn labels(

@@ -196,8 +196,6 @@ enum SyncError {
     Claim(#[from] ClaimError),
     #[error("{0}")]
     Manage(#[from] ManageError),
-    #[error("gave up after {0:?}; will retry")]
-    Timeout(Duration),
 }
 
 impl SyncError {
@@ -222,25 +220,11 @@ enum ManageError {
 }
 
 async fn work(ctl: Arc<Controller>) {
-    while let Some(key) = ctl.queue.get().await {
-        let started = Instant::now();
-        let result = tokio::time::timeout(SYNC_TIMEOUT, ctl.sync(&key))
-            .await
-            .unwrap_or(Err(SyncError::Timeout(SYNC_TIMEOUT)));
-        tracing::debug!(job = key, elapsed = ?started.elapsed(), "synced");
-        match result {
-            Ok(()) => ctl.queue.forget(&key),
-            Err(e) => {
-                if e.is_routine() {
-                    tracing::debug!(job = key, error = %e, "sync failed; retrying");
-                } else {
-                    tracing::warn!(job = key, error = %e, "sync failed; retrying");
-                }
-                ctl.queue.add_rate_limited(key.clone());
-            }
-        }
-        ctl.queue.done(&key);
-    }
+    let sync = |key: String| {
+        let ctl = ctl.clone();
+        async move { ctl.sync(&key).await.map(|()| None) }
+    };
+    ctl.queue.work(COMPONENT, SYNC_TIMEOUT, sync, SyncError::is_routine).await
 }
 
 async fn work_orphans(ctl: Arc<Controller>) {

@@ -7,38 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use k8s_openapi::jiff::Timestamp;
 use kube::runtime::reflector::ObjectRef;
 
 use super::{conditions, pods, Controller, SYNC_BATCH_PERIOD};
 use crate::controller_ref::controller_of;
 use crate::informer::Change;
-
-/// What the loop remembers of a pod.
-#[derive(Debug, Clone)]
-struct SeenPod {
-    uid: String,
-    resource_version: Option<String>,
-    labels: BTreeMap<String, String>,
-    controller: Option<OwnerReference>,
-    deleting: bool,
-    finalizer: bool,
-}
-
-impl SeenPod {
-    fn of(pod: &Pod) -> SeenPod {
-        SeenPod {
-            uid: pod.metadata.uid.clone().unwrap_or_default(),
-            resource_version: pod.metadata.resource_version.clone(),
-            labels: pod.metadata.labels.clone().unwrap_or_default(),
-            controller: controller_of(&pod.metadata).cloned(),
-            deleting: pod.metadata.deletion_timestamp.is_some(),
-            finalizer: pods::has_tracking_finalizer(pod),
-        }
-    }
-}
+use crate::pod_events::{PodEvents, PodHandler, SeenPod};
 
 /// What the loop remembers of a Job.
 #[derive(Debug, Clone)]
@@ -50,13 +25,14 @@ struct SeenJob {
 
 pub(super) struct Watch {
     ctl: Arc<Controller>,
-    pods: HashMap<(String, String), SeenPod>,
+    pods: PodEvents,
     jobs: HashMap<String, SeenJob>,
 }
 
 impl Watch {
     pub(super) fn new(ctl: Arc<Controller>) -> Watch {
-        Watch { ctl, pods: HashMap::new(), jobs: HashMap::new() }
+        let pods = PodEvents::new(ctl.pods.clone()).with_finalizer(pods::has_tracking_finalizer);
+        Watch { ctl, pods, jobs: HashMap::new() }
     }
 
     pub(super) fn job_changed(&mut self, change: Change) {
@@ -120,135 +96,7 @@ impl Watch {
     }
 
     pub(super) fn pod_changed(&mut self, change: Change) {
-        let Change::Object { namespace, name } = change else { return };
-        let namespace = namespace.unwrap_or_default();
-        let current = self.ctl.pods.get(&ObjectRef::new(&name).within(&namespace));
-        let at = (namespace, name);
-        let old = self.pods.remove(&at);
-        let Some(current) = current else {
-            if let Some(old) = old {
-                self.deleted(&at.0, &at.1, &old, true, !old.deleting);
-            }
-            return;
-        };
-        let now = SeenPod::of(&current);
-        match &old {
-            Some(old) if old.uid == now.uid => self.updated(&at.0, &at.1, old, &now),
-            Some(old) => {
-                // Deleted and made again under the same name between two looks.
-                self.deleted(&at.0, &at.1, old, true, !old.deleting);
-                self.added(&at.0, &at.1, &now);
-            }
-            None => self.added(&at.0, &at.1, &now),
-        }
-        self.pods.insert(at, now);
-    }
-
-    fn added(&self, namespace: &str, name: &str, pod: &SeenPod) {
-        if pod.deleting {
-            // Seen for the first time already going (e.g. after a restart): not a creation.
-            self.deleted(namespace, name, pod, false, true);
-            return;
-        }
-        if let Some(controller) = &pod.controller {
-            if let Some(job) = self.ctl.resolve(namespace, controller) {
-                let key = super::key_of(&job);
-                self.ctl.expectations.creation_observed(&key);
-                self.ctl.queue.add_after(key, SYNC_BATCH_PERIOD);
-            }
-            return;
-        }
-        if pod.finalizer {
-            self.ctl.orphans.add(format!("{namespace}/{name}"));
-        }
-        self.enqueue_matching(namespace, &pod.labels);
-    }
-
-    fn updated(&self, namespace: &str, name: &str, old: &SeenPod, pod: &SeenPod) {
-        if old.resource_version == pod.resource_version {
-            return;
-        }
-        if pod.deleting {
-            // A graceful deletion began: the Job may replace the pod now, not once it is gone.
-            self.deleted(namespace, name, pod, false, !old.deleting);
-            return;
-        }
-        let finalizer_removed = !pod.finalizer;
-        let controller_changed = old.controller != pod.controller;
-        if controller_changed {
-            if let Some(job) = old.controller.as_ref().and_then(|c| self.ctl.resolve(namespace, c))
-            {
-                let key = super::key_of(&job);
-                if finalizer_removed {
-                    self.ctl.finalizers.observed(&key, &pod.uid);
-                }
-                self.ctl.queue.add_after(key, SYNC_BATCH_PERIOD);
-            }
-        }
-        if let Some(controller) = &pod.controller {
-            if let Some(job) = self.ctl.resolve(namespace, controller) {
-                let key = super::key_of(&job);
-                if finalizer_removed {
-                    self.ctl.finalizers.observed(&key, &pod.uid);
-                }
-                self.ctl.queue.add_after(key, SYNC_BATCH_PERIOD);
-            }
-            return;
-        }
-        if pod.finalizer {
-            self.ctl.orphans.add(format!("{namespace}/{name}"));
-        }
-        if controller_changed || old.labels != pod.labels {
-            self.enqueue_matching(namespace, &pod.labels);
-        }
-    }
-
-    /// A pod being deleted (`last`: gone for good). `first_sighting` says whether its deletion
-    /// was not seen before, so that one deletion lowers the expectations once.
-    fn deleted(
-        &self,
-        namespace: &str,
-        name: &str,
-        pod: &SeenPod,
-        last: bool,
-        first_sighting: bool,
-    ) {
-        let orphan = || {
-            if pod.finalizer && !last {
-                self.ctl.orphans.add(format!("{namespace}/{name}"));
-            }
-        };
-        let Some(controller) = &pod.controller else { return orphan() };
-        let job = self.ctl.resolve(namespace, controller);
-        let Some(job) = job.filter(|j| !conditions::is_finished(j)) else {
-            // No sync will remove this finalizer.
-            return orphan();
-        };
-        let key = super::key_of(&job);
-        if first_sighting {
-            self.ctl.expectations.deletion_observed(&key);
-        }
-        if last || !pod.finalizer {
-            self.ctl.finalizers.observed(&key, &pod.uid);
-        }
-        self.ctl.queue.add_after(key, SYNC_BATCH_PERIOD);
-    }
-
-    /// Queues the Jobs that might adopt an orphan with these labels.
-    fn enqueue_matching(&self, namespace: &str, labels: &BTreeMap<String, String>) {
-        if labels.is_empty() {
-            return;
-        }
-        let jobs = self.ctl.jobs.state_filter(|j| {
-            j.metadata.namespace.as_deref() == Some(namespace)
-                && super::selector_of(j).is_ok_and(|s| !s.is_empty() && s.matches(labels))
-        });
-        if jobs.len() > 1 {
-            tracing::warn!(namespace, ?labels, "more than one Job selects pods with these labels");
-        }
-        for job in jobs {
-            self.ctl.queue.add_after(super::key_of(&job), SYNC_BATCH_PERIOD);
-        }
+        self.pods.change(change, &*self.ctl);
     }
 
     /// Queues the pods of the Job with `uid` that still carry its finalizer for the orphan
@@ -261,6 +109,119 @@ impl Watch {
         }) {
             let name = pod.metadata.name.as_deref().unwrap_or_default();
             self.ctl.orphans.add(format!("{namespace}/{name}"));
+        }
+    }
+}
+
+/// Pod changes as upstream's Job handlers read them: owners looked at after the batch period,
+/// and the tracking finalizer followed (its removal observed, orphans carrying it queued).
+impl PodHandler for Controller {
+    fn added(&self, namespace: &str, name: &str, pod: &SeenPod) {
+        if pod.deleting {
+            // Seen for the first time already going (e.g. after a restart): not a creation.
+            self.deleted(namespace, name, pod, false, true);
+            return;
+        }
+        if let Some(controller) = &pod.controller {
+            if let Some(job) = self.resolve(namespace, controller) {
+                let key = super::key_of(&job);
+                self.expectations.creation_observed(&key);
+                self.queue.add_after(key, SYNC_BATCH_PERIOD);
+            }
+            return;
+        }
+        if pod.finalizer {
+            self.orphans.add(format!("{namespace}/{name}"));
+        }
+        self.enqueue_matching(namespace, &pod.labels);
+    }
+
+    fn updated(&self, namespace: &str, name: &str, old: &SeenPod, pod: &SeenPod) {
+        if pod.deleting {
+            // A graceful deletion began: the Job may replace the pod now, not once it is gone.
+            self.deleted(namespace, name, pod, false, !old.deleting);
+            return;
+        }
+        let finalizer_removed = !pod.finalizer;
+        let controller_changed = old.controller != pod.controller;
+        if controller_changed {
+            if let Some(job) = old.controller.as_ref().and_then(|c| self.resolve(namespace, c)) {
+                let key = super::key_of(&job);
+                if finalizer_removed {
+                    self.finalizers.observed(&key, &pod.uid);
+                }
+                self.queue.add_after(key, SYNC_BATCH_PERIOD);
+            }
+        }
+        if let Some(controller) = &pod.controller {
+            if let Some(job) = self.resolve(namespace, controller) {
+                let key = super::key_of(&job);
+                if finalizer_removed {
+                    self.finalizers.observed(&key, &pod.uid);
+                }
+                self.queue.add_after(key, SYNC_BATCH_PERIOD);
+            }
+            return;
+        }
+        if pod.finalizer {
+            self.orphans.add(format!("{namespace}/{name}"));
+        }
+        if controller_changed || old.labels != pod.labels {
+            self.enqueue_matching(namespace, &pod.labels);
+        }
+    }
+
+    fn gone(&self, namespace: &str, name: &str, pod: &SeenPod) {
+        self.deleted(namespace, name, pod, true, !pod.deleting);
+    }
+}
+
+impl Controller {
+    /// A pod being deleted (`last`: gone for good). `first_sighting` says whether its deletion
+    /// was not seen before, so that one deletion lowers the expectations once.
+    fn deleted(
+        &self,
+        namespace: &str,
+        name: &str,
+        pod: &SeenPod,
+        last: bool,
+        first_sighting: bool,
+    ) {
+        let orphan = || {
+            if pod.finalizer && !last {
+                self.orphans.add(format!("{namespace}/{name}"));
+            }
+        };
+        let Some(controller) = &pod.controller else { return orphan() };
+        let job = self.resolve(namespace, controller);
+        let Some(job) = job.filter(|j| !conditions::is_finished(j)) else {
+            // No sync will remove this finalizer.
+            return orphan();
+        };
+        let key = super::key_of(&job);
+        if first_sighting {
+            self.expectations.deletion_observed(&key);
+        }
+        if last || !pod.finalizer {
+            self.finalizers.observed(&key, &pod.uid);
+        }
+        self.queue.add_after(key, SYNC_BATCH_PERIOD);
+    }
+
+    /// Queues the Jobs that might adopt an orphan with these labels.
+    fn enqueue_matching(&self, namespace: &str, labels: &BTreeMap<String, String>) {
+        if labels.is_empty() {
+            return;
+        }
+        let jobs = self.jobs.state_filter(|j| {
+            j.metadata.namespace.as_deref() == Some(namespace)
+                && super::selector_of(j).is_ok_and(|s| !s.is_empty() && s.matches(labels))
+        });
+        if jobs.len() > 1 {
+            tracing::warn!(namespace, ?labels, "more than one Job selects pods with these labels");
+        }
+        for job in jobs {
+            self.queue.add_after(super::key_of(&job), SYNC_BATCH_PERIOD);
         }
     }
 }

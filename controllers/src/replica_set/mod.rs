@@ -28,7 +28,7 @@ mod status;
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt::Debug;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::ReplicaSet;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod, PodTemplateSpec, ReplicationController};
@@ -49,6 +49,8 @@ use crate::controller_ref::{self, controller_of, ClaimError};
 use crate::events::Recorder;
 use crate::expectations::Expectations;
 use crate::informer::{self, Change};
+use crate::pod_events::{PodEvents, PodHandler, SeenPod};
+use crate::status_write::write_status;
 use crate::workqueue::WorkQueue;
 
 pub use ranking::{pods_to_delete, DELETION_COST};
@@ -198,7 +200,11 @@ pub async fn run<K: Replicated>(
         tasks.spawn(work(ctl.clone()));
     }
     tracing::info!(kind = kind.as_ref(), workers, "{} controller started", K::COMPONENT);
-    let mut watch = PodWatch { ctl: ctl.clone(), seen: HashMap::new(), owner_uids: HashMap::new() };
+    let mut watch = PodWatch {
+        ctl: ctl.clone(),
+        pods: PodEvents::new(ctl.pods.clone()).with_ready(status::is_ready),
+        owner_uids: HashMap::new(),
+    };
     loop {
         tokio::select! {
             Some(change) = owner_changes.recv() => watch.owner_changed(change),
@@ -274,8 +280,6 @@ enum SyncError {
     Claim(#[from] ClaimError),
     #[error("{0}")]
     Manage(#[from] ManageError),
-    #[error("gave up after {0:?}; will retry")]
-    Timeout(Duration),
 }
 
 /// Why creating or deleting pods failed.
@@ -291,28 +295,13 @@ enum ManageError {
 
 /// One worker: syncs keys from the queue until it shuts down.
 async fn work<K: Replicated>(ctl: Arc<Controller<K>>) {
-    while let Some(key) = ctl.queue.get().await {
-        let started = Instant::now();
-        let result = tokio::time::timeout(SYNC_TIMEOUT, ctl.sync(&key))
-            .await
-            .unwrap_or(Err(SyncError::Timeout(SYNC_TIMEOUT)));
-        tracing::debug!(kind = K::kind(&()).as_ref(), key, elapsed = ?started.elapsed(), "synced");
-        match result {
-            Ok(()) => ctl.queue.forget(&key),
-            Err(e) => {
-                match &e {
-                    SyncError::Manage(ManageError::NamespaceTerminating(_)) => {
-                        tracing::debug!(kind = K::kind(&()).as_ref(), key, error = %e, "sync failed")
-                    }
-                    _ => {
-                        tracing::warn!(kind = K::kind(&()).as_ref(), key, error = %e, "sync failed")
-                    }
-                }
-                ctl.queue.add_rate_limited(key.clone());
-            }
-        }
-        ctl.queue.done(&key);
-    }
+    let sync = |key: String| {
+        let ctl = ctl.clone();
+        async move { ctl.sync(&key).await.map(|()| None) }
+    };
+    let routine =
+        |e: &SyncError| matches!(e, SyncError::Manage(ManageError::NamespaceTerminating(_)));
+    ctl.queue.work(K::COMPONENT, SYNC_TIMEOUT, sync, routine).await
 }
 
 fn labels_of(pod: &Pod) -> &BTreeMap<String, String> {
@@ -446,7 +435,7 @@ impl<K: Replicated> Controller<K> {
             Timestamp::now(),
         );
         if next != current {
-            self.write_status(&owner_api, &owner, next.clone()).await?;
+            write_status(&owner_api, &owner, |o| o.set_replica_status(next.clone())).await?;
         }
         // Nothing else will happen when the pods turn available: look again then.
         if managed.is_ok() && min_ready_seconds > 0 && next.ready_replicas > next.available_replicas
@@ -621,26 +610,6 @@ impl<K: Replicated> Controller<K> {
         })
     }
 
-    /// Writes the status with `/status` (replacing, so a concurrent change is a conflict); on
-    /// failure once more on a fresh copy, as upstream.
-    async fn write_status(
-        &self,
-        api: &Api<K>,
-        owner: &K,
-        status: ReplicaStatus,
-    ) -> Result<(), kube::Error> {
-        let name = owner.meta().name.clone().unwrap_or_default();
-        let mut updated = owner.clone();
-        updated.set_replica_status(status.clone());
-        if let Err(e) = api.replace_status(&name, &PostParams::default(), &updated).await {
-            tracing::debug!(owner = name, error = %e, "status update failed; retrying on a fresh copy");
-            let mut fresh = api.get(&name).await?;
-            fresh.set_replica_status(status);
-            api.replace_status(&name, &PostParams::default(), &fresh).await?;
-        }
-        Ok(())
-    }
-
     /// The owner a pod's controller reference names, if it is one of ours (same kind, same
     /// uid as the cached owner of that name).
     fn resolve(&self, namespace: &str, controller: &OwnerReference) -> Option<String> {
@@ -664,36 +633,12 @@ impl<K: Replicated> Controller<K> {
     }
 }
 
-/// What the event loop remembers of a pod, to tell what changed when it changes again.
-#[derive(Debug, Clone, PartialEq)]
-struct Seen {
-    uid: String,
-    resource_version: Option<String>,
-    labels: BTreeMap<String, String>,
-    controller: Option<OwnerReference>,
-    deleting: bool,
-    ready: bool,
-}
-
-impl Seen {
-    fn of(pod: &Pod) -> Seen {
-        Seen {
-            uid: pod.metadata.uid.clone().unwrap_or_default(),
-            resource_version: pod.metadata.resource_version.clone(),
-            labels: labels_of(pod).clone(),
-            controller: controller_of(&pod.metadata).cloned(),
-            deleting: pod.metadata.deletion_timestamp.is_some(),
-            ready: status::is_ready(pod),
-        }
-    }
-}
-
 /// The event loop's state: turns changes into queued owner keys and observed expectations,
 /// the way upstream's add/update/delete handlers do with old and new objects (the old one is
-/// what was [`Seen`] last).
+/// what was seen last, [`SeenPod`]).
 struct PodWatch<K: Replicated> {
     ctl: Arc<Controller<K>>,
-    seen: HashMap<(String, String), Seen>,
+    pods: PodEvents,
     /// Each owner's uid, so that one deleted and made again under its name starts afresh.
     owner_uids: HashMap<String, String>,
 }
@@ -719,76 +664,54 @@ impl<K: Replicated> PodWatch<K> {
     }
 
     fn pod_changed(&mut self, change: Change) {
-        let Change::Object { namespace, name } = change else { return };
-        let namespace = namespace.unwrap_or_default();
-        let current = self.ctl.pods.get(&ObjectRef::new(&name).within(&namespace));
-        let at = (namespace, name);
-        let old = self.seen.remove(&at);
-        let Some(current) = current else {
-            if let Some(old) = old {
-                self.deleted(&at.0, &old);
-            }
-            return;
-        };
-        let now = Seen::of(&current);
-        match &old {
-            Some(old) if old.uid == now.uid => self.updated(&at.0, old, &now),
-            Some(old) => {
-                // Deleted and made again under the same name between two looks.
-                self.deleted(&at.0, old);
-                self.added(&at.0, &now);
-            }
-            None => self.added(&at.0, &now),
-        }
-        self.seen.insert(at, now);
+        self.pods.change(change, &*self.ctl);
     }
+}
 
-    fn added(&self, namespace: &str, pod: &Seen) {
+/// Pod changes as upstream's ReplicaSet handlers read them: a deletion counts by uid (so
+/// once however often it is seen), a pod seen going is deleted at once.
+impl<K: Replicated> PodHandler for Controller<K> {
+    fn added(&self, namespace: &str, name: &str, pod: &SeenPod) {
         if pod.deleting {
             // Seen for the first time already going (e.g. after a restart): not a creation.
-            self.deleted(namespace, pod);
+            self.gone(namespace, name, pod);
             return;
         }
         if let Some(controller) = &pod.controller {
-            if let Some(key) = self.ctl.resolve(namespace, controller) {
-                self.ctl.expectations.creation_observed(&key);
-                self.ctl.queue.add(key);
+            if let Some(key) = self.resolve(namespace, controller) {
+                self.expectations.creation_observed(&key);
+                self.queue.add(key);
             }
             return;
         }
         self.enqueue_matching(namespace, &pod.labels);
     }
 
-    fn updated(&self, namespace: &str, old: &Seen, pod: &Seen) {
-        if old.resource_version == pod.resource_version {
-            return;
-        }
+    fn updated(&self, namespace: &str, name: &str, old: &SeenPod, pod: &SeenPod) {
         let labels_changed = old.labels != pod.labels;
         if pod.deleting {
-            self.deleted(namespace, pod);
+            self.gone(namespace, name, pod);
             if labels_changed {
-                self.deleted(namespace, old);
+                self.gone(namespace, name, old);
             }
             return;
         }
         let controller_changed = old.controller != pod.controller;
         if controller_changed {
-            if let Some(key) = old.controller.as_ref().and_then(|c| self.ctl.resolve(namespace, c))
-            {
-                self.ctl.queue.add(key);
+            if let Some(key) = old.controller.as_ref().and_then(|c| self.resolve(namespace, c)) {
+                self.queue.add(key);
             }
         }
         if let Some(controller) = &pod.controller {
-            let Some(key) = self.ctl.resolve(namespace, controller) else { return };
-            self.ctl.queue.add(key.clone());
+            let Some(key) = self.resolve(namespace, controller) else { return };
+            self.queue.add(key.clone());
             // Just turned ready: it turns available minReadySeconds later, with no event then.
             if !old.ready && pod.ready {
-                let owner =
-                    self.ctl.owners.get(&ObjectRef::new(&controller.name).within(namespace));
+                let owner = self.owners.get(&ObjectRef::new(&controller.name).within(namespace));
                 let min_ready = owner.map_or(0, |o| o.min_ready_seconds());
                 if min_ready > 0 {
                     let delay = Duration::from_secs(u64::try_from(min_ready).unwrap_or(0) + 1);
-                    self.ctl.queue.add_after(key, delay);
+                    self.queue.add_after(key, delay);
                 }
             }
             return;
@@ -798,17 +721,19 @@ impl<K: Replicated> PodWatch<K> {
         }
     }
 
-    fn deleted(&self, namespace: &str, pod: &Seen) {
+    fn gone(&self, namespace: &str, _name: &str, pod: &SeenPod) {
         let Some(controller) = &pod.controller else { return };
-        if let Some(key) = self.ctl.resolve(namespace, controller) {
-            self.ctl.expectations.deletion_observed(&key, &pod.uid);
-            self.ctl.queue.add(key);
+        if let Some(key) = self.resolve(namespace, controller) {
+            self.expectations.deletion_observed(&key, &pod.uid);
+            self.queue.add(key);
         }
     }
+}
 
+impl<K: Replicated> Controller<K> {
     fn enqueue_matching(&self, namespace: &str, labels: &BTreeMap<String, String>) {
-        for owner in self.ctl.matching_owners(namespace, labels) {
-            self.ctl.queue.add(key_of(owner.meta()));
+        for owner in self.matching_owners(namespace, labels) {
+            self.queue.add(key_of(owner.meta()));
         }
     }
 }

@@ -7,8 +7,10 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use k8s_openapi::jiff::Timestamp;
 use rkube_apis::selectors::LabelSelector;
+
+pub use crate::pod_state::{is_active, is_available, is_ready, ready_since};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -74,48 +76,6 @@ pub struct Failure {
     /// `FailedCreate` or `FailedDelete`.
     pub reason: &'static str,
     pub message: String,
-}
-
-/// Whether the pod still counts: not finished and not being deleted.
-pub fn is_active(pod: &Pod) -> bool {
-    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref());
-    !matches!(phase, Some("Succeeded" | "Failed")) && pod.metadata.deletion_timestamp.is_none()
-}
-
-/// The pod's `Ready` condition when it is `True`.
-fn ready_condition(pod: &Pod) -> Option<&k8s_openapi::api::core::v1::PodCondition> {
-    pod.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == "Ready" && c.status == "True")
-}
-
-/// Whether the pod has the condition `Ready=True`.
-pub fn is_ready(pod: &Pod) -> bool {
-    ready_condition(pod).is_some()
-}
-
-/// Since when the pod is ready: the `Ready` condition's lastTransitionTime (`None` when the pod
-/// is not ready or the time is missing).
-pub fn ready_since(pod: &Pod) -> Option<Timestamp> {
-    ready_condition(pod)?.last_transition_time.as_ref().map(|t| t.0)
-}
-
-/// Whether the pod has been ready for at least `min_ready_seconds` at `now`.
-pub fn is_available(pod: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
-    if !is_ready(pod) {
-        return false;
-    }
-    if min_ready_seconds <= 0 {
-        return true;
-    }
-    ready_since(pod).is_some_and(|since| {
-        since
-            .checked_add(SignedDuration::from_secs(i64::from(min_ready_seconds)))
-            .is_ok_and(|at| at <= now)
-    })
 }
 
 /// The status an owner should report, given its current status and the active pods it owns.
@@ -226,7 +186,7 @@ pub(crate) mod tests {
         let pods: Vec<Arc<Pod>> = [
             pod("full-ready-long", &[("app", "web"), ("tier", "front"), ("x", "y")], Some(at(0))),
             pod("full-ready-short", &[("app", "web"), ("tier", "front")], Some(at(95))),
-            pod("partial-ready", &[("app", "web")], Some(at(90))),
+            pod("partial-ready", &[("app", "web")], Some(at(89))),
             pod("partial-unready", &[("app", "web")], None),
         ]
         .map(Arc::new)
@@ -238,7 +198,8 @@ pub(crate) mod tests {
                 replicas: 4,
                 fully_labeled_replicas: 2,
                 ready_replicas: 3,
-                // Ready since 90 with 10 s needed: available exactly at 100.
+                // Ready since 89 with 10 s needed: available once 99 has passed (upstream
+                // compares with a strict `Before`).
                 available_replicas: 2,
                 observed_generation: 7,
                 conditions: vec![],

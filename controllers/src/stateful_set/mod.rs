@@ -26,7 +26,7 @@ pub mod pods;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet, StatefulSetStatus};
 use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolumeClaim, Pod};
@@ -48,6 +48,8 @@ use crate::daemon_set::{is_available, is_ready};
 use crate::events::Recorder;
 use crate::expectations::Expectations;
 use crate::informer::{self, Change};
+use crate::pod_events::{Owned, PodEvents, PodOwners};
+use crate::status_write::write_status;
 use crate::workqueue::WorkQueue;
 use plan::{Finished, PodView, Revision, Step, Why};
 
@@ -109,7 +111,7 @@ pub async fn run(
     tracing::info!(workers, "{COMPONENT} started");
     let mut watch = Watch {
         ctl: ctl.clone(),
-        pods: HashMap::new(),
+        pods: PodEvents::new(ctl.pods.clone()).with_ready(is_ready),
         revision_owners: HashMap::new(),
         set_uids: HashMap::new(),
     };
@@ -144,27 +146,15 @@ enum SyncError {
     Claim(#[from] ClaimError),
     #[error("{0}")]
     Step(String),
-    #[error("gave up after {0:?}; will retry")]
-    Timeout(Duration),
 }
 
 /// One worker: syncs keys from the queue until it shuts down.
 async fn work(ctl: Arc<Controller>) {
-    while let Some(key) = ctl.queue.get().await {
-        let started = Instant::now();
-        let result = tokio::time::timeout(SYNC_TIMEOUT, ctl.sync(&key))
-            .await
-            .unwrap_or(Err(SyncError::Timeout(SYNC_TIMEOUT)));
-        tracing::debug!(statefulset = key, elapsed = ?started.elapsed(), "synced");
-        match result {
-            Ok(()) => ctl.queue.forget(&key),
-            Err(e) => {
-                tracing::warn!(statefulset = key, error = %e, "sync failed");
-                ctl.queue.add_rate_limited(key.clone());
-            }
-        }
-        ctl.queue.done(&key);
-    }
+    let sync = |key: String| {
+        let ctl = ctl.clone();
+        async move { ctl.sync(&key).await.map(|()| None) }
+    };
+    ctl.queue.work(COMPONENT, SYNC_TIMEOUT, sync, |_: &SyncError| false).await
 }
 
 fn key_of(meta: &ObjectMeta) -> String {
@@ -356,7 +346,7 @@ impl Controller {
             revisions.collision_count,
         );
         if set.status.as_ref() != Some(&next) {
-            self.write_status(&set_api, &set, next.clone()).await?;
+            write_status(&set_api, &set, |s| s.status = Some(next.clone())).await?;
         }
         // The history, keeping the current and update revisions and those pods run.
         let limit = set
@@ -742,25 +732,6 @@ impl Controller {
         }
     }
 
-    /// Writes the status with `/status`; on failure once more on a fresh copy, as upstream.
-    async fn write_status(
-        &self,
-        api: &Api<StatefulSet>,
-        set: &StatefulSet,
-        status: StatefulSetStatus,
-    ) -> Result<(), kube::Error> {
-        let name = set.metadata.name.clone().unwrap_or_default();
-        let mut updated = set.clone();
-        updated.status = Some(status.clone());
-        if let Err(e) = api.replace_status(&name, &PostParams::default(), &updated).await {
-            tracing::debug!(statefulset = name, error = %e, "status update failed; retrying on a fresh copy");
-            let mut fresh = api.get(&name).await?;
-            fresh.status = Some(status);
-            api.replace_status(&name, &PostParams::default(), &fresh).await?;
-        }
-        Ok(())
-    }
-
     /// The set a controller reference names, if it is one of ours (same uid as the cached set
     /// of that name).
     fn resolve(&self, namespace: &str, controller: &OwnerReference) -> Option<String> {
@@ -788,26 +759,32 @@ impl Controller {
     }
 }
 
-/// What the event loop remembers of a pod, to tell what changed when it changes again.
-#[derive(Debug, Clone, PartialEq)]
-struct SeenPod {
-    uid: String,
-    resource_version: Option<String>,
-    labels: BTreeMap<String, String>,
-    controller: Option<OwnerReference>,
-    deleting: bool,
-    ready: bool,
-}
+impl PodOwners for Controller {
+    fn expectations(&self) -> &Expectations {
+        &self.expectations
+    }
 
-impl SeenPod {
-    fn of(pod: &Pod) -> SeenPod {
-        SeenPod {
-            uid: pod.metadata.uid.clone().unwrap_or_default(),
-            resource_version: pod.metadata.resource_version.clone(),
-            labels: labels_of(&pod.metadata).clone(),
-            controller: controller_of(&pod.metadata).cloned(),
-            deleting: pod.metadata.deletion_timestamp.is_some(),
-            ready: is_ready(pod),
+    fn resolve(&self, namespace: &str, controller: &OwnerReference) -> Option<String> {
+        Controller::resolve(self, namespace, controller)
+    }
+
+    fn enqueue(&self, key: String) {
+        self.queue.add(key);
+    }
+
+    fn enqueue_matching(&self, namespace: &str, labels: &BTreeMap<String, String>) {
+        for key in self.matching(namespace, labels) {
+            self.queue.add(key);
+        }
+    }
+
+    /// It turns available minReadySeconds later, with no event then.
+    fn became_ready(&self, namespace: &str, controller: &OwnerReference, key: String) {
+        let set = self.sets.get(&ObjectRef::new(&controller.name).within(namespace));
+        let min_ready = set.and_then(|s| s.spec.as_ref()?.min_ready_seconds).unwrap_or(0);
+        if min_ready > 0 {
+            let delay = Duration::from_secs(u64::try_from(min_ready).unwrap_or(0) + 1);
+            self.queue.add_after(key, delay);
         }
     }
 }
@@ -816,7 +793,7 @@ impl SeenPod {
 /// upstream's event handlers do with old and new objects.
 struct Watch {
     ctl: Arc<Controller>,
-    pods: HashMap<(String, String), SeenPod>,
+    pods: PodEvents,
     /// Each revision's controller, to find its set once the revision is gone.
     revision_owners: HashMap<(String, String), Option<OwnerReference>>,
     /// Each set's uid, so that one deleted and made again under its name starts afresh.
@@ -844,98 +821,7 @@ impl Watch {
     }
 
     fn pod_changed(&mut self, change: Change) {
-        let Change::Object { namespace, name } = change else { return };
-        let namespace = namespace.unwrap_or_default();
-        let current = self.ctl.pods.get(&ObjectRef::new(&name).within(&namespace));
-        let at = (namespace, name);
-        let old = self.pods.remove(&at);
-        let Some(current) = current else {
-            if let Some(old) = old {
-                self.gone(&at.0, &old);
-            }
-            return;
-        };
-        let now = SeenPod::of(&current);
-        match &old {
-            Some(old) if old.uid == now.uid => self.updated(&at.0, old, &now),
-            Some(old) => {
-                self.gone(&at.0, old);
-                self.added(&at.0, &now);
-            }
-            None => self.added(&at.0, &now),
-        }
-        self.pods.insert(at, now);
-    }
-
-    fn added(&self, namespace: &str, pod: &SeenPod) {
-        match &pod.controller {
-            Some(controller) => {
-                let Some(key) = self.ctl.resolve(namespace, controller) else { return };
-                if pod.deleting {
-                    self.ctl.expectations.deletion_observed(&key);
-                } else {
-                    self.ctl.expectations.creation_observed(&key);
-                }
-                self.ctl.queue.add(key);
-            }
-            None if !pod.deleting => self.enqueue_matching(namespace, &pod.labels),
-            None => {}
-        }
-    }
-
-    fn updated(&self, namespace: &str, old: &SeenPod, pod: &SeenPod) {
-        if old.resource_version == pod.resource_version {
-            return;
-        }
-        if old.controller != pod.controller {
-            if let Some(key) = old.controller.as_ref().and_then(|c| self.ctl.resolve(namespace, c))
-            {
-                self.ctl.queue.add(key);
-            }
-        }
-        match &pod.controller {
-            Some(controller) => {
-                let Some(key) = self.ctl.resolve(namespace, controller) else { return };
-                if pod.deleting && !old.deleting {
-                    self.ctl.expectations.deletion_observed(&key);
-                }
-                self.ctl.queue.add(key.clone());
-                // Just turned ready: it turns available minReadySeconds later, with no event.
-                if !old.ready && pod.ready {
-                    let set =
-                        self.ctl.sets.get(&ObjectRef::new(&controller.name).within(namespace));
-                    let min_ready =
-                        set.and_then(|s| s.spec.as_ref()?.min_ready_seconds).unwrap_or(0);
-                    if min_ready > 0 {
-                        let delay = Duration::from_secs(u64::try_from(min_ready).unwrap_or(0) + 1);
-                        self.ctl.queue.add_after(key, delay);
-                    }
-                }
-            }
-            None => {
-                if old.labels != pod.labels || old.controller.is_some() {
-                    self.enqueue_matching(namespace, &pod.labels);
-                }
-            }
-        }
-    }
-
-    /// The pod is gone from the store: a deletion, unless already counted when it started
-    /// going; its set looks again either way (it may make the pod anew now).
-    fn gone(&self, namespace: &str, pod: &SeenPod) {
-        let Some(controller) = &pod.controller else { return };
-        if let Some(key) = self.ctl.resolve(namespace, controller) {
-            if !pod.deleting {
-                self.ctl.expectations.deletion_observed(&key);
-            }
-            self.ctl.queue.add(key);
-        }
-    }
-
-    fn enqueue_matching(&self, namespace: &str, labels: &BTreeMap<String, String>) {
-        for key in self.ctl.matching(namespace, labels) {
-            self.ctl.queue.add(key);
-        }
+        self.pods.change(change, &Owned(&*self.ctl));
     }
 
     fn revision_changed(&mut self, change: Change) {
@@ -955,7 +841,7 @@ impl Watch {
                     self.ctl.queue.add(key);
                 }
             }
-            None => self.enqueue_matching(&at.0, labels_of(&revision.metadata)),
+            None => self.ctl.enqueue_matching(&at.0, labels_of(&revision.metadata)),
         }
         self.revision_owners.insert(at, controller);
     }

@@ -1,11 +1,8 @@
 //! `NodeAffinity`: the pod's `nodeSelector` and required node affinity decide which nodes it
 //! may run on; its preferred node affinity terms rank the nodes by the weights they match.
 
-use std::collections::BTreeMap;
-
-use k8s_openapi::api::core::v1::{
-    NodeAffinity as Affinity, NodeSelectorRequirement, NodeSelectorTerm,
-};
+use k8s_openapi::api::core::v1::NodeAffinity as Affinity;
+use rkube_apis::node_selector::{self, term_matches};
 
 use crate::framework::{CycleState, FilterPlugin, Next, NodeInfo, PodInfo, Rejection, ScorePlugin};
 use crate::plugins::default_normalize;
@@ -21,78 +18,10 @@ fn affinity(pod: &PodInfo) -> Option<&Affinity> {
 
 /// Whether the node satisfies the pod's `nodeSelector` and required node affinity.
 pub fn matches_required(pod: &PodInfo, node: &NodeInfo) -> bool {
-    let labels = node.labels();
-    if let Some(selector) = pod.pod.spec.as_ref().and_then(|s| s.node_selector.as_ref()) {
-        if !selector.iter().all(|(k, v)| labels.get(k) == Some(v)) {
-            return false;
-        }
-    }
-    match affinity(pod).and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref())
-    {
-        // Terms are ORed; no terms at all matches no node.
-        Some(required) => {
-            required.node_selector_terms.iter().any(|t| term_matches(t, node) == Some(true))
-        }
-        None => true,
-    }
-}
-
-/// Whether a node selector term matches the node: its label expressions and its field
-/// expressions all hold. An empty term matches nothing, and so (as upstream) does a term
-/// that is malformed (`None`).
-pub fn term_matches(term: &NodeSelectorTerm, node: &NodeInfo) -> Option<bool> {
-    let exprs = term.match_expressions.as_deref().unwrap_or(&[]);
-    let fields = term.match_fields.as_deref().unwrap_or(&[]);
-    if exprs.is_empty() && fields.is_empty() {
-        return Some(false);
-    }
-    let labels = node.labels();
-    let mut all = true;
-    for req in exprs {
-        all &= label_requirement_matches(req, labels)?;
-    }
-    for req in fields {
-        all &= field_requirement_matches(req, node.name())?;
-    }
-    Some(all)
-}
-
-/// One label requirement, with the validation upstream's label selectors apply: `None` when
-/// it is malformed (missing values for In/NotIn, values for Exists/DoesNotExist, a non-integer
-/// or not exactly one value for Gt/Lt, an unknown operator).
-fn label_requirement_matches(
-    req: &NodeSelectorRequirement,
-    labels: &BTreeMap<String, String>,
-) -> Option<bool> {
-    let values = req.values.as_deref().unwrap_or(&[]);
-    let value = labels.get(&req.key);
-    match req.operator.as_str() {
-        "In" | "NotIn" if values.is_empty() => None,
-        "In" => Some(value.is_some_and(|v| values.contains(v))),
-        "NotIn" => Some(value.is_none_or(|v| !values.contains(v))),
-        "Exists" | "DoesNotExist" if !values.is_empty() => None,
-        "Exists" => Some(value.is_some()),
-        "DoesNotExist" => Some(value.is_none()),
-        op @ ("Gt" | "Lt") => {
-            let [bound] = values else { return None };
-            let bound: i64 = bound.parse().ok()?;
-            let Some(Ok(actual)) = value.map(|v| v.parse::<i64>()) else { return Some(false) };
-            Some(if op == "Gt" { actual > bound } else { actual < bound })
-        }
-        _ => None,
-    }
-}
-
-/// One field requirement: only `In`/`NotIn` with exactly one value. The node's only field is
-/// `metadata.name`; other keys read as empty, as upstream's field sets do.
-fn field_requirement_matches(req: &NodeSelectorRequirement, node_name: &str) -> Option<bool> {
-    let [wanted] = req.values.as_deref().unwrap_or(&[]) else { return None };
-    let actual = if req.key == "metadata.name" { node_name } else { "" };
-    match req.operator.as_str() {
-        "In" => Some(actual == wanted),
-        "NotIn" => Some(actual != wanted),
-        _ => None,
-    }
+    let selector = pod.pod.spec.as_ref().and_then(|s| s.node_selector.as_ref());
+    let required =
+        affinity(pod).and_then(|a| a.required_during_scheduling_ignored_during_execution.as_ref());
+    node_selector::matches_required(selector, required, node.labels(), node.name())
 }
 
 impl FilterPlugin for NodeAffinity {
@@ -152,7 +81,10 @@ impl ScorePlugin for NodeAffinity {
         };
         preferred
             .iter()
-            .filter(|p| p.weight != 0 && term_matches(&p.preference, node) == Some(true))
+            .filter(|p| {
+                p.weight != 0
+                    && term_matches(&p.preference, node.labels(), node.name()) == Some(true)
+            })
             .map(|p| i64::from(p.weight))
             .sum()
     }
