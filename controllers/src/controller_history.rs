@@ -16,23 +16,25 @@
 //! the owner's pods were handled, [`stale`] picks the revisions beyond `revisionHistoryLimit`
 //! that no pod and no current revision uses, oldest first, and [`delete`] removes them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fmt::Debug;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use k8s_openapi::serde::de::DeserializeOwned;
 use k8s_openapi::NamespaceResourceScope;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::reflector::Store;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::Resource;
 use rkube_apis::selectors::LabelSelector;
 use serde_json::{json, Map, Value};
 
 use crate::controller_ref::{self, controller_of, ClaimError};
+use crate::informer::Change;
+use crate::pod_events::PodOwners;
 
 /// The label naming a revision's hash (on revisions, and on the pods made from them).
 pub const REVISION_HASH_LABEL: &str = "controller-revision-hash";
@@ -377,6 +379,46 @@ pub async fn delete(
         }
     }
     Ok(())
+}
+
+/// Turns ControllerRevision changes into owner keys, as upstream's revision handlers do: a
+/// revision's controller is queued (also after the revision is gone, which is why each one's
+/// controller is remembered), an orphan wakes the owners whose selector matches it.
+#[derive(Debug, Default)]
+pub struct RevisionEvents {
+    owners: HashMap<(String, String), Option<OwnerReference>>,
+}
+
+impl RevisionEvents {
+    pub fn change(
+        &mut self,
+        revisions: &Store<ControllerRevision>,
+        change: Change,
+        owners: &impl PodOwners,
+    ) {
+        let Change::Object { namespace, name } = change else { return };
+        let at = (namespace.unwrap_or_default(), name);
+        let Some(revision) = revisions.get(&ObjectRef::new(&at.1).within(&at.0)) else {
+            let owner = self.owners.remove(&at).flatten();
+            if let Some(key) = owner.and_then(|c| owners.resolve(&at.0, &c)) {
+                owners.enqueue(key);
+            }
+            return;
+        };
+        let controller = controller_of(&revision.metadata).cloned();
+        match &controller {
+            Some(c) => {
+                if let Some(key) = owners.resolve(&at.0, c) {
+                    owners.enqueue(key);
+                }
+            }
+            None => {
+                let labels = revision.metadata.labels.clone().unwrap_or_default();
+                owners.enqueue_matching(&at.0, &labels);
+            }
+        }
+        self.owners.insert(at, controller);
+    }
 }
 
 #[cfg(test)]

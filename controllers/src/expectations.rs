@@ -64,6 +64,24 @@ impl Expectations {
     }
 }
 
+/// Each owner's uid as last seen, to tell when expectations no longer apply: the owner is
+/// gone, or was deleted and made again under its name (what was awaited was the old one's).
+#[derive(Debug, Default)]
+pub struct OwnerUids(HashMap<String, String>);
+
+impl OwnerUids {
+    /// Notes the owner at `key` (`None`: gone); true when its expectations must be dropped.
+    pub fn changed(&mut self, key: &str, uid: Option<String>) -> bool {
+        match uid {
+            None => {
+                self.0.remove(key);
+                true
+            }
+            Some(uid) => self.0.insert(key.to_string(), uid.clone()).is_some_and(|old| old != uid),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -85,5 +103,15 @@ mod tests {
         e.expect("ns/rs", 1, 0);
         e.delete("ns/rs");
         assert!(e.satisfied("ns/rs"));
+    }
+
+    #[test]
+    fn an_owner_made_again_under_its_name_starts_afresh() {
+        let mut uids = OwnerUids::default();
+        assert!(!uids.changed("ns/rs", Some("u1".into())));
+        assert!(!uids.changed("ns/rs", Some("u1".into())));
+        assert!(uids.changed("ns/rs", Some("u2".into())));
+        assert!(uids.changed("ns/rs", None));
+        assert!(!uids.changed("ns/rs", Some("u3".into())));
     }
 }

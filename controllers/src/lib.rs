@@ -35,7 +35,8 @@
 //! client-go does ([`events`]); the garbage collector and the namespace controller find the
 //! served resources through [`discovery`]; work queues are client-go's ([`workqueue`]);
 //! owner references are claimed as client-go's `ControllerRefManager` does
-//! ([`controller_ref`]), and creates and deletes are awaited with [`expectations`]; pod
+//! ([`controller_ref`]), and creates and deletes are awaited with [`expectations`]; API
+//! errors are read as upstream reads them ([`api_errors`]); pod
 //! changes are read the same way by the controllers that own pods ([`pod_events`]), which
 //! judge pods the same way ([`pod_state`]), and status is written as upstream does
 //! ([`status_write`]); workers run the queue with [`workqueue::WorkQueue::work`].
@@ -49,6 +50,7 @@ use kube::api::Api;
 use kube::runtime::watcher;
 use tokio::sync::mpsc;
 
+pub mod api_errors;
 pub mod controller_history;
 pub mod controller_ref;
 pub mod cron_job;

@@ -40,6 +40,7 @@ use kube::{Client, Resource};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
+use crate::api_errors::{message, namespace_terminating};
 use crate::controller_ref::{controller_of, owner_reference};
 use crate::events::Recorder;
 use crate::informer::{self, Change};
@@ -620,24 +621,6 @@ fn job_reference(job: &Job) -> ObjectReference {
 /// A CronJob as events name it, resourceVersion included.
 fn reference(cj: &CronJob) -> ObjectReference {
     ObjectReference { resource_version: cj.metadata.resource_version.clone(), ..cj.object_ref(&()) }
-}
-
-/// The message of an API error as upstream prints it (the Status message), else the error.
-fn message(e: &kube::Error) -> String {
-    match e {
-        kube::Error::Api(status) if !status.message.is_empty() => status.message.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// Whether a create failed because its namespace is being deleted.
-fn namespace_terminating(e: &kube::Error) -> bool {
-    let kube::Error::Api(status) = e else { return false };
-    let by_cause = status
-        .details
-        .as_ref()
-        .is_some_and(|d| d.causes.iter().any(|c| c.reason.as_str() == "NamespaceTerminating"));
-    by_cause || status.message.contains("because it is being terminated")
 }
 
 #[cfg(test)]

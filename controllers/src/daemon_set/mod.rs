@@ -42,10 +42,12 @@ use rkube_apis::selectors::{LabelSelector, SelectorError};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
+use crate::api_errors::{message, namespace_terminating};
 use crate::controller_history::{self, REVISION_HASH_LABEL};
-use crate::controller_ref::{self, controller_of, ClaimError};
+use crate::controller_ref::{self, ClaimError};
 use crate::events::Recorder;
 use crate::expectations::Expectations;
+use crate::expectations::OwnerUids;
 use crate::informer::{self, Change};
 use crate::pod_events::{Owned, PodEvents, PodOwners};
 use crate::status_write::write_status;
@@ -117,8 +119,8 @@ pub async fn run(
         ctl: ctl.clone(),
         pods: PodEvents::new(ctl.pods.clone()),
         nodes: HashMap::new(),
-        revision_owners: HashMap::new(),
-        ds_uids: HashMap::new(),
+        revisions: controller_history::RevisionEvents::default(),
+        ds_uids: OwnerUids::default(),
     };
     loop {
         tokio::select! {
@@ -215,24 +217,6 @@ fn selector(ds: &DaemonSet) -> Result<LabelSelector, SelectorError> {
 /// A DaemonSet as events name it (client-go's `GetReference`).
 fn reference(ds: &DaemonSet) -> ObjectReference {
     ObjectReference { resource_version: ds.metadata.resource_version.clone(), ..ds.object_ref(&()) }
-}
-
-/// The message of an API error as upstream prints it (the Status message), else the error.
-fn message(e: &kube::Error) -> String {
-    match e {
-        kube::Error::Api(status) if !status.message.is_empty() => status.message.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// Whether a create failed because its namespace is being deleted.
-fn namespace_terminating(e: &kube::Error) -> bool {
-    let kube::Error::Api(status) = e else { return false };
-    status
-        .details
-        .as_ref()
-        .is_some_and(|d| d.causes.iter().any(|c| c.reason.as_str() == "NamespaceTerminating"))
-        || status.message.contains("because it is being terminated")
 }
 
 /// The pod a DaemonSet runs on `node`: the template with the revision's hash and the template
@@ -707,10 +691,9 @@ struct Watch {
     ctl: Arc<Controller>,
     pods: PodEvents,
     nodes: HashMap<String, SeenNode>,
-    /// Each revision's controller, to find its DaemonSet once the revision is gone.
-    revision_owners: HashMap<(String, String), Option<OwnerReference>>,
+    revisions: controller_history::RevisionEvents,
     /// Each DaemonSet's uid, so that one deleted and made again under its name starts afresh.
-    ds_uids: HashMap<String, String>,
+    ds_uids: OwnerUids,
 }
 
 impl Watch {
@@ -719,16 +702,8 @@ impl Watch {
         let namespace = namespace.unwrap_or_default();
         let key = format!("{namespace}/{name}");
         let current = self.ctl.daemon_sets.get(&ObjectRef::new(&name).within(&namespace));
-        match current.and_then(|ds| ds.metadata.uid.clone()) {
-            None => {
-                self.ds_uids.remove(&key);
-                self.ctl.expectations.delete(&key);
-            }
-            Some(uid) => {
-                if self.ds_uids.insert(key.clone(), uid.clone()).is_some_and(|old| old != uid) {
-                    self.ctl.expectations.delete(&key);
-                }
-            }
+        if self.ds_uids.changed(&key, current.and_then(|ds| ds.metadata.uid.clone())) {
+            self.ctl.expectations.delete(&key);
         }
         self.ctl.queue.add(key);
     }
@@ -753,27 +728,7 @@ impl Watch {
     }
 
     fn revision_changed(&mut self, change: Change) {
-        let Change::Object { namespace, name } = change else { return };
-        let namespace = namespace.unwrap_or_default();
-        let at = (namespace, name);
-        let current = self.ctl.revisions.get(&ObjectRef::new(&at.1).within(&at.0));
-        let Some(revision) = current else {
-            let owner = self.revision_owners.remove(&at).flatten();
-            if let Some(key) = owner.and_then(|c| self.ctl.resolve(&at.0, &c)) {
-                self.ctl.queue.add(key);
-            }
-            return;
-        };
-        let controller = controller_of(&revision.metadata).cloned();
-        match &controller {
-            Some(c) => {
-                if let Some(key) = self.ctl.resolve(&at.0, c) {
-                    self.ctl.queue.add(key);
-                }
-            }
-            None => self.ctl.enqueue_matching(&at.0, labels_of(&revision.metadata)),
-        }
-        self.revision_owners.insert(at, controller);
+        self.revisions.change(&self.ctl.revisions, change, &*self.ctl);
     }
 }
 

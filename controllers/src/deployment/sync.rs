@@ -26,6 +26,7 @@ use super::replica_sets::{
 };
 use super::surge::{is_rolling_update, max_surge};
 use super::{deployment_owner, rollback, rolling, Error, Rollout};
+use crate::api_errors::{message, namespace_terminating};
 use crate::controller_ref::owner_reference;
 
 /// The old ReplicaSets followed by the new one.
@@ -176,19 +177,6 @@ pub(super) fn cleanup_victims(old: &[ReplicaSet], limit: i32) -> Vec<ReplicaSet>
         })
         .cloned()
         .collect()
-}
-
-/// The message of an API error (what Go's `err.Error()` says), else the error itself.
-fn error_message(e: &kube::Error) -> String {
-    match e {
-        kube::Error::Api(s) if !s.message.is_empty() => s.message.clone(),
-        e => e.to_string(),
-    }
-}
-
-/// A create refused because the namespace is being deleted: every later one will be too.
-fn namespace_terminating(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.details.as_ref().is_some_and(|d| d.causes.iter().any(|c| c.reason == "NamespaceTerminating")))
 }
 
 impl Rollout<'_> {
@@ -346,7 +334,7 @@ impl Rollout<'_> {
             Err(e) if namespace_terminating(&e) => return Err(e.into()),
             Err(e) => {
                 let message =
-                    format!("Failed to create new replica set {rs_name:?}: {}", error_message(&e));
+                    format!("Failed to create new replica set {rs_name:?}: {}", message(&e));
                 if has_progress_deadline(&self.d) {
                     let c = new_condition(
                         PROGRESSING,

@@ -59,6 +59,7 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
+use crate::api_errors::{message, namespace_terminating};
 use crate::controller_ref::{self, controller_of, ClaimError};
 use crate::events::Recorder;
 use crate::expectations::Expectations;
@@ -273,26 +274,8 @@ fn reference(job: &Job) -> ObjectReference {
     }
 }
 
-/// The message of an API error as upstream prints it (the Status message), else the error.
-fn message(e: &kube::Error) -> String {
-    match e {
-        kube::Error::Api(status) if !status.message.is_empty() => status.message.clone(),
-        other => other.to_string(),
-    }
-}
-
 fn not_found(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 404)
-}
-
-/// Whether a create failed because its namespace is being deleted.
-fn namespace_terminating(e: &kube::Error) -> bool {
-    let kube::Error::Api(status) = e else { return false };
-    let by_cause = status
-        .details
-        .as_ref()
-        .is_some_and(|d| d.causes.iter().any(|c| c.reason.as_str() == "NamespaceTerminating"));
-    by_cause || status.message.contains("because it is being terminated")
 }
 
 /// Now, to the second: what the API keeps of a time, so that comparing a time written with

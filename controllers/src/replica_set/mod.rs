@@ -45,9 +45,11 @@ use rkube_apis::selectors::{LabelSelector, SelectorError};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
+use crate::api_errors::{message, namespace_terminating};
 use crate::controller_ref::{self, controller_of, ClaimError};
 use crate::events::Recorder;
 use crate::expectations::Expectations;
+use crate::expectations::OwnerUids;
 use crate::informer::{self, Change};
 use crate::pod_events::{PodEvents, PodHandler, SeenPod};
 use crate::status_write::write_status;
@@ -203,7 +205,7 @@ pub async fn run<K: Replicated>(
     let mut watch = PodWatch {
         ctl: ctl.clone(),
         pods: PodEvents::new(ctl.pods.clone()).with_ready(status::is_ready),
-        owner_uids: HashMap::new(),
+        owner_uids: OwnerUids::default(),
     };
     loop {
         tokio::select! {
@@ -319,24 +321,6 @@ fn reference<K: Replicated>(owner: &K) -> ObjectReference {
         resource_version: owner.meta().resource_version.clone(),
         ..owner.object_ref(&())
     }
-}
-
-/// The message of an API error as upstream prints it (the Status message), else the error.
-fn message(e: &kube::Error) -> String {
-    match e {
-        kube::Error::Api(status) if !status.message.is_empty() => status.message.clone(),
-        other => other.to_string(),
-    }
-}
-
-/// Whether a create failed because its namespace is being deleted.
-fn namespace_terminating(e: &kube::Error) -> bool {
-    let kube::Error::Api(status) = e else { return false };
-    let by_cause = status
-        .details
-        .as_ref()
-        .is_some_and(|d| d.causes.iter().any(|c| c.reason.as_str() == "NamespaceTerminating"));
-    by_cause || status.message.contains("because it is being terminated")
 }
 
 /// The sizes of the slow-start batches creating `count` pods: 1, 2, 4, ... (the last one
@@ -640,7 +624,7 @@ struct PodWatch<K: Replicated> {
     ctl: Arc<Controller<K>>,
     pods: PodEvents,
     /// Each owner's uid, so that one deleted and made again under its name starts afresh.
-    owner_uids: HashMap<String, String>,
+    owner_uids: OwnerUids,
 }
 
 impl<K: Replicated> PodWatch<K> {
@@ -649,16 +633,8 @@ impl<K: Replicated> PodWatch<K> {
         let key = format!("{}/{name}", namespace.as_deref().unwrap_or(""));
         let current =
             self.ctl.owners.get(&ObjectRef::new(&name).within(namespace.as_deref().unwrap_or("")));
-        match current.and_then(|o| o.meta().uid.clone()) {
-            None => {
-                self.owner_uids.remove(&key);
-                self.ctl.expectations.forget(&key);
-            }
-            Some(uid) => {
-                if self.owner_uids.insert(key.clone(), uid.clone()).is_some_and(|old| old != uid) {
-                    self.ctl.expectations.forget(&key);
-                }
-            }
+        if self.owner_uids.changed(&key, current.and_then(|o| o.meta().uid.clone())) {
+            self.ctl.expectations.forget(&key);
         }
         self.ctl.queue.add(key);
     }
@@ -890,22 +866,6 @@ mod tests {
         assert_eq!(pod.metadata.owner_references, Some(vec![owner]));
         assert_eq!(pod.spec, t.spec);
         assert!(pod.metadata.name.is_none());
-    }
-
-    #[test]
-    fn terminating_namespaces_are_recognised() {
-        let forbidden = |message: &str| {
-            kube::Error::Api(Box::new(
-                kube::core::Status::failure(message, "Forbidden").with_code(403),
-            ))
-        };
-        assert!(namespace_terminating(&forbidden(
-            "pods \"web-x\" is forbidden: unable to create new content in namespace ns because it is being terminated"
-        )));
-        assert!(!namespace_terminating(&forbidden(
-            "pods \"web-x\" is forbidden: exceeded quota: q"
-        )));
-        assert_eq!(message(&forbidden("exceeded quota: q")), "exceeded quota: q");
     }
 
     #[test]

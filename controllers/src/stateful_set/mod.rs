@@ -24,7 +24,7 @@
 pub mod plan;
 pub mod pods;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -42,11 +42,13 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
+use crate::api_errors::message;
 use crate::controller_history;
-use crate::controller_ref::{self, controller_of, ClaimError};
+use crate::controller_ref::{self, ClaimError};
 use crate::daemon_set::{is_available, is_ready};
 use crate::events::Recorder;
 use crate::expectations::Expectations;
+use crate::expectations::OwnerUids;
 use crate::informer::{self, Change};
 use crate::pod_events::{Owned, PodEvents, PodOwners};
 use crate::status_write::write_status;
@@ -112,8 +114,8 @@ pub async fn run(
     let mut watch = Watch {
         ctl: ctl.clone(),
         pods: PodEvents::new(ctl.pods.clone()).with_ready(is_ready),
-        revision_owners: HashMap::new(),
-        set_uids: HashMap::new(),
+        revisions: controller_history::RevisionEvents::default(),
+        set_uids: OwnerUids::default(),
     };
     loop {
         tokio::select! {
@@ -177,14 +179,6 @@ fn reference(set: &StatefulSet) -> ObjectReference {
     ObjectReference {
         resource_version: set.metadata.resource_version.clone(),
         ..set.object_ref(&())
-    }
-}
-
-/// The message of an API error as upstream prints it (the Status message), else the error.
-fn message(e: &kube::Error) -> String {
-    match e {
-        kube::Error::Api(status) if !status.message.is_empty() => status.message.clone(),
-        other => other.to_string(),
     }
 }
 
@@ -794,10 +788,9 @@ impl PodOwners for Controller {
 struct Watch {
     ctl: Arc<Controller>,
     pods: PodEvents,
-    /// Each revision's controller, to find its set once the revision is gone.
-    revision_owners: HashMap<(String, String), Option<OwnerReference>>,
+    revisions: controller_history::RevisionEvents,
     /// Each set's uid, so that one deleted and made again under its name starts afresh.
-    set_uids: HashMap<String, String>,
+    set_uids: OwnerUids,
 }
 
 impl Watch {
@@ -806,16 +799,8 @@ impl Watch {
         let namespace = namespace.unwrap_or_default();
         let key = format!("{namespace}/{name}");
         let current = self.ctl.sets.get(&ObjectRef::new(&name).within(&namespace));
-        match current.and_then(|s| s.metadata.uid.clone()) {
-            None => {
-                self.set_uids.remove(&key);
-                self.ctl.expectations.delete(&key);
-            }
-            Some(uid) => {
-                if self.set_uids.insert(key.clone(), uid.clone()).is_some_and(|old| old != uid) {
-                    self.ctl.expectations.delete(&key);
-                }
-            }
+        if self.set_uids.changed(&key, current.and_then(|s| s.metadata.uid.clone())) {
+            self.ctl.expectations.delete(&key);
         }
         self.ctl.queue.add(key);
     }
@@ -825,25 +810,7 @@ impl Watch {
     }
 
     fn revision_changed(&mut self, change: Change) {
-        let Change::Object { namespace, name } = change else { return };
-        let at = (namespace.unwrap_or_default(), name);
-        let Some(revision) = self.ctl.revisions.get(&ObjectRef::new(&at.1).within(&at.0)) else {
-            let owner = self.revision_owners.remove(&at).flatten();
-            if let Some(key) = owner.and_then(|c| self.ctl.resolve(&at.0, &c)) {
-                self.ctl.queue.add(key);
-            }
-            return;
-        };
-        let controller = controller_of(&revision.metadata).cloned();
-        match &controller {
-            Some(c) => {
-                if let Some(key) = self.ctl.resolve(&at.0, c) {
-                    self.ctl.queue.add(key);
-                }
-            }
-            None => self.ctl.enqueue_matching(&at.0, labels_of(&revision.metadata)),
-        }
-        self.revision_owners.insert(at, controller);
+        self.revisions.change(&self.ctl.revisions, change, &*self.ctl);
     }
 }
 
