@@ -429,9 +429,83 @@ pub(crate) fn go_quantity(v: &Value, stringified: bool) -> String {
     )
 }
 
+/// Go's `time.ParseDuration`, in nanoseconds (`1h30m`, `1.5s`, `-2m`, `0`), with its error
+/// messages and its range (a negative duration may reach -2^63 ns).
+pub(crate) fn go_duration(s: &str) -> Result<i64, String> {
+    let quoted = go_quote(s);
+    let invalid = || format!("time: invalid duration {quoted}");
+    let (negative, mut rest) = match s.as_bytes().first() {
+        Some(b'-') => (true, &s[1..]),
+        Some(b'+') => (false, &s[1..]),
+        _ => (false, s),
+    };
+    if rest == "0" {
+        return Ok(0);
+    }
+    if rest.is_empty() {
+        return Err(invalid());
+    }
+    let mut total: i128 = 0;
+    while !rest.is_empty() {
+        let int_len = rest.bytes().take_while(u8::is_ascii_digit).count();
+        let (int, after) = rest.split_at(int_len);
+        let (frac, after) = match after.strip_prefix('.') {
+            Some(f) => {
+                let len = f.bytes().take_while(u8::is_ascii_digit).count();
+                (Some(&f[..len]), &f[len..])
+            }
+            None => (None, after),
+        };
+        if int.is_empty() && frac.is_none_or(str::is_empty) {
+            return Err(invalid());
+        }
+        let unit_len = after.find(|c: char| c == '.' || c.is_ascii_digit()).unwrap_or(after.len());
+        let (unit, after) = after.split_at(unit_len);
+        let scale: i128 = match unit {
+            "" => return Err(format!("time: missing unit in duration {quoted}")),
+            "ns" => 1,
+            "us" | "µs" | "μs" => 1_000,
+            "ms" => 1_000_000,
+            "s" => 1_000_000_000,
+            "m" => 60_000_000_000,
+            "h" => 3_600_000_000_000,
+            other => {
+                return Err(format!("time: unknown unit {} in duration {quoted}", go_quote(other)))
+            }
+        };
+        let whole: i128 = if int.is_empty() { 0 } else { int.parse().map_err(|_| invalid())? };
+        let mut value = whole.checked_mul(scale).ok_or_else(invalid)?;
+        if let Some(frac) = frac.filter(|f| !f.is_empty()) {
+            // Enough digits for nanosecond precision; Go drops the rest too.
+            let digits = &frac[..frac.len().min(18)];
+            let numerator: i128 = digits.parse().map_err(|_| invalid())?;
+            value += numerator * scale / 10i128.pow(digits.len() as u32);
+        }
+        total = total
+            .checked_add(value)
+            .filter(|t| *t <= i128::from(i64::MAX) + 1)
+            .ok_or_else(invalid)?;
+        rest = after;
+    }
+    i64::try_from(if negative { -total } else { total }).map_err(|_| invalid())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn go_durations() {
+        assert_eq!(go_duration("1h30m"), Ok(5_400_000_000_000));
+        assert_eq!(go_duration("1.5s"), Ok(1_500_000_000));
+        assert_eq!(go_duration(".5s"), Ok(500_000_000));
+        assert_eq!(go_duration("-2m"), Ok(-120_000_000_000));
+        assert_eq!(go_duration("0"), Ok(0));
+        assert_eq!(go_duration("1d"), Err("time: unknown unit \"d\" in duration \"1d\"".into()));
+        assert_eq!(go_duration("."), Err("time: invalid duration \".\"".into()));
+        assert_eq!(go_duration("5"), Err("time: missing unit in duration \"5\"".to_string()));
+        assert_eq!(go_duration("x"), Err("time: invalid duration \"x\"".to_string()));
+    }
     use serde_json::json;
 
     #[test]

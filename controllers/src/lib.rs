@@ -36,7 +36,8 @@
 //! served resources through [`discovery`]; work queues are client-go's ([`workqueue`]);
 //! owner references are claimed as client-go's `ControllerRefManager` does
 //! ([`controller_ref`]), and creates and deletes are awaited with [`expectations`]; API
-//! errors are read as upstream reads them ([`api_errors`]); pod
+//! errors are read as upstream reads them ([`api_errors`]); pods are created as upstream's
+//! `PodControl` does ([`pod_control`]); pod
 //! changes are read the same way by the controllers that own pods ([`pod_events`]), which
 //! judge pods the same way ([`pod_state`]), and status is written as upstream does
 //! ([`status_write`]); workers run the queue with [`workqueue::WorkQueue::work`].
@@ -65,6 +66,7 @@ pub mod job;
 pub mod namespace;
 pub mod node_ipam;
 pub mod node_lifecycle;
+pub mod pod_control;
 pub mod pod_events;
 pub mod pod_state;
 pub mod replica_set;

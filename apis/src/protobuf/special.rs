@@ -70,58 +70,9 @@ fn decimal(n: u64, unit: u64) -> String {
     format!("{whole}.{}", digits.trim_end_matches('0'))
 }
 
-/// Go's `time.ParseDuration`: a sign, then one or more decimal numbers with a unit each
-/// ("ns", "us", "µs", "μs", "ms", "s", "m", "h"). "0" alone is allowed.
+/// Go's `time.ParseDuration`, in nanoseconds; `None` for text it refuses.
 pub(crate) fn parse_duration(text: &str) -> Option<i64> {
-    let (negative, mut rest) = match text.as_bytes().first() {
-        Some(b'-') => (true, &text[1..]),
-        Some(b'+') => (false, &text[1..]),
-        _ => (false, text),
-    };
-    if rest == "0" {
-        return Some(0);
-    }
-    if rest.is_empty() {
-        return None;
-    }
-    let mut total: u128 = 0;
-    while !rest.is_empty() {
-        let number_end = rest.find(|c: char| !c.is_ascii_digit() && c != '.').unwrap_or(rest.len());
-        let (number, tail) = rest.split_at(number_end);
-        let unit_end = tail.find(|c: char| c.is_ascii_digit() || c == '.').unwrap_or(tail.len());
-        let (unit, tail) = tail.split_at(unit_end);
-        let scale: u128 = match unit {
-            "ns" => 1,
-            "us" | "µs" | "μs" => 1_000,
-            "ms" => 1_000_000,
-            "s" => 1_000_000_000,
-            "m" => 60_000_000_000,
-            "h" => 3_600_000_000_000,
-            _ => return None,
-        };
-        let (whole, frac) = number.split_once('.').unwrap_or((number, ""));
-        if (whole.is_empty() && frac.is_empty()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
-            return None;
-        }
-        let whole: u128 = if whole.is_empty() { 0 } else { whole.parse().ok()? };
-        let mut value = whole.checked_mul(scale)?;
-        // Fractions finer than a nanosecond are dropped, as Go does.
-        let mut place = scale;
-        for digit in frac.bytes() {
-            place /= 10;
-            value += u128::from(digit - b'0') * place;
-        }
-        total = total.checked_add(value)?;
-        if total > i64::MAX as u128 + 1 {
-            return None;
-        }
-        rest = tail;
-    }
-    if negative {
-        0i128.checked_sub(total as i128).and_then(|v| i64::try_from(v).ok())
-    } else {
-        i64::try_from(total).ok()
-    }
+    crate::gofmt::go_duration(text).ok()
 }
 
 #[cfg(test)]

@@ -34,7 +34,7 @@ use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, DaemonSetStatus}
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, DeleteParams, PostParams};
+use kube::api::{Api, DeleteParams};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Client, Resource};
@@ -42,13 +42,14 @@ use rkube_apis::selectors::{LabelSelector, SelectorError};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use crate::api_errors::{message, namespace_terminating};
+use crate::api_errors::message;
 use crate::controller_history::{self, REVISION_HASH_LABEL};
 use crate::controller_ref::{self, ClaimError};
 use crate::events::Recorder;
 use crate::expectations::Expectations;
 use crate::expectations::OwnerUids;
 use crate::informer::{self, Change};
+use crate::pod_control::{self, CreateError};
 use crate::pod_events::{Owned, PodEvents, PodOwners};
 use crate::status_write::write_status;
 use crate::workqueue::WorkQueue;
@@ -543,20 +544,10 @@ impl Controller {
         pod_api: &Api<Pod>,
     ) -> Result<(), String> {
         let pod = daemon_pod(ds, node, hash);
-        match pod_api.create(&PostParams::default(), &pod).await {
-            Ok(created) => {
-                let name = created.metadata.name.unwrap_or_default();
-                tracing::debug!(daemonset = ?ds.metadata.name, pod = name, node, "created pod");
-                let note = format!("Created pod: {name}");
-                self.recorder.record(target, "Normal", "SuccessfulCreate", &note).await;
-                Ok(())
-            }
-            Err(e) if namespace_terminating(&e) => Err(String::new()),
-            Err(e) => {
-                let note = format!("Error creating: {}", message(&e));
-                self.recorder.record(target, "Warning", "FailedCreate", &note).await;
-                Err(format!("creating a pod for node {node}: {}", message(&e)))
-            }
+        match pod_control::create(pod_api, &self.recorder, target, &pod).await {
+            Ok(_) => Ok(()),
+            Err(CreateError::NamespaceTerminating(_)) => Err(String::new()),
+            Err(CreateError::Failed(m)) => Err(format!("creating a pod for node {node}: {m}")),
         }
     }
 

@@ -59,11 +59,12 @@ use serde_json::json;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use crate::api_errors::{message, namespace_terminating};
+use crate::api_errors::message;
 use crate::controller_ref::{self, controller_of, ClaimError};
 use crate::events::Recorder;
 use crate::expectations::Expectations;
 use crate::informer::{self, Change};
+use crate::pod_control::{self, CreateError};
 use crate::workqueue::WorkQueue;
 
 use conditions::{
@@ -1177,27 +1178,10 @@ impl Controller {
         pod: Pod,
         pod_api: &Api<Pod>,
     ) -> Result<(), ManageError> {
-        if pod.metadata.labels.as_ref().is_none_or(|l| l.is_empty()) {
-            // A pod without labels could never be selected: it would be created forever.
-            return Err(ManageError::Failed("unable to create pods, no labels".into()));
-        }
-        match pod_api.create(&PostParams::default(), &pod).await {
-            Ok(created) => {
-                let name = created.metadata.name.unwrap_or_default();
-                tracing::debug!(job = ?target.name, pod = name, "created pod");
-                let note = format!("Created pod: {name}");
-                self.recorder.record(target, "Normal", "SuccessfulCreate", &note).await;
-                Ok(())
-            }
-            Err(e) if namespace_terminating(&e) => {
-                Err(ManageError::NamespaceTerminating(message(&e)))
-            }
-            Err(e) => {
-                let message = message(&e);
-                let note = format!("Error creating: {message}");
-                self.recorder.record(target, "Warning", "FailedCreate", &note).await;
-                Err(ManageError::Failed(message))
-            }
+        match pod_control::create(pod_api, &self.recorder, target, &pod).await {
+            Ok(_) => Ok(()),
+            Err(CreateError::NamespaceTerminating(m)) => Err(ManageError::NamespaceTerminating(m)),
+            Err(CreateError::Failed(m)) => Err(ManageError::Failed(m)),
         }
     }
 

@@ -37,7 +37,7 @@ use k8s_openapi::jiff::Timestamp;
 use k8s_openapi::serde::de::DeserializeOwned;
 use k8s_openapi::serde::Serialize;
 use k8s_openapi::NamespaceResourceScope;
-use kube::api::{Api, DeleteParams, PostParams};
+use kube::api::{Api, DeleteParams};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::{Client, Resource};
@@ -45,12 +45,13 @@ use rkube_apis::selectors::{LabelSelector, SelectorError};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use crate::api_errors::{message, namespace_terminating};
+use crate::api_errors::message;
 use crate::controller_ref::{self, controller_of, ClaimError};
 use crate::events::Recorder;
 use crate::expectations::Expectations;
 use crate::expectations::OwnerUids;
 use crate::informer::{self, Change};
+use crate::pod_control::{self, CreateError};
 use crate::pod_events::{PodEvents, PodHandler, SeenPod};
 use crate::status_write::write_status;
 use crate::workqueue::WorkQueue;
@@ -508,26 +509,10 @@ impl<K: Replicated> Controller<K> {
         pod: &Pod,
         pod_api: &Api<Pod>,
     ) -> Result<(), ManageError> {
-        if pod.metadata.labels.as_ref().is_none_or(BTreeMap::is_empty) {
-            // A pod without labels could never be selected: it would be created forever.
-            let message = "unable to create pods, no labels".to_string();
-            return Err(ManageError::Failed { reason: "FailedCreate", message });
-        }
-        match pod_api.create(&PostParams::default(), pod).await {
-            Ok(created) => {
-                let name = created.metadata.name.unwrap_or_default();
-                tracing::debug!(owner = ?target.name, pod = name, "created pod");
-                let note = format!("Created pod: {name}");
-                self.recorder.record(target, "Normal", "SuccessfulCreate", &note).await;
-                Ok(())
-            }
-            Err(e) if namespace_terminating(&e) => {
-                Err(ManageError::NamespaceTerminating(message(&e)))
-            }
-            Err(e) => {
-                let message = message(&e);
-                let note = format!("Error creating: {message}");
-                self.recorder.record(target, "Warning", "FailedCreate", &note).await;
+        match pod_control::create(pod_api, &self.recorder, target, pod).await {
+            Ok(_) => Ok(()),
+            Err(CreateError::NamespaceTerminating(m)) => Err(ManageError::NamespaceTerminating(m)),
+            Err(CreateError::Failed(message)) => {
                 Err(ManageError::Failed { reason: "FailedCreate", message })
             }
         }
