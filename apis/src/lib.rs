@@ -11,6 +11,7 @@ pub mod apply;
 pub mod cron;
 pub mod defaults;
 pub mod disabled_fields;
+pub mod go_json;
 mod gofmt;
 pub mod node_selector;
 pub mod openapi;

@@ -168,8 +168,8 @@ fn discovery_response(
     let accept = headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
     if let (Some(core), Some(content_type)) = (aggregated_core, discovery::wants_aggregated(accept))
     {
-        let body = serde_json::to_vec(&discovery::aggregated(resources, core, content_type))
-            .unwrap_or_default();
+        let body =
+            rkube_apis::go_json::to_vec(&discovery::aggregated(resources, core, content_type));
         let mut response = (StatusCode::OK, body).into_response();
         response
             .headers_mut()
@@ -539,7 +539,8 @@ async fn list_from_cache(
     };
     if let Some((kind, api_version, items)) = raw_items {
         let head = json!({"kind": kind, "apiVersion": api_version, "metadata": {"resourceVersion": revision.to_string()}});
-        let mut body = serde_json::to_vec(&head).unwrap_or_default();
+        let mut body = Vec::with_capacity(256 + items.iter().map(|i| i.len() + 1).sum::<usize>());
+        rkube_apis::go_json::write(&head, Default::default(), &mut body);
         body.pop(); // the closing brace
         body.extend_from_slice(b",\"items\":[");
         for (i, item) in items.iter().enumerate() {
@@ -548,7 +549,7 @@ async fn list_from_cache(
             }
             body.extend_from_slice(item);
         }
-        body.extend_from_slice(b"]}");
+        body.extend_from_slice(b"]}\n");
         let mut response = (StatusCode::OK, body).into_response();
         response
             .headers_mut()

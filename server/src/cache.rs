@@ -51,7 +51,8 @@ impl CachedObject {
         revision: Revision,
     ) -> CachedObject {
         object::set_resource_version(&mut value, revision);
-        let json = serde_json::to_vec(&value).unwrap_or_default();
+        let mut json = Vec::with_capacity(512);
+        rkube_apis::go_json::write(&value, Default::default(), &mut json);
         Self::new(info, key, revision, &value, json)
     }
 
@@ -107,13 +108,33 @@ impl CachedObject {
                     }
                 }
                 view.insert("metadata".to_string(), Value::Object(meta));
-                let open = text.as_ptr() as usize - stored.as_ptr() as usize;
-                let comma = if fields.is_empty() { "" } else { "," };
-                let insert = format!("\"resourceVersion\":\"{revision}\"{comma}");
+                // Where Go writes it: after the last member that comes before it (the stored
+                // metadata is in Go's order), else first.
+                let typed = rkube_apis::go_json::is_typed(
+                    top.get("apiVersion").map_or("", |v| v.get().trim_matches('"')),
+                    top.get("kind").map_or("", |v| v.get().trim_matches('"')),
+                );
+                let offset =
+                    |raw: &RawValue| raw.get().as_ptr() as usize - stored.as_ptr() as usize;
+                let after = fields
+                    .iter()
+                    .filter(|(k, _)| rkube_apis::go_json::precedes_resource_version(typed, k))
+                    .map(|(_, raw)| offset(raw) + raw.get().len())
+                    .max();
+                let (at, insert) = match after {
+                    Some(end) => (end, format!(",\"resourceVersion\":\"{revision}\"")),
+                    None => {
+                        let comma = if fields.is_empty() { "" } else { "," };
+                        (
+                            offset_of(text, stored) + 1,
+                            format!("\"resourceVersion\":\"{revision}\"{comma}"),
+                        )
+                    }
+                };
                 let mut json = Vec::with_capacity(stored.len() + insert.len());
-                json.extend_from_slice(&stored[..=open]);
+                json.extend_from_slice(&stored[..at]);
                 json.extend_from_slice(insert.as_bytes());
-                json.extend_from_slice(&stored[open + 1..]);
+                json.extend_from_slice(&stored[at..]);
                 json
             }
             // Not as this server stores objects: decode and encode it whole.
@@ -130,6 +151,11 @@ impl CachedObject {
     pub fn view(&self) -> FilterView<'_> {
         FilterView { name: &self.name, labels: &self.labels, fields: &self.fields }
     }
+}
+
+/// Where `text`, a slice of `whole`, starts in it.
+fn offset_of(text: &str, whole: &[u8]) -> usize {
+    text.as_ptr() as usize - whole.as_ptr() as usize
 }
 
 /// What a label or field selector looks at.
@@ -436,6 +462,14 @@ mod tests {
     use rkube_apis::resources::Resources;
     use serde_json::json;
 
+    fn full_json(obj: &Value, revision: i64) -> Vec<u8> {
+        let mut obj = obj.clone();
+        object::set_resource_version(&mut obj, revision);
+        let mut out = Vec::new();
+        rkube_apis::go_json::write(&obj, Default::default(), &mut out);
+        out
+    }
+
     #[test]
     fn stored_objects_are_read_as_a_full_decode_would_read_them() {
         let pods = Resources::builtin().get("", "v1", "pods").unwrap();
@@ -446,8 +480,15 @@ mod tests {
             "spec": {"nodeName": "n1", "containers": [{"name": "c"}]},
             "status": {"phase": "Running"}
         });
-        let bytes = serde_json::to_vec(&stored).unwrap();
+        let mut bytes = Vec::new();
+        rkube_apis::go_json::write(
+            &stored,
+            rkube_apis::go_json::Options { stored: true },
+            &mut bytes,
+        );
         let read = CachedObject::from_stored(pods, "/k", &bytes, 7).unwrap();
+        // The version goes where Go writes it, so the bytes go out as a response would.
+        assert_eq!(&read.json[..], &full_json(&stored, 7)[..]);
         let full = CachedObject::from_value(pods, "/k", stored.clone(), 7);
         assert_eq!(read.value(), full.value());
         assert_eq!(read.value()["metadata"]["resourceVersion"], "7");

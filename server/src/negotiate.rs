@@ -181,7 +181,8 @@ pub fn respond(status: StatusCode, value: &Value, output: Output, warnings: &[St
         Output::Yaml => {
             (serde_yaml::to_string(value).unwrap_or_default().into_bytes(), "application/yaml")
         }
-        _ => (serde_json::to_vec(value).unwrap_or_default(), "application/json"),
+        // As Go's json.Encoder: the Go types' field order, HTML-safe, a trailing newline.
+        _ => (rkube_apis::go_json::to_vec(value), "application/json"),
     };
     let mut response = (status, body).into_response();
     response

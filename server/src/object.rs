@@ -55,35 +55,6 @@ pub fn is_terminating(obj: &Value) -> bool {
     meta_str(obj, "deletionTimestamp").is_some()
 }
 
-/// Serializes an object as it is stored: without `metadata.resourceVersion` (the store's
-/// revision is the object's version) and `metadata.selfLink`.
-pub struct Stored<'a>(pub &'a Value);
-
-impl serde::Serialize for Stored<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        struct Metadata<'a>(&'a Map<String, Value>);
-        impl serde::Serialize for Metadata<'_> {
-            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                let kept = self
-                    .0
-                    .iter()
-                    .filter(|(k, _)| !matches!(k.as_str(), "resourceVersion" | "selfLink"));
-                serializer.collect_map(kept)
-            }
-        }
-        let Some(fields) = self.0.as_object() else { return self.0.serialize(serializer) };
-        let mut map = serializer.serialize_map(Some(fields.len()))?;
-        for (key, value) in fields {
-            match value.as_object() {
-                Some(meta) if key == "metadata" => map.serialize_entry(key, &Metadata(meta))?,
-                _ => map.serialize_entry(key, value)?,
-            }
-        }
-        map.end()
-    }
-}
-
 /// The current time as Kubernetes writes timestamps (RFC 3339, seconds, UTC).
 pub fn now() -> String {
     use std::cell::RefCell;

@@ -153,12 +153,15 @@ impl Registry {
         let storage = self.storage(info);
         let in_storage_version = obj["apiVersion"].as_str() == Some(&storage.api_version())
             && obj["kind"].as_str() == Some(storage.kind);
-        let bytes = if in_storage_version {
-            serde_json::to_vec(&object::Stored(obj))
+        // Stored as Go would write it, so that lists and watches can send the bytes as they are.
+        let options = rkube_apis::go_json::Options { stored: true };
+        let mut bytes = Vec::with_capacity(512);
+        if in_storage_version {
+            rkube_apis::go_json::write(obj, options, &mut bytes);
         } else {
-            serde_json::to_vec(&object::Stored(&convert(obj.clone(), storage)))
-        };
-        bytes.map(Bytes::from).map_err(|e| ApiError::internal(e.to_string()))
+            rkube_apis::go_json::write(&convert(obj.clone(), storage), options, &mut bytes);
+        }
+        Ok(Bytes::from(bytes))
     }
 
     fn key(&self, info: &ResourceInfo, namespace: Option<&str>, name: &str) -> String {

@@ -230,7 +230,7 @@ fn qualified(group: &str, resource: &str) -> String {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let body = serde_json::to_vec(&self.to_status()).unwrap_or_default();
+        let body = rkube_apis::go_json::to_vec(&self.to_status());
         let mut response = (self.code, body).into_response();
         response
             .headers_mut()

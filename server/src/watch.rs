@@ -205,8 +205,8 @@ impl Encoder {
 
     fn line(&self, kind: &str, obj: &Value, first: &mut bool) -> Bytes {
         *first = false;
-        let mut out = serde_json::to_vec(&json!({"type": kind, "object": obj})).unwrap_or_default();
-        out.push(b'\n');
-        Bytes::from(out)
+        let mut json = Vec::with_capacity(512);
+        rkube_apis::go_json::write(obj, Default::default(), &mut json);
+        Self::raw_line(kind, &json)
     }
 }

@@ -39,7 +39,7 @@
 
 mod decode;
 mod encode;
-mod schema;
+pub(crate) mod schema;
 mod special;
 mod wire;
 

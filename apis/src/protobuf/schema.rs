@@ -14,6 +14,8 @@ pub(crate) type MessageId = usize;
 pub(crate) struct Schema {
     /// "apiVersion/Kind" -> message.
     kinds: HashMap<String, MessageId>,
+    /// apiVersion -> Kind -> message: the same, looked up without building a key.
+    by_version: HashMap<String, HashMap<String, MessageId>>,
     /// Kind -> message, for the meta/v1 kinds every group version accepts.
     meta_kinds: HashMap<String, MessageId>,
     pub(crate) messages: Vec<Message>,
@@ -22,7 +24,6 @@ pub(crate) struct Schema {
 }
 
 pub(crate) struct Message {
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) name: String,
     pub(crate) shape: Shape,
 }
@@ -187,13 +188,21 @@ impl Schema {
                 .map(|(k, v)| Ok((k.clone(), id(v.as_str().unwrap_or_default())?)))
                 .collect()
         };
-        Ok(Schema { kinds: table("kinds")?, meta_kinds: table("metaKinds")?, messages, by_name })
+        let kinds = table("kinds")?;
+        let mut by_version: HashMap<String, HashMap<String, MessageId>> = HashMap::new();
+        for (key, id) in &kinds {
+            if let Some((version, kind)) = key.rsplit_once('/') {
+                by_version.entry(version.to_string()).or_default().insert(kind.to_string(), *id);
+            }
+        }
+        Ok(Schema { kinds, by_version, meta_kinds: table("metaKinds")?, messages, by_name })
     }
 
     /// The message of an object with this apiVersion and kind.
     pub(crate) fn kind(&self, api_version: &str, kind: &str) -> Option<MessageId> {
-        self.kinds
-            .get(&format!("{api_version}/{kind}"))
+        self.by_version
+            .get(api_version)
+            .and_then(|kinds| kinds.get(kind))
             .or_else(|| self.meta_kinds.get(kind))
             .copied()
     }
@@ -201,6 +210,11 @@ impl Schema {
     #[cfg(test)]
     pub(crate) fn message(&self, name: &str) -> Option<MessageId> {
         self.by_name.get(name).copied()
+    }
+
+    /// The messages of the kinds (not the meta/v1 ones every group version accepts).
+    pub(crate) fn kind_messages(&self) -> impl Iterator<Item = MessageId> + '_ {
+        self.kinds.values().copied()
     }
 
     #[cfg(test)]
