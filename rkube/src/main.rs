@@ -297,7 +297,8 @@ async fn main() {
 
 async fn server(args: ServerArgs) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
-    std::fs::create_dir_all(&args.data_dir)
+    // The data dir holds the cluster's keys, the store and the kubelet's secret volumes.
+    rkube_certs::ensure_private_dir(&args.data_dir)
         .with_context(|| format!("cannot create data dir {}", args.data_dir.display()))?;
     let store: Arc<dyn Store> = if args.etcd_servers.is_empty() {
         eprintln!("rkube: opening the embedded store in {}", args.data_dir.join("db").display());
