@@ -47,6 +47,7 @@
 
 mod error;
 mod fsutil;
+mod idle;
 mod issue;
 pub mod kubeconfig;
 pub mod pki;
