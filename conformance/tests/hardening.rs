@@ -156,6 +156,34 @@ fn dechunk(mut raw: &[u8]) -> Vec<u8> {
     out
 }
 
+/// A kubeconfig for `identity`: the admin kubeconfig with its user's credentials replaced.
+fn user_kubeconfig(s: &RkubeServer, identity: &Identity, name: &str) -> std::path::PathBuf {
+    let dir = s.data_dir.path();
+    let (cert, key) = (dir.join(format!("{name}.crt")), dir.join(format!("{name}.key")));
+    std::fs::write(&cert, identity.cert.to_pem().unwrap()).unwrap();
+    std::fs::write(&key, identity.key.private_key_to_pem_pkcs8().unwrap()).unwrap();
+    let kubeconfig = dir.join(format!("{name}.kubeconfig"));
+    std::fs::copy(&s.kubeconfig, &kubeconfig).unwrap();
+    let config = |args: &[&str]| {
+        let out = std::process::Command::new(&s.kubectl)
+            .env("KUBECONFIG", &kubeconfig)
+            .arg("config")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    };
+    config(&[
+        "set-credentials",
+        name,
+        &format!("--client-certificate={}", cert.display()),
+        &format!("--client-key={}", key.display()),
+        "--embed-certs",
+    ]);
+    config(&["set-context", "--current", &format!("--user={name}")]);
+    kubeconfig
+}
+
 /// The server's resident memory (kB).
 fn rss_kb(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("proc status");
@@ -471,18 +499,20 @@ async fn a_flood_gets_429s_while_kubectl_still_answers() {
             (status, retry_after, String::from_utf8_lossy(&text).into_owned(), started.elapsed())
         }));
     }
-    // The administrator is answered meanwhile.
-    let kubectl = tokio::task::spawn_blocking({
-        let kubeconfig = s.kubeconfig.clone();
+    // The administrator is answered meanwhile, and so is kubectl as the flooding user
+    // (client-go retries a 429 after its Retry-After).
+    let kubectl = |kubeconfig: std::path::PathBuf| {
         let kubectl = s.kubectl.clone();
-        move || {
+        tokio::task::spawn_blocking(move || {
             std::process::Command::new(kubectl)
                 .env("KUBECONFIG", kubeconfig)
                 .args(["get", "ns", "--request-timeout=20s"])
                 .output()
                 .unwrap()
-        }
-    });
+        })
+    };
+    let as_admin = kubectl(s.kubeconfig.clone());
+    let as_user = kubectl(user_kubeconfig(&s, &user, "flooder"));
     let mut counts = std::collections::BTreeMap::new();
     let mut slowest = Duration::ZERO;
     for task in tasks {
@@ -498,9 +528,10 @@ async fn a_flood_gets_429s_while_kubectl_still_answers() {
     }
     eprintln!("flood: {counts:?}, slowest answer {slowest:?}");
     assert!(counts.get(&429).copied().unwrap_or(0) > 0, "no 429 in {counts:?}");
-    let kubectl = kubectl.await.unwrap();
-    assert!(kubectl.status.success(), "{}", String::from_utf8_lossy(&kubectl.stderr));
-    assert!(String::from_utf8_lossy(&kubectl.stdout).contains("kube-system"));
+    for kubectl in [as_admin.await.unwrap(), as_user.await.unwrap()] {
+        assert!(kubectl.status.success(), "{}", String::from_utf8_lossy(&kubectl.stderr));
+        assert!(String::from_utf8_lossy(&kubectl.stdout).contains("kube-system"));
+    }
     let watch = tokio::time::timeout(Duration::from_secs(10), watch).await.unwrap().unwrap();
     assert_eq!(watch.status(), 200);
 }
