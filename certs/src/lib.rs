@@ -48,6 +48,7 @@
 
 mod error;
 mod fsutil;
+mod idle;
 mod issue;
 pub mod kubeconfig;
 pub mod pki;

@@ -154,7 +154,7 @@ fn decode_config(
     name: &str,
     body: &[u8],
 ) -> ApiResult<Value> {
-    let mut config: Value = serde_yaml::from_slice(body)
+    let mut config: Value = crate::yaml::decode(body)
         .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
     if !config.is_object() {
         return Err(ApiError::bad_request("the body of the request must be an object"));
