@@ -1,16 +1,18 @@
 //! A command that keeps running while a test talks to it (`kubectl logs -f`, `attach`,
-//! `port-forward`): its stdout read line by line on a thread as it comes, its stderr
-//! collected on another, waited on with a deadline, and killed when dropped (also when the
+//! `port-forward`, `debug -i`): its stdout read line by line on a thread as it comes, its
+//! stderr collected on another, its stdin written when the test has something to say (and
+//! kept open meanwhile), waited on with a deadline, and killed when dropped (also when the
 //! test fails).
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A running command and the stdout lines it has printed so far.
 pub struct Streaming {
     child: Child,
+    stdin: Option<ChildStdin>,
     lines: mpsc::Receiver<String>,
     seen: Vec<String>,
     stderr: Arc<Mutex<String>>,
@@ -20,8 +22,17 @@ impl Streaming {
     /// Starts `command` (typically [`crate::cluster::RkubeServer::kubectl_command`] with its
     /// arguments) with no stdin.
     pub fn start(command: &mut Command) -> Streaming {
+        Self::spawn(command.stdin(Stdio::null()))
+    }
+
+    /// Starts `command` with its stdin a pipe the test writes with [`Streaming::send`] and
+    /// closes with [`Streaming::close_stdin`]; it stays open until then.
+    pub fn start_interactive(command: &mut Command) -> Streaming {
+        Self::spawn(command.stdin(Stdio::piped()))
+    }
+
+    fn spawn(command: &mut Command) -> Streaming {
         let mut child = command
-            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -45,7 +56,20 @@ impl Streaming {
                 text.push('\n');
             }
         });
-        Streaming { child, lines, seen: Vec::new(), stderr: collected }
+        let stdin = child.stdin.take();
+        Streaming { child, stdin, lines, seen: Vec::new(), stderr: collected }
+    }
+
+    /// Writes `text` to its stdin (see [`Streaming::start_interactive`]).
+    pub fn send(&mut self, text: &str) {
+        let stdin = self.stdin.as_mut().expect("started with start_interactive, stdin open");
+        stdin.write_all(text.as_bytes()).expect("write to the command's stdin");
+        stdin.flush().expect("flush the command's stdin");
+    }
+
+    /// Closes its stdin: the command reads the end of its input.
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
     }
 
     /// The stdout lines read so far (by [`Streaming::wait_for_line`]).
