@@ -144,3 +144,135 @@ impl Drop for Streaming {
         let _ = self.child.wait();
     }
 }
+
+/// A WebSocket to the API server, as its admin user (the kubeconfig's client certificate):
+/// the upgrade of one path with the subprotocols offered, then messages both ways, the
+/// client's masked as RFC 6455 wants. For the channel protocols of exec, attach and
+/// port-forward, seen as client libraries speak them.
+pub struct WebSocketClient {
+    conn: openssl::ssl::SslStream<std::net::TcpStream>,
+    /// The status code of the upgrade's answer.
+    pub status: u16,
+    /// The answer's head (status line and headers).
+    pub head: String,
+}
+
+/// WebSocket opcodes.
+pub const TEXT: u8 = 1;
+pub const BINARY: u8 = 2;
+pub const CLOSE: u8 = 8;
+
+impl WebSocketClient {
+    /// Asks to upgrade `GET path` with `Sec-WebSocket-Protocol: protocols`; reads are given
+    /// up after 30 s.
+    pub fn connect(
+        server: &crate::cluster::RkubeServer,
+        path: &str,
+        protocols: &str,
+    ) -> WebSocketClient {
+        use openssl::ssl::{SslConnector, SslMethod, SslVerifyMode};
+        use std::io::Read;
+        let field = |path: &str| {
+            let text = server.ok(&["config", "view", "--raw", "-o", &format!("jsonpath={path}")]);
+            openssl::base64::decode_block(text.trim()).expect("base64 in the kubeconfig")
+        };
+        let cert =
+            openssl::x509::X509::from_pem(&field("{.users[0].user.client-certificate-data}"))
+                .expect("client certificate");
+        let key =
+            openssl::pkey::PKey::private_key_from_pem(&field("{.users[0].user.client-key-data}"))
+                .expect("client key");
+        let mut builder = SslConnector::builder(SslMethod::tls_client()).unwrap();
+        builder.set_certificate(&cert).unwrap();
+        builder.set_private_key(&key).unwrap();
+        // The server is the test's own, on loopback.
+        builder.set_verify(SslVerifyMode::NONE);
+        let tcp = std::net::TcpStream::connect(("127.0.0.1", server.port))
+            .expect("connect to the API server");
+        tcp.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let mut config = builder.build().configure().unwrap();
+        config.set_verify_hostname(false);
+        let mut conn = config.connect("127.0.0.1", tcp).expect("TLS to the API server");
+        write!(
+            conn,
+            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
+             Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
+             Sec-WebSocket-Protocol: {protocols}\r\n\r\n"
+        )
+        .expect("send the upgrade");
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            assert!(head.len() < 64 * 1024, "no end of the response head");
+            conn.read_exact(&mut byte).expect("the upgrade's answer");
+            head.push(byte[0]);
+        }
+        let head = String::from_utf8_lossy(&head).into_owned();
+        let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+        WebSocketClient { conn, status, head }
+    }
+
+    /// The subprotocol the server chose.
+    pub fn protocol(&self) -> Option<String> {
+        self.head.lines().find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("sec-websocket-protocol").then(|| value.trim().to_string())
+        })
+    }
+
+    /// Sends one message (`TEXT` or `BINARY`).
+    pub fn send(&mut self, opcode: u8, payload: &[u8]) {
+        let mask = [0x5a, 0x17, 0xc3, 0x08];
+        let mut frame = vec![0x80 | opcode];
+        match payload.len() {
+            n if n < 126 => frame.push(0x80 | n as u8),
+            n if n <= usize::from(u16::MAX) => {
+                frame.push(0x80 | 126);
+                frame.extend_from_slice(&(n as u16).to_be_bytes());
+            }
+            n => {
+                frame.push(0x80 | 127);
+                frame.extend_from_slice(&(n as u64).to_be_bytes());
+            }
+        }
+        frame.extend_from_slice(&mask);
+        frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+        self.conn.write_all(&frame).expect("send a WebSocket message");
+    }
+
+    /// The next message from the server: (opcode, payload).
+    pub fn read(&mut self) -> (u8, Vec<u8>) {
+        use std::io::Read;
+        let mut head = [0u8; 2];
+        self.conn.read_exact(&mut head).expect("a WebSocket frame");
+        let len = match head[1] & 0x7f {
+            126 => {
+                let mut n = [0u8; 2];
+                self.conn.read_exact(&mut n).unwrap();
+                u64::from(u16::from_be_bytes(n))
+            }
+            127 => {
+                let mut n = [0u8; 8];
+                self.conn.read_exact(&mut n).unwrap();
+                u64::from_be_bytes(n)
+            }
+            n => u64::from(n),
+        };
+        let mut payload = vec![0u8; len as usize];
+        self.conn.read_exact(&mut payload).unwrap();
+        (head[0] & 0x0f, payload)
+    }
+
+    /// Every message until the server closes (at most 1000), as (opcode, payload).
+    pub fn read_to_close(&mut self) -> Vec<(u8, Vec<u8>)> {
+        let mut messages = Vec::new();
+        for _ in 0..1000 {
+            let (opcode, payload) = self.read();
+            if opcode == CLOSE {
+                return messages;
+            }
+            messages.push((opcode, payload));
+        }
+        panic!("no close after 1000 messages");
+    }
+}

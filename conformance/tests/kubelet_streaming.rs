@@ -297,3 +297,109 @@ fn kubectl_cp_both_ways_and_run_with_rm() {
         !out.contains("pod/once")
     });
 }
+
+/// The stream of each channel-protocol message and its bytes: a byte then the bytes in
+/// binary messages, an ASCII digit then base64 in text ones.
+fn channels(messages: &[(u8, Vec<u8>)], base64: bool) -> Vec<(u8, Vec<u8>)> {
+    use rkube_conformance::streaming::{BINARY, TEXT};
+    messages
+        .iter()
+        .map(|(opcode, payload)| {
+            assert_eq!(*opcode, if base64 { TEXT } else { BINARY }, "{payload:?}");
+            let (&first, rest) = payload.split_first().expect("a stream byte");
+            if base64 {
+                let text = std::str::from_utf8(rest).expect("base64 text");
+                let data = if text.is_empty() {
+                    Vec::new()
+                } else {
+                    openssl::base64::decode_block(text).expect("base64")
+                };
+                (first - b'0', data)
+            } else {
+                (first, rest.to_vec())
+            }
+        })
+        .collect()
+}
+
+/// The bytes of one stream, after its first `skip` messages, as text.
+fn stream_text(frames: &[(u8, Vec<u8>)], stream: u8, skip: usize) -> String {
+    let bytes: Vec<u8> = frames
+        .iter()
+        .filter(|(s, _)| *s == stream)
+        .skip(skip)
+        .flat_map(|(_, d)| d.clone())
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[test]
+fn websocket_channels_read_text_frames_and_speak_base64() {
+    use rkube_conformance::streaming::{WebSocketClient, TEXT};
+    let n = NodeServer::start();
+    let s = &n.server;
+    s.ok_stdin(&["apply", "-f", "-"], EXEC_PODS);
+    let web = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  containers:
+  - {name: app, image: "busybox:1.36", imagePullPolicy: IfNotPresent, command: ["httpd", "-f", "-p", "8080", "-h", "/var/www"]}
+"#;
+    s.ok_stdin(&["apply", "-f", "-"], web);
+    s.ok(&["wait", "--for=condition=Ready", "pod/shell", "pod/web", "--timeout=60s"]);
+    let exec = "/api/v1/namespaces/default/pods/shell/exec?command=sh&command=-c\
+                &command=read%20x%3B%20echo%20got-%24x%3B%20exit%20$CODE\
+                &stdin=true&stdout=true&stderr=true";
+
+    // v4.channel.k8s.io with stdin in a TEXT message: read as a binary one is, as upstream
+    // reads both.
+    let mut ws = WebSocketClient::connect(s, &exec.replace("$CODE", "0"), "v4.channel.k8s.io");
+    assert_eq!(ws.status, 101, "{}", ws.head);
+    assert_eq!(ws.protocol().as_deref(), Some("v4.channel.k8s.io"));
+    ws.send(TEXT, b"\x00hello\n");
+    let frames = channels(&ws.read_to_close(), false);
+    assert_eq!(stream_text(&frames, 1, 0), "got-hello\n");
+    let status: serde_json::Value = serde_json::from_str(&stream_text(&frames, 3, 0)).unwrap();
+    assert_eq!(status["status"], "Success", "{status}");
+
+    // v4.base64.channel.k8s.io: text messages both ways, a digit then base64; the exit code
+    // on the error stream.
+    let mut ws =
+        WebSocketClient::connect(s, &exec.replace("$CODE", "7"), "v4.base64.channel.k8s.io");
+    assert_eq!(ws.status, 101, "{}", ws.head);
+    assert_eq!(ws.protocol().as_deref(), Some("v4.base64.channel.k8s.io"));
+    ws.send(TEXT, format!("0{}", openssl::base64::encode_block(b"there\n")).as_bytes());
+    let frames = channels(&ws.read_to_close(), true);
+    assert_eq!(stream_text(&frames, 1, 0), "got-there\n");
+    let status: serde_json::Value = serde_json::from_str(&stream_text(&frames, 3, 0)).unwrap();
+    assert_eq!(
+        (&status["status"], &status["reason"]),
+        (&"Failure".into(), &"NonZeroExitCode".into())
+    );
+    assert_eq!(status["details"]["causes"][0]["message"], "7", "{status}");
+
+    // Port-forward over v4.base64.channel.k8s.io, and v4.channel.k8s.io fed text messages:
+    // each channel opens with the port, the page comes back on the data channel.
+    for (protocol, base64) in [("v4.base64.channel.k8s.io", true), ("v4.channel.k8s.io", false)] {
+        let path = "/api/v1/namespaces/default/pods/web/portforward?ports=8080";
+        let mut ws = WebSocketClient::connect(s, path, protocol);
+        assert_eq!(ws.status, 101, "{}", ws.head);
+        assert_eq!(ws.protocol().as_deref(), Some(protocol));
+        let request = b"GET /index.html HTTP/1.0\r\n\r\n";
+        let message = if base64 {
+            format!("0{}", openssl::base64::encode_block(request)).into_bytes()
+        } else {
+            [&[0u8][..], request].concat()
+        };
+        ws.send(TEXT, &message);
+        let frames = channels(&ws.read_to_close(), base64);
+        let port = 8080u16.to_le_bytes().to_vec();
+        let first = |stream: u8| frames.iter().find(|(s, _)| *s == stream).map(|(_, d)| d.clone());
+        assert_eq!((first(0), first(1)), (Some(port.clone()), Some(port)), "{protocol}");
+        let page = stream_text(&frames, 0, 1);
+        assert!(page.contains("200 OK") && page.ends_with("hello from busybox\n"), "{page:?}");
+        assert_eq!(stream_text(&frames, 1, 1), "", "{protocol}: nothing on the error channel");
+    }
+}
