@@ -170,29 +170,7 @@ impl WebSocketClient {
         path: &str,
         protocols: &str,
     ) -> WebSocketClient {
-        use openssl::ssl::{SslConnector, SslMethod, SslVerifyMode};
-        use std::io::Read;
-        let field = |path: &str| {
-            let text = server.ok(&["config", "view", "--raw", "-o", &format!("jsonpath={path}")]);
-            openssl::base64::decode_block(text.trim()).expect("base64 in the kubeconfig")
-        };
-        let cert =
-            openssl::x509::X509::from_pem(&field("{.users[0].user.client-certificate-data}"))
-                .expect("client certificate");
-        let key =
-            openssl::pkey::PKey::private_key_from_pem(&field("{.users[0].user.client-key-data}"))
-                .expect("client key");
-        let mut builder = SslConnector::builder(SslMethod::tls_client()).unwrap();
-        builder.set_certificate(&cert).unwrap();
-        builder.set_private_key(&key).unwrap();
-        // The server is the test's own, on loopback.
-        builder.set_verify(SslVerifyMode::NONE);
-        let tcp = std::net::TcpStream::connect(("127.0.0.1", server.port))
-            .expect("connect to the API server");
-        tcp.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-        let mut config = builder.build().configure().unwrap();
-        config.set_verify_hostname(false);
-        let mut conn = config.connect("127.0.0.1", tcp).expect("TLS to the API server");
+        let mut conn = api_connection(server);
         write!(
             conn,
             "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
@@ -200,15 +178,7 @@ impl WebSocketClient {
              Sec-WebSocket-Protocol: {protocols}\r\n\r\n"
         )
         .expect("send the upgrade");
-        let mut head = Vec::new();
-        let mut byte = [0u8; 1];
-        while !head.ends_with(b"\r\n\r\n") {
-            assert!(head.len() < 64 * 1024, "no end of the response head");
-            conn.read_exact(&mut byte).expect("the upgrade's answer");
-            head.push(byte[0]);
-        }
-        let head = String::from_utf8_lossy(&head).into_owned();
-        let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+        let (status, head) = read_head(&mut conn);
         WebSocketClient { conn, status, head }
     }
 
@@ -275,4 +245,85 @@ impl WebSocketClient {
         }
         panic!("no close after 1000 messages");
     }
+}
+
+/// A TLS connection to the API server as its admin user (the kubeconfig's client
+/// certificate); reads are given up after 30 s.
+pub fn api_connection(
+    server: &crate::cluster::RkubeServer,
+) -> openssl::ssl::SslStream<std::net::TcpStream> {
+    use openssl::ssl::{SslConnector, SslMethod, SslVerifyMode};
+    let field = |path: &str| {
+        let text = server.ok(&["config", "view", "--raw", "-o", &format!("jsonpath={path}")]);
+        openssl::base64::decode_block(text.trim()).expect("base64 in the kubeconfig")
+    };
+    let cert = openssl::x509::X509::from_pem(&field("{.users[0].user.client-certificate-data}"))
+        .expect("client certificate");
+    let key = openssl::pkey::PKey::private_key_from_pem(&field("{.users[0].user.client-key-data}"))
+        .expect("client key");
+    let mut builder = SslConnector::builder(SslMethod::tls_client()).unwrap();
+    builder.set_certificate(&cert).unwrap();
+    builder.set_private_key(&key).unwrap();
+    // The server is the test's own, on loopback.
+    builder.set_verify(SslVerifyMode::NONE);
+    let tcp = std::net::TcpStream::connect(("127.0.0.1", server.port))
+        .expect("connect to the API server");
+    tcp.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let mut config = builder.build().configure().unwrap();
+    config.set_verify_hostname(false);
+    config.connect("127.0.0.1", tcp).expect("TLS to the API server")
+}
+
+/// Reads an HTTP response head: the status code and the whole head.
+pub fn read_head(conn: &mut impl std::io::Read) -> (u16, String) {
+    let mut head = Vec::new();
+    let mut byte = [0u8; 1];
+    while !head.ends_with(b"\r\n\r\n") {
+        assert!(head.len() < 64 * 1024, "no end of the response head");
+        conn.read_exact(&mut byte).expect("a response head");
+        head.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&head).into_owned();
+    let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    (status, head)
+}
+
+/// One request to the API server on a connection of its own (`Connection: close`): the
+/// status, the head and the body (read to the end).
+pub fn api_request(
+    server: &crate::cluster::RkubeServer,
+    method: &str,
+    path: &str,
+    body: &[u8],
+) -> (u16, String, Vec<u8>) {
+    use std::io::Read;
+    let mut conn = api_connection(server);
+    write!(
+        conn,
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\
+         Content-Length: {}\r\n\r\n",
+        body.len()
+    )
+    .expect("send the request");
+    conn.write_all(body).expect("send the body");
+    let (status, head) = read_head(&mut conn);
+    let mut rest = Vec::new();
+    let _ = conn.read_to_end(&mut rest);
+    let chunked = head.to_ascii_lowercase().contains("transfer-encoding: chunked");
+    (status, head, if chunked { dechunk(&rest) } else { rest })
+}
+
+/// A chunked body's data.
+fn dechunk(mut raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(end) = raw.windows(2).position(|w| w == b"\r\n") {
+        let size = std::str::from_utf8(&raw[..end]).unwrap_or("0").split(';').next().unwrap_or("0");
+        let size = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
+        if size == 0 || raw.len() < end + 2 + size {
+            break;
+        }
+        out.extend_from_slice(&raw[end + 2..end + 2 + size]);
+        raw = &raw[(end + 4 + size).min(raw.len())..];
+    }
+    out
 }

@@ -403,3 +403,109 @@ spec:
         assert_eq!(stream_text(&frames, 1, 1), "", "{protocol}: nothing on the error channel");
     }
 }
+
+#[test]
+fn pod_proxy_reaches_the_pods_ports_over_the_pod_network() {
+    use rkube_conformance::node::assert_route_is_local;
+    use rkube_conformance::streaming::{api_connection, api_request, read_head};
+    use std::io::{Read, Write};
+    let n = NodeServer::start();
+    let s = &n.server;
+    // `web` serves busybox's page on its declared port, `plain` on port 80 (declaring none),
+    // `upgrader` answers any request with a 101 and then echoes; `nowhere` never gets an IP.
+    let upgrade_script = r#"while IFS= read -r l; do case "$l" in "$(printf "\r")"|"") break;; esac; done; printf "HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n"; exec cat"#;
+    let pods = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"}, "spec": {"containers": [
+            {"name": "app", "image": "busybox:1.36", "imagePullPolicy": "IfNotPresent",
+             "command": ["httpd", "-f", "-p", "8080", "-h", "/var/www"],
+             "ports": [{"containerPort": 8080, "name": "web"}]}]}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "plain"}, "spec": {"containers": [
+            {"name": "app", "image": "busybox:1.36", "imagePullPolicy": "IfNotPresent",
+             "command": ["httpd", "-f", "-p", "80", "-h", "/var/www"]}]}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "upgrader"}, "spec": {"containers": [
+            {"name": "app", "image": "busybox:1.36", "imagePullPolicy": "IfNotPresent",
+             "env": [{"name": "UP", "value": upgrade_script}],
+             "command": ["sh", "-c", "exec nc -ll -p 9000 -e sh -c \"$UP\""]}]}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "nowhere"}, "spec": {
+            "nodeName": "no-such-node",
+            "containers": [{"name": "app", "image": "busybox:1.36"}]}},
+    ]});
+    s.ok_stdin(&["apply", "-f", "-"], &pods.to_string());
+    s.ok(&[
+        "wait",
+        "--for=condition=Ready",
+        "pod/web",
+        "pod/plain",
+        "pod/upgrader",
+        "--timeout=60s",
+    ]);
+    // The API server dials the pods' IPs: they must be on this machine's pod bridge.
+    for pod in ["web", "plain", "upgrader"] {
+        let ip = s.ok(&["get", "pod", pod, "-o", &jsonpath("{.status.podIP}")]);
+        assert_route_is_local(&ip);
+    }
+    let page = "hello from busybox\n";
+    let base = "/api/v1/namespaces/default/pods";
+    for path in [
+        "web/proxy/index.html",           // the first declared port
+        "web:8080/proxy/",                // a port, the directory's index
+        "http:web:8080/proxy/index.html", // scheme, name and port
+        "plain/proxy/index.html",         // no port declared: the scheme's
+        "plain:http/proxy/index.html",    // a service name, as Go's dialer reads it
+        "web:8080/proxy/./x/../index.html",
+    ] {
+        assert_eq!(s.ok(&["get", "--raw", &format!("{base}/{path}")]), page, "{path}");
+    }
+
+    // Every method reaches the pod, which answers as it does (busybox's httpd refuses a
+    // PUT); the answer comes back as it is.
+    let (status, head, body) = api_request(s, "PUT", &format!("{base}/web/proxy/index.html"), b"x");
+    assert_eq!(status, 501, "{head}");
+    assert!(String::from_utf8_lossy(&body).contains("Not Implemented"), "{body:?}");
+    let (status, head, _) = api_request(s, "HEAD", &format!("{base}/web/proxy/index.html"), b"");
+    assert_eq!(status, 200, "{head}");
+    // `.../proxy` alone is redirected to `.../proxy/`.
+    let (status, head, _) = api_request(s, "GET", &format!("{base}/web/proxy?a=b"), b"");
+    assert_eq!(status, 301, "{head}");
+    assert!(head.contains(&format!("{base}/web/proxy/?a=b")), "{head}");
+
+    // Upgrades are spliced through: the pod's 101, then its echo.
+    let mut conn = api_connection(s);
+    write!(
+        conn,
+        "GET {base}/upgrader:9000/proxy/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\n\
+         Upgrade: echo\r\n\r\n"
+    )
+    .unwrap();
+    let (status, head) = read_head(&mut conn);
+    assert_eq!(status, 101, "{head}");
+    assert!(head.to_ascii_lowercase().contains("upgrade: echo"), "{head}");
+    conn.write_all(b"ping\n").unwrap();
+    let mut echoed = [0u8; 5];
+    conn.read_exact(&mut echoed).unwrap();
+    assert_eq!(&echoed, b"ping\n");
+    drop(conn);
+
+    // Upstream's errors.
+    let e = s.fails(&["get", "--raw", &format!("{base}/nowhere/proxy/")]);
+    assert!(e.contains("address not allowed"), "{e}");
+    let e = s.fails(&["get", "--raw", &format!("{base}/nope/proxy/")]);
+    assert!(e.contains(r#"pods "nope" not found"#), "{e}");
+    let (status, _, body) = api_request(s, "GET", &format!("{base}/web:no-such-port/proxy/"), b"");
+    let status_body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(status, 503, "{status_body}");
+    assert_eq!(
+        status_body["message"],
+        "error trying to reach service: dial tcp: lookup tcp/no-such-port: unknown port"
+    );
+    // A port nothing listens on.
+    let (status, _, body) = api_request(s, "GET", &format!("{base}/web:8081/proxy/"), b"");
+    let message = serde_json::from_slice::<serde_json::Value>(&body).unwrap()["message"].clone();
+    assert_eq!(status, 503, "{message}");
+    assert!(message.as_str().unwrap().ends_with(":8081: connect: connection refused"), "{message}");
+    let (status, _, body) = api_request(s, "GET", &format!("{base}/a:b:c:d/proxy/"), b"");
+    assert_eq!(status, 400);
+    assert!(String::from_utf8_lossy(&body).contains(r#"invalid pod request \"a:b:c:d\""#));
+    let (status, _, _) = api_request(s, "TRACE", &format!("{base}/web/proxy/"), b"");
+    assert_eq!(status, 405);
+}
