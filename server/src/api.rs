@@ -822,7 +822,8 @@ async fn patch(
     Ok((StatusCode::OK, patched, warnings.into_inner().expect("warnings")))
 }
 
-/// Subresources: status (get, update, patch), scale, pods/binding, and what the kubelet
+/// Subresources: status and pods/ephemeralcontainers (get, update, patch), scale,
+/// pods/binding, and what the kubelet
 /// serves (pods/log, exec, attach, portforward, nodes/proxy: [`kubelet`]).
 #[allow(clippy::too_many_arguments)]
 async fn subresource(
@@ -844,27 +845,20 @@ async fn subresource(
     let name = r.name.as_deref().ok_or_else(ApiError::path_not_found)?;
     let output = negotiate::output(headers)?;
     match (sub, r.verb) {
-        ("status", "get") => {
+        ("status" | "ephemeralcontainers", "get") => {
             let obj = registry.get(info, ns, name).await?;
             Ok(object_response(StatusCode::OK, info, obj, output, query))
         }
-        ("status", "update") => {
+        ("status" | "ephemeralcontainers", "update") => {
             let (obj, _) = decode_object(info, headers, query, body)?;
             let updated = registry
-                .update(
-                    info,
-                    ns,
-                    name,
-                    Some("status"),
-                    obj,
-                    &write_options(query, headers, "update")?,
-                )
+                .update(info, ns, name, Some(sub), obj, &write_options(query, headers, "update")?)
                 .await?;
             Ok(object_response(StatusCode::OK, info, updated, output, query))
         }
-        ("status", "patch") => {
+        ("status" | "ephemeralcontainers", "patch") => {
             let (code, patched, warnings) =
-                patch(registry, headers, query, info, ns, name, Some("status"), body).await?;
+                patch(registry, headers, query, info, ns, name, Some(sub), body).await?;
             let mut response = object_response(code, info, patched, output, query);
             negotiate::add_warnings(&mut response, &warnings);
             Ok(response)

@@ -27,6 +27,7 @@ pub mod metrics;
 pub mod metrics_api;
 pub mod negotiate;
 pub mod object;
+pub mod pod_proxy;
 pub mod proxy;
 pub mod registry;
 pub mod request;

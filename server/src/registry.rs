@@ -373,6 +373,11 @@ impl Registry {
             // status updates.
             let errors = match subresource {
                 Some("status") => strategy::validate_metadata(info, &new, Some(&old)),
+                Some("ephemeralcontainers") => {
+                    let mut errors = strategy::validate_metadata(info, &new, Some(&old));
+                    errors.extend(rkube_apis::validation::ephemeral_containers_update(&new, &old));
+                    errors
+                }
                 _ => strategy::validate(info, &new, Some(&old)),
             };
             if !errors.is_empty() {
@@ -718,7 +723,7 @@ fn record_update(
     let schema = rkube_apis::patch::PatchSchema::builtin();
     let type_ref = schema.definition_for(info.group, info.version, info.kind);
     let time = object::now();
-    let subresource = subresource.filter(|s| *s == "status");
+    let subresource = subresource.filter(|s| matches!(*s, "status" | "ephemeralcontainers"));
     rkube_apis::apply::record_update(
         schema,
         type_ref,
@@ -813,6 +818,18 @@ fn prepare_for_update(
         }
         strategy::drop_empty_metadata(&mut merged);
         return merged;
+    }
+    if subresource == Some("ephemeralcontainers") {
+        // Upstream's dropNonEphemeralContainerUpdates: of what the client sent, only the
+        // ephemeral containers count; the rest of the pod, metadata included, stays.
+        let mut merged = old.clone();
+        match new["spec"].get("ephemeralContainers").filter(|c| !c.is_null()) {
+            Some(list) => merged["spec"]["ephemeralContainers"] = list.clone(),
+            None => {
+                merged["spec"].as_object_mut().map(|s| s.remove("ephemeralContainers"));
+            }
+        }
+        new = merged;
     }
     let old_meta = old["metadata"].clone();
     {

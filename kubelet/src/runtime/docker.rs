@@ -489,7 +489,10 @@ impl Runtime for DockerRuntime {
         let host_config = HostConfig {
             network_mode: Some(sandbox.clone()),
             ipc_mode: Some(sandbox.clone()),
-            pid_mode: share_pid.then_some(sandbox),
+            pid_mode: match &spec.pid_target {
+                Some(target) => Some(format!("container:{target}")),
+                None => share_pid.then_some(sandbox),
+            },
             binds: (!spec.binds.is_empty()).then(|| spec.binds.clone()),
             tmpfs: (!spec.tmpfs.is_empty())
                 .then(|| spec.tmpfs.iter().map(|p| (p.clone(), String::new())).collect()),

@@ -137,6 +137,9 @@ pub struct ContainerSpec {
     pub cpu_quota: Option<i64>,
     pub memory_limit: Option<i64>,
     pub termination_message_path: Option<String>,
+    /// The container whose process namespace this one joins (an ephemeral container's
+    /// target: upstream's NamespaceMode_TARGET); otherwise its own, or the pod's.
+    pub pid_target: Option<String>,
 }
 
 /// A container (or sandbox) as the runtime reports it.
