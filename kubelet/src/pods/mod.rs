@@ -1,11 +1,13 @@
 //! The pods of this node: a watch on `spec.nodeName=<node>`, one worker task per pod that
 //! syncs it ([`sync`]) whenever the pod object changes, one of its containers starts or
-//! stops, one of its probes changes its mind ([`probes`]), or its resync period passes;
+//! stops ([`pleg`]), one of its probes changes its mind ([`probes`]), or its resync period
+//! passes;
 //! and the clean-up of containers whose pod is gone.
 //! The pods seen are kept in a [`PodCache`] for the kubelet API ([`crate::server`]).
 
 pub mod handlers;
 pub mod hooks;
+pub mod pleg;
 pub mod probes;
 pub mod spec;
 pub mod status;
@@ -154,7 +156,7 @@ pub async fn run(syncer: Arc<Syncer>, cache: PodCache, mut statics: Option<Stati
     let pods: Api<Pod> = Api::all(syncer.client.clone());
     let config = watcher::Config::default().fields(&format!("spec.nodeName={node}"));
     let mut events = watcher::watcher(pods, config).boxed();
-    let mut runtime_events = syncer.runtime.container_events(&node);
+    let mut runtime_events = pleg::watch(syncer.runtime.clone(), node.clone());
     let mut workers: HashMap<String, Worker> = HashMap::new();
     let mut listed: Option<HashSet<String>> = None;
     // The uids of the static pods now.
@@ -212,7 +214,7 @@ pub async fn run(syncer: Arc<Syncer>, cache: PodCache, mut statics: Option<Stati
                     apply_statics(now, &mut static_uids, &mut workers, &syncer, &cache);
                 }
             }
-            Some(uid) = runtime_events.next() => {
+            Some(uid) = runtime_events.recv() => {
                 if let Some(worker) = workers.get(&uid) {
                     worker.poke.notify_one();
                 }
