@@ -5,7 +5,7 @@
 //! The runtime's event stream ([`Runtime::container_events`], Docker's `start`, `die`,
 //! `oom` and `destroy` events for this node's containers) says it as it happens. A relist of
 //! the node's containers, compared with the one before, is the backstop for what the stream
-//! misses: every 5 s while the stream is up, and every second while it is down and for 10 s
+//! misses: every 30 s while the stream is up (each pod's worker also resyncs every 10 s), and every second while it is down and for 10 s
 //! after it came back, as upstream's evented PLEG falls back to the generic PLEG's
 //! one-second relist. A broken stream (the engine restarting) is asked for again with a
 //! back-off from 0.25 s doubling to 10 s ([`Periods`]).
@@ -42,7 +42,7 @@ pub struct Periods {
 impl Default for Periods {
     fn default() -> Self {
         Periods {
-            relist: Duration::from_secs(5),
+            relist: Duration::from_secs(30),
             relist_fast: Duration::from_secs(1),
             fast_after_reconnect: Duration::from_secs(10),
             reconnect_min: Duration::from_millis(250),

@@ -37,6 +37,9 @@ pub struct DockerRuntime {
     /// list shows another state or an event says the container changed: pods whose
     /// containers did not change are synced with one list call and no inspects.
     inspected: Arc<std::sync::Mutex<InspectCache>>,
+    /// Containers the kubelet is starting: their `start` events are its own doing, and the
+    /// sync that started them has inspected them, so those events wake no pod worker.
+    own_starts: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
     /// Each node's pod network, once [`Runtime::ensure_network`] made it.
     networks: std::sync::Mutex<HashMap<String, Arc<PodNetwork>>>,
 }
@@ -164,6 +167,7 @@ impl DockerRuntime {
             docker,
             cgroups: Default::default(),
             inspected: Default::default(),
+            own_starts: Default::default(),
             networks: Default::default(),
         })
     }
@@ -328,6 +332,22 @@ impl DockerRuntime {
         }
     }
 
+    /// Starts a container of the kubelet's (its `start` event is then not passed on).
+    async fn start_own(&self, id: &str) -> Result<()> {
+        {
+            let mut own = self.own_starts.lock().unwrap_or_else(|e| e.into_inner());
+            if own.len() >= MAX_INSPECTED {
+                own.clear();
+            }
+            own.insert(id.to_string());
+        }
+        let started = self.docker.start_container(id, None).await.map_err(err);
+        if started.is_err() {
+            self.own_starts.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+        }
+        started
+    }
+
     /// Creates a container under its kubelet-style name (`k8s_<container>_<pod>_...`).
     async fn create_named(&self, name: String, config: ContainerCreateBody) -> Result<String> {
         let options = CreateContainerOptions { name: Some(name), ..Default::default() };
@@ -424,6 +444,7 @@ impl Runtime for DockerRuntime {
             ..Default::default()
         };
         let inspected = self.inspected.clone();
+        let own_starts = self.own_starts.clone();
         self.docker
             .events(Some(options))
             // A broken stream (the engine restarting) ends: the caller connects again.
@@ -434,14 +455,21 @@ impl Runtime for DockerRuntime {
                 futures::future::ready(event.is_ok())
             })
             .filter_map(move |event| {
-                let actor = event.ok().and_then(|e| e.actor);
-                let uid = actor.map(|actor| {
-                    if let Some(id) = &actor.id {
-                        inspected.lock().unwrap_or_else(|e| e.into_inner()).changed(id);
+                let Some(event) = event.ok() else { return futures::future::ready(None) };
+                let start = event.action.as_deref() == Some("start");
+                let uid = event.actor.and_then(|actor| {
+                    let id = actor.id.unwrap_or_default();
+                    if start {
+                        // The sync that started it has seen it running.
+                        if own_starts.lock().unwrap_or_else(|e| e.into_inner()).remove(&id) {
+                            return None;
+                        }
+                    } else {
+                        inspected.lock().unwrap_or_else(|e| e.into_inner()).changed(&id);
                     }
                     actor.attributes.and_then(|mut a| a.remove(labels::POD_UID))
                 });
-                futures::future::ready(uid.flatten())
+                futures::future::ready(uid)
             })
             .boxed()
     }
@@ -493,7 +521,7 @@ impl Runtime for DockerRuntime {
         };
         let Some((network, ip)) = network else {
             let id = self.create_named(name, config).await?;
-            self.docker.start_container(&id, None).await.map_err(err)?;
+            self.start_own(&id).await?;
             return Ok((id, String::new()));
         };
         let id = match self.create_named(name.clone(), config).await {
@@ -504,7 +532,7 @@ impl Runtime for DockerRuntime {
             }
         };
         network.hand_over(&name, &id);
-        let started = match self.docker.start_container(&id, None).await.map_err(err) {
+        let started = match self.start_own(&id).await {
             Ok(()) => self.attach_sandbox(&network, &id, ip, &spec.host_ports).await,
             Err(e) => Err(e),
         };
@@ -588,7 +616,7 @@ impl Runtime for DockerRuntime {
     }
 
     async fn start_container(&self, id: &str) -> Result<()> {
-        self.docker.start_container(id, None).await.map_err(err)
+        self.start_own(id).await
     }
 
     async fn stop_container(&self, id: &str, grace: Duration) -> Result<()> {
