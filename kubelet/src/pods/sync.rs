@@ -911,6 +911,7 @@ impl Syncer {
             pod.status.as_ref().and_then(|s| s.phase.as_deref()),
             Some("Succeeded" | "Failed")
         );
+        let began = Instant::now();
         let records = self.records(&uid).await;
         let host_ip = self.config.node_ip.to_string();
         let host_network = pod.spec.as_ref().and_then(|s| s.host_network).unwrap_or(false);
@@ -938,8 +939,11 @@ impl Syncer {
                 return Next::After(Duration::from_secs(2));
             }
         };
-        let mut records = if fresh { self.records(&uid).await } else { records };
+        // A new sandbox stopped what ran in the old one: listed again, unless nothing did.
+        let relist = fresh && records.iter().any(|r| !r.is_sandbox());
+        let mut records = if relist { self.records(&uid).await } else { records };
         let pod_ip = if host_network { host_ip.clone() } else { sandbox_ip };
+        let sandbox_ready = began.elapsed();
         let mut lookup =
             Lookup::new(&self.client, pod.metadata.namespace.as_deref().unwrap_or("default"))
                 .with_tokens(self.tokens.clone());
@@ -1106,7 +1110,17 @@ impl Syncer {
             status["ephemeralContainerStatuses"] = status::ephemeral_statuses(&ephemeral_views);
         }
         let phase = status["phase"].as_str().unwrap_or("").to_string();
+        let containers_done = began.elapsed();
         self.report(pod, status, state).await;
+        // Where a sync's time goes (`RUST_LOG=rkube_kubelet::pods::sync=debug`).
+        tracing::debug!(
+            pod = pod.metadata.name.as_deref().unwrap_or(""),
+            fresh,
+            sandbox_ms = sandbox_ready.as_millis() as u64,
+            containers_ms = containers_done.as_millis() as u64,
+            total_ms = began.elapsed().as_millis() as u64,
+            "synced"
+        );
         if phase == "Succeeded" || phase == "Failed" {
             // Stop the sandbox now that nothing will run again.
             let _ = self.runtime.stop_container(&sandbox_id, Duration::ZERO).await;
