@@ -271,6 +271,41 @@ pub fn field_values(info: &ResourceInfo, obj: &Value) -> Vec<(&'static str, Stri
     fields
 }
 
+/// The field label of the stored objects (see [`field_values`] of the resource `info` is
+/// stored with) that a field selector's `label` on `info` reads; `None` when `info` does not
+/// support it (400 on list and watch). A resource stored with another has its labels
+/// converted, as upstream's field label conversion functions do; any other reads its own.
+pub fn storage_field_label(info: &ResourceInfo, label: &str) -> Option<&'static str> {
+    match field_label_conversions(info) {
+        Some(conversions) => conversions.iter().find(|(l, _)| *l == label).map(|(_, s)| *s),
+        None => field_values(info, &Value::Null).into_iter().map(|(f, _)| f).find(|f| *f == label),
+    }
+}
+
+/// The field labels of a resource stored with another resource: each label its API accepts,
+/// with the storage's label holding the value.
+fn field_label_conversions(info: &ResourceInfo) -> Option<&'static [(&'static str, &'static str)]> {
+    match (info.group, info.plural) {
+        // events.k8s.io/v1 names the core fields its own way.
+        ("events.k8s.io", "events") => Some(&[
+            ("metadata.name", "metadata.name"),
+            ("metadata.namespace", "metadata.namespace"),
+            ("reason", "reason"),
+            ("regarding.kind", "involvedObject.kind"),
+            ("regarding.namespace", "involvedObject.namespace"),
+            ("regarding.name", "involvedObject.name"),
+            ("regarding.uid", "involvedObject.uid"),
+            ("regarding.apiVersion", "involvedObject.apiVersion"),
+            ("regarding.resourceVersion", "involvedObject.resourceVersion"),
+            ("regarding.fieldPath", "involvedObject.fieldPath"),
+            ("reportingController", "reportingComponent"),
+            ("source", "source"),
+            ("type", "type"),
+        ]),
+        _ => None,
+    }
+}
+
 /// The top-level fields of an object that [`field_values`] reads, besides `metadata`.
 pub fn field_value_sources(info: &ResourceInfo) -> impl Iterator<Item = &'static str> {
     let fields = kind_fields(info);
@@ -305,14 +340,6 @@ fn kind_fields(info: &ResourceInfo) -> &'static [(&'static str, &'static [&'stat
             ("reason", &["reason"]),
             ("reportingComponent", &["reportingComponent"]),
             ("source", &["source", "component"]),
-            ("type", &["type"]),
-        ],
-        ("events.k8s.io", "events") => &[
-            ("regarding.kind", &["regarding", "kind"]),
-            ("regarding.namespace", &["regarding", "namespace"]),
-            ("regarding.name", &["regarding", "name"]),
-            ("regarding.uid", &["regarding", "uid"]),
-            ("reason", &["reason"]),
             ("type", &["type"]),
         ],
         ("", "secrets") => &[("type", &["type"])],

@@ -516,7 +516,7 @@ async fn list_from_cache(
         }
     }
     let (objects, revision) = cache.list(&registry.prefix(info, ns), filter);
-    let same_version = info.version == cache.info().version;
+    let same_version = (info.group, info.version) == (cache.info().group, cache.info().version);
     // The cached bytes go out as they are (or their metadata alone).
     let raw_items = match output {
         Output::Json if same_version => Some((
@@ -594,16 +594,17 @@ pub(crate) fn selectors(
 /// support is a 400, as upstream.
 fn filter_for(info: &ResourceInfo, query: &Query, name: Option<&str>) -> ApiResult<Filter> {
     let (labels, fields) = selectors(query)?;
+    // Each label, with the label of the stored objects' field values it reads.
+    let mut stored_labels: Vec<(String, &'static str)> = Vec::new();
     if let Some(fields) = &fields {
-        let supported: Vec<&str> =
-            strategy::field_values(info, &json!({})).into_iter().map(|(f, _)| f).collect();
         for requirement in fields.requirements() {
-            if !supported.contains(&requirement.field.as_str()) {
+            let Some(stored) = strategy::storage_field_label(info, &requirement.field) else {
                 return Err(ApiError::bad_request(format!(
                     "field label not supported: {}",
                     requirement.field
                 )));
-            }
+            };
+            stored_labels.push((requirement.field.clone(), stored));
         }
     }
     let name = name.map(String::from);
@@ -615,8 +616,10 @@ fn filter_for(info: &ResourceInfo, query: &Query, name: Option<&str>) -> ApiResu
             return false;
         }
         if let Some(fields) = &fields {
-            let found =
-                |field: &str| view.fields.iter().find(|(f, _)| *f == field).map(|(_, v)| v.clone());
+            let found = |field: &str| {
+                let stored = stored_labels.iter().find(|(l, _)| l == field).map(|(_, s)| *s)?;
+                view.fields.iter().find(|(f, _)| *f == stored).map(|(_, v)| v.clone())
+            };
             if !fields.matches_with(found) {
                 return false;
             }

@@ -120,9 +120,9 @@ impl Registry {
         Ok(())
     }
 
-    /// The watch cache of `info`'s resource.
+    /// The watch cache of `info`'s resource (of the resource it is stored with).
     pub fn cache(&self, info: &ResourceInfo) -> ApiResult<&Arc<Cache>> {
-        self.caches.get(&(info.group, info.plural)).ok_or_else(|| {
+        self.caches.get(&info.storage_resource).ok_or_else(|| {
             ApiError::internal(format!("no watch cache for {}", info.group_resource()))
         })
     }
@@ -133,19 +133,22 @@ impl Registry {
     }
 
     /// Where objects of `info`'s resource are stored.
-    fn storage(&self, info: &ResourceInfo) -> &'static ResourceInfo {
-        self.resources
-            .storage_version_of(info.group, info.plural)
-            .expect("every served resource has a storage version")
+    pub fn storage(&self, info: &ResourceInfo) -> &'static ResourceInfo {
+        self.resources.storage_of(info).expect("every served resource has a storage version")
     }
 
     /// An object read from the store, in the version `info` serves.
     pub fn decode(&self, info: &ResourceInfo, kv: &KeyValue) -> ApiResult<Value> {
+        Ok(convert(self.decode_stored(kv)?, info))
+    }
+
+    /// An object read from the store, as stored (with its resourceVersion).
+    fn decode_stored(&self, kv: &KeyValue) -> ApiResult<Value> {
         let mut obj: Value = serde_json::from_slice(&kv.value).map_err(|e| {
             ApiError::internal(format!("stored object {} is not JSON: {e}", kv.key))
         })?;
         object::set_resource_version(&mut obj, kv.mod_revision);
-        Ok(convert(obj, info))
+        Ok(obj)
     }
 
     /// The bytes stored for an object: storage version, no resourceVersion.
@@ -565,10 +568,13 @@ impl Registry {
                 })?;
             revision = Some(page.revision);
             let last_key = page.kvs.last().map(|kv| kv.key.clone());
+            // Selectors read the stored object, as the watch cache does (a resource stored
+            // with another has its field labels converted to the storage's).
+            let storage = self.storage(info);
             for kv in &page.kvs {
-                let obj = self.decode(info, kv)?;
-                if matches(info, filter, &obj) {
-                    items.push(obj);
+                let obj = self.decode_stored(kv)?;
+                if matches(storage, filter, &obj) {
+                    items.push(convert(obj, info));
                 }
             }
             let full = limit.is_some_and(|l| items.len() >= l);

@@ -62,7 +62,7 @@ pub async fn watch(
         info,
         output: request.output,
         include: request.include,
-        same_version: info.version == cache.info().version,
+        same_version: (info.group, info.version) == (cache.info().group, cache.info().version),
     };
     let stream = async_stream::stream! {
         let mut first = true;
