@@ -431,6 +431,14 @@ impl Resources {
         self.all.iter().filter(move |r| r.group == group && r.version == version)
     }
 
+    /// The resource whose kind (or list kind) `kind` is in `api_version` (`v1`, `apps/v1`).
+    pub fn kind_in(&self, api_version: &str, kind: &str) -> Option<&ResourceInfo> {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        self.all.iter().find(|r| {
+            (r.group, r.version) == (group, version) && (r.kind == kind || r.list_kind == kind)
+        })
+    }
+
     /// The version objects of this stored group and resource are stored in.
     pub fn storage_version_of(&self, group: &str, plural: &str) -> Option<&ResourceInfo> {
         self.storage_by_gr.get(&(group, plural)).map(|&i| &self.all[i])

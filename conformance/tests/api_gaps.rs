@@ -13,7 +13,33 @@ use kube::api::{Api, ListParams, PostParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::{watcher, WatchStreamExt};
 use rkube_conformance::cluster::RkubeServer;
-use serde_json::json;
+use serde_json::{json, Value};
+
+/// A raw HTTPS request with the admin certificate (`curl`): the status code and the body.
+fn curl(s: &RkubeServer, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
+    let pki = s.data_dir.path().join("pki");
+    let mut command = std::process::Command::new("curl");
+    command
+        .args(["-s", "-m", "20", "-w", "\n%{http_code}", "-X", method])
+        .arg("--cacert")
+        .arg(pki.join("ca.crt"))
+        .arg("--cert")
+        .arg(pki.join("admin.crt"))
+        .arg("--key")
+        .arg(pki.join("admin.key"));
+    if body.is_some() {
+        command.args(["-H", "Content-Type: application/json", "--data-binary", "@-"]);
+    }
+    let url = format!("https://127.0.0.1:{}{path}", s.port);
+    let out = rkube_conformance::cluster::run_command(command.arg(url), body.map(str::as_bytes));
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
+    (code.trim().parse().unwrap_or(0), body.to_string())
+}
+
+fn json_of(body: &str) -> Value {
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
+}
 
 // --- Events ---------------------------------------------------------------------------------
 
@@ -136,4 +162,191 @@ async fn events_are_one_resource_in_two_groups() {
     }
     assert!(table.contains("configmap/settings"), "{table}");
     assert!(events.contains("ConfigMap/settings"), "{events}");
+}
+
+// --- Validation of what a request names ---------------------------------------------------
+
+/// The body's apiVersion and kind are checked as upstream's decoding checks them.
+#[test]
+fn a_body_of_another_version_or_kind_is_a_400() {
+    let s = RkubeServer::start();
+    let cms = "/api/v1/namespaces/default/configmaps";
+    let (code, body) = curl(
+        &s,
+        "POST",
+        cms,
+        Some(r#"{"apiVersion":"v2","kind":"ConfigMap","metadata":{"name":"a"}}"#),
+    );
+    assert_eq!(code, 400, "{body}");
+    assert_eq!(
+        json_of(&body)["message"],
+        r#"ConfigMap in version "v2" cannot be handled as a ConfigMap: no kind "ConfigMap" is registered for version "v2" in scheme "pkg/api/legacyscheme/scheme.go:30""#
+    );
+    let (code, body) = curl(
+        &s,
+        "POST",
+        "/api/v1/namespaces/default/events",
+        Some(r#"{"apiVersion":"events.k8s.io/v1","kind":"Event","metadata":{"name":"e"}}"#),
+    );
+    assert_eq!(code, 400, "{body}");
+    assert_eq!(
+        json_of(&body)["message"],
+        "the API version in the data (events.k8s.io/v1) does not match the expected API version (v1)"
+    );
+    let (code, body) = curl(
+        &s,
+        "POST",
+        cms,
+        Some(r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"a"}}"#),
+    );
+    assert_eq!(code, 400, "{body}");
+    assert_eq!(
+        json_of(&body)["message"],
+        r#"Secret in version "v1" cannot be handled as a ConfigMap: converting (v1.Secret) to (core.ConfigMap): unknown conversion"#
+    );
+    // Nothing was created.
+    assert_eq!(curl(&s, "GET", &format!("{cms}/a"), None).0, 404);
+}
+
+/// ConfigMaps and Secrets hold at most 1 MiB of data (kubectl shows upstream's 422).
+#[test]
+fn configmaps_and_secrets_over_one_mebibyte_are_invalid() {
+    let s = RkubeServer::start();
+    let dir = s.data_dir.path().join("big");
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("value");
+    std::fs::write(&file, "x".repeat(1024 * 1024 + 1)).unwrap();
+    let from = format!("--from-file=v={}", file.display());
+    let err = s.fails(&["create", "configmap", "big", &from]);
+    assert!(
+        err.contains(
+            r#"ConfigMap "big" is invalid: []: Too long: may not be more than 1048576 bytes"#
+        ),
+        "{err}"
+    );
+    let err = s.fails(&["create", "secret", "generic", "big", &from]);
+    assert!(
+        err.contains(
+            r#"Secret "big" is invalid: data: Too long: may not be more than 1048576 bytes"#
+        ),
+        "{err}"
+    );
+    std::fs::write(&file, "x".repeat(1024 * 1024)).unwrap();
+    s.ok(&["create", "configmap", "big", &from]);
+}
+
+/// A watch or read from a resourceVersion ahead of the store is answered within seconds
+/// with upstream's Timeout (ResourceVersionTooLarge), not left hanging.
+#[test]
+fn resource_versions_ahead_of_the_store_are_too_large() {
+    let s = RkubeServer::start();
+    let started = std::time::Instant::now();
+    let (code, body) = curl(
+        &s,
+        "GET",
+        "/api/v1/namespaces/default/configmaps?watch=1&resourceVersion=999999&timeoutSeconds=60",
+        None,
+    );
+    assert!(started.elapsed() < Duration::from_secs(15), "{:?}", started.elapsed());
+    assert_eq!(code, 200, "{body}");
+    let event = json_of(body.lines().next().unwrap_or(""));
+    assert_eq!(event["type"], "ERROR", "{body}");
+    let status = &event["object"];
+    assert_eq!((status["code"].as_i64(), status["reason"].as_str()), (Some(504), Some("Timeout")));
+    assert!(
+        status["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("Timeout: Too large resource version: 999999, current: "),
+        "{status}"
+    );
+    assert_eq!(
+        status["details"]["causes"],
+        json!([{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}])
+    );
+    assert_eq!(status["details"]["retryAfterSeconds"], 1);
+    for path in [
+        "/api/v1/namespaces/default/configmaps?resourceVersion=999999",
+        "/api/v1/namespaces/default/configmaps/kube-root-ca.crt?resourceVersion=999999",
+    ] {
+        let (code, body) = curl(&s, "GET", path, None);
+        assert_eq!(code, 504, "{path}: {body}");
+        assert_eq!(json_of(&body)["details"]["causes"][0]["reason"], "ResourceVersionTooLarge");
+    }
+}
+
+/// A namespace or name in the path that cannot be a store key gets upstream's answer, not
+/// a list of nothing; a valid namespace that does not exist lists nothing, as upstream.
+#[test]
+fn path_names_that_are_not_path_segments() {
+    let s = RkubeServer::start();
+    // curl would clean `..` out of the path: send it as written.
+    let raw = |path: &str| {
+        let pki = s.data_dir.path().join("pki");
+        let out = rkube_conformance::cluster::run_command(
+            std::process::Command::new("curl")
+                .args(["-s", "-m", "20", "--path-as-is", "-w", "\n%{http_code}"])
+                .arg("--cacert")
+                .arg(pki.join("ca.crt"))
+                .arg("--cert")
+                .arg(pki.join("admin.crt"))
+                .arg("--key")
+                .arg(pki.join("admin.key"))
+                .arg(format!("https://127.0.0.1:{}{path}", s.port)),
+            None,
+        );
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let (body, code) = text.rsplit_once('\n').unwrap();
+        (code.parse::<u16>().unwrap(), json_of(body))
+    };
+    let (code, status) = raw("/api/v1/namespaces/../configmaps");
+    assert_eq!(code, 500, "{status}");
+    assert_eq!(status["message"], r#"invalid key: "/configmaps/..""#);
+    assert!(status.get("reason").is_none(), "{status}");
+    let (code, status) = raw("/api/v1/namespaces/default/configmaps/..");
+    assert_eq!(code, 400, "{status}");
+    assert_eq!(status["message"], r#"Name parameter invalid: "..": may not be '..'"#);
+    let (code, list) = raw("/api/v1/namespaces/Foo/configmaps");
+    assert_eq!(code, 200);
+    assert_eq!(list["items"], json!([]));
+    let err = s.fails(&["create", "configmap", "x", "-n", "Foo"]);
+    assert!(err.contains(r#"namespaces "Foo" not found"#), "{err}");
+}
+
+/// A certificate request records who asked for it, whatever its body claimed.
+#[test]
+fn a_csr_records_its_requester() {
+    let s = RkubeServer::start();
+    let dir = s.data_dir.path();
+    let key = dir.join("csr.key");
+    let out = rkube_conformance::cluster::run_command(
+        std::process::Command::new("openssl")
+            .args(["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"])
+            .args(["-nodes", "-subj", "/CN=someone", "-keyout"])
+            .arg(&key),
+        None,
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let encoded = rkube_conformance::cluster::run_command(
+        std::process::Command::new("openssl").args(["base64", "-A"]),
+        Some(&out.stdout),
+    );
+    let csr = json!({
+        "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+        "metadata": {"name": "forged"},
+        "spec": {
+            "request": rkube_conformance::cluster::stdout_of(&encoded).trim(),
+            "signerName": "example.com/signer",
+            "usages": ["client auth"],
+            "username": "root", "uid": "0", "groups": ["system:masters", "forged"],
+            "extra": {"scopes": ["everything"]}
+        }
+    });
+    s.ok_stdin(&["create", "-f", "-"], &csr.to_string());
+    let spec = json_of(&s.ok(&["get", "csr", "forged", "-o", "jsonpath={.spec}"]));
+    let whoami = json_of(&s.ok(&["auth", "whoami", "-o", "json"]));
+    let me = &whoami["status"]["userInfo"];
+    assert_eq!(spec["username"], me["username"], "{spec}");
+    assert_eq!(spec["groups"], me["groups"], "{spec}");
+    assert!(spec.get("uid").is_none() && spec.get("extra").is_none(), "{spec}");
 }

@@ -41,6 +41,9 @@ pub struct WriteOptions {
     /// at `--advertise-address`: rkube allows a loopback one for a single-machine cluster,
     /// where upstream's validation (rightly, for clients) refuses loopback endpoints.
     pub trusted: bool,
+    /// Who asks for a create, for the kinds that record it (see
+    /// `strategy::record_requester`); `None` for the server's own writes.
+    pub requester: Option<strategy::Requester>,
 }
 
 /// What a delete asks for (DeleteOptions).
@@ -215,6 +218,7 @@ impl Registry {
                 meta_mut(&mut obj).insert("name".into(), json!(object::generate_name(prefix)));
             }
             if attempt == 0 {
+                strategy::record_requester(info, &mut obj, options.requester.as_ref());
                 strategy::prepare_for_create(info, &mut obj);
                 if is_pod(info) {
                     self.admit_priority(&mut obj)?;
@@ -640,9 +644,7 @@ impl Registry {
                 return Ok(());
             }
             if tokio::time::Instant::now() >= deadline {
-                return Err(ApiError::timeout(format!(
-                    "Too large resource version: {revision}, current: {current}"
-                )));
+                return Err(ApiError::too_large_resource_version(revision, current));
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -741,30 +743,51 @@ pub fn convert(obj: Value, info: &ResourceInfo) -> Value {
     rkube_apis::convert::convert(obj, info)
 }
 
-/// The body's apiVersion and kind, when given, must be the endpoint's.
+/// The body's apiVersion and kind, when given, must be the endpoint's, as kube-apiserver's
+/// decoding has them: a kind it does not know in that version cannot be decoded; a known one
+/// that is not the endpoint's type cannot be converted to it; and another version of the
+/// endpoint's own type (another served version, or the group it is stored with) is refused
+/// by the handler's group-version check. Each answer is upstream's 400.
 pub fn check_type(info: &ResourceInfo, obj: &Value) -> ApiResult<()> {
     if !obj.is_object() {
         return Err(ApiError::bad_request("the body of the request must be an object"));
     }
-    let api_version = obj["apiVersion"].as_str().unwrap_or("");
-    let kind = obj["kind"].as_str().unwrap_or("");
-    if !kind.is_empty() && kind != info.kind {
-        return Err(ApiError::bad_request(format!(
-            "the kind of the object ({kind}) does not match the kind of the endpoint ({})",
+    // What the body leaves out is the endpoint's.
+    let expected = info.api_version();
+    let api_version = obj["apiVersion"].as_str().filter(|v| !v.is_empty()).unwrap_or(&expected);
+    let kind = obj["kind"].as_str().filter(|k| !k.is_empty()).unwrap_or(info.kind);
+    if (api_version, kind) == (expected.as_str(), info.kind) {
+        return Ok(());
+    }
+    let version = api_version.rsplit('/').next().unwrap_or(api_version);
+    let cannot_handle = |why: String| {
+        ApiError::bad_request(format!(
+            "{kind} in version {version:?} cannot be handled as a {}: {why}",
+            info.kind
+        ))
+    };
+    let Some(known) = Resources::builtin().kind_in(api_version, kind) else {
+        return Err(cannot_handle(format!(
+            "no kind {kind:?} is registered for version {api_version:?} in scheme {:?}",
+            "pkg/api/legacyscheme/scheme.go:30"
+        )));
+    };
+    // Upstream decodes into the internal type of the endpoint's storage: Go package `core`
+    // for the core group, else the group's first label.
+    let same_type = known.kind == kind && known.storage_resource == info.storage_resource;
+    if !same_type {
+        let internal = match info.storage_resource.0 {
+            "" => "core",
+            group => group.split('.').next().unwrap_or(group),
+        };
+        return Err(cannot_handle(format!(
+            "converting ({version}.{kind}) to ({internal}.{}): unknown conversion",
             info.kind
         )));
     }
-    if !api_version.is_empty() && api_version != info.api_version() {
-        // Another served version of the same group is converted; anything else is an error.
-        let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
-        if group != info.group {
-            return Err(ApiError::bad_request(format!(
-                "the API version in the data ({api_version}) does not match the expected API version ({})",
-                info.api_version()
-            )));
-        }
-    }
-    Ok(())
+    Err(ApiError::bad_request(format!(
+        "the API version in the data ({api_version}) does not match the expected API version ({expected})"
+    )))
 }
 
 /// The request's namespace goes into the object; a different one in the body is an error.
