@@ -113,8 +113,11 @@ pub async fn serve(
         subresource,
     };
     // The apply records its own managedFields entry.
-    let write =
-        WriteOptions { dry_run: crate::api::dry_run(query)?, field_manager: None, trusted: false };
+    let write = WriteOptions {
+        dry_run: crate::api::dry_run(query)?,
+        field_manager: None,
+        ..Default::default()
+    };
     let schema = PatchSchema::builtin();
     let type_ref = schema.definition_for(info.group, info.version, info.kind);
     let apply_to = |live: Option<&Value>| {
