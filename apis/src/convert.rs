@@ -1,7 +1,11 @@
 //! Conversion between the served versions of one resource. Objects are stored in one version
-//! (see `ResourceInfo::storage_version`) and served in any; today only autoscaling has two
-//! versions of one kind (HorizontalPodAutoscaler v1 and v2), converted as upstream does for
-//! the fields v1 has. What v1 cannot say is kept in the annotations upstream uses, in
+//! (see `ResourceInfo::storage_version`) and served in any: each pair of versions that differ
+//! in shape has its functions in [`CONVERSIONS`]; versions that do not need none. A resource
+//! upstream serves in two groups from one storage (`ResourceInfo::storage_resource`) is
+//! converted the same way: events.k8s.io/v1 Events are core v1 Events ([`events`]).
+//!
+//! HorizontalPodAutoscaler v1 and v2 are converted as upstream does for the fields v1 has.
+//! What v1 cannot say is kept in the annotations upstream uses, in
 //! upstream's shapes: metrics other than the CPU target and all current metrics as
 //! autoscaling/v1's (v2beta1-like) `MetricSpec` and `MetricStatus`, conditions as v1's
 //! `HorizontalPodAutoscalerCondition`, and `behavior` as upstream's internal type, which has
@@ -9,6 +13,8 @@
 //! The annotations are read back as Go's `encoding/json` reads them: keys match field names
 //! whatever their case (so camel-case behaviors are understood too), and an annotation with a
 //! value of the wrong type is ignored as a whole.
+
+mod events;
 
 use serde_json::{json, Map, Value};
 
@@ -56,25 +62,54 @@ pub fn keep_hpa_v1_status(info: &ResourceInfo, new: &mut Value, old: Option<&Val
     drop_empty_annotations(new);
 }
 
-/// `obj` (of any served version of `to`'s resource) in `to`'s version.
+/// One conversion between two served forms of a kind: the object's `apiVersion` before and
+/// after.
+struct Conversion {
+    from: &'static str,
+    to: &'static str,
+    kind: &'static str,
+    convert: fn(Value) -> Value,
+}
+
+/// Every pair of served forms that differ in shape.
+const CONVERSIONS: &[Conversion] = &[
+    Conversion {
+        from: "autoscaling/v1",
+        to: "autoscaling/v2",
+        kind: "HorizontalPodAutoscaler",
+        convert: hpa_v1_to_v2,
+    },
+    Conversion {
+        from: "autoscaling/v2",
+        to: "autoscaling/v1",
+        kind: "HorizontalPodAutoscaler",
+        convert: hpa_v2_to_v1,
+    },
+    Conversion { from: "v1", to: "events.k8s.io/v1", kind: "Event", convert: events::from_core },
+    Conversion { from: "events.k8s.io/v1", to: "v1", kind: "Event", convert: events::to_core },
+];
+
+/// `obj` (of any served form of `to`'s resource) in `to`'s form.
 pub fn convert(mut obj: Value, to: &ResourceInfo) -> Value {
     if !obj.is_object() {
         return obj;
     }
-    let from_version =
-        obj["apiVersion"].as_str().and_then(|v| v.rsplit('/').next()).unwrap_or("").to_string();
-    if (to.group, to.plural) == ("autoscaling", "horizontalpodautoscalers") {
-        obj = match (from_version.as_str(), to.version) {
-            ("v1", "v2") => hpa_v1_to_v2(obj),
-            ("v2", "v1") => hpa_v2_to_v1(obj),
-            (_, "v2") => {
-                drop_round_trip_annotations(&mut obj);
-                obj
-            }
-            _ => obj,
-        };
-    }
-    obj["apiVersion"] = json!(to.api_version());
+    let to_version = to.api_version();
+    let from = obj["apiVersion"].as_str().unwrap_or("");
+    let conversion =
+        CONVERSIONS.iter().find(|c| c.kind == to.kind && c.from == from && c.to == to_version);
+    obj = match conversion {
+        Some(conversion) => (conversion.convert)(obj),
+        // A v2 HPA never keeps the annotations that carry v2 fields through v1.
+        None if (to.group, to.version, to.plural)
+            == ("autoscaling", "v2", "horizontalpodautoscalers") =>
+        {
+            drop_round_trip_annotations(&mut obj);
+            obj
+        }
+        None => obj,
+    };
+    obj["apiVersion"] = json!(to_version);
     obj["kind"] = json!(to.kind);
     obj
 }

@@ -35,8 +35,13 @@ pub struct ResourceInfo {
     pub categories: &'static [&'static str],
     /// Subresources served under `<plural>/<name>/<subresource>`.
     pub subresources: &'static [&'static str],
-    /// True when this version is where objects are stored (one per group and resource).
+    /// True when this version is where objects are stored (one per stored resource).
     pub storage_version: bool,
+    /// The group and plural whose storage holds this resource's objects: its own, except for
+    /// what upstream serves in two groups from one storage (its "cohabitating resources":
+    /// events.k8s.io Events are core Events). Such a resource is converted to and from the
+    /// storage version like another version of the same resource (see `crate::convert`).
+    pub storage_resource: (&'static str, &'static str),
     /// Reads an object as this kind's `k8s-openapi` type and writes it back, as kube-apiserver
     /// decodes into its Go types: a type error is `Err`; fields the type does not have are
     /// dropped, and their paths (`spec.foo`) returned, for the API's `fieldValidation`.
@@ -73,14 +78,19 @@ impl ResourceInfo {
     }
 
     /// The store prefix of every object of this resource, as kube-apiserver lays out etcd:
-    /// `/registry/<resource>/` for the core group, `/registry/<group>/<resource>/` otherwise.
-    /// Every served version of a resource shares it.
+    /// `/registry/<resource>/` for the core group, `/registry/<group>/<resource>/` otherwise,
+    /// named for the resource it is stored with. Every served version of a resource (and every
+    /// group serving it) shares it.
     pub fn key_prefix(&self) -> String {
-        if self.group.is_empty() {
-            format!("/registry/{}/", self.plural)
-        } else {
-            format!("/registry/{}/{}/", self.group, self.plural)
+        match self.storage_resource {
+            ("", plural) => format!("/registry/{plural}/"),
+            (group, plural) => format!("/registry/{group}/{plural}/"),
         }
+    }
+
+    /// True when this resource's objects are stored with another group's resource.
+    pub fn stored_elsewhere(&self) -> bool {
+        self.storage_resource != (self.group, self.plural)
     }
 
     /// The store key of one object.
@@ -199,6 +209,7 @@ where
         categories: extra.categories,
         subresources: extra.subresources,
         storage_version: extra.storage_version,
+        storage_resource: (T::GROUP, T::URL_PATH_SEGMENT),
         normalize: normalize::<T>,
         schema: |generator| generator.subschema_for::<T>(),
     }
@@ -225,6 +236,7 @@ where
         categories: NONE,
         subresources: NONE,
         storage_version: false,
+        storage_resource: (T::GROUP, T::URL_PATH_SEGMENT),
         normalize: normalize::<T>,
         schema: |generator| generator.subschema_for::<T>(),
     }
@@ -302,7 +314,12 @@ fn build() -> Vec<ResourceInfo> {
         info::<networking::ServiceCIDR>(extra(NONE, NONE, STATUS)),
         // discovery.k8s.io, events.k8s.io, coordination.k8s.io
         info::<discovery::EndpointSlice>(extra(NONE, NONE, NONE)),
-        info::<events::Event>(extra(&["ev"], NONE, NONE)),
+        // served from the core Events' storage, as upstream
+        ResourceInfo {
+            storage_version: false,
+            storage_resource: ("", "events"),
+            ..info::<events::Event>(extra(&["ev"], NONE, NONE))
+        },
         info::<coordination::Lease>(extra(NONE, NONE, NONE)),
         // rbac.authorization.k8s.io
         info::<rbac::ClusterRoleBinding>(extra(NONE, NONE, NONE)),
@@ -355,7 +372,7 @@ fn build() -> Vec<ResourceInfo> {
 pub struct Resources {
     all: Vec<ResourceInfo>,
     by_gvr: HashMap<(&'static str, &'static str, &'static str), usize>,
-    /// The storage version of each group and plural (asked on every request).
+    /// The storage version of each stored group and plural (asked on every request).
     storage_by_gr: HashMap<(&'static str, &'static str), usize>,
 }
 
@@ -414,9 +431,24 @@ impl Resources {
         self.all.iter().filter(move |r| r.group == group && r.version == version)
     }
 
-    /// The version objects of this group and resource are stored in.
+    /// The resource whose kind (or list kind) `kind` is in `api_version` (`v1`, `apps/v1`).
+    pub fn kind_in(&self, api_version: &str, kind: &str) -> Option<&ResourceInfo> {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        self.all.iter().find(|r| {
+            (r.group, r.version) == (group, version) && (r.kind == kind || r.list_kind == kind)
+        })
+    }
+
+    /// The version objects of this stored group and resource are stored in.
     pub fn storage_version_of(&self, group: &str, plural: &str) -> Option<&ResourceInfo> {
         self.storage_by_gr.get(&(group, plural)).map(|&i| &self.all[i])
+    }
+
+    /// Where the objects `info` serves are stored: its storage version, or that of the
+    /// resource it is stored with.
+    pub fn storage_of(&self, info: &ResourceInfo) -> Option<&ResourceInfo> {
+        let (group, plural) = info.storage_resource;
+        self.storage_version_of(group, plural)
     }
 }
 
@@ -510,5 +542,19 @@ mod tests {
         let autoscaling = groups.iter().find(|(g, _)| *g == "autoscaling").unwrap();
         assert_eq!(autoscaling.1, vec!["v2", "v1"]);
         assert_eq!(groups[0].0, "");
+    }
+
+    #[test]
+    fn events_of_both_groups_live_in_the_core_events_storage() {
+        let r = Resources::builtin();
+        let core = r.get("", "v1", "events").unwrap();
+        let events = r.get("events.k8s.io", "v1", "events").unwrap();
+        assert_eq!(events.key(Some("ns"), "e"), "/registry/events/ns/e");
+        assert_eq!(core.key(Some("ns"), "e"), events.key(Some("ns"), "e"));
+        assert!(events.stored_elsewhere() && !core.stored_elsewhere());
+        assert_eq!(r.storage_of(events).unwrap().api_version(), "v1");
+        assert_eq!(r.storage_of(core).unwrap().api_version(), "v1");
+        // One storage version per stored resource.
+        assert_eq!(r.all().iter().filter(|i| i.storage_version && i.plural == "events").count(), 1);
     }
 }

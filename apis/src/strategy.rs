@@ -173,6 +173,42 @@ pub fn prepare_for_create(info: &ResourceInfo, obj: &mut Value) {
     crate::defaults::apply(info, obj);
 }
 
+/// Who made a request (upstream's `user.Info`), for the strategies that record it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Requester {
+    pub name: String,
+    pub uid: String,
+    pub groups: Vec<String>,
+    pub extra: std::collections::BTreeMap<String, Vec<String>>,
+}
+
+/// What a create records of who made it: a CertificateSigningRequest's `spec.username`,
+/// `uid`, `groups` and `extra` are its requester's, whatever the body said, as upstream's
+/// strategy sets them (nothing at all for a create nobody made, such as the server's own).
+pub fn record_requester(info: &ResourceInfo, obj: &mut Value, requester: Option<&Requester>) {
+    if (info.group, info.plural) != ("certificates.k8s.io", "certificatesigningrequests") {
+        return;
+    }
+    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else { return };
+    for field in ["username", "uid", "groups", "extra"] {
+        spec.shift_remove(field);
+    }
+    let Some(requester) = requester else { return };
+    // As Go writes the fields: empty strings and lists are left out.
+    if !requester.name.is_empty() {
+        spec.insert("username".into(), json!(requester.name));
+    }
+    if !requester.uid.is_empty() {
+        spec.insert("uid".into(), json!(requester.uid));
+    }
+    if !requester.groups.is_empty() {
+        spec.insert("groups".into(), json!(requester.groups));
+    }
+    if !requester.extra.is_empty() {
+        spec.insert("extra".into(), json!(requester.extra));
+    }
+}
+
 /// The metadata fields a write to the `status` subresource may not change for this kind
 /// (upstream's status strategies: a Deployment's labels, a pod's owner references); its other
 /// labels, annotations, finalizers and owner references are the client's.
@@ -271,6 +307,41 @@ pub fn field_values(info: &ResourceInfo, obj: &Value) -> Vec<(&'static str, Stri
     fields
 }
 
+/// The field label of the stored objects (see [`field_values`] of the resource `info` is
+/// stored with) that a field selector's `label` on `info` reads; `None` when `info` does not
+/// support it (400 on list and watch). A resource stored with another has its labels
+/// converted, as upstream's field label conversion functions do; any other reads its own.
+pub fn storage_field_label(info: &ResourceInfo, label: &str) -> Option<&'static str> {
+    match field_label_conversions(info) {
+        Some(conversions) => conversions.iter().find(|(l, _)| *l == label).map(|(_, s)| *s),
+        None => field_values(info, &Value::Null).into_iter().map(|(f, _)| f).find(|f| *f == label),
+    }
+}
+
+/// The field labels of a resource stored with another resource: each label its API accepts,
+/// with the storage's label holding the value.
+fn field_label_conversions(info: &ResourceInfo) -> Option<&'static [(&'static str, &'static str)]> {
+    match (info.group, info.plural) {
+        // events.k8s.io/v1 names the core fields its own way.
+        ("events.k8s.io", "events") => Some(&[
+            ("metadata.name", "metadata.name"),
+            ("metadata.namespace", "metadata.namespace"),
+            ("reason", "reason"),
+            ("regarding.kind", "involvedObject.kind"),
+            ("regarding.namespace", "involvedObject.namespace"),
+            ("regarding.name", "involvedObject.name"),
+            ("regarding.uid", "involvedObject.uid"),
+            ("regarding.apiVersion", "involvedObject.apiVersion"),
+            ("regarding.resourceVersion", "involvedObject.resourceVersion"),
+            ("regarding.fieldPath", "involvedObject.fieldPath"),
+            ("reportingController", "reportingComponent"),
+            ("source", "source"),
+            ("type", "type"),
+        ]),
+        _ => None,
+    }
+}
+
 /// The top-level fields of an object that [`field_values`] reads, besides `metadata`.
 pub fn field_value_sources(info: &ResourceInfo) -> impl Iterator<Item = &'static str> {
     let fields = kind_fields(info);
@@ -305,14 +376,6 @@ fn kind_fields(info: &ResourceInfo) -> &'static [(&'static str, &'static [&'stat
             ("reason", &["reason"]),
             ("reportingComponent", &["reportingComponent"]),
             ("source", &["source", "component"]),
-            ("type", &["type"]),
-        ],
-        ("events.k8s.io", "events") => &[
-            ("regarding.kind", &["regarding", "kind"]),
-            ("regarding.namespace", &["regarding", "namespace"]),
-            ("regarding.name", &["regarding", "name"]),
-            ("regarding.uid", &["regarding", "uid"]),
-            ("reason", &["reason"]),
             ("type", &["type"]),
         ],
         ("", "secrets") => &[("type", &["type"])],
@@ -456,6 +519,33 @@ mod tests {
         prepare_for_create(secrets, &mut only);
         assert_eq!(only["data"], json!({"k": "dg=="}));
         assert!(only.get("stringData").is_none());
+    }
+
+    #[test]
+    fn a_certificate_request_records_its_requester() {
+        let csrs =
+            Resources::builtin().get("certificates.k8s.io", "v1", "certificatesigningrequests");
+        let csrs = csrs.unwrap();
+        let mut csr = json!({"spec": {"request": "UEVN", "signerName": "s", "username": "root",
+            "uid": "0", "groups": ["system:masters"], "extra": {"a": ["b"]}}});
+        let requester = Requester {
+            name: "alice".into(),
+            groups: vec!["dev".into(), "system:authenticated".into()],
+            ..Default::default()
+        };
+        record_requester(csrs, &mut csr, Some(&requester));
+        assert_eq!(
+            csr["spec"],
+            json!({"request": "UEVN", "signerName": "s", "username": "alice",
+                "groups": ["dev", "system:authenticated"]})
+        );
+        record_requester(csrs, &mut csr, None);
+        assert_eq!(csr["spec"], json!({"request": "UEVN", "signerName": "s"}));
+        // Other kinds keep what they were given.
+        let pods = Resources::builtin().get("", "v1", "pods").unwrap();
+        let mut pod = json!({"spec": {"username": "x"}});
+        record_requester(pods, &mut pod, Some(&requester));
+        assert_eq!(pod["spec"]["username"], "x");
     }
 
     #[test]

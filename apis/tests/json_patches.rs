@@ -243,3 +243,33 @@ fn decoding_patch_bodies() {
     assert_eq!((error.status_code(), error.to_string()), (400, "Invalid JSON Patch".to_string()));
     assert_eq!(decode_patch_body(PatchType::StrategicMerge, b"{").unwrap_err().status_code(), 400);
 }
+
+/// `copy` operations that double the document: upstream stops them once the bytes copied in
+/// one patch pass `JSONPatchMaxCopyBytes` (3 MiB), before the copy is made.
+#[test]
+fn json_patch_copies_are_bounded() {
+    let mut ops = vec![json!({"op": "add", "path": "/data", "value": {"k": "x".repeat(1000)}})];
+    for i in 0..25 {
+        ops.push(json!({"op": "copy", "from": "/data", "path": format!("/data/c{i}")}));
+    }
+    let started = std::time::Instant::now();
+    let err = json_patch(json!({"metadata": {"name": "a"}}), Value::Array(ops)).unwrap_err();
+    assert!(started.elapsed() < std::time::Duration::from_secs(2), "{:?}", started.elapsed());
+    assert_eq!(err.status_code(), 422);
+    let PatchError::Unprocessable(detail) = &err else { panic!("{err:?}") };
+    assert!(
+        detail
+            .starts_with("Unable to complete the copy, the accumulated size increase of copy is ")
+            && detail.ends_with(", exceeding the limit 3145728"),
+        "{detail}"
+    );
+
+    // As upstream's own test: each copy of a 49-character string adds 51 bytes (the quotes
+    // count), and the sum is what is limited, not each copy.
+    let big = "A".repeat(3 * 1024 * 1024 / 2);
+    let copy = json!({"op": "copy", "path": "/foo/-", "from": "/foo/1"});
+    let once = json_patch(json!({"foo": ["A", big]}), json!([copy])).unwrap();
+    assert_eq!(once["foo"].as_array().unwrap().len(), 3);
+    let err = json_patch(json!({"foo": ["A", big]}), json!([copy, copy])).unwrap_err();
+    assert_eq!(err.status_code(), 422, "{err:?}");
+}

@@ -2,7 +2,7 @@
 
 use std::fs::{self, DirBuilder, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::CertError;
@@ -87,4 +87,53 @@ pub(crate) fn sync_dir(dir: &Path) -> Result<(), CertError> {
 /// Creates one directory with mode 0700 (its parent must exist).
 pub(crate) fn create_private_dir(path: &Path) -> Result<(), CertError> {
     DirBuilder::new().mode(DIR_MODE).create(path).map_err(io_err("create directory", path))
+}
+
+/// Makes `path` a directory only its owner can enter: created (with any missing parents)
+/// with mode 0700, or tightened to 0700, with one log line, when an older one is looser. For
+/// the server's data dir and the kubelet's root, which hold keys, the store, Secrets and
+/// service-account tokens.
+pub fn ensure_private_dir(path: &Path) -> Result<(), CertError> {
+    DirBuilder::new()
+        .recursive(true)
+        .mode(DIR_MODE)
+        .create(path)
+        .map_err(io_err("create directory", path))?;
+    let old = fs::metadata(path).map_err(io_err("inspect", path))?.permissions().mode() & 0o777;
+    if old & !DIR_MODE != 0 {
+        fs::set_permissions(path, fs::Permissions::from_mode(DIR_MODE))
+            .map_err(io_err("restrict the permissions of", path))?;
+        tracing::warn!(
+            path = %path.display(),
+            "tightened permissions from {old:04o} to {DIR_MODE:04o}: it holds private data"
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mode(path: &Path) -> u32 {
+        fs::metadata(path).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn private_dirs_are_created_or_tightened_to_0700() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fresh = tmp.path().join("a/b");
+        ensure_private_dir(&fresh).unwrap();
+        assert_eq!(mode(&fresh), 0o700);
+        let loose = tmp.path().join("loose");
+        fs::create_dir(&loose).unwrap();
+        fs::set_permissions(&loose, fs::Permissions::from_mode(0o755)).unwrap();
+        ensure_private_dir(&loose).unwrap();
+        assert_eq!(mode(&loose), 0o700);
+        let tighter = tmp.path().join("tighter");
+        fs::create_dir(&tighter).unwrap();
+        fs::set_permissions(&tighter, fs::Permissions::from_mode(0o500)).unwrap();
+        ensure_private_dir(&tighter).unwrap();
+        assert_eq!(mode(&tighter), 0o500, "never widened");
+    }
 }

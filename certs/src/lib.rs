@@ -40,13 +40,15 @@
 //! - [`kubeconfig`]: [`KubeconfigSpec`], [`TokenKubeconfigSpec`] and their writers.
 //! - [`tls`]: the TLS acceptor with client certificates the API server and the kubelet
 //!   serve with, and the identity a verified client certificate carries.
-//! - `issue` (private): the X.509 building blocks; `fsutil` (private): atomic writes.
+//! - `issue` (private): the X.509 building blocks; `fsutil` (private): atomic writes and
+//!   [`ensure_private_dir`], which the server's data dir and the kubelet's root use too.
 //! - `tests/tls.rs` shows the material in use: a real mutual-TLS handshake with
 //!   `openssl::ssl`.
 #![deny(clippy::all)]
 
 mod error;
 mod fsutil;
+mod idle;
 mod issue;
 pub mod kubeconfig;
 pub mod pki;
@@ -54,6 +56,7 @@ mod san;
 pub mod tls;
 
 pub use error::CertError;
+pub use fsutil::ensure_private_dir;
 pub use kubeconfig::{
     write_kubeconfig, write_token_kubeconfig, KubeconfigSpec, TokenKubeconfigSpec,
 };

@@ -72,17 +72,66 @@ pub struct Peer {
     pub certificate: Option<(String, Vec<String>)>,
 }
 
-/// How long a client may take over its TLS handshake before the connection is dropped (so
-/// one that never finishes does not hold a task for ever).
-const HANDSHAKE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// What one connection may cost the server, as Go's `http.Server` bounds it for
+/// kube-apiserver: how long a client may take to send a request's headers, how long an
+/// idle connection stays open, and how many HTTP/2 streams run at once on one connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConnectionLimits {
+    /// The TLS handshake, and then each HTTP/1 request's head (from when the server is
+    /// ready for it to its last header line), must arrive within this; an HTTP/2 connection
+    /// must open its first stream within it. kube-apiserver: `ReadHeaderTimeout` 32 s (Go
+    /// also bounds the handshake by it).
+    pub header_read_timeout: std::time::Duration,
+    /// A connection with no request in progress is closed after this (kube-apiserver:
+    /// `IdleTimeout` 90 s; HTTP/2 gets a GOAWAY). HTTP/1 connections waiting for their next
+    /// request are already closed by [`ConnectionLimits::header_read_timeout`].
+    pub idle_timeout: std::time::Duration,
+    /// The `SETTINGS_MAX_CONCURRENT_STREAMS` announced to HTTP/2 clients
+    /// (kube-apiserver's `--http2-max-streams-per-connection`, 100 when unset).
+    pub http2_max_concurrent_streams: u32,
+}
 
-/// Accepts connections on `listener` until the task is aborted: TLS with `acceptor`, then
-/// HTTP/1.1 (with upgrades) or HTTP/2 by hyper, each request going to the service
-/// `service_for` makes for the connection's [`Peer`]. `what` names the server in logs.
+impl Default for ConnectionLimits {
+    /// kube-apiserver's values.
+    fn default() -> Self {
+        ConnectionLimits {
+            header_read_timeout: std::time::Duration::from_secs(32),
+            idle_timeout: std::time::Duration::from_secs(90),
+            http2_max_concurrent_streams: 100,
+        }
+    }
+}
+
+/// Accepts connections on `listener` until the task is aborted, with the default
+/// [`ConnectionLimits`]; see [`serve_with_limits`].
 pub async fn serve<F, S, B>(
     listener: tokio::net::TcpListener,
     acceptor: SslAcceptor,
     what: &'static str,
+    service_for: F,
+) where
+    F: Fn(Peer) -> S + Send + Sync + 'static,
+    S: hyper::service::Service<http::Request<hyper::body::Incoming>, Response = http::Response<B>>
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    serve_with_limits(listener, acceptor, what, ConnectionLimits::default(), service_for).await
+}
+
+/// Accepts connections on `listener` until the task is aborted: TLS with `acceptor`, then
+/// HTTP/2 or HTTP/1.1 (with upgrades) as ALPN chose, served by hyper within `limits`, each
+/// request going to the service `service_for` makes for the connection's [`Peer`]. `what`
+/// names the server in logs.
+pub async fn serve_with_limits<F, S, B>(
+    listener: tokio::net::TcpListener,
+    acceptor: SslAcceptor,
+    what: &'static str,
+    limits: ConnectionLimits,
     service_for: F,
 ) where
     F: Fn(Peer) -> S + Send + Sync + 'static,
@@ -112,16 +161,15 @@ pub async fn serve<F, S, B>(
             let served = async {
                 let ssl = openssl::ssl::Ssl::new(acceptor.context())?;
                 let mut stream = tokio_openssl::SslStream::new(ssl, tcp)?;
-                tokio::time::timeout(HANDSHAKE_TIMEOUT, std::pin::Pin::new(&mut stream).accept())
-                    .await
-                    .map_err(|_| "TLS handshake timed out")??;
+                tokio::time::timeout(
+                    limits.header_read_timeout,
+                    std::pin::Pin::new(&mut stream).accept(),
+                )
+                .await
+                .map_err(|_| "TLS handshake timed out")??;
                 let peer = Peer { addr, certificate: verified_peer(stream.ssl()) };
-                hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
-                    .serve_connection_with_upgrades(
-                        hyper_util::rt::TokioIo::new(stream),
-                        service_for(peer),
-                    )
-                    .await
+                let http2 = stream.ssl().selected_alpn_protocol() == Some(b"h2");
+                serve_connection(stream, http2, limits, service_for(peer)).await
             };
             let result: Result<(), Box<dyn std::error::Error + Send + Sync>> = served.await;
             if let Err(e) = result {
@@ -129,4 +177,51 @@ pub async fn serve<F, S, B>(
             }
         });
     }
+}
+
+/// Serves one connection in the protocol ALPN chose (so that a client that sends nothing
+/// meets hyper's header timeout rather than a wait for bytes to guess the protocol from),
+/// closing it gracefully once it has been idle too long.
+async fn serve_connection<S, B>(
+    stream: tokio_openssl::SslStream<tokio::net::TcpStream>,
+    http2: bool,
+    limits: ConnectionLimits,
+    service: S,
+) -> Result<(), Box<dyn std::error::Error + Send + Sync>>
+where
+    S: hyper::service::Service<http::Request<hyper::body::Incoming>, Response = http::Response<B>>
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: hyper::body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let mut builder =
+        hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new());
+    if http2 {
+        builder = builder.http2_only();
+    } else {
+        builder = builder.http1_only();
+    }
+    builder
+        .http1()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout);
+    builder
+        .http2()
+        .timer(hyper_util::rt::TokioTimer::new())
+        .max_concurrent_streams(limits.http2_max_concurrent_streams);
+    let activity = crate::idle::Activity::new();
+    let service = crate::idle::Tracked::new(service, activity.clone());
+    let connection =
+        builder.serve_connection_with_upgrades(hyper_util::rt::TokioIo::new(stream), service);
+    tokio::pin!(connection);
+    tokio::select! {
+        result = connection.as_mut() => return result,
+        () = activity.idle_for(limits.header_read_timeout, limits.idle_timeout) => {}
+    }
+    connection.as_mut().graceful_shutdown();
+    connection.await
 }

@@ -119,23 +119,32 @@ mod tests {
 }
 
 /// What every benchmark program takes: `--quick` (a small run that only prints) and
-/// `--output FILE` (where the figures go; `docs/benchmarks.md` by default).
+/// `--output FILE` (where the figures go; `docs/benchmarks.md` by default). A program
+/// flattens it into its own `clap` parser, so `--help` prints its usage and an unknown
+/// option is an error rather than a full run.
+#[derive(clap::Args, Debug)]
 pub struct Args {
+    /// A smaller, faster run that only prints its figures (nothing is written)
+    #[arg(long)]
     pub quick: bool,
+    /// The Markdown file whose section for this benchmark gets the figures
+    #[arg(long, value_name = "FILE", default_value_t = default_benchmarks_file())]
     pub output: String,
 }
 
 impl Args {
+    /// The options of a benchmark that has none of its own.
     pub fn parse() -> Args {
-        let args: Vec<String> = std::env::args().skip(1).collect();
-        let quick = args.iter().any(|a| a == "--quick");
-        let output = args
-            .iter()
-            .position(|a| a == "--output")
-            .and_then(|i| args.get(i + 1).cloned())
-            .unwrap_or_else(default_benchmarks_file);
-        Args { quick, output }
+        <OnlyArgs as clap::Parser>::parse().args
     }
+}
+
+/// An rkube benchmark program: it prints a table of figures and writes them to the
+/// benchmarks page.
+#[derive(clap::Parser)]
+struct OnlyArgs {
+    #[command(flatten)]
+    args: Args,
 }
 
 /// A process's resident memory in KiB (`/proc/PID/status`): total, anonymous, file-backed.

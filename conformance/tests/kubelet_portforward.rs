@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use rkube_conformance::cluster::RkubeServer;
 use rkube_conformance::node::NodeServer;
-use rkube_conformance::streaming::Streaming;
+use rkube_conformance::streaming::{api_connection, read_head, Streaming, WebSocketClient, BINARY};
 
 const KUBECTL_1_29: &str = "/usr/lib/google-cloud-sdk/bin/kubectl.1.29";
 
@@ -296,43 +296,6 @@ spec:
     assert!(e.contains(r#"pods "nope" not found"#), "{e}");
 }
 
-/// A TLS connection to the API server as the kubeconfig's user (its client certificate).
-fn api_connection(s: &RkubeServer) -> openssl::ssl::SslStream<TcpStream> {
-    use openssl::ssl::{SslConnector, SslMethod, SslVerifyMode};
-    let field = |path: &str| {
-        let text = s.ok(&["config", "view", "--raw", "-o", &format!("jsonpath={path}")]);
-        openssl::base64::decode_block(text.trim()).expect("base64 in the kubeconfig")
-    };
-    let cert = openssl::x509::X509::from_pem(&field("{.users[0].user.client-certificate-data}"))
-        .expect("client certificate");
-    let key = openssl::pkey::PKey::private_key_from_pem(&field("{.users[0].user.client-key-data}"))
-        .expect("client key");
-    let mut builder = SslConnector::builder(SslMethod::tls_client()).unwrap();
-    builder.set_certificate(&cert).unwrap();
-    builder.set_private_key(&key).unwrap();
-    // The server is this test's own, on loopback.
-    builder.set_verify(SslVerifyMode::NONE);
-    let tcp = TcpStream::connect(("127.0.0.1", s.port)).expect("connect to the API server");
-    tcp.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
-    let mut config = builder.build().configure().unwrap();
-    config.set_verify_hostname(false);
-    config.connect("127.0.0.1", tcp).expect("TLS to the API server")
-}
-
-/// Reads an HTTP response head: the status code and the header lines.
-fn read_head(conn: &mut impl Read) -> (u16, String) {
-    let mut head = Vec::new();
-    let mut byte = [0u8; 1];
-    while !head.ends_with(b"\r\n\r\n") {
-        assert!(head.len() < 64 * 1024, "no end of the response head");
-        conn.read_exact(&mut byte).expect("a response head");
-        head.push(byte[0]);
-    }
-    let head = String::from_utf8_lossy(&head).to_string();
-    let status = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    (status, head)
-}
-
 /// A GET through the API server with extra header lines: the status and the body (read by
 /// its Content-Length, else to the end of the connection).
 fn raw_get(s: &RkubeServer, path: &str, headers: &str) -> (u16, String) {
@@ -356,44 +319,6 @@ fn raw_get(s: &RkubeServer, path: &str, headers: &str) -> (u16, String) {
     (status, String::from_utf8_lossy(&body).to_string())
 }
 
-/// One WebSocket message from the server: (opcode, payload).
-fn ws_read(conn: &mut impl Read) -> (u8, Vec<u8>) {
-    let mut head = [0u8; 2];
-    conn.read_exact(&mut head).expect("a WebSocket frame");
-    let len = match head[1] & 0x7f {
-        126 => {
-            let mut n = [0u8; 2];
-            conn.read_exact(&mut n).unwrap();
-            u64::from(u16::from_be_bytes(n))
-        }
-        127 => {
-            let mut n = [0u8; 8];
-            conn.read_exact(&mut n).unwrap();
-            u64::from_be_bytes(n)
-        }
-        n => u64::from(n),
-    };
-    let mut payload = vec![0u8; len as usize];
-    conn.read_exact(&mut payload).unwrap();
-    (head[0] & 0x0f, payload)
-}
-
-/// A client's binary message (masked, as clients must).
-fn ws_binary(payload: &[u8]) -> Vec<u8> {
-    let mask = [0x11, 0x22, 0x33, 0x44];
-    let mut frame = vec![0x82];
-    match payload.len() {
-        n if n < 126 => frame.push(0x80 | n as u8),
-        n => {
-            frame.push(0x80 | 126);
-            frame.extend_from_slice(&(n as u16).to_be_bytes());
-        }
-    }
-    frame.extend_from_slice(&mask);
-    frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
-    frame
-}
-
 #[test]
 fn port_forward_over_the_channel_websocket_protocol_and_refusals() {
     let n = NodeServer::start();
@@ -402,29 +327,17 @@ fn port_forward_over_the_channel_websocket_protocol_and_refusals() {
 
     // The v4.channel.k8s.io protocol (client libraries: kube-rs, the Python client): ports in
     // the query, data and error channel per port, each opened with the port's number.
-    let mut conn = api_connection(s);
-    write!(
-        conn,
-        "GET /api/v1/namespaces/default/pods/web/portforward?ports=8080&ports=81 HTTP/1.1\r\n\
-         Host: 127.0.0.1\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\
-         Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\
-         Sec-WebSocket-Protocol: v4.channel.k8s.io\r\n\r\n"
-    )
-    .unwrap();
-    let (status, head) = read_head(&mut conn);
-    assert_eq!(status, 101, "{head}");
-    assert!(
-        head.to_ascii_lowercase().contains("sec-websocket-protocol: v4.channel.k8s.io"),
-        "{head}"
+    let mut ws = WebSocketClient::connect(
+        s,
+        "/api/v1/namespaces/default/pods/web/portforward?ports=8080&ports=81",
+        "v4.channel.k8s.io",
     );
-    conn.write_all(&ws_binary(b"\x00GET /index.html HTTP/1.0\r\n\r\n")).unwrap();
+    assert_eq!(ws.status, 101, "{}", ws.head);
+    assert_eq!(ws.protocol().as_deref(), Some("v4.channel.k8s.io"));
+    ws.send(BINARY, b"\x00GET /index.html HTTP/1.0\r\n\r\n");
     let mut channels: Vec<Vec<u8>> = vec![Vec::new(); 4];
     let mut first: Vec<Option<Vec<u8>>> = vec![None; 4];
-    loop {
-        let (opcode, payload) = ws_read(&mut conn);
-        if opcode == 8 {
-            break;
-        }
+    for (_, payload) in ws.read_to_close() {
         let Some((&channel, data)) = payload.split_first() else { continue };
         let channel = usize::from(channel);
         assert!(channel < 4, "message on channel {channel}");

@@ -297,3 +297,215 @@ fn kubectl_cp_both_ways_and_run_with_rm() {
         !out.contains("pod/once")
     });
 }
+
+/// The stream of each channel-protocol message and its bytes: a byte then the bytes in
+/// binary messages, an ASCII digit then base64 in text ones.
+fn channels(messages: &[(u8, Vec<u8>)], base64: bool) -> Vec<(u8, Vec<u8>)> {
+    use rkube_conformance::streaming::{BINARY, TEXT};
+    messages
+        .iter()
+        .map(|(opcode, payload)| {
+            assert_eq!(*opcode, if base64 { TEXT } else { BINARY }, "{payload:?}");
+            let (&first, rest) = payload.split_first().expect("a stream byte");
+            if base64 {
+                let text = std::str::from_utf8(rest).expect("base64 text");
+                let data = if text.is_empty() {
+                    Vec::new()
+                } else {
+                    openssl::base64::decode_block(text).expect("base64")
+                };
+                (first - b'0', data)
+            } else {
+                (first, rest.to_vec())
+            }
+        })
+        .collect()
+}
+
+/// The bytes of one stream, after its first `skip` messages, as text.
+fn stream_text(frames: &[(u8, Vec<u8>)], stream: u8, skip: usize) -> String {
+    let bytes: Vec<u8> = frames
+        .iter()
+        .filter(|(s, _)| *s == stream)
+        .skip(skip)
+        .flat_map(|(_, d)| d.clone())
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+#[test]
+fn websocket_channels_read_text_frames_and_speak_base64() {
+    use rkube_conformance::streaming::{WebSocketClient, TEXT};
+    let n = NodeServer::start();
+    let s = &n.server;
+    s.ok_stdin(&["apply", "-f", "-"], EXEC_PODS);
+    let web = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  containers:
+  - {name: app, image: "busybox:1.36", imagePullPolicy: IfNotPresent, command: ["httpd", "-f", "-p", "8080", "-h", "/var/www"]}
+"#;
+    s.ok_stdin(&["apply", "-f", "-"], web);
+    s.ok(&["wait", "--for=condition=Ready", "pod/shell", "pod/web", "--timeout=60s"]);
+    let exec = "/api/v1/namespaces/default/pods/shell/exec?command=sh&command=-c\
+                &command=read%20x%3B%20echo%20got-%24x%3B%20exit%20$CODE\
+                &stdin=true&stdout=true&stderr=true";
+
+    // v4.channel.k8s.io with stdin in a TEXT message: read as a binary one is, as upstream
+    // reads both.
+    let mut ws = WebSocketClient::connect(s, &exec.replace("$CODE", "0"), "v4.channel.k8s.io");
+    assert_eq!(ws.status, 101, "{}", ws.head);
+    assert_eq!(ws.protocol().as_deref(), Some("v4.channel.k8s.io"));
+    ws.send(TEXT, b"\x00hello\n");
+    let frames = channels(&ws.read_to_close(), false);
+    assert_eq!(stream_text(&frames, 1, 0), "got-hello\n");
+    let status: serde_json::Value = serde_json::from_str(&stream_text(&frames, 3, 0)).unwrap();
+    assert_eq!(status["status"], "Success", "{status}");
+
+    // v4.base64.channel.k8s.io: text messages both ways, a digit then base64; the exit code
+    // on the error stream.
+    let mut ws =
+        WebSocketClient::connect(s, &exec.replace("$CODE", "7"), "v4.base64.channel.k8s.io");
+    assert_eq!(ws.status, 101, "{}", ws.head);
+    assert_eq!(ws.protocol().as_deref(), Some("v4.base64.channel.k8s.io"));
+    ws.send(TEXT, format!("0{}", openssl::base64::encode_block(b"there\n")).as_bytes());
+    let frames = channels(&ws.read_to_close(), true);
+    assert_eq!(stream_text(&frames, 1, 0), "got-there\n");
+    let status: serde_json::Value = serde_json::from_str(&stream_text(&frames, 3, 0)).unwrap();
+    assert_eq!(
+        (&status["status"], &status["reason"]),
+        (&"Failure".into(), &"NonZeroExitCode".into())
+    );
+    assert_eq!(status["details"]["causes"][0]["message"], "7", "{status}");
+
+    // Port-forward over v4.base64.channel.k8s.io, and v4.channel.k8s.io fed text messages:
+    // each channel opens with the port, the page comes back on the data channel.
+    for (protocol, base64) in [("v4.base64.channel.k8s.io", true), ("v4.channel.k8s.io", false)] {
+        let path = "/api/v1/namespaces/default/pods/web/portforward?ports=8080";
+        let mut ws = WebSocketClient::connect(s, path, protocol);
+        assert_eq!(ws.status, 101, "{}", ws.head);
+        assert_eq!(ws.protocol().as_deref(), Some(protocol));
+        let request = b"GET /index.html HTTP/1.0\r\n\r\n";
+        let message = if base64 {
+            format!("0{}", openssl::base64::encode_block(request)).into_bytes()
+        } else {
+            [&[0u8][..], request].concat()
+        };
+        ws.send(TEXT, &message);
+        let frames = channels(&ws.read_to_close(), base64);
+        let port = 8080u16.to_le_bytes().to_vec();
+        let first = |stream: u8| frames.iter().find(|(s, _)| *s == stream).map(|(_, d)| d.clone());
+        assert_eq!((first(0), first(1)), (Some(port.clone()), Some(port)), "{protocol}");
+        let page = stream_text(&frames, 0, 1);
+        assert!(page.contains("200 OK") && page.ends_with("hello from busybox\n"), "{page:?}");
+        assert_eq!(stream_text(&frames, 1, 1), "", "{protocol}: nothing on the error channel");
+    }
+}
+
+#[test]
+fn pod_proxy_reaches_the_pods_ports_over_the_pod_network() {
+    use rkube_conformance::node::assert_route_is_local;
+    use rkube_conformance::streaming::{api_connection, api_request, read_head};
+    use std::io::{Read, Write};
+    let n = NodeServer::start();
+    let s = &n.server;
+    // `web` serves busybox's page on its declared port, `plain` on port 80 (declaring none),
+    // `upgrader` answers any request with a 101 and then echoes; `nowhere` never gets an IP.
+    let upgrade_script = r#"while IFS= read -r l; do case "$l" in "$(printf "\r")"|"") break;; esac; done; printf "HTTP/1.1 101 Switching Protocols\r\nUpgrade: echo\r\nConnection: Upgrade\r\n\r\n"; exec cat"#;
+    let pods = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"}, "spec": {"containers": [
+            {"name": "app", "image": "busybox:1.36", "imagePullPolicy": "IfNotPresent",
+             "command": ["httpd", "-f", "-p", "8080", "-h", "/var/www"],
+             "ports": [{"containerPort": 8080, "name": "web"}]}]}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "plain"}, "spec": {"containers": [
+            {"name": "app", "image": "busybox:1.36", "imagePullPolicy": "IfNotPresent",
+             "command": ["httpd", "-f", "-p", "80", "-h", "/var/www"]}]}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "upgrader"}, "spec": {"containers": [
+            {"name": "app", "image": "busybox:1.36", "imagePullPolicy": "IfNotPresent",
+             "env": [{"name": "UP", "value": upgrade_script}],
+             "command": ["sh", "-c", "exec nc -ll -p 9000 -e sh -c \"$UP\""]}]}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "nowhere"}, "spec": {
+            "nodeName": "no-such-node",
+            "containers": [{"name": "app", "image": "busybox:1.36"}]}},
+    ]});
+    s.ok_stdin(&["apply", "-f", "-"], &pods.to_string());
+    s.ok(&[
+        "wait",
+        "--for=condition=Ready",
+        "pod/web",
+        "pod/plain",
+        "pod/upgrader",
+        "--timeout=60s",
+    ]);
+    // The API server dials the pods' IPs: they must be on this machine's pod bridge.
+    for pod in ["web", "plain", "upgrader"] {
+        let ip = s.ok(&["get", "pod", pod, "-o", &jsonpath("{.status.podIP}")]);
+        assert_route_is_local(&ip);
+    }
+    let page = "hello from busybox\n";
+    let base = "/api/v1/namespaces/default/pods";
+    for path in [
+        "web/proxy/index.html",           // the first declared port
+        "web:8080/proxy/",                // a port, the directory's index
+        "http:web:8080/proxy/index.html", // scheme, name and port
+        "plain/proxy/index.html",         // no port declared: the scheme's
+        "plain:http/proxy/index.html",    // a service name, as Go's dialer reads it
+        "web:8080/proxy/./x/../index.html",
+    ] {
+        assert_eq!(s.ok(&["get", "--raw", &format!("{base}/{path}")]), page, "{path}");
+    }
+
+    // Every method reaches the pod, which answers as it does (busybox's httpd refuses a
+    // PUT); the answer comes back as it is.
+    let (status, head, body) = api_request(s, "PUT", &format!("{base}/web/proxy/index.html"), b"x");
+    assert_eq!(status, 501, "{head}");
+    assert!(String::from_utf8_lossy(&body).contains("Not Implemented"), "{body:?}");
+    let (status, head, _) = api_request(s, "HEAD", &format!("{base}/web/proxy/index.html"), b"");
+    assert_eq!(status, 200, "{head}");
+    // `.../proxy` alone is redirected to `.../proxy/`.
+    let (status, head, _) = api_request(s, "GET", &format!("{base}/web/proxy?a=b"), b"");
+    assert_eq!(status, 301, "{head}");
+    assert!(head.contains(&format!("{base}/web/proxy/?a=b")), "{head}");
+
+    // Upgrades are spliced through: the pod's 101, then its echo.
+    let mut conn = api_connection(s);
+    write!(
+        conn,
+        "GET {base}/upgrader:9000/proxy/ HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: Upgrade\r\n\
+         Upgrade: echo\r\n\r\n"
+    )
+    .unwrap();
+    let (status, head) = read_head(&mut conn);
+    assert_eq!(status, 101, "{head}");
+    assert!(head.to_ascii_lowercase().contains("upgrade: echo"), "{head}");
+    conn.write_all(b"ping\n").unwrap();
+    let mut echoed = [0u8; 5];
+    conn.read_exact(&mut echoed).unwrap();
+    assert_eq!(&echoed, b"ping\n");
+    drop(conn);
+
+    // Upstream's errors.
+    let e = s.fails(&["get", "--raw", &format!("{base}/nowhere/proxy/")]);
+    assert!(e.contains("address not allowed"), "{e}");
+    let e = s.fails(&["get", "--raw", &format!("{base}/nope/proxy/")]);
+    assert!(e.contains(r#"pods "nope" not found"#), "{e}");
+    let (status, _, body) = api_request(s, "GET", &format!("{base}/web:no-such-port/proxy/"), b"");
+    let status_body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(status, 503, "{status_body}");
+    assert_eq!(
+        status_body["message"],
+        "error trying to reach service: dial tcp: lookup tcp/no-such-port: unknown port"
+    );
+    // A port nothing listens on.
+    let (status, _, body) = api_request(s, "GET", &format!("{base}/web:8081/proxy/"), b"");
+    let message = serde_json::from_slice::<serde_json::Value>(&body).unwrap()["message"].clone();
+    assert_eq!(status, 503, "{message}");
+    assert!(message.as_str().unwrap().ends_with(":8081: connect: connection refused"), "{message}");
+    let (status, _, body) = api_request(s, "GET", &format!("{base}/a:b:c:d/proxy/"), b"");
+    assert_eq!(status, 400);
+    assert!(String::from_utf8_lossy(&body).contains(r#"invalid pod request \"a:b:c:d\""#));
+    let (status, _, _) = api_request(s, "TRACE", &format!("{base}/web/proxy/"), b"");
+    assert_eq!(status, 405);
+}

@@ -128,7 +128,9 @@ pub async fn start(
     config: Config,
     runtime: Arc<dyn runtime::Runtime>,
 ) -> anyhow::Result<Kubelet> {
-    std::fs::create_dir_all(&config.root_dir)?;
+    // Secret, ConfigMap and token volumes live under the root: only root may look in. The
+    // containers see their volumes through bind mounts, which the parents' mode does not gate.
+    rkube_certs::ensure_private_dir(&config.root_dir)?;
     // The port first: a kubelet that cannot serve its API should say so before it registers.
     let api = match &config.client_ca_pem {
         Some(ca) => {

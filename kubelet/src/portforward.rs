@@ -9,9 +9,12 @@
 //!   `SPDY/3.1+portforward.k8s.io`, the same SPDY session carried in binary messages.
 //!   Upstream's API server unwraps the tunnel and speaks plain SPDY to the kubelet; rkube's
 //!   API server passes upgrades through, so the kubelet unwraps it.
-//! - **The `v4.channel.k8s.io` WebSocket protocol** (client libraries such as kube-rs): the
-//!   ports come from the `port` query (required, as upstream); port *i* has data channel
-//!   *2i* and error channel *2i+1*, each starting with the port in two little-endian bytes.
+//! - **The `v4.channel.k8s.io` and `v4.base64.channel.k8s.io` WebSocket protocols** (client
+//!   libraries such as kube-rs, browser clients): the ports come from the `port` query
+//!   (required, as upstream); port *i* has data channel *2i* and error channel *2i+1*, each
+//!   starting with the port in two little-endian bytes; messages are framed by the
+//!   protocol's [`Codec`] (binary, or a digit and base64 in text), the client's read
+//!   whatever their frame type.
 //!
 //! In SPDY each forwarded connection is a pair of streams the client opens, `streamtype:
 //! error` and `streamtype: data`, tied by a `requestid` header. The kubelet connects to the
@@ -38,6 +41,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 
 use crate::httpstream;
+use crate::remotecommand::websocket::Codec;
 use crate::runtime::{ContainerState, Runtime};
 use crate::server::{text_error, ServerState};
 use crate::spdy::{self, Headers, NewStream, StreamWriter};
@@ -48,6 +52,8 @@ pub const PROTOCOL: &str = "portforward.k8s.io";
 pub const TUNNEL_PROTOCOL: &str = "SPDY/3.1+portforward.k8s.io";
 /// The channel WebSocket protocol for port forwarding.
 pub const CHANNEL_PROTOCOL: &str = "v4.channel.k8s.io";
+/// The same with base64 text messages.
+pub const BASE64_CHANNEL_PROTOCOL: &str = "v4.base64.channel.k8s.io";
 
 /// How long the second stream of a pair may take to arrive (upstream's stream creation
 /// timeout).
@@ -196,19 +202,31 @@ pub async fn port_forward(
                 .protocols([TUNNEL_PROTOCOL])
                 .on_upgrade(move |socket| serve_spdy(WsBytes::new(socket), target));
         }
-        if !offered.is_empty() && !offered.iter().any(|p| p == CHANNEL_PROTOCOL) {
-            return text_error(
-                StatusCode::BAD_REQUEST,
-                format!(
-                    "unable to upgrade websocket connection: requested protocol(s) are not \
-                     supported: [{}]; supports [{TUNNEL_PROTOCOL} {CHANNEL_PROTOCOL}]",
-                    offered.join(" ")
-                ),
-            );
-        }
+        // The client's first protocol that is served (upstream's handshake), binary when it
+        // names none.
+        let chosen = offered.iter().find_map(|p| match p.as_str() {
+            CHANNEL_PROTOCOL => Some((CHANNEL_PROTOCOL, Codec::Binary)),
+            BASE64_CHANNEL_PROTOCOL => Some((BASE64_CHANNEL_PROTOCOL, Codec::Base64)),
+            _ => None,
+        });
+        let (protocol, codec) = match chosen {
+            Some(chosen) => chosen,
+            None if offered.is_empty() => (CHANNEL_PROTOCOL, Codec::Binary),
+            None => {
+                return text_error(
+                    StatusCode::BAD_REQUEST,
+                    format!(
+                        "unable to upgrade websocket connection: requested protocol(s) are not \
+                         supported: [{}]; supports [{TUNNEL_PROTOCOL} {CHANNEL_PROTOCOL} \
+                         {BASE64_CHANNEL_PROTOCOL}]",
+                        offered.join(" ")
+                    ),
+                )
+            }
+        };
         return ws
-            .protocols([CHANNEL_PROTOCOL])
-            .on_upgrade(move |socket| serve_channels(socket, ports, target));
+            .protocols([protocol])
+            .on_upgrade(move |socket| serve_channels(socket, codec, ports, target));
     }
 
     let protocol = match httpstream::handshake(&parts.headers, &[PROTOCOL]) {
@@ -543,15 +561,12 @@ impl AsyncWrite for WsBytes {
 // v4.channel.k8s.io
 
 /// One channel-protocol connection: every port of the query at once.
-async fn serve_channels(socket: WebSocket, ports: Vec<u16>, target: Target) {
+async fn serve_channels(socket: WebSocket, codec: Codec, ports: Vec<u16>, target: Target) {
     let (mut sink, mut source) = socket.split();
     let (out_tx, mut out_rx) = mpsc::channel::<(u8, Bytes)>(32);
     let writer = tokio::spawn(async move {
         while let Some((channel, data)) = out_rx.recv().await {
-            let mut message = Vec::with_capacity(data.len() + 1);
-            message.push(channel);
-            message.extend_from_slice(&data);
-            if sink.send(Message::Binary(message.into())).await.is_err() {
+            if sink.send(codec.encode(channel, &data)).await.is_err() {
                 return;
             }
         }
@@ -588,21 +603,20 @@ async fn serve_channels(socket: WebSocket, ports: Vec<u16>, target: Target) {
     loop {
         tokio::select! {
             message = source.next() => match message {
-                Some(Ok(Message::Binary(data))) => {
-                    let Some((&channel, rest)) = data.split_first() else { continue };
-                    // Only data channels carry the client's bytes.
-                    let input = (channel % 2 == 0).then(|| inputs.get(usize::from(channel / 2))).flatten();
-                    if let Some(input) = input {
-                        if !rest.is_empty() {
-                            let _ = input.send(data.slice(1..)).await;
-                        }
-                    }
-                }
                 Some(Ok(Message::Close(_))) | None | Some(Err(_)) => {
                     let _ = gone_tx.send(true);
                     break;
                 }
-                Some(Ok(_)) => {}
+                Some(Ok(message)) => {
+                    let Some((channel, data)) = codec.decode(&message) else { continue };
+                    // Only data channels carry the client's bytes.
+                    let input = (channel % 2 == 0).then(|| inputs.get(usize::from(channel / 2))).flatten();
+                    if let Some(input) = input {
+                        if !data.is_empty() {
+                            let _ = input.send(data).await;
+                        }
+                    }
+                }
             },
             done = forwards.join_next() => {
                 if done.is_none() {

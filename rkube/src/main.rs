@@ -152,9 +152,54 @@ struct ServerArgs {
     /// Service-account tokens (kube-apiserver's flag names).
     #[command(flatten)]
     service_accounts: ServiceAccountArgs,
+    /// Limits on what clients may cost the server.
+    #[command(flatten)]
+    serving: ServingArgs,
     /// The local node (when a Docker engine is reachable).
     #[command(flatten)]
     node: NodeArgs,
+}
+
+/// kube-apiserver's serving limits (its flag names, defaults and meaning of 0), and the
+/// connection timeouts Go's server has fixed there, as flags so that they can be tuned.
+#[derive(clap::Args)]
+struct ServingArgs {
+    /// The most read-only requests (get, list) in progress at once; more get 429. Watches
+    /// and other long-running requests do not count. 0: no limit.
+    #[arg(long, default_value_t = 400)]
+    max_requests_inflight: usize,
+    /// The most mutating requests in progress at once; more get 429. 0: no limit.
+    #[arg(long, default_value_t = 200)]
+    max_mutating_requests_inflight: usize,
+    /// The most concurrent streams an HTTP/2 client may open on one connection. 0: 100, as
+    /// kube-apiserver.
+    #[arg(long, default_value_t = 0)]
+    http2_max_streams_per_connection: u32,
+    /// How long a client may take over its TLS handshake and over each request's headers
+    /// (kube-apiserver: 32s).
+    #[arg(long, default_value = "32s", value_parser = parse_duration)]
+    read_header_timeout: Duration,
+    /// How long a connection with no request in progress stays open (kube-apiserver: 90s).
+    #[arg(long, default_value = "90s", value_parser = parse_duration)]
+    idle_timeout: Duration,
+}
+
+impl ServingArgs {
+    fn limits(&self) -> rkube_server::ServingLimits {
+        let defaults = rkube_server::ServingLimits::default();
+        rkube_server::ServingLimits {
+            connection: rkube_certs::tls::ConnectionLimits {
+                header_read_timeout: self.read_header_timeout,
+                idle_timeout: self.idle_timeout,
+                http2_max_concurrent_streams: match self.http2_max_streams_per_connection {
+                    0 => defaults.connection.http2_max_concurrent_streams,
+                    n => n,
+                },
+            },
+            max_requests_inflight: self.max_requests_inflight,
+            max_mutating_requests_inflight: self.max_mutating_requests_inflight,
+        }
+    }
 }
 
 #[derive(clap::Args)]
@@ -297,7 +342,8 @@ async fn main() {
 
 async fn server(args: ServerArgs) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
-    std::fs::create_dir_all(&args.data_dir)
+    // The data dir holds the cluster's keys, the store and the kubelet's secret volumes.
+    rkube_certs::ensure_private_dir(&args.data_dir)
         .with_context(|| format!("cannot create data dir {}", args.data_dir.display()))?;
     let store: Arc<dyn Store> = if args.etcd_servers.is_empty() {
         eprintln!("rkube: opening the embedded store in {}", args.data_dir.join("db").display());
@@ -355,6 +401,7 @@ async fn server(args: ServerArgs) -> anyhow::Result<()> {
             )
         }),
         service_account_tokens: args.service_accounts.options(&pki)?,
+        limits: args.serving.limits(),
     })
     .await?;
 

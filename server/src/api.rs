@@ -208,6 +208,7 @@ async fn resource(
         (false, Some(_)) => return Err(ApiError::path_not_found()),
         _ => {}
     }
+    check_path_names(&state.registry, info, &r)?;
     if let Some(sub) = &r.subresource {
         if !info.has_subresource(sub) {
             return Err(ApiError::path_not_found());
@@ -224,6 +225,11 @@ async fn resource(
     match r.verb {
         "get" => {
             let output = negotiate::output(headers)?;
+            // A resourceVersion is a minimum the read must reflect (not older than); one the
+            // store has not reached is waited for briefly, then refused, as upstream.
+            if let Some(rv) = resource_version_param(query)?.filter(|&rv| rv > 0) {
+                registry.cache(info)?.wait_for(rv).await?;
+            }
             let obj = registry.get(info, ns, r.name.as_deref().unwrap_or("")).await?;
             Ok(object_response(StatusCode::OK, info, obj, output, query))
         }
@@ -285,7 +291,13 @@ async fn resource(
         "create" => {
             let output = negotiate::output(headers)?;
             let (obj, warnings) = decode_object(info, headers, query, body)?;
-            let options = write_options(query, headers, "create")?;
+            let mut options = write_options(query, headers, "create")?;
+            options.requester = Some(strategy::Requester {
+                name: user.name.clone(),
+                uid: user.uid.clone(),
+                groups: user.groups.clone(),
+                extra: user.extra.clone(),
+            });
             let created = registry.create(info, ns, obj, &options).await?;
             let mut response = object_response(StatusCode::CREATED, info, created, output, query);
             negotiate::add_warnings(&mut response, &warnings);
@@ -358,6 +370,51 @@ async fn resource(
             "the server does not allow this method on the requested resource",
         )),
     }
+}
+
+/// The path's name and namespace become store keys, checked as upstream's registry and
+/// storage check them: a name that is not a path segment is a 400; a namespace of `.` or
+/// `..` makes a key the storage refuses (upstream's 500 without a reason), never a list of
+/// nothing or of another directory.
+fn check_path_names(
+    registry: &Registry,
+    info: &ResourceInfo,
+    r: &ResourceRequest,
+) -> ApiResult<()> {
+    if let Some(name) = &r.name {
+        let problems = path_segment_problems(name);
+        if !problems.is_empty() {
+            return Err(ApiError::bad_request(format!(
+                "Name parameter invalid: {name:?}: {}",
+                problems.join(";")
+            )));
+        }
+    }
+    if let Some(namespace) = r.namespace.as_deref().filter(|ns| matches!(*ns, "." | "..")) {
+        let key = match &r.name {
+            Some(name) => registry.storage(info).key(Some(namespace), name),
+            None => registry.prefix(info, Some(namespace)).trim_end_matches('/').to_string(),
+        };
+        let key = key.strip_prefix("/registry").unwrap_or(&key);
+        return Err(ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "",
+            format!("invalid key: {key:?}"),
+        ));
+    }
+    Ok(())
+}
+
+/// What makes a name unusable as a path segment (upstream's `IsValidPathSegmentName`).
+fn path_segment_problems(name: &str) -> Vec<String> {
+    if matches!(name, "." | "..") {
+        return vec![format!("may not be '{name}'")];
+    }
+    ["/", "%"]
+        .iter()
+        .filter(|bad| name.contains(*bad))
+        .map(|bad| format!("may not contain '{bad}'"))
+        .collect()
 }
 
 /// The `&'static` entry of a resource (watch streams outlive the request).
@@ -508,15 +565,14 @@ async fn list_from_cache(
             cache.wait_fresh(registry.store.as_ref()).await?;
         }
         Some("0") => {}
-        Some(rv) => {
-            let rv: i64 = rv
-                .parse()
-                .map_err(|_| ApiError::bad_request(format!("invalid resource version {rv:?}")))?;
-            cache.wait_for(rv).await?;
+        Some(_) => {
+            if let Some(rv) = resource_version_param(query)? {
+                cache.wait_for(rv).await?;
+            }
         }
     }
     let (objects, revision) = cache.list(&registry.prefix(info, ns), filter);
-    let same_version = info.version == cache.info().version;
+    let same_version = (info.group, info.version) == (cache.info().group, cache.info().version);
     // The cached bytes go out as they are (or their metadata alone).
     let raw_items = match output {
         Output::Json if same_version => Some((
@@ -576,6 +632,17 @@ async fn list_from_cache(
     Ok(negotiate::respond(StatusCode::OK, &list, output, &[]))
 }
 
+/// The `resourceVersion` parameter as a revision (`None` when unset or empty).
+fn resource_version_param(query: &Query) -> ApiResult<Option<i64>> {
+    match query.get("resourceVersion").filter(|rv| !rv.is_empty()) {
+        None => Ok(None),
+        Some(rv) => rv
+            .parse()
+            .map(Some)
+            .map_err(|_| ApiError::bad_request(format!("invalid resource version {rv:?}"))),
+    }
+}
+
 /// The `labelSelector` and `fieldSelector` of a request, parsed (a syntax error is a 400).
 pub(crate) fn selectors(
     query: &Query,
@@ -595,16 +662,17 @@ pub(crate) fn selectors(
 /// support is a 400, as upstream.
 fn filter_for(info: &ResourceInfo, query: &Query, name: Option<&str>) -> ApiResult<Filter> {
     let (labels, fields) = selectors(query)?;
+    // Each label, with the label of the stored objects' field values it reads.
+    let mut stored_labels: Vec<(String, &'static str)> = Vec::new();
     if let Some(fields) = &fields {
-        let supported: Vec<&str> =
-            strategy::field_values(info, &json!({})).into_iter().map(|(f, _)| f).collect();
         for requirement in fields.requirements() {
-            if !supported.contains(&requirement.field.as_str()) {
+            let Some(stored) = strategy::storage_field_label(info, &requirement.field) else {
                 return Err(ApiError::bad_request(format!(
                     "field label not supported: {}",
                     requirement.field
                 )));
-            }
+            };
+            stored_labels.push((requirement.field.clone(), stored));
         }
     }
     let name = name.map(String::from);
@@ -616,8 +684,10 @@ fn filter_for(info: &ResourceInfo, query: &Query, name: Option<&str>) -> ApiResu
             return false;
         }
         if let Some(fields) = &fields {
-            let found =
-                |field: &str| view.fields.iter().find(|(f, _)| *f == field).map(|(_, v)| v.clone());
+            let found = |field: &str| {
+                let stored = stored_labels.iter().find(|(l, _)| l == field).map(|(_, s)| *s)?;
+                view.fields.iter().find(|(f, _)| *f == stored).map(|(_, v)| v.clone())
+            };
             if !fields.matches_with(found) {
                 return false;
             }
@@ -656,7 +726,7 @@ fn write_options(query: &Query, headers: &HeaderMap, verb: &str) -> ApiResult<Wr
             headers.get(http::header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or(""),
         ),
     };
-    Ok(WriteOptions { dry_run, field_manager: Some(field_manager), trusted: false })
+    Ok(WriteOptions { dry_run, field_manager: Some(field_manager), ..Default::default() })
 }
 
 /// The body of a create or update, decoded and normalized (see [`normalize_object`]).
@@ -823,7 +893,8 @@ async fn patch(
     Ok((StatusCode::OK, patched, warnings.into_inner().expect("warnings")))
 }
 
-/// Subresources: status (get, update, patch), scale, pods/binding, and what the kubelet
+/// Subresources: status and pods/ephemeralcontainers (get, update, patch), scale,
+/// pods/binding, and what the kubelet
 /// serves (pods/log, exec, attach, portforward, nodes/proxy: [`kubelet`]).
 #[allow(clippy::too_many_arguments)]
 async fn subresource(
@@ -845,27 +916,20 @@ async fn subresource(
     let name = r.name.as_deref().ok_or_else(ApiError::path_not_found)?;
     let output = negotiate::output(headers)?;
     match (sub, r.verb) {
-        ("status", "get") => {
+        ("status" | "ephemeralcontainers", "get") => {
             let obj = registry.get(info, ns, name).await?;
             Ok(object_response(StatusCode::OK, info, obj, output, query))
         }
-        ("status", "update") => {
+        ("status" | "ephemeralcontainers", "update") => {
             let (obj, _) = decode_object(info, headers, query, body)?;
             let updated = registry
-                .update(
-                    info,
-                    ns,
-                    name,
-                    Some("status"),
-                    obj,
-                    &write_options(query, headers, "update")?,
-                )
+                .update(info, ns, name, Some(sub), obj, &write_options(query, headers, "update")?)
                 .await?;
             Ok(object_response(StatusCode::OK, info, updated, output, query))
         }
-        ("status", "patch") => {
+        ("status" | "ephemeralcontainers", "patch") => {
             let (code, patched, warnings) =
-                patch(registry, headers, query, info, ns, name, Some("status"), body).await?;
+                patch(registry, headers, query, info, ns, name, Some(sub), body).await?;
             let mut response = object_response(code, info, patched, output, query);
             negotiate::add_warnings(&mut response, &warnings);
             Ok(response)

@@ -113,8 +113,11 @@ pub async fn serve(
         subresource,
     };
     // The apply records its own managedFields entry.
-    let write =
-        WriteOptions { dry_run: crate::api::dry_run(query)?, field_manager: None, trusted: false };
+    let write = WriteOptions {
+        dry_run: crate::api::dry_run(query)?,
+        field_manager: None,
+        ..Default::default()
+    };
     let schema = PatchSchema::builtin();
     let type_ref = schema.definition_for(info.group, info.version, info.kind);
     let apply_to = |live: Option<&Value>| {
@@ -154,7 +157,7 @@ fn decode_config(
     name: &str,
     body: &[u8],
 ) -> ApiResult<Value> {
-    let mut config: Value = serde_yaml::from_slice(body)
+    let mut config: Value = crate::yaml::decode(body)
         .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
     if !config.is_object() {
         return Err(ApiError::bad_request("the body of the request must be an object"));

@@ -375,11 +375,7 @@ impl Cache {
             self.progress.notify_one();
             match tokio::time::timeout_at(deadline, revision.changed()).await {
                 Ok(Ok(())) => {}
-                _ => {
-                    return Err(ApiError::timeout(format!(
-                        "Too large resource version: {target}, current: {now}"
-                    )))
-                }
+                _ => return Err(ApiError::too_large_resource_version(target, now)),
             }
         }
     }

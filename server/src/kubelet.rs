@@ -5,7 +5,7 @@
 //! kubelet address and port, which kubelet path and query: upstream's `LogLocation`,
 //! `ExecLocation`, `AttachLocation`, `PortForwardLocation` and node `ResourceLocation`), then
 //! sent with [`crate::proxy`] over HTTPS, presenting the API server's kubelet-client
-//! certificate. Logs stream back as they come; exec, attach and port-forward are connection
+//! certificate. `pods/proxy` ([`crate::pod_proxy`]) shares the forwarding of `nodes/proxy`. Logs stream back as they come; exec, attach and port-forward are connection
 //! upgrades (WebSocket or SPDY) spliced through; `nodes/proxy` forwards anything.
 //!
 //! The kubelet-facing contract:
@@ -105,8 +105,9 @@ impl std::fmt::Debug for KubeletClientConfig {
 pub struct KubeletClient {
     /// With the kubelet-client certificate; `None` when none is configured.
     kubelet_tls: Option<SslConnector>,
-    /// No client certificate, no verification: `nodes/{node}:{other port}/proxy` over https.
-    anonymous_tls: SslConnector,
+    /// No client certificate, no verification: `nodes/{node}:{other port}/proxy` and
+    /// `pods/https:{pod}:{port}/proxy` over https (upstream's proxy transport).
+    pub(crate) anonymous_tls: SslConnector,
     preferred_address_types: Vec<String>,
     default_port: u16,
 }
@@ -201,7 +202,9 @@ pub fn streams(r: &ResourceRequest) -> bool {
     r.group.is_empty()
         && r.name.is_some()
         && match (r.resource.as_str(), r.subresource.as_deref()) {
-            ("pods", Some(sub)) => matches!(sub, "log" | "exec" | "attach" | "portforward"),
+            ("pods", Some(sub)) => {
+                matches!(sub, "log" | "exec" | "attach" | "portforward" | "proxy")
+            }
             ("nodes", Some("proxy")) => true,
             _ => false,
         }
@@ -258,6 +261,9 @@ pub async fn serve(
             upgrade(method, headers, &endpoint, tls, &with_query(path, &query), raw).await
         }
         ("nodes", "proxy") => node_proxy(state, method, headers, name, r, raw).await,
+        ("pods", "proxy") => {
+            crate::pod_proxy::serve(state, method, headers, ns, name, r, raw).await
+        }
         _ => Err(ApiError::path_not_found()),
     }
 }
@@ -758,18 +764,7 @@ async fn node_proxy(
     r: &ResourceRequest,
     raw: RawRequest,
 ) -> ApiResult<Response> {
-    if !matches!(
-        *method,
-        Method::GET
-            | Method::POST
-            | Method::PUT
-            | Method::PATCH
-            | Method::DELETE
-            | Method::HEAD
-            | Method::OPTIONS
-    ) {
-        return Err(method_not_allowed());
-    }
+    check_proxy_method(method)?;
     let (scheme, node, port) = split_scheme_name_port(id)
         .ok_or_else(|| ApiError::bad_request(format!("invalid node request {id:?}")))?;
     let kubelet = kubelet_endpoint(state, node).await?;
@@ -787,11 +782,40 @@ async fn node_proxy(
         }
         _ => (kubelet, state.kubelet.kubelet_tls(node, false).map(Some)),
     };
-    let path = proxy_path(raw.uri.path(), r);
+    forward(method, headers, &endpoint, tls, &proxy_path(raw.uri.path(), r), raw).await
+}
+
+/// The methods a `proxy` subresource passes on (upstream's proxy REST handlers).
+pub(crate) fn check_proxy_method(method: &Method) -> ApiResult<()> {
+    match *method {
+        Method::GET
+        | Method::POST
+        | Method::PUT
+        | Method::PATCH
+        | Method::DELETE
+        | Method::HEAD
+        | Method::OPTIONS => Ok(()),
+        _ => Err(method_not_allowed()),
+    }
+}
+
+/// A `proxy` subresource's request on to `endpoint` (upstream's UpgradeAwareHandler over its
+/// proxy transport): an upgrade spliced through; `.../proxy` alone redirected to
+/// `.../proxy/`; anything else sent with `path` (after `.../proxy`, see [`proxy_path`]) and
+/// the query, its answer streamed back. A backend out of reach is upstream's 503.
+pub(crate) async fn forward(
+    method: &Method,
+    headers: &HeaderMap,
+    endpoint: &Endpoint,
+    tls: ApiResult<Option<Tls<'_>>>,
+    path: &str,
+    raw: RawRequest,
+) -> ApiResult<Response> {
+    let path = path.to_string();
     let query = raw.uri.query().map(|q| format!("?{q}")).unwrap_or_default();
     if proxy::is_upgrade_request(headers) && raw.upgrade.is_some() {
         let path = if path.is_empty() { "/" } else { path.as_str() };
-        return upgrade(method, headers, &endpoint, tls, &format!("{path}{query}"), raw).await;
+        return upgrade(method, headers, endpoint, tls, &format!("{path}{query}"), raw).await;
     }
     if path.is_empty() && matches!(*method, Method::GET | Method::HEAD) {
         // Upstream redirects `.../proxy` to `.../proxy/`.
@@ -803,23 +827,25 @@ async fn node_proxy(
         return Ok(response);
     }
     let path = if path.is_empty() { "/".to_string() } else { path };
-    let unreachable = |e: String| {
-        ApiError::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "ServiceUnavailable",
-            format!("error trying to reach service: {e}"),
-        )
-    };
-    let sender = proxy::connect(&endpoint, tls?).await.map_err(unreachable)?;
+    let sender = proxy::connect(endpoint, tls?).await.map_err(unreachable)?;
     let mut request = http::Request::builder()
         .method(method.clone())
         .uri(format!("{path}{query}"))
         .body(raw.body)
         .map_err(|e| unknown(e.to_string()))?;
     *request.headers_mut() = proxy::forwarded_headers(headers, false, raw.peer.map(|p| p.ip()));
-    set_host(&mut request, &endpoint);
+    set_host(&mut request, endpoint);
     let response = proxy::send(sender, request).await.map_err(unreachable)?;
     Ok(proxy::passthrough(response))
+}
+
+/// A proxied backend out of reach: upstream's proxy transport's 503.
+pub(crate) fn unreachable(e: String) -> ApiError {
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "ServiceUnavailable",
+        format!("error trying to reach service: {e}"),
+    )
 }
 
 /// `name`, `name:port` or `scheme:name:port` (upstream's SplitSchemeNamePort).

@@ -20,12 +20,14 @@ pub mod authn;
 pub mod cache;
 pub mod discovery;
 pub mod duplicates;
+pub mod inflight;
 pub mod kubelet;
 pub mod listener;
 pub mod metrics;
 pub mod metrics_api;
 pub mod negotiate;
 pub mod object;
+pub mod pod_proxy;
 pub mod proxy;
 pub mod registry;
 pub mod request;
@@ -33,7 +35,9 @@ pub mod reviews;
 pub mod services;
 pub mod status;
 pub mod table;
+pub mod warnings;
 pub mod watch;
+pub mod yaml;
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -72,6 +76,29 @@ pub struct ServerConfig {
     /// Service-account tokens: the keys that sign and verify them, the issuer, audiences
     /// and expiration limits (`--service-account-*`).
     pub service_account_tokens: authn::TokenOptions,
+    /// What one client may cost: connection timeouts and HTTP/2 streams, requests in flight.
+    pub limits: ServingLimits,
+}
+
+/// kube-apiserver's serving limits: per connection (header-read and idle timeouts, HTTP/2
+/// streams) and for the whole server (`--max-requests-inflight`,
+/// `--max-mutating-requests-inflight`; 0 is no limit).
+#[derive(Clone, Debug)]
+pub struct ServingLimits {
+    pub connection: rkube_certs::tls::ConnectionLimits,
+    pub max_requests_inflight: usize,
+    pub max_mutating_requests_inflight: usize,
+}
+
+impl Default for ServingLimits {
+    /// kube-apiserver's defaults.
+    fn default() -> Self {
+        ServingLimits {
+            connection: rkube_certs::tls::ConnectionLimits::default(),
+            max_requests_inflight: 400,
+            max_mutating_requests_inflight: 200,
+        }
+    }
 }
 
 /// A running API server.
@@ -131,12 +158,19 @@ impl Server {
             .with_state(health)
             .fallback(api::handle)
             .with_state(api_state.clone())
+            .layer(axum::middleware::from_fn_with_state(
+                Arc::new(inflight::InflightLimits::new(
+                    config.limits.max_requests_inflight,
+                    config.limits.max_mutating_requests_inflight,
+                )),
+                inflight::limit,
+            ))
             .layer(axum::middleware::from_fn_with_state(api_state, authn::authenticate));
         // Build the OpenAPI documents now rather than on kubectl's first request.
         tokio::task::spawn_blocking(|| {
             rkube_apis::openapi::Documents::builtin();
         });
-        let task = tokio::spawn(listener::serve(tcp, acceptor, router));
+        let task = tokio::spawn(listener::serve(tcp, acceptor, config.limits.connection, router));
         tracing::info!(%local_addr, "API server listening");
         Ok(Server { local_addr, task })
     }

@@ -29,10 +29,16 @@ pub fn acceptor(tls: &TlsMaterial) -> anyhow::Result<SslAcceptor> {
     )?)
 }
 
-/// Accepts connections until the task is aborted; each request carries the caller's identity
-/// from its certificate (anonymous without one) and its address.
-pub async fn serve(listener: TcpListener, acceptor: SslAcceptor, router: Router) {
-    rkube_certs::tls::serve(listener, acceptor, "API server", move |peer| {
+/// Accepts connections until the task is aborted, each within `limits` (header-read and idle
+/// timeouts, HTTP/2 streams); each request carries the caller's identity from its
+/// certificate (anonymous without one) and its address.
+pub async fn serve(
+    listener: TcpListener,
+    acceptor: SslAcceptor,
+    limits: rkube_certs::tls::ConnectionLimits,
+    router: Router,
+) {
+    rkube_certs::tls::serve_with_limits(listener, acceptor, "API server", limits, move |peer| {
         let router = router.clone();
         let user = peer.certificate.map(|(name, groups)| UserInfo::authenticated(name, groups));
         hyper::service::service_fn(move |mut request: http::Request<hyper::body::Incoming>| {

@@ -147,7 +147,7 @@ pub fn decode_body_noting_duplicates(
             duplicates = found;
             value
         }
-        "application/yaml" | "application/x-yaml" | "text/yaml" => serde_yaml::from_slice(body)
+        "application/yaml" | "application/x-yaml" | "text/yaml" => crate::yaml::decode(body)
             .map_err(|e| {
                 ApiError::bad_request(format!(
                     "the body of the request could not be decoded as YAML: {e}"
@@ -192,11 +192,11 @@ pub fn respond(status: StatusCode, value: &Value, output: Output, warnings: &[St
     response
 }
 
-/// `Warning: 299 - "message"` headers, as kube-apiserver sends them.
+/// `Warning: 299 - "message"` headers, as kube-apiserver sends them: deduplicated and
+/// bounded ([`crate::warnings`]).
 pub fn add_warnings(response: &mut Response, warnings: &[String]) {
-    for w in warnings {
-        let escaped = w.replace('\\', "\\\\").replace('"', "\\\"");
-        if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
+    for value in crate::warnings::header_values(warnings) {
+        if let Ok(v) = HeaderValue::from_str(&value) {
             response.headers_mut().append(http::header::WARNING, v);
         }
     }

@@ -41,6 +41,9 @@ pub struct WriteOptions {
     /// at `--advertise-address`: rkube allows a loopback one for a single-machine cluster,
     /// where upstream's validation (rightly, for clients) refuses loopback endpoints.
     pub trusted: bool,
+    /// Who asks for a create, for the kinds that record it (see
+    /// `strategy::record_requester`); `None` for the server's own writes.
+    pub requester: Option<strategy::Requester>,
 }
 
 /// What a delete asks for (DeleteOptions).
@@ -120,9 +123,9 @@ impl Registry {
         Ok(())
     }
 
-    /// The watch cache of `info`'s resource.
+    /// The watch cache of `info`'s resource (of the resource it is stored with).
     pub fn cache(&self, info: &ResourceInfo) -> ApiResult<&Arc<Cache>> {
-        self.caches.get(&(info.group, info.plural)).ok_or_else(|| {
+        self.caches.get(&info.storage_resource).ok_or_else(|| {
             ApiError::internal(format!("no watch cache for {}", info.group_resource()))
         })
     }
@@ -133,19 +136,22 @@ impl Registry {
     }
 
     /// Where objects of `info`'s resource are stored.
-    fn storage(&self, info: &ResourceInfo) -> &'static ResourceInfo {
-        self.resources
-            .storage_version_of(info.group, info.plural)
-            .expect("every served resource has a storage version")
+    pub fn storage(&self, info: &ResourceInfo) -> &'static ResourceInfo {
+        self.resources.storage_of(info).expect("every served resource has a storage version")
     }
 
     /// An object read from the store, in the version `info` serves.
     pub fn decode(&self, info: &ResourceInfo, kv: &KeyValue) -> ApiResult<Value> {
+        Ok(convert(self.decode_stored(kv)?, info))
+    }
+
+    /// An object read from the store, as stored (with its resourceVersion).
+    fn decode_stored(&self, kv: &KeyValue) -> ApiResult<Value> {
         let mut obj: Value = serde_json::from_slice(&kv.value).map_err(|e| {
             ApiError::internal(format!("stored object {} is not JSON: {e}", kv.key))
         })?;
         object::set_resource_version(&mut obj, kv.mod_revision);
-        Ok(convert(obj, info))
+        Ok(obj)
     }
 
     /// The bytes stored for an object: storage version, no resourceVersion.
@@ -215,6 +221,7 @@ impl Registry {
                 meta_mut(&mut obj).insert("name".into(), json!(object::generate_name(prefix)));
             }
             if attempt == 0 {
+                strategy::record_requester(info, &mut obj, options.requester.as_ref());
                 strategy::prepare_for_create(info, &mut obj);
                 if is_pod(info) {
                     self.admit_priority(&mut obj)?;
@@ -376,6 +383,11 @@ impl Registry {
             // status updates.
             let errors = match subresource {
                 Some("status") => strategy::validate_metadata(info, &new, Some(&old)),
+                Some("ephemeralcontainers") => {
+                    let mut errors = strategy::validate_metadata(info, &new, Some(&old));
+                    errors.extend(rkube_apis::validation::ephemeral_containers_update(&new, &old));
+                    errors
+                }
                 _ => strategy::validate(info, &new, Some(&old)),
             };
             if !errors.is_empty() {
@@ -568,10 +580,13 @@ impl Registry {
                 })?;
             revision = Some(page.revision);
             let last_key = page.kvs.last().map(|kv| kv.key.clone());
+            // Selectors read the stored object, as the watch cache does (a resource stored
+            // with another has its field labels converted to the storage's).
+            let storage = self.storage(info);
             for kv in &page.kvs {
-                let obj = self.decode(info, kv)?;
-                if matches(info, filter, &obj) {
-                    items.push(obj);
+                let obj = self.decode_stored(kv)?;
+                if matches(storage, filter, &obj) {
+                    items.push(convert(obj, info));
                 }
             }
             let full = limit.is_some_and(|l| items.len() >= l);
@@ -637,9 +652,7 @@ impl Registry {
                 return Ok(());
             }
             if tokio::time::Instant::now() >= deadline {
-                return Err(ApiError::timeout(format!(
-                    "Too large resource version: {revision}, current: {current}"
-                )));
+                return Err(ApiError::too_large_resource_version(revision, current));
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -721,7 +734,7 @@ fn record_update(
     let schema = rkube_apis::patch::PatchSchema::builtin();
     let type_ref = schema.definition_for(info.group, info.version, info.kind);
     let time = object::now();
-    let subresource = subresource.filter(|s| *s == "status");
+    let subresource = subresource.filter(|s| matches!(*s, "status" | "ephemeralcontainers"));
     rkube_apis::apply::record_update(
         schema,
         type_ref,
@@ -738,30 +751,51 @@ pub fn convert(obj: Value, info: &ResourceInfo) -> Value {
     rkube_apis::convert::convert(obj, info)
 }
 
-/// The body's apiVersion and kind, when given, must be the endpoint's.
+/// The body's apiVersion and kind, when given, must be the endpoint's, as kube-apiserver's
+/// decoding has them: a kind it does not know in that version cannot be decoded; a known one
+/// that is not the endpoint's type cannot be converted to it; and another version of the
+/// endpoint's own type (another served version, or the group it is stored with) is refused
+/// by the handler's group-version check. Each answer is upstream's 400.
 pub fn check_type(info: &ResourceInfo, obj: &Value) -> ApiResult<()> {
     if !obj.is_object() {
         return Err(ApiError::bad_request("the body of the request must be an object"));
     }
-    let api_version = obj["apiVersion"].as_str().unwrap_or("");
-    let kind = obj["kind"].as_str().unwrap_or("");
-    if !kind.is_empty() && kind != info.kind {
-        return Err(ApiError::bad_request(format!(
-            "the kind of the object ({kind}) does not match the kind of the endpoint ({})",
+    // What the body leaves out is the endpoint's.
+    let expected = info.api_version();
+    let api_version = obj["apiVersion"].as_str().filter(|v| !v.is_empty()).unwrap_or(&expected);
+    let kind = obj["kind"].as_str().filter(|k| !k.is_empty()).unwrap_or(info.kind);
+    if (api_version, kind) == (expected.as_str(), info.kind) {
+        return Ok(());
+    }
+    let version = api_version.rsplit('/').next().unwrap_or(api_version);
+    let cannot_handle = |why: String| {
+        ApiError::bad_request(format!(
+            "{kind} in version {version:?} cannot be handled as a {}: {why}",
+            info.kind
+        ))
+    };
+    let Some(known) = Resources::builtin().kind_in(api_version, kind) else {
+        return Err(cannot_handle(format!(
+            "no kind {kind:?} is registered for version {api_version:?} in scheme {:?}",
+            "pkg/api/legacyscheme/scheme.go:30"
+        )));
+    };
+    // Upstream decodes into the internal type of the endpoint's storage: Go package `core`
+    // for the core group, else the group's first label.
+    let same_type = known.kind == kind && known.storage_resource == info.storage_resource;
+    if !same_type {
+        let internal = match info.storage_resource.0 {
+            "" => "core",
+            group => group.split('.').next().unwrap_or(group),
+        };
+        return Err(cannot_handle(format!(
+            "converting ({version}.{kind}) to ({internal}.{}): unknown conversion",
             info.kind
         )));
     }
-    if !api_version.is_empty() && api_version != info.api_version() {
-        // Another served version of the same group is converted; anything else is an error.
-        let group = api_version.rsplit_once('/').map(|(g, _)| g).unwrap_or("");
-        if group != info.group {
-            return Err(ApiError::bad_request(format!(
-                "the API version in the data ({api_version}) does not match the expected API version ({})",
-                info.api_version()
-            )));
-        }
-    }
-    Ok(())
+    Err(ApiError::bad_request(format!(
+        "the API version in the data ({api_version}) does not match the expected API version ({expected})"
+    )))
 }
 
 /// The request's namespace goes into the object; a different one in the body is an error.
@@ -816,6 +850,18 @@ fn prepare_for_update(
         }
         strategy::drop_empty_metadata(&mut merged);
         return merged;
+    }
+    if subresource == Some("ephemeralcontainers") {
+        // Upstream's dropNonEphemeralContainerUpdates: of what the client sent, only the
+        // ephemeral containers count; the rest of the pod, metadata included, stays.
+        let mut merged = old.clone();
+        match new["spec"].get("ephemeralContainers").filter(|c| !c.is_null()) {
+            Some(list) => merged["spec"]["ephemeralContainers"] = list.clone(),
+            None => {
+                merged["spec"].as_object_mut().map(|s| s.remove("ephemeralContainers"));
+            }
+        }
+        new = merged;
     }
     let old_meta = old["metadata"].clone();
     {

@@ -160,6 +160,21 @@ impl ApiError {
         e
     }
 
+    /// A read or watch from a resourceVersion the store has not reached within the wait
+    /// (upstream's `NewTooLargeResourceVersionError`: a Timeout with the
+    /// `ResourceVersionTooLarge` cause, which clients such as client-go's reflector look for).
+    pub fn too_large_resource_version(requested: i64, current: i64) -> ApiError {
+        let mut e = ApiError::timeout(format!(
+            "Timeout: Too large resource version: {requested}, current: {current}"
+        ));
+        e.details.causes = vec![Cause {
+            reason: "ResourceVersionTooLarge",
+            message: "Too large resource version".into(),
+            field: String::new(),
+        }];
+        e
+    }
+
     /// The `metav1.Status` object.
     pub fn to_status(&self) -> Value {
         let mut status = json!({
@@ -251,9 +266,9 @@ impl From<rkube_store::Error> for ApiError {
             } else {
                 format!("too old resource version: {requested}")
             }),
-            E::FutureRevision { requested, current } => ApiError::timeout(format!(
-                "Too large resource version: {requested}, current: {current}"
-            )),
+            E::FutureRevision { requested, current } => {
+                ApiError::too_large_resource_version(requested, current)
+            }
             E::ValueTooLarge { .. } => {
                 ApiError::too_large("Request entity too large: limit is 3145728")
             }

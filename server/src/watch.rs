@@ -57,12 +57,21 @@ pub async fn watch(
     let prefix = registry.prefix(info, namespace.as_deref());
     // The initial state: for "start at most recent" (unset), "any" (0), or when asked for.
     let initial_wanted = request.send_initial_events.unwrap_or(from.is_none());
-    let start = cache.watch(if initial_wanted { None } else { from }, &prefix);
+    // A resourceVersion ahead of the cache is waited for (3 s at most, as upstream's watch
+    // cache), then refused with an ERROR event: never a watch that hangs until its timeout.
+    let ahead = match from {
+        Some(rv) if rv > cache.current() => cache.wait_for(rv).await.err(),
+        _ => None,
+    };
+    let start = match ahead {
+        Some(too_large) => Err(too_large),
+        None => cache.watch(if initial_wanted { None } else { from }, &prefix),
+    };
     let encoder = Encoder {
         info,
         output: request.output,
         include: request.include,
-        same_version: info.version == cache.info().version,
+        same_version: (info.group, info.version) == (cache.info().group, cache.info().version),
     };
     let stream = async_stream::stream! {
         let mut first = true;

@@ -18,6 +18,11 @@ use crate::gofmt::go_quote;
 /// kube-apiserver's limit on operations in one JSON patch.
 pub(crate) const MAX_OPERATIONS: usize = 10000;
 
+/// kube-apiserver's limit on the bytes `copy` operations may add to the document in one
+/// patch (`JSONPatchMaxCopyBytes`, its request body limit: 3 MiB). Without it a few dozen
+/// copies of the document into itself grow it exponentially.
+pub(crate) const MAX_COPY_BYTES: usize = 3 * 1024 * 1024;
+
 /// One decoded operation; fields stay raw until the operation needs them, as upstream.
 struct Operation<'a> {
     fields: Option<&'a Map<String, Value>>,
@@ -60,8 +65,9 @@ pub(crate) fn apply(original: &Value, patch: &Value) -> Result<Value, PatchError
         return Err(PatchError::TooManyOperations { max: MAX_OPERATIONS, got: operations.len() });
     }
     let mut doc = original.clone();
+    let mut copied = 0;
     for operation in &operations {
-        apply_operation(&mut doc, operation).map_err(PatchError::Unprocessable)?;
+        apply_operation(&mut doc, operation, &mut copied).map_err(PatchError::Unprocessable)?;
     }
     Ok(doc)
 }
@@ -92,14 +98,15 @@ fn decode(patch: &Value) -> Result<Vec<Operation<'_>>, PatchError> {
         .collect()
 }
 
-fn apply_operation(doc: &mut Value, op: &Operation<'_>) -> Result<(), String> {
+/// Runs one operation; `copied` is what `copy` operations have added so far (bytes of JSON).
+fn apply_operation(doc: &mut Value, op: &Operation<'_>, copied: &mut usize) -> Result<(), String> {
     match op.kind() {
         "add" => add(doc, op),
         "remove" => remove(doc, op),
         "replace" => replace(doc, op),
         "move" => move_value(doc, op),
         "test" => test(doc, op),
-        "copy" => copy(doc, op),
+        "copy" => copy(doc, op, copied),
         other => Err(format!("Unexpected kind: {other}")),
     }
 }
@@ -193,6 +200,18 @@ fn get<'v>(doc: &'v Value, container: &[String], key: &str) -> Option<&'v Value>
     Some(node)
 }
 
+fn get_mut<'v>(doc: &'v mut Value, container: &[String], key: &str) -> Option<&'v mut Value> {
+    let mut node = doc;
+    for token in container.iter().map(String::as_str).chain([key]) {
+        node = match node {
+            Value::Object(map) => map.get_mut(token)?,
+            Value::Array(items) => items.get_mut(token.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    Some(node)
+}
+
 /// Inserts `value` at the target: any key of an object, `-` or an index up to the length of
 /// an array.
 fn insert(doc: &mut Value, target: &Target, value: Value) -> Result<(), String> {
@@ -223,18 +242,10 @@ fn take(doc: &mut Value, target: &Target) -> Result<Value, String> {
         }
         target.key.clone()
     };
-    let removed = get(doc, &target.container, &key).cloned().unwrap_or(Value::Null);
+    // Taken out rather than cloned: the crate's remove then drops the `null` left behind.
+    let removed = get_mut(doc, &target.container, &key).map(Value::take).unwrap_or(Value::Null);
     run(doc, PatchOperation::Remove(RemoveOperation { path: pointer(&target.container, &key) }))?;
     Ok(removed)
-}
-
-/// What a `get` of the target reads: `None` for a missing object key (upstream's nil node).
-fn read(doc: &Value, target: &Target) -> Result<Option<Value>, String> {
-    if target.is_array {
-        let index = resolve_index(&target.key, target.len, target.len)?;
-        return Ok(get(doc, &target.container, &index.to_string()).cloned());
-    }
-    Ok(get(doc, &target.container, &target.key).filter(|v| !v.is_null()).cloned())
 }
 
 fn add(doc: &mut Value, op: &Operation<'_>) -> Result<(), String> {
@@ -281,7 +292,7 @@ fn move_value(doc: &mut Value, op: &Operation<'_>) -> Result<(), String> {
     let source = find_container(doc, from).ok_or_else(|| {
         format!("move operation does not apply: doc is missing from path: {from}: missing value")
     })?;
-    read(doc, &source).map_err(|e| format!("error in move for path: '{}': {e}", source.key))?;
+    peek(doc, &source).map_err(|e| format!("error in move for path: '{}': {e}", source.key))?;
     let value =
         take(doc, &source).map_err(|e| format!("error in move for path: '{}': {e}", source.key))?;
     let path = op.path().map_err(|e| format!("move operation failed to decode path: {e}"))?;
@@ -293,21 +304,63 @@ fn move_value(doc: &mut Value, op: &Operation<'_>) -> Result<(), String> {
     insert(doc, &target, value).map_err(|e| format!("error in move for path: '{path}': {e}"))
 }
 
-fn copy(doc: &mut Value, op: &Operation<'_>) -> Result<(), String> {
+fn copy(doc: &mut Value, op: &Operation<'_>, copied: &mut usize) -> Result<(), String> {
     let from = op.from().map_err(|e| format!("copy operation failed to decode from: {e}"))?;
     let source = find_container(doc, from).ok_or_else(|| {
         format!("copy operation does not apply: doc is missing from path: {from}: missing value")
     })?;
-    let value = read(doc, &source)
-        .map_err(|e| format!("error in copy for from: '{from}': {e}"))?
-        .unwrap_or(Value::Null);
+    let value = peek(doc, &source).map_err(|e| format!("error in copy for from: '{from}': {e}"))?;
     let path = op.path().map_err(|_| "copy operation failed to decode path: missing value")?;
     let target = find_container(doc, path).ok_or_else(|| {
         format!(
             "copy operation does not apply: doc is missing destination path: {path}: missing value"
         )
     })?;
+    // Counted before the value is cloned, and only as far as the limit, so that a refused
+    // copy costs no more than the limit in time and nothing in memory.
+    let left = MAX_COPY_BYTES.saturating_sub(*copied);
+    *copied += encoded_len_up_to(value.unwrap_or(&Value::Null), left + 1);
+    if *copied > MAX_COPY_BYTES {
+        return Err(format!(
+            "Unable to complete the copy, the accumulated size increase of copy is {copied}, \
+             exceeding the limit {MAX_COPY_BYTES}"
+        ));
+    }
+    let value = value.cloned().unwrap_or(Value::Null);
     insert(doc, &target, value).map_err(|e| format!("error while adding value during copy: {e}"))
+}
+
+/// What a `get` of the target reads: `None` for a missing object key (upstream's nil node).
+fn peek<'v>(doc: &'v Value, target: &Target) -> Result<Option<&'v Value>, String> {
+    if target.is_array {
+        let index = resolve_index(&target.key, target.len, target.len)?;
+        return Ok(get(doc, &target.container, &index.to_string()));
+    }
+    Ok(get(doc, &target.container, &target.key).filter(|v| !v.is_null()))
+}
+
+/// The length of `value` as compact JSON (what upstream counts for a copy), counting no
+/// further than `limit`: the writer stops the encoder there.
+fn encoded_len_up_to(value: &Value, limit: usize) -> usize {
+    struct Counter {
+        len: usize,
+        limit: usize,
+    }
+    impl std::io::Write for Counter {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.len += buf.len();
+            if self.len >= self.limit {
+                return Err(std::io::Error::other("limit reached"));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut counter = Counter { len: 0, limit };
+    let _ = serde_json::to_writer(&mut counter, value);
+    counter.len.min(limit)
 }
 
 fn test(doc: &mut Value, op: &Operation<'_>) -> Result<(), String> {
@@ -320,10 +373,10 @@ fn test(doc: &mut Value, op: &Operation<'_>) -> Result<(), String> {
         format!("test operation does not apply: is missing path: {path}: missing value")
     })?;
     let actual =
-        read(doc, &target).map_err(|e| format!("error in test for path: '{path}': {e}"))?;
+        peek(doc, &target).map_err(|e| format!("error in test for path: '{path}': {e}"))?;
     match (actual, op.value()) {
         (None, Some(Value::Null)) => Ok(()),
-        (Some(actual), Some(expected)) if actual == *expected => Ok(()),
+        (Some(actual), Some(expected)) if actual == expected => Ok(()),
         _ => Err(failed()),
     }
 }

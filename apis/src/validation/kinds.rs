@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::admission;
 use super::cluster;
-use super::config::{data_keys, immutable_data};
+use super::config::{config_map_size, data_keys, immutable_data, secret_size};
 use super::control;
 use super::discovery;
 use super::extensions;
@@ -59,6 +59,10 @@ pub fn validate(info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Vec<Fi
         ("storage.k8s.io", "csidrivers") => storage::csi_driver(obj, old),
         ("", "configmaps") | ("", "secrets") => {
             let mut errors = data_keys(obj);
+            errors.extend(match info.plural {
+                "secrets" => secret_size(obj),
+                _ => config_map_size(obj),
+            });
             if let Some(old) = old {
                 errors.extend(immutable_data(obj, old));
                 if info.plural == "secrets" && obj["type"] != old["type"] {

@@ -37,6 +37,7 @@ mod webhook;
 mod workloads;
 
 pub use kinds::validate;
+pub use pod::ephemeral_containers_update;
 
 /// One thing wrong with one field, as upstream's `field.Error`.
 #[derive(Clone, Debug, PartialEq, Eq)]

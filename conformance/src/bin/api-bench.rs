@@ -35,6 +35,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
+use clap::Parser;
 use futures_util::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Container, Namespace, Pod, PodSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -821,16 +822,7 @@ async fn bench(config: &Config) -> Result<Figures> {
     })
 }
 
-/// `--profile-creates SECONDS [--http2]`: only the ConfigMap creates, for that long, against a
-/// server whose pid is printed first (for `perf record -p PID`), with kube-rs or with
-/// `--http2` as client-go sends them; nothing is written.
-fn profile_seconds() -> Option<u64> {
-    let args: Vec<String> = std::env::args().collect();
-    let i = args.iter().position(|a| a == "--profile-creates")?;
-    args.get(i + 1).and_then(|s| s.parse().ok())
-}
-
-async fn profile_creates(duration: Duration) -> Result<()> {
+async fn profile_creates(duration: Duration, http2: bool) -> Result<()> {
     let server = tokio::task::spawn_blocking(start_server)
         .await
         .context("the rkube server did not start")?;
@@ -845,7 +837,7 @@ async fn profile_creates(duration: Duration) -> Result<()> {
             cpu.summary()
         );
     };
-    if std::env::args().any(|a| a == "--http2") {
+    if http2 {
         let (r, cpu) = with_log(&server, bench_configmap_creates_h2(&server, duration)).await?;
         report("ConfigMap creates, HTTP/2", &r, &cpu);
     } else {
@@ -856,9 +848,30 @@ async fn profile_creates(duration: Duration) -> Result<()> {
     Ok(())
 }
 
+/// API server benchmark: the real `rkube server` (the binary next to this one, or $RKUBE_BIN)
+/// over HTTPS on loopback, driven with kube-rs from this process, with the raw SQLite store
+/// and raw etcd measured in the same run: create rates and latency, a 10,000-pod list,
+/// 1,000 watchers, memory per stored object, start to ready. Writes the `api-bench` section
+/// of docs/benchmarks.md.
+#[derive(Parser)]
+#[command(name = "api-bench")]
+struct Cli {
+    #[command(flatten)]
+    common: report::Args,
+    /// Only ConfigMap creates for SECONDS against a server whose pid is printed first (for
+    /// `perf record -p PID`); nothing is written
+    #[arg(long, value_name = "SECONDS")]
+    profile_creates: Option<u64>,
+    /// With --profile-creates: send the creates over one HTTP/2 connection, as client-go does,
+    /// instead of with kube-rs
+    #[arg(long, requires = "profile_creates")]
+    http2: bool,
+}
+
 #[tokio::main]
 async fn main() -> Result<()> {
-    let report::Args { quick, output } = report::Args::parse();
+    let cli = Cli::parse();
+    let report::Args { quick, output } = cli.common;
     let config = if quick {
         Config {
             create_duration: Duration::from_secs(1),
@@ -876,8 +889,8 @@ async fn main() -> Result<()> {
             rss_objects: 100_000,
         }
     };
-    if let Some(seconds) = profile_seconds() {
-        return profile_creates(Duration::from_secs(seconds)).await;
+    if let Some(seconds) = cli.profile_creates {
+        return profile_creates(Duration::from_secs(seconds), cli.http2).await;
     }
     let started = Instant::now();
     let figures = bench(&config).await?;

@@ -3,8 +3,10 @@
 //!
 //! ```text
 //! cargo build --release -p rkube -p rkube-conformance
-//! target/release/kubelet-bench [--quick] [--output FILE]
+//! target/release/kubelet-bench [--quick] [--pods N] [--docker-only] [--output FILE]
 //! ```
+//!
+//! `--help` prints the options ([`USAGE`]).
 //!
 //! Docker part: a fresh `rkube server` (no local node) and `rkube kubelet` as a process of its
 //! own (so that its memory is measured apart from the API server's) on this machine's Docker
@@ -25,8 +27,9 @@
 //! per simulated node (the difference between the two runs, divided by the difference in N),
 //! hence nodes per GiB.
 //!
-//! Writes the `kubelet-bench` section of `docs/benchmarks.md` (or `--output`); `--quick` (20
-//! pods, 20 and 50 simulated nodes) only prints.
+//! Writes the `kubelet-bench` section of `docs/benchmarks.md` (or `--output`) after a full
+//! run; `--quick` (20 pods, 20 and 50 simulated nodes), `--pods N` and `--docker-only` only
+//! print.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -43,6 +46,79 @@ use kube::Client;
 use rkube_conformance::cluster::{rkube_binary, RkubeServer};
 use rkube_conformance::node::{ensure_busybox_image, BUSYBOX};
 use rkube_conformance::report::{self, cpu_time, ms, percentile, rss, Table};
+
+/// What `--help` prints.
+const USAGE: &str = "\
+kubelet-bench: pod startup on this machine's Docker engine (a bare `docker run`, Docker alone
+doing a pod's work, and `rkube kubelet` starting pods one at a time and all at once), the
+kubelet's memory with its pods, and how many simulated nodes fit in a GiB.
+
+Usage: kubelet-bench [OPTIONS]
+
+Build first: cargo build --release -p rkube -p rkube-conformance
+It starts its own `rkube server` and `rkube kubelet` (the `rkube` binary next to this one) and
+needs a reachable Docker engine and root (the kubelet makes a bridge and veth pairs).
+
+Options:
+  --quick          a small run: 20 pods, 20 and 50 simulated nodes; prints only
+  --pods N         pods (and bare Docker runs) per part instead of 100; prints only
+  --docker-only    skip the simulated nodes; prints only
+  --output FILE    where a full run writes its section (default: docs/benchmarks.md)
+  --keep-logs DIR  copy the Docker part's server and kubelet logs there (set RUST_LOG for
+                   more: rkube_kubelet::pods::sync=debug times each pod's sync)
+  -h, --help       print this text and exit
+";
+
+/// The command line.
+struct Options {
+    pods: usize,
+    /// The simulated-node counts, None with `--docker-only`.
+    simulated: Option<(usize, usize)>,
+    /// Where to write the figures: None unless it is a full run.
+    output: Option<String>,
+    /// Where to copy the logs of the Docker part.
+    keep_logs: Option<std::path::PathBuf>,
+}
+
+impl Options {
+    /// Reads the arguments; `Ok(None)` after printing the usage for `--help`.
+    fn parse(args: impl Iterator<Item = String>) -> Result<Option<Options>> {
+        let (mut quick, mut docker_only, mut pods, mut output) = (false, false, None, None);
+        let mut keep_logs = None;
+        let mut args = args.peekable();
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                "-h" | "--help" => {
+                    print!("{USAGE}");
+                    return Ok(None);
+                }
+                "--quick" => quick = true,
+                "--docker-only" => docker_only = true,
+                "--pods" => {
+                    let value = args.next().context("--pods needs a number")?;
+                    let n: usize =
+                        value.parse().with_context(|| format!("--pods {value:?}: not a number"))?;
+                    if n == 0 {
+                        bail!("--pods must be at least 1");
+                    }
+                    pods = Some(n);
+                }
+                "--output" => output = Some(args.next().context("--output needs a file")?),
+                "--keep-logs" => {
+                    keep_logs = Some(args.next().context("--keep-logs needs a directory")?.into())
+                }
+                other => bail!("unknown argument {other:?}\n\n{USAGE}"),
+            }
+        }
+        let full = !quick && !docker_only && pods.is_none();
+        Ok(Some(Options {
+            pods: pods.unwrap_or(if quick { 20 } else { 100 }),
+            simulated: (!docker_only).then_some(if quick { (20, 50) } else { (100, 500) }),
+            output: full.then(|| output.unwrap_or_else(report::default_benchmarks_file)),
+            keep_logs,
+        }))
+    }
+}
 
 /// Creates in flight during the burst.
 const CONCURRENCY: usize = 64;
@@ -273,7 +349,7 @@ struct DockerFigures {
     kubelet_cpu_per_pod: Duration,
 }
 
-async fn docker_part(pods: usize) -> Result<DockerFigures> {
+async fn docker_part(pods: usize, keep_logs: Option<&Path>) -> Result<DockerFigures> {
     ensure_busybox_image();
     let server = RkubeServer::start();
     let port = rkube_store::testing::free_port();
@@ -344,6 +420,12 @@ async fn docker_part(pods: usize) -> Result<DockerFigures> {
     delete_all(&client).await?;
     watch.abort();
     drop(kubelet);
+    if let Some(dir) = keep_logs {
+        std::fs::create_dir_all(dir)?;
+        std::fs::copy(&log, dir.join("kubelet.log"))?;
+        std::fs::write(dir.join("server.log"), server.log())?;
+        eprintln!("logs in {}", dir.display());
+    }
     remove_node_leftovers(&node);
     Ok(DockerFigures {
         bare,
@@ -394,17 +476,20 @@ async fn simulated_rss(nodes: usize) -> Result<(u64, Duration)> {
 
 #[tokio::main]
 async fn main() -> Result<()> {
-    let report::Args { quick, output } = report::Args::parse();
-    let pods = if quick { 20 } else { 100 };
-    let (small, large) = if quick { (20, 50) } else { (100, 500) };
+    let Some(options) = Options::parse(std::env::args().skip(1))? else { return Ok(()) };
+    let pods = options.pods;
 
-    let d = docker_part(pods).await?;
-    eprintln!("simulated nodes: {small}");
-    let (rss_small, ready_small) = simulated_rss(small).await?;
-    eprintln!("simulated nodes: {large}");
-    let (rss_large, ready_large) = simulated_rss(large).await?;
-    let per_node_kib = (rss_large.saturating_sub(rss_small)) as f64 / (large - small) as f64;
-    let nodes_per_gib = (1024.0 * 1024.0 / per_node_kib).floor();
+    let d = docker_part(pods, options.keep_logs.as_deref()).await?;
+    let simulated = match options.simulated {
+        Some((small, large)) => {
+            eprintln!("simulated nodes: {small}");
+            let (rss_small, ready_small) = simulated_rss(small).await?;
+            eprintln!("simulated nodes: {large}");
+            let (rss_large, ready_large) = simulated_rss(large).await?;
+            Some((small, large, rss_small, rss_large, ready_small, ready_large))
+        }
+        None => None,
+    };
 
     let mib = |kib: u64| format!("{:.1} MiB", kib as f64 / 1024.0);
     let bare_p99 = percentile(&d.bare, 99.0);
@@ -450,18 +535,22 @@ async fn main() -> Result<()> {
             d.rss_pods_kib.saturating_sub(d.rss_idle_kib) as f64 / pods as f64
         ),
     ]);
-    table.row(vec![
-        format!("simulated nodes in one process: {small} -> {large}"),
-        format!(
-            "{} -> {} ({:.0} KiB per node; Ready after {:.1} s / {:.1} s)",
-            mib(rss_small),
-            mib(rss_large),
-            per_node_kib,
-            ready_small.as_secs_f64(),
-            ready_large.as_secs_f64()
-        ),
-    ]);
-    table.row(vec!["simulated nodes per GiB".into(), format!("{nodes_per_gib:.0}")]);
+    if let Some((small, large, rss_small, rss_large, ready_small, ready_large)) = simulated {
+        let per_node_kib = (rss_large.saturating_sub(rss_small)) as f64 / (large - small) as f64;
+        let nodes_per_gib = (1024.0 * 1024.0 / per_node_kib).floor();
+        table.row(vec![
+            format!("simulated nodes in one process: {small} -> {large}"),
+            format!(
+                "{} -> {} ({:.0} KiB per node; Ready after {:.1} s / {:.1} s)",
+                mib(rss_small),
+                mib(rss_large),
+                per_node_kib,
+                ready_small.as_secs_f64(),
+                ready_large.as_secs_f64()
+            ),
+        ]);
+        table.row(vec!["simulated nodes per GiB".into(), format!("{nodes_per_gib:.0}")]);
+    }
     let met = |ok: bool| if ok { "met" } else { "NOT met" };
     let markdown = format!(
         "## Kubelet (`kubelet-bench`)\n\n{}\n\n\
@@ -489,7 +578,7 @@ async fn main() -> Result<()> {
         docker = docker_version(),
     );
     println!("{markdown}");
-    if !quick {
+    if let Some(output) = options.output {
         report::write_section(&output, "kubelet-bench", &markdown)
             .with_context(|| format!("writing {output}"))?;
         eprintln!("wrote {output}");
@@ -503,4 +592,40 @@ fn docker_version() -> String {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Option<Options>> {
+        Options::parse(args.iter().map(|a| a.to_string()))
+    }
+
+    #[test]
+    fn help_prints_the_usage_instead_of_running() {
+        assert!(parse(&["--help"]).unwrap().is_none());
+        assert!(parse(&["--pods", "3", "-h"]).unwrap().is_none());
+    }
+
+    #[test]
+    fn only_a_full_run_writes_its_figures() {
+        let full = parse(&[]).unwrap().unwrap();
+        assert_eq!(full.pods, 100);
+        assert_eq!(full.simulated, Some((100, 500)));
+        assert!(full.output.is_some());
+        let small = parse(&["--pods", "10", "--docker-only"]).unwrap().unwrap();
+        assert_eq!((small.pods, small.simulated, small.output), (10, None, None));
+        let quick = parse(&["--quick", "--output", "x.md"]).unwrap().unwrap();
+        assert_eq!((quick.pods, quick.simulated, quick.output), (20, Some((20, 50)), None));
+    }
+
+    #[test]
+    fn bad_arguments_are_refused_with_the_usage() {
+        let unknown = parse(&["--fast"]).err().unwrap().to_string();
+        assert!(unknown.contains("--fast") && unknown.contains("Usage:"), "{unknown}");
+        assert!(parse(&["--pods", "many"]).is_err());
+        assert!(parse(&["--pods", "0"]).is_err());
+        assert!(parse(&["--pods"]).is_err());
+    }
 }

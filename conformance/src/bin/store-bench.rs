@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use bytes::Bytes;
+use clap::Parser;
 use etcd_client::{GetOptions, WatchOptions};
 use rkube_conformance::report::{self, Table};
 use rkube_store::testing::EtcdServer;
@@ -273,9 +274,19 @@ async fn bench_target(name: &str, target: &Target, config: &Config) -> Result<Fi
     Ok(figures)
 }
 
+/// Storage benchmark: creates, a 10,000-key range read and 1,000 watchers against the embedded
+/// SQLite store, the etcd store and raw etcd (Debian's etcd-server, started here on loopback
+/// ports), in one run. Writes the `store-bench` section of docs/benchmarks.md.
+#[derive(Parser)]
+#[command(name = "store-bench")]
+struct Cli {
+    #[command(flatten)]
+    common: report::Args,
+}
+
 #[tokio::main]
 async fn main() -> Result<()> {
-    let report::Args { quick, output } = report::Args::parse();
+    let Cli { common: report::Args { quick, output } } = Cli::parse();
     let config = if quick {
         Config {
             write_duration: Duration::from_millis(500),

@@ -1,11 +1,13 @@
 //! The pods of this node: a watch on `spec.nodeName=<node>`, one worker task per pod that
 //! syncs it ([`sync`]) whenever the pod object changes, one of its containers starts or
-//! stops, one of its probes changes its mind ([`probes`]), or its resync period passes;
+//! stops ([`pleg`]), one of its probes changes its mind ([`probes`]), or its resync period
+//! passes;
 //! and the clean-up of containers whose pod is gone.
 //! The pods seen are kept in a [`PodCache`] for the kubelet API ([`crate::server`]).
 
 pub mod handlers;
 pub mod hooks;
+pub mod pleg;
 pub mod probes;
 pub mod spec;
 pub mod status;
@@ -127,7 +129,14 @@ fn dispatch(workers: &mut HashMap<String, Worker>, syncer: &Arc<Syncer>, pod: Ar
     let uid = uid(&pod);
     match workers.get(&uid).filter(|w| !w.task.is_finished()) {
         Some(worker) => {
-            worker.pod.send_replace(Some(pod));
+            // The worker sees the newest object, but is woken only when more than its status
+            // changed: as upstream's pod config, the kubelet's own status updates coming back
+            // through the watch do not sync the pod again.
+            worker.pod.send_if_modified(|current| {
+                let wake = current.as_deref().is_none_or(|c| !same_but_status(c, &pod));
+                *current = Some(pod);
+                wake
+            });
         }
         None => {
             let (tx, rx) = watch::channel(Some(pod));
@@ -136,6 +145,18 @@ fn dispatch(workers: &mut HashMap<String, Worker>, syncer: &Arc<Syncer>, pod: Ar
             workers.insert(uid, Worker { pod: tx, poke, task });
         }
     }
+}
+
+/// Whether two versions of a pod differ in their status (and resourceVersion and managed
+/// fields) only.
+fn same_but_status(a: &Pod, b: &Pod) -> bool {
+    let meta = |p: &Pod| {
+        let mut m = p.metadata.clone();
+        m.resource_version = None;
+        m.managed_fields = None;
+        m
+    };
+    a.spec == b.spec && meta(a) == meta(b)
 }
 
 /// Where pods come from besides the API: the static pods of `--pod-manifest-path`
@@ -154,7 +175,7 @@ pub async fn run(syncer: Arc<Syncer>, cache: PodCache, mut statics: Option<Stati
     let pods: Api<Pod> = Api::all(syncer.client.clone());
     let config = watcher::Config::default().fields(&format!("spec.nodeName={node}"));
     let mut events = watcher::watcher(pods, config).boxed();
-    let mut runtime_events = syncer.runtime.container_events(&node);
+    let mut runtime_events = pleg::watch(syncer.runtime.clone(), node.clone());
     let mut workers: HashMap<String, Worker> = HashMap::new();
     let mut listed: Option<HashSet<String>> = None;
     // The uids of the static pods now.
@@ -212,7 +233,7 @@ pub async fn run(syncer: Arc<Syncer>, cache: PodCache, mut statics: Option<Stati
                     apply_statics(now, &mut static_uids, &mut workers, &syncer, &cache);
                 }
             }
-            Some(uid) = runtime_events.next() => {
+            Some(uid) = runtime_events.recv() => {
                 if let Some(worker) = workers.get(&uid) {
                     worker.poke.notify_one();
                 }
@@ -258,5 +279,39 @@ async fn remove_orphans(syncer: &Syncer, live: &HashSet<String>) {
     for uid in orphans {
         tracing::info!(uid, "removing the containers of a pod that is gone");
         syncer.kill(None, &uid, Duration::from_secs(2)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(json: serde_json::Value) -> Pod {
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn only_changes_beyond_the_status_wake_a_pods_worker() {
+        let base = pod(serde_json::json!({
+            "metadata": {"name": "p", "uid": "u", "resourceVersion": "1"},
+            "spec": {"containers": [{"name": "c", "image": "i"}]},
+        }));
+        let status_only = pod(serde_json::json!({
+            "metadata": {"name": "p", "uid": "u", "resourceVersion": "2"},
+            "spec": {"containers": [{"name": "c", "image": "i"}]},
+            "status": {"phase": "Running"},
+        }));
+        assert!(same_but_status(&base, &status_only));
+        let deleted = pod(serde_json::json!({
+            "metadata": {"name": "p", "uid": "u", "resourceVersion": "3",
+                         "deletionTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"containers": [{"name": "c", "image": "i"}]},
+        }));
+        assert!(!same_but_status(&base, &deleted));
+        let new_image = pod(serde_json::json!({
+            "metadata": {"name": "p", "uid": "u", "resourceVersion": "4"},
+            "spec": {"containers": [{"name": "c", "image": "j"}]},
+        }));
+        assert!(!same_but_status(&base, &new_image));
     }
 }

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, Secret, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Container, EphemeralContainer, Pod, Secret, Service};
 use k8s_openapi::ByteString;
 use kube::api::{Api, ListParams};
 use kube::Client;
@@ -476,6 +476,21 @@ pub async fn container_spec(
                 .clone()
                 .unwrap_or_else(|| "/dev/termination-log".into()),
         ),
+        pid_target: None,
+    })
+}
+
+/// An ephemeral container as the container it runs as: the same fields but its target
+/// (which [`crate::pods::ephemeral`] resolves to a running container).
+pub fn ephemeral_as_container(ephemeral: &EphemeralContainer) -> Container {
+    let mut value = serde_json::to_value(ephemeral).unwrap_or_default();
+    if let Some(fields) = value.as_object_mut() {
+        fields.remove("targetContainerName");
+    }
+    serde_json::from_value(value).unwrap_or_else(|_| Container {
+        name: ephemeral.name.clone(),
+        image: ephemeral.image.clone(),
+        ..Default::default()
     })
 }
 

@@ -156,6 +156,21 @@ pub fn container_status(view: &ContainerView, ready: bool) -> Value {
     status
 }
 
+/// `ephemeralContainerStatuses`, sorted by name as upstream sorts them: never ready and
+/// without `started` (upstream's prober does not follow ephemeral containers).
+pub fn ephemeral_statuses(views: &[ContainerView]) -> Value {
+    let mut statuses: Vec<Value> = views
+        .iter()
+        .map(|v| {
+            let mut status = container_status(v, false);
+            status.as_object_mut().map(|s| s.remove("started"));
+            status
+        })
+        .collect();
+    statuses.sort_by(|a, b| a["name"].as_str().cmp(&b["name"].as_str()));
+    Value::Array(statuses)
+}
+
 /// Upstream's getPhase over the container views. Sidecars count as running while they run;
 /// until the pod has initialized, one not started yet keeps it Pending; their ends do not
 /// decide the pod's.

@@ -31,6 +31,8 @@ use crate::runtime::{
 };
 use crate::Config;
 
+mod ephemeral;
+
 const INITIAL_BACKOFF: Duration = Duration::from_secs(10);
 /// How often a pod is synced when nothing wakes its worker: what refreshes its configMap and
 /// secret volumes, and catches a runtime event that was missed.
@@ -86,6 +88,9 @@ struct StartInputs<'a> {
     pod_key: &'a str,
     /// The service links: listed once, and only when a container starts.
     service_env: tokio::sync::OnceCell<Vec<(String, String)>>,
+    /// The container whose process namespace a new container joins (an ephemeral
+    /// container's target).
+    pid_target: Option<String>,
 }
 
 /// How [`Syncer::keep_running`] treats a container: its restart policy (the pod's, or
@@ -678,6 +683,7 @@ impl Syncer {
             }
             spec.binds.push(format!("{}:{path}", host.display()));
         }
+        spec.pid_target = inputs.pid_target.clone();
         let share_pid = pod.spec.as_ref().and_then(|s| s.share_process_namespace).unwrap_or(false);
         let id = match self
             .runtime
@@ -905,6 +911,7 @@ impl Syncer {
             pod.status.as_ref().and_then(|s| s.phase.as_deref()),
             Some("Succeeded" | "Failed")
         );
+        let began = Instant::now();
         let records = self.records(&uid).await;
         let host_ip = self.config.node_ip.to_string();
         let host_network = pod.spec.as_ref().and_then(|s| s.host_network).unwrap_or(false);
@@ -932,8 +939,11 @@ impl Syncer {
                 return Next::After(Duration::from_secs(2));
             }
         };
-        let mut records = if fresh { self.records(&uid).await } else { records };
+        // A new sandbox stopped what ran in the old one: listed again, unless nothing did.
+        let relist = fresh && records.iter().any(|r| !r.is_sandbox());
+        let mut records = if relist { self.records(&uid).await } else { records };
         let pod_ip = if host_network { host_ip.clone() } else { sandbox_ip };
+        let sandbox_ready = began.elapsed();
         let mut lookup =
             Lookup::new(&self.client, pod.metadata.namespace.as_deref().unwrap_or("default"))
                 .with_tokens(self.tokens.clone());
@@ -966,6 +976,7 @@ impl Syncer {
             volumes: &volumes,
             pod_key: &pod_key,
             service_env: tokio::sync::OnceCell::new(),
+            pid_target: None,
         };
         let mut busy = false;
 
@@ -1082,15 +1093,34 @@ impl Syncer {
             app_views.push(view);
         }
 
+        let others: Vec<&ContainerView> = init_views.iter().chain(&app_views).collect();
+        let (ephemeral_views, started) = self
+            .ephemeral_containers(pod, &records, &others, !apps_done, &mut lookup, &inputs, state)
+            .await;
+        busy |= started;
+
         let facts = PodFacts {
             pod_ip: &pod_ip,
             host_ip: &host_ip,
             sandbox_ready: true,
             start_time: &state.start_time,
         };
-        let status = status::pod_status(pod, &facts, &init_views, &app_views);
+        let mut status = status::pod_status(pod, &facts, &init_views, &app_views);
+        if !ephemeral_views.is_empty() {
+            status["ephemeralContainerStatuses"] = status::ephemeral_statuses(&ephemeral_views);
+        }
         let phase = status["phase"].as_str().unwrap_or("").to_string();
+        let containers_done = began.elapsed();
         self.report(pod, status, state).await;
+        // Where a sync's time goes (`RUST_LOG=rkube_kubelet::pods::sync=debug`).
+        tracing::debug!(
+            pod = pod.metadata.name.as_deref().unwrap_or(""),
+            fresh,
+            sandbox_ms = sandbox_ready.as_millis() as u64,
+            containers_ms = containers_done.as_millis() as u64,
+            total_ms = began.elapsed().as_millis() as u64,
+            "synced"
+        );
         if phase == "Succeeded" || phase == "Failed" {
             // Stop the sandbox now that nothing will run again.
             let _ = self.runtime.stop_container(&sandbox_id, Duration::ZERO).await;

@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use bollard::models::{ContainerCreateBody, HostConfig};
@@ -34,9 +34,12 @@ pub struct DockerRuntime {
     cgroups: std::sync::Mutex<HashMap<String, CgroupPaths>>,
     /// What inspecting each container said, with the state Docker's list showed for it then.
     /// The kubelet never restarts a container in place, so an inspect stays true until the
-    /// list shows another state: pods whose containers did not change are synced with one
-    /// list call and no inspects.
-    inspected: std::sync::Mutex<HashMap<String, Inspected>>,
+    /// list shows another state or an event says the container changed: pods whose
+    /// containers did not change are synced with one list call and no inspects.
+    inspected: Arc<std::sync::Mutex<InspectCache>>,
+    /// Containers the kubelet is starting: their `start` events are its own doing, and the
+    /// sync that started them has inspected them, so those events wake no pod worker.
+    own_starts: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
     /// Each node's pod network, once [`Runtime::ensure_network`] made it.
     networks: std::sync::Mutex<HashMap<String, Arc<PodNetwork>>>,
 }
@@ -49,7 +52,58 @@ struct Inspected {
     record: ContainerRecord,
     /// Its IP on the pod network (sandboxes).
     ip: String,
+    /// When the inspect was asked for.
+    at: Instant,
 }
+
+/// The inspects kept, and when an event last said each container changed.
+///
+/// Docker sends a container's `die` event before its list (a snapshot updated afterwards)
+/// shows the container exited, while an inspect waits for the exit to be handled: so after
+/// an event the list's state cannot be trusted to say whether the kept inspect is stale,
+/// and the container is inspected again.
+#[derive(Default)]
+struct InspectCache {
+    kept: HashMap<String, Inspected>,
+    changed: HashMap<String, Instant>,
+}
+
+impl InspectCache {
+    /// The kept inspect of `id`, if the list still shows the state it was made in and no
+    /// event came since it was asked for.
+    fn get(&self, id: &str, listed_state: &str) -> Option<Inspected> {
+        let kept = self.kept.get(id)?;
+        // An unknown state (an engine newer than bollard) is inspected every time.
+        let same = !listed_state.is_empty() && kept.listed_state == listed_state;
+        let unchanged = self.changed.get(id).is_none_or(|at| kept.at > *at);
+        (same && unchanged).then(|| kept.clone())
+    }
+
+    fn insert(&mut self, id: &str, inspected: Inspected) {
+        if self.kept.len() >= MAX_INSPECTED {
+            self.kept.clear();
+        }
+        self.kept.insert(id.to_string(), inspected);
+    }
+
+    /// An event said the container changed: what was inspected before is stale.
+    fn changed(&mut self, id: &str) {
+        if self.changed.len() >= MAX_INSPECTED {
+            self.changed.clear();
+        }
+        self.kept.remove(id);
+        self.changed.insert(id.to_string(), Instant::now());
+    }
+
+    fn remove(&mut self, id: &str) {
+        self.kept.remove(id);
+        self.changed.remove(id);
+    }
+}
+
+/// The container events that can change what the kubelet reports: upstream's PLEG looks
+/// for containers started, exited and removed.
+const EVENTS: [&str; 4] = ["start", "die", "oom", "destroy"];
 
 /// Inspects kept at most: beyond it the cache starts again (they are only a shortcut).
 const MAX_INSPECTED: usize = 10_000;
@@ -113,6 +167,7 @@ impl DockerRuntime {
             docker,
             cgroups: Default::default(),
             inspected: Default::default(),
+            own_starts: Default::default(),
             networks: Default::default(),
         })
     }
@@ -205,6 +260,7 @@ impl DockerRuntime {
         ip: Ipv4Addr,
         host_ports: &[HostPort],
     ) -> Result<()> {
+        let at = Instant::now();
         let inspect = self.docker.inspect_container(id, None).await.map_err(err)?;
         let pid = inspect.state.as_ref().and_then(|s| s.pid).filter(|pid| *pid > 0);
         let Some(pid) = pid else {
@@ -214,21 +270,19 @@ impl DockerRuntime {
         network.add_host_ports(id, ip, host_ports).await?;
         // The list that follows finds the sandbox running: it need not inspect it again.
         let record = Self::record(inspect);
-        let kept = Inspected { listed_state: "running".into(), record, ip: ip.to_string() };
-        self.inspected.lock().unwrap_or_else(|e| e.into_inner()).insert(id.to_string(), kept);
+        let kept = Inspected { listed_state: "running".into(), record, ip: ip.to_string(), at };
+        self.inspected.lock().unwrap_or_else(|e| e.into_inner()).insert(id, kept);
         Ok(())
     }
 
     /// The container as the list showed it in `listed_state`: the inspect kept from when it
     /// last showed that state, or a new one.
     async fn inspect_listed(&self, id: &str, listed_state: &str) -> Result<ContainerRecord> {
-        let kept = self.inspected.lock().unwrap_or_else(|e| e.into_inner()).get(id).cloned();
-        // An unknown state (an engine newer than bollard) is inspected every time.
-        if let Some(kept) =
-            kept.filter(|k| !listed_state.is_empty() && k.listed_state == listed_state)
-        {
+        let kept = self.inspected.lock().unwrap_or_else(|e| e.into_inner()).get(id, listed_state);
+        if let Some(kept) = kept {
             return Ok(kept.record);
         }
+        let at = Instant::now();
         let mut inspect = self.docker.inspect_container(id, None).await.map_err(err)?;
         for _ in 0..OOM_SETTLE_POLLS {
             if !may_not_have_noted_oom(&inspect) {
@@ -239,12 +293,9 @@ impl DockerRuntime {
         }
         let ip = Self::ip_of(&inspect);
         let record = Self::record(inspect);
-        let mut inspected = self.inspected.lock().unwrap_or_else(|e| e.into_inner());
-        if inspected.len() >= MAX_INSPECTED {
-            inspected.clear();
-        }
         let listed_state = listed_state.to_string();
-        inspected.insert(id.to_string(), Inspected { listed_state, record: record.clone(), ip });
+        let kept = Inspected { listed_state, record: record.clone(), ip, at };
+        self.inspected.lock().unwrap_or_else(|e| e.into_inner()).insert(id, kept);
         Ok(record)
     }
 
@@ -279,6 +330,22 @@ impl DockerRuntime {
             image: config.image.unwrap_or_default(),
             image_id: inspect.image.unwrap_or_default(),
         }
+    }
+
+    /// Starts a container of the kubelet's (its `start` event is then not passed on).
+    async fn start_own(&self, id: &str) -> Result<()> {
+        {
+            let mut own = self.own_starts.lock().unwrap_or_else(|e| e.into_inner());
+            if own.len() >= MAX_INSPECTED {
+                own.clear();
+            }
+            own.insert(id.to_string());
+        }
+        let started = self.docker.start_container(id, None).await.map_err(err);
+        if started.is_err() {
+            self.own_starts.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
+        }
+        started
     }
 
     /// Creates a container under its kubelet-style name (`k8s_<container>_<pod>_...`).
@@ -369,18 +436,40 @@ impl Runtime for DockerRuntime {
     fn container_events(&self, node: &str) -> BoxStream<'static, String> {
         let filters = HashMap::from([
             ("type".to_string(), vec!["container".to_string()]),
+            ("event".to_string(), EVENTS.iter().map(|e| e.to_string()).collect()),
             ("label".to_string(), vec![format!("{}={node}", labels::NODE)]),
         ]);
         let options = bollard::query_parameters::EventsOptions {
             filters: Some(filters),
             ..Default::default()
         };
+        let inspected = self.inspected.clone();
+        let own_starts = self.own_starts.clone();
         self.docker
             .events(Some(options))
-            .filter_map(|event| async move {
-                let event = event.ok()?;
-                let attributes = event.actor?.attributes?;
-                attributes.get(labels::POD_UID).cloned()
+            // A broken stream (the engine restarting) ends: the caller connects again.
+            .take_while(|event| {
+                if let Err(e) = event {
+                    tracing::warn!(error = %e, "Docker's event stream broke");
+                }
+                futures::future::ready(event.is_ok())
+            })
+            .filter_map(move |event| {
+                let Some(event) = event.ok() else { return futures::future::ready(None) };
+                let start = event.action.as_deref() == Some("start");
+                let uid = event.actor.and_then(|actor| {
+                    let id = actor.id.unwrap_or_default();
+                    if start {
+                        // The sync that started it has seen it running.
+                        if own_starts.lock().unwrap_or_else(|e| e.into_inner()).remove(&id) {
+                            return None;
+                        }
+                    } else {
+                        inspected.lock().unwrap_or_else(|e| e.into_inner()).changed(&id);
+                    }
+                    actor.attributes.and_then(|mut a| a.remove(labels::POD_UID))
+                });
+                futures::future::ready(uid)
             })
             .boxed()
     }
@@ -432,7 +521,7 @@ impl Runtime for DockerRuntime {
         };
         let Some((network, ip)) = network else {
             let id = self.create_named(name, config).await?;
-            self.docker.start_container(&id, None).await.map_err(err)?;
+            self.start_own(&id).await?;
             return Ok((id, String::new()));
         };
         let id = match self.create_named(name.clone(), config).await {
@@ -443,7 +532,7 @@ impl Runtime for DockerRuntime {
             }
         };
         network.hand_over(&name, &id);
-        let started = match self.docker.start_container(&id, None).await.map_err(err) {
+        let started = match self.start_own(&id).await {
             Ok(()) => self.attach_sandbox(&network, &id, ip, &spec.host_ports).await,
             Err(e) => Err(e),
         };
@@ -457,7 +546,7 @@ impl Runtime for DockerRuntime {
 
     async fn sandbox_ip(&self, id: &str) -> Result<String> {
         // A running sandbox keeps its IP: the list's inspect has it.
-        let kept = self.inspected.lock().unwrap_or_else(|e| e.into_inner()).get(id).cloned();
+        let kept = self.inspected.lock().unwrap_or_else(|e| e.into_inner()).kept.get(id).cloned();
         if let Some(kept) = kept.filter(|k| {
             matches!(k.record.state, ContainerState::Running { .. }) && !k.ip.is_empty()
         }) {
@@ -489,7 +578,10 @@ impl Runtime for DockerRuntime {
         let host_config = HostConfig {
             network_mode: Some(sandbox.clone()),
             ipc_mode: Some(sandbox.clone()),
-            pid_mode: share_pid.then_some(sandbox),
+            pid_mode: match &spec.pid_target {
+                Some(target) => Some(format!("container:{target}")),
+                None => share_pid.then_some(sandbox),
+            },
             binds: (!spec.binds.is_empty()).then(|| spec.binds.clone()),
             tmpfs: (!spec.tmpfs.is_empty())
                 .then(|| spec.tmpfs.iter().map(|p| (p.clone(), String::new())).collect()),
@@ -527,7 +619,7 @@ impl Runtime for DockerRuntime {
     }
 
     async fn start_container(&self, id: &str) -> Result<()> {
-        self.docker.start_container(id, None).await.map_err(err)
+        self.start_own(id).await
     }
 
     async fn stop_container(&self, id: &str, grace: Duration) -> Result<()> {

@@ -137,6 +137,9 @@ pub struct ContainerSpec {
     pub cpu_quota: Option<i64>,
     pub memory_limit: Option<i64>,
     pub termination_message_path: Option<String>,
+    /// The container whose process namespace this one joins (an ephemeral container's
+    /// target: upstream's NamespaceMode_TARGET); otherwise its own, or the pod's.
+    pub pid_target: Option<String>,
 }
 
 /// A container (or sandbox) as the runtime reports it.
@@ -247,7 +250,10 @@ pub trait Runtime: Send + Sync {
     async fn ensure_network(&self, node: &str, cidr: &str) -> Result<()>;
     /// Every container and sandbox of this node (of one pod, given its uid), running or not.
     async fn list(&self, node: &str, pod_uid: Option<&str>) -> Result<Vec<ContainerRecord>>;
-    /// The uids of pods whose containers start or stop, as it happens.
+    /// The uids of pods whose containers start, stop or go, as it happens. After an event,
+    /// [`Runtime::list`] shows what it changed. The stream ends when the runtime's event
+    /// source breaks (the engine restarted): the caller asks for a new one, and relists for
+    /// what it missed meanwhile ([`crate::pods::pleg`]).
     fn container_events(&self, node: &str) -> BoxStream<'static, String>;
     async fn inspect(&self, id: &str) -> Result<ContainerRecord>;
     /// Starts a sandbox; returns its id and pod IP (empty with host networking).

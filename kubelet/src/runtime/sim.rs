@@ -9,7 +9,8 @@
 //! error, and nothing a container would do (exit, crash, use memory) happens by itself.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -33,6 +34,9 @@ pub struct SimulatedRuntime {
     state: Mutex<State>,
     /// (node, pod uid) of every container that starts or stops.
     events: broadcast::Sender<(String, String)>,
+    /// Bumped when the event streams break ([`SimulatedRuntime::break_events`]); odd while
+    /// they stay down.
+    events_epoch: Arc<AtomicU64>,
 }
 
 #[derive(Default)]
@@ -48,7 +52,11 @@ struct State {
 
 impl Default for SimulatedRuntime {
     fn default() -> Self {
-        SimulatedRuntime { state: Mutex::new(State::default()), events: broadcast::channel(4096).0 }
+        SimulatedRuntime {
+            state: Mutex::new(State::default()),
+            events: broadcast::channel(4096).0,
+            events_epoch: Default::default(),
+        }
     }
 }
 
@@ -63,6 +71,28 @@ impl SimulatedRuntime {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Breaks the event streams as an engine restart would: open streams end, and until
+    /// [`SimulatedRuntime::restore_events`] new ones end at once and nothing is sent.
+    pub fn break_events(&self) {
+        if self.events_epoch.load(Ordering::SeqCst).is_multiple_of(2) {
+            self.events_epoch.fetch_add(1, Ordering::SeqCst);
+        }
+        // Wakes every stream to see it.
+        let _ = self.events.send((String::new(), String::new()));
+    }
+
+    /// Event streams work again (from the next one asked for).
+    pub fn restore_events(&self) {
+        if self.events_epoch.load(Ordering::SeqCst) % 2 == 1 {
+            self.events_epoch.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// How many event streams are open.
+    pub fn event_streams(&self) -> usize {
+        self.events.receiver_count()
     }
 
     /// How many containers (sandboxes included) the runtime holds.
@@ -115,7 +145,9 @@ impl SimulatedRuntime {
             }
             (record.label(labels::NODE).to_string(), record.label(labels::POD_UID).to_string())
         };
-        let _ = self.events.send((node, uid));
+        if self.events_epoch.load(Ordering::SeqCst).is_multiple_of(2) {
+            let _ = self.events.send((node, uid));
+        }
         Ok(())
     }
 }
@@ -160,10 +192,17 @@ impl Runtime for SimulatedRuntime {
     fn container_events(&self, node: &str) -> BoxStream<'static, String> {
         let node = node.to_string();
         let receiver = self.events.subscribe();
+        let epochs = self.events_epoch.clone();
+        let epoch = epochs.load(Ordering::SeqCst);
         stream::unfold(receiver, move |mut receiver| {
             let node = node.clone();
+            let epochs = epochs.clone();
             async move {
                 loop {
+                    // Down, or broken since the stream began.
+                    if epoch % 2 == 1 || epochs.load(Ordering::SeqCst) != epoch {
+                        return None;
+                    }
                     match receiver.recv().await {
                         Ok((n, uid)) if n == node => return Some((uid, receiver)),
                         Ok(_) | Err(broadcast::error::RecvError::Lagged(_)) => continue,

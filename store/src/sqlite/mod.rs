@@ -8,15 +8,18 @@
 //! to the watches they touch ([`hub`], [`watch`]) and acknowledges the callers. Reads ([`read`]) run on a small
 //! pool of read connections, each in one read transaction, so a read sees one revision.
 //!
-//! A lock file keeps a second process (or a second store in this one) off the data dir.
+//! A lock file keeps a second process (or a second store in this one) off the data dir. The
+//! directory is 0700 and its files 0600 ([`private`]): they hold every Secret.
 
 mod hub;
+mod private;
 mod read;
 mod schema;
 mod watch;
 mod writer;
 
 use std::fs::File;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -85,11 +88,17 @@ impl SqliteStore {
     /// has the directory open. A failed open changes nothing on disk.
     pub fn open(dir: impl AsRef<Path>, options: SqliteOptions) -> Result<SqliteStore> {
         let dir = dir.as_ref();
-        std::fs::create_dir_all(dir).map_err(|e| {
-            Error::Database(format!("cannot create data dir {}: {e}", dir.display()))
-        })?;
+        private::private_dir(dir)?;
         let lock = lock_data_dir(dir)?;
         let path = dir.join(DB_FILE);
+        // The WAL and shared-memory files take the database file's mode when SQLite makes
+        // them; ones left by an older, looser store are tightened here.
+        private::private_file(&path)?;
+        for suffix in ["-wal", "-shm"] {
+            let mut name = path.clone().into_os_string();
+            name.push(suffix);
+            private::tighten(Path::new(&name), private::FILE_MODE)?;
+        }
         let conn = schema::open_writer(&path)?;
         let current = schema::current_revision(&conn)?;
         let (commands, command_rx) = std::sync::mpsc::channel();
@@ -170,10 +179,12 @@ impl SqliteStore {
 /// Takes the data dir's lock file, so that two stores never write one database.
 fn lock_data_dir(dir: &Path) -> Result<File> {
     let path = dir.join(LOCK_FILE);
+    private::tighten(&path, private::FILE_MODE)?;
     let file = File::options()
         .create(true)
         .truncate(false)
         .write(true)
+        .mode(private::FILE_MODE)
         .open(&path)
         .map_err(|e| Error::Database(format!("cannot use data dir {}: {e}", dir.display())))?;
     match file.try_lock() {

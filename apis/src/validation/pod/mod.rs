@@ -22,6 +22,7 @@ use crate::gofmt::{go_pointer, go_quote, go_string_slice};
 use crate::quantity::Quantity;
 
 mod container;
+mod ephemeral;
 mod scheduling;
 mod security;
 mod update;
@@ -32,6 +33,7 @@ use scheduling::*;
 use security::*;
 use volume::*;
 
+pub use ephemeral::ephemeral_containers_update;
 pub use update::{pod_create, pod_update};
 
 /// The pod spec at `path` (`spec` for a pod, `...template.spec` for a template). Errors come
@@ -103,6 +105,8 @@ pub fn pod_spec(spec: &Value, path: &str) -> Vec<FieldError> {
             }
         }
     }
+
+    ephemeral::ephemeral_containers(spec, path, &ctx, &names, &mut errors);
 
     // With hostNetwork a set hostPort must equal containerPort (an unset one is defaulted to it).
     if spec["hostNetwork"] == true {
