@@ -88,8 +88,11 @@ impl SqliteStore {
     /// has the directory open. A failed open changes nothing on disk.
     pub fn open(dir: impl AsRef<Path>, options: SqliteOptions) -> Result<SqliteStore> {
         let dir = dir.as_ref();
-        private::private_dir(dir)?;
+        private::create_dir(dir)?;
+        // The lock first: a directory this user cannot write is refused as such ("Permission
+        // denied"), before any attempt to change its mode.
         let lock = lock_data_dir(dir)?;
+        private::tighten(dir, private::DIR_MODE)?;
         let path = dir.join(DB_FILE);
         // The WAL and shared-memory files take the database file's mode when SQLite makes
         // them; ones left by an older, looser store are tightened here.

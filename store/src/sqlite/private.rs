@@ -14,14 +14,14 @@ pub(crate) const DIR_MODE: u32 = 0o700;
 /// Mode of the database, its WAL, shared-memory index and lock file.
 pub(crate) const FILE_MODE: u32 = 0o600;
 
-/// Creates `dir` (and its parents) with mode 0700, or tightens an existing one.
-pub(crate) fn private_dir(dir: &Path) -> Result<()> {
+/// Creates `dir` (and its parents) with mode 0700 when missing; an existing one is left as
+/// it is (see [`tighten`]).
+pub(crate) fn create_dir(dir: &Path) -> Result<()> {
     DirBuilder::new()
         .recursive(true)
         .mode(DIR_MODE)
         .create(dir)
-        .map_err(|e| Error::Database(format!("cannot create data dir {}: {e}", dir.display())))?;
-    tighten(dir, DIR_MODE)
+        .map_err(|e| Error::Database(format!("cannot create data dir {}: {e}", dir.display())))
 }
 
 /// Creates `path` empty with mode 0600 when it does not exist (SQLite gives its WAL and
@@ -67,7 +67,7 @@ mod tests {
     fn new_dirs_and_files_are_private() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("a/b");
-        private_dir(&dir).unwrap();
+        create_dir(&dir).unwrap();
         assert_eq!(mode(&dir), 0o700);
         let file = dir.join("f");
         private_file(&file).unwrap();
@@ -83,7 +83,8 @@ mod tests {
         let file = dir.join("f");
         std::fs::write(&file, b"secret").unwrap();
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
-        private_dir(&dir).unwrap();
+        create_dir(&dir).unwrap();
+        tighten(&dir, DIR_MODE).unwrap();
         private_file(&file).unwrap();
         assert_eq!((mode(&dir), mode(&file)), (0o700, 0o600));
         assert_eq!(std::fs::read(&file).unwrap(), b"secret", "the contents are kept");
