@@ -77,6 +77,84 @@ pub fn precedes_resource_version(typed: bool, key: &str) -> bool {
     typed && matches!(key, "name" | "generateName" | "namespace" | "selfLink" | "uid")
 }
 
+/// Drops the `null` members of a built-in object's fields, as Go's decoding into its types
+/// does (a null is the field's zero value, which Go leaves out or writes as null again), so
+/// that an object read back from storage compares equal to the same object decoded from a
+/// request. What Go keeps as raw bytes (a RawExtension's content) and members the type does
+/// not know are left as they are; objects of kinds without a Go type are not touched.
+pub fn drop_nulls(value: &mut Value) {
+    let schema = Schema::get();
+    let text = |key: &str| value.get(key).and_then(Value::as_str);
+    let Some(id) = text("apiVersion").zip(text("kind")).and_then(|(v, k)| schema.kind(v, k)) else {
+        return;
+    };
+    drop_nulls_in(value, Node::Message(id), schema);
+}
+
+fn drop_nulls_in(value: &mut Value, node: Node, schema: &Schema) {
+    let node = match node {
+        Node::Field(kind) => resolve(kind, value, schema),
+        other => other,
+    };
+    match (node, value) {
+        (Node::Message(id), Value::Object(map)) => {
+            let Shape::Fields(fields) = &schema.messages[id].shape else { return };
+            map.retain(|_, v| !v.is_null());
+            for (key, member) in map.iter_mut() {
+                if let Some(field) = find_field(schema, fields, key) {
+                    drop_nulls_in(member, Ordered::field_node(field), schema);
+                }
+            }
+        }
+        (Node::Map(kind), Value::Object(map)) => {
+            map.values_mut().for_each(|v| drop_nulls_in(v, Node::Field(kind), schema));
+        }
+        (Node::Array(kind), Value::Array(items)) => {
+            items.iter_mut().for_each(|v| drop_nulls_in(v, Node::Field(kind), schema));
+        }
+        _ => {}
+    }
+}
+
+/// The field of `fields` (or of an inline member's fields) written as `key`.
+fn find_field<'s>(schema: &'s Schema, fields: &'s Fields, key: &str) -> Option<&'s Field> {
+    fields.list.iter().find_map(|f| {
+        if f.inline {
+            match f.kind {
+                Kind::Message(id) => match &schema.messages[id].shape {
+                    Shape::Fields(inner) => find_field(schema, inner, key),
+                    Shape::Special(_) => None,
+                },
+                _ => None,
+            }
+        } else {
+            (f.json == key).then_some(f)
+        }
+    })
+}
+
+/// The node of a value of `kind`: a message, or how a special message is written.
+fn resolve(kind: Kind, value: &Value, schema: &Schema) -> Node {
+    match kind {
+        Kind::Message(id) => match &schema.messages[id].shape {
+            Shape::Fields(_) => Node::Message(id),
+            Shape::Special(special) => match special {
+                Special::RawExtension => Node::Object,
+                Special::OrArray(props) | Special::OrBool(props) => match value {
+                    Value::Array(_) => Node::Array(Kind::Message(*props)),
+                    _ => Node::Message(*props),
+                },
+                Special::OrStringArray(props) => match value {
+                    Value::Object(_) => Node::Message(*props),
+                    _ => Node::Verbatim,
+                },
+                _ => Node::Verbatim,
+            },
+        },
+        _ => Node::Verbatim,
+    }
+}
+
 /// How to write one JSON value.
 #[derive(Clone, Copy)]
 enum Node {
@@ -120,24 +198,7 @@ impl<'a> Ordered<'a> {
     }
 
     fn kind_node(&self, kind: Kind) -> Node {
-        match kind {
-            Kind::Message(id) => match &self.schema.messages[id].shape {
-                Shape::Fields(_) => Node::Message(id),
-                Shape::Special(special) => match special {
-                    Special::RawExtension => Node::Object,
-                    Special::OrArray(props) | Special::OrBool(props) => match self.value {
-                        Value::Array(_) => Node::Array(Kind::Message(*props)),
-                        _ => Node::Message(*props),
-                    },
-                    Special::OrStringArray(props) => match self.value {
-                        Value::Object(_) => Node::Message(*props),
-                        _ => Node::Verbatim,
-                    },
-                    _ => Node::Verbatim,
-                },
-            },
-            _ => Node::Verbatim,
-        }
+        resolve(kind, self.value, self.schema)
     }
 }
 
@@ -277,19 +338,7 @@ impl Ordered<'_> {
     }
 
     fn knows(&self, fields: &Fields, key: &str) -> bool {
-        fields.list.iter().any(|f| {
-            if f.inline {
-                match f.kind {
-                    Kind::Message(id) => match &self.schema.messages[id].shape {
-                        Shape::Fields(inner) => self.knows(inner, key),
-                        Shape::Special(_) => false,
-                    },
-                    _ => false,
-                }
-            } else {
-                f.json == key
-            }
-        })
+        find_field(self.schema, fields, key).is_some()
     }
 
     /// An object without a Go type: its members as they are, built-in objects inside it in
@@ -611,6 +660,35 @@ mod tests {
             "{}",
             text(&rs)
         );
+    }
+
+    #[test]
+    fn nulls_are_dropped_where_go_decodes_them_into_its_types() {
+        let mut revision = json!({"apiVersion": "apps/v1", "kind": "ControllerRevision",
+            "metadata": {"name": "r", "creationTimestamp": null, "labels": {"a": "b"}},
+            "data": {"spec": {"template": {"metadata": {"creationTimestamp": null}}}},
+            "revision": 1});
+        drop_nulls(&mut revision);
+        // Metadata is a Go type; a RawExtension's content is kept as it came.
+        assert_eq!(revision["metadata"], json!({"name": "r", "labels": {"a": "b"}}));
+        assert_eq!(
+            revision["data"]["spec"]["template"]["metadata"]["creationTimestamp"],
+            Value::Null
+        );
+        assert!(revision["data"]["spec"]["template"]["metadata"]
+            .get("creationTimestamp")
+            .is_some());
+        let mut deploy = json!({"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"template":
+            {"metadata": {"creationTimestamp": null}, "spec": {"containers": [{"name": "c", "args": null}]}}}});
+        drop_nulls(&mut deploy);
+        assert_eq!(
+            deploy["spec"]["template"],
+            json!({"metadata": {}, "spec": {"containers": [{"name": "c"}]}})
+        );
+        // A kind without a Go type keeps its nulls.
+        let mut custom = json!({"apiVersion": "x.io/v1", "kind": "Foo", "spec": {"a": null}});
+        drop_nulls(&mut custom);
+        assert_eq!(custom["spec"], json!({"a": null}));
     }
 
     #[test]

@@ -594,11 +594,17 @@ async fn list_from_cache(
         _ => None,
     };
     if let Some((kind, api_version, items)) = raw_items {
-        let head = json!({"kind": kind, "apiVersion": api_version, "metadata": {"resourceVersion": revision.to_string()}});
+        // A list's Go order: kind, apiVersion, metadata, items (written here, not by the
+        // Go-order writer, which would write the absent items as null).
         let mut body = Vec::with_capacity(256 + items.iter().map(|i| i.len() + 1).sum::<usize>());
-        rkube_apis::go_json::write(&head, Default::default(), &mut body);
-        body.pop(); // the closing brace
-        body.extend_from_slice(b",\"items\":[");
+        body.extend_from_slice(b"{\"kind\":");
+        serde_json::to_writer(&mut body, kind).map_err(|e| ApiError::internal(e.to_string()))?;
+        body.extend_from_slice(b",\"apiVersion\":");
+        serde_json::to_writer(&mut body, &api_version)
+            .map_err(|e| ApiError::internal(e.to_string()))?;
+        body.extend_from_slice(
+            format!(",\"metadata\":{{\"resourceVersion\":\"{revision}\"}},\"items\":[").as_bytes(),
+        );
         for (i, item) in items.iter().enumerate() {
             if i > 0 {
                 body.push(b',');

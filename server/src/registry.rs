@@ -356,7 +356,11 @@ impl Registry {
         for _ in 0..MAX_RETRIES {
             let (kv, _) = self.store.get(&key, None).await?;
             let kv = kv.ok_or_else(|| ApiError::not_found(info.group, info.plural, name))?;
-            let old = self.decode(info, &kv)?;
+            // As a Go type holds it: the nulls Go writes for its zero values (stored with the
+            // object) are absent, as they are in the decoded request, so that comparing the
+            // two sees only real changes.
+            let mut old = self.decode(info, &kv)?;
+            rkube_apis::go_json::drop_nulls(&mut old);
             let requested = change(&old)?;
             // A resourceVersion in the new object (or in the patch) is a precondition.
             let wanted =
