@@ -217,6 +217,31 @@ impl RkubeServer {
         command
     }
 
+    /// A raw HTTPS request to this server with the admin certificate, by curl with `args`
+    /// (method, headers, data): what only the wire shows, bytes as they came.
+    pub fn curl(&self, args: &[&str], path: &str) -> Curl {
+        let pki = self.data_dir.path().join("pki");
+        let out = Command::new("curl")
+            .args(["-s", "--max-time", "30", "-D", "/dev/stderr", "-w", "\n%{http_code}"])
+            .arg("--cacert")
+            .arg(pki.join("ca.crt"))
+            .arg("--cert")
+            .arg(pki.join("admin.crt"))
+            .arg("--key")
+            .arg(pki.join("admin.key"))
+            .args(args)
+            .arg(format!("https://127.0.0.1:{}{path}", self.port))
+            .output()
+            .expect("run curl");
+        let text = String::from_utf8(out.stdout).expect("a UTF-8 body");
+        let (body, code) = text.rsplit_once('\n').expect("curl wrote the status code");
+        Curl {
+            code: code.parse().unwrap_or(0),
+            headers: String::from_utf8_lossy(&out.stderr).into_owned(),
+            body: body.to_string(),
+        }
+    }
+
     /// kubectl that must succeed; returns its stdout.
     pub fn ok(&self, args: &[&str]) -> String {
         self.ok_with(&self.kubectl, args, None)
@@ -320,6 +345,37 @@ pub fn wait_with_timeout(child: Child, timeout: Duration) -> Output {
     }
 }
 
+/// What [`RkubeServer::curl`] got: the status code (0 without an answer), the response's
+/// header lines and its body.
+#[derive(Debug)]
+pub struct Curl {
+    pub code: u16,
+    pub headers: String,
+    pub body: String,
+}
+
+impl Curl {
+    /// The values of the header `name` (case-insensitive), in order.
+    pub fn header(&self, name: &str) -> Vec<&str> {
+        self.headers
+            .lines()
+            .filter_map(|line| line.split_once(':'))
+            .filter(|(n, _)| n.trim().eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.trim())
+            .collect()
+    }
+}
+
+/// `--scheduler-secure-port` and `--controller-manager-secure-port` on free ports, each unless
+/// `extra_args` has it.
+fn health_ports(extra_args: &[String]) -> Vec<String> {
+    ["--scheduler-secure-port", "--controller-manager-secure-port"]
+        .into_iter()
+        .filter(|flag| !extra_args.iter().any(|a| a == flag))
+        .flat_map(|flag| [flag.to_string(), free_port().to_string()])
+        .collect()
+}
+
 /// Starts `rkube server` and waits for its `export KUBECONFIG=` line.
 fn launch(
     data_dir: &Path,
@@ -337,6 +393,9 @@ fn launch(
         .arg("--data-dir")
         .arg(data_dir)
         .args(["--bind-address", "127.0.0.1", "--secure-port", &port.to_string()])
+        // The components' /healthz on ports of their own, unless the test names them, so
+        // that servers running side by side do not answer for each other.
+        .args(health_ports(extra_args))
         .args(extra_args)
         // Only the tests that ask for a node (with --node-name) get a kubelet on Docker.
         .args(if extra_args.iter().any(|a| a == "--node-name") {

@@ -6,22 +6,8 @@ use rkube_conformance::cluster::RkubeServer;
 
 /// A raw HTTPS request with the admin certificate: the status code and the body's bytes.
 fn curl(s: &RkubeServer, extra: &[&str], path: &str) -> (u16, String) {
-    let pki = s.data_dir.path().join("pki");
-    let out = std::process::Command::new("curl")
-        .args(["-s", "--max-time", "20", "-w", "\n%{http_code}"])
-        .arg("--cacert")
-        .arg(pki.join("ca.crt"))
-        .arg("--cert")
-        .arg(pki.join("admin.crt"))
-        .arg("--key")
-        .arg(pki.join("admin.key"))
-        .args(extra)
-        .arg(format!("https://127.0.0.1:{}{path}", s.port))
-        .output()
-        .expect("curl");
-    let text = String::from_utf8(out.stdout).expect("UTF-8 body");
-    let (body, code) = text.rsplit_once('\n').expect("curl wrote the status code");
-    (code.parse().expect("a status code"), body.to_string())
+    let answer = s.curl(extra, path);
+    (answer.code, answer.body)
 }
 
 fn assert_prefix(body: &str, prefix: &str) {

@@ -9,6 +9,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod healthz;
+
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use rkube_certs::{Pki, PkiOptions};
@@ -101,6 +103,10 @@ struct SchedulerArgs {
     /// A KubeSchedulerConfiguration file (profiles, plugins, leader election).
     #[arg(long)]
     config: Option<PathBuf>,
+    /// The loopback HTTPS port of `/healthz` (kube-scheduler's), which the API server's
+    /// ComponentStatus probes; 0 serves none.
+    #[arg(long, default_value_t = 10259)]
+    secure_port: u16,
 }
 
 #[derive(clap::Args)]
@@ -117,6 +123,14 @@ struct ServerArgs {
     /// The HTTPS port.
     #[arg(long, default_value_t = 6443)]
     secure_port: u16,
+    /// The loopback HTTPS port of the scheduler's `/healthz` (kube-scheduler's): served by
+    /// the scheduler run here, probed by ComponentStatus (also when it runs on its own).
+    #[arg(long, default_value_t = 10259)]
+    scheduler_secure_port: u16,
+    /// The loopback HTTPS port of the controller-manager's `/healthz`
+    /// (kube-controller-manager's), as `--scheduler-secure-port`.
+    #[arg(long, default_value_t = 10257)]
+    controller_manager_secure_port: u16,
     /// The address written into the admin kubeconfig and served in `/api`.
     #[arg(long, default_value = "127.0.0.1")]
     advertise_address: IpAddr,
@@ -402,6 +416,10 @@ async fn server(args: ServerArgs) -> anyhow::Result<()> {
         }),
         service_account_tokens: args.service_accounts.options(&pki)?,
         limits: args.serving.limits(),
+        component_ports: rkube_server::component_status::ComponentPorts {
+            scheduler: args.scheduler_secure_port,
+            controller_manager: args.controller_manager_secure_port,
+        },
     })
     .await?;
 
@@ -434,6 +452,19 @@ async fn server(args: ServerArgs) -> anyhow::Result<()> {
             }
         })
     });
+    // Each component answers `/healthz` for itself, as upstream's do on their own ports. A
+    // port that is taken (another rkube server on this machine) costs only that.
+    let mut _health = Vec::new();
+    for (task, port, component) in [
+        (&_controllers, args.controller_manager_secure_port, "controller-manager"),
+        (&_scheduler, args.scheduler_secure_port, "scheduler"),
+    ] {
+        let Some(task) = task.as_ref().filter(|_| port != 0) else { continue };
+        match healthz::serve(port, component, healthz::task_check(task, component)).await {
+            Ok(served) => _health.push(served),
+            Err(e) => eprintln!("rkube: no /healthz for the {component}: {e:#}"),
+        }
+    }
     eprintln!(
         "rkube: API server ready at {url} (started in {:.1}s)",
         started.elapsed().as_secs_f64()
@@ -475,8 +506,16 @@ async fn scheduler(args: SchedulerArgs) -> anyhow::Result<()> {
     let client = client_from(&args.kubeconfig).await?;
     eprintln!("rkube: scheduler running against the API server in {}", args.kubeconfig.display());
     let identity = rkube_scheduler::leader::default_identity();
+    let task = tokio::spawn(rkube_scheduler::run_with_config(client, config, identity));
+    let _health = match args.secure_port {
+        0 => None,
+        port => {
+            let check = healthz::task_check(&task, "scheduler");
+            Some(healthz::serve(port, "scheduler", check).await?)
+        }
+    };
     tokio::select! {
-        result = rkube_scheduler::run_with_config(client, config, identity) => result?,
+        result = task => result??,
         _ = shutdown_signal() => eprintln!("rkube: shutting down"),
     }
     Ok(())

@@ -38,6 +38,8 @@ pub struct ApiState {
     /// Service-account tokens: issued by `serviceaccounts/token`, checked by the bearer
     /// token layer and `TokenReview` ([`crate::authn`]).
     pub tokens: crate::authn::ServiceAccountTokens,
+    /// Where ComponentStatus probes the scheduler and the controller-manager.
+    pub component_ports: crate::component_status::ComponentPorts,
 }
 
 /// Axum fallback handler for every `/api` and `/apis` path.
@@ -222,6 +224,12 @@ async fn resource(
     }
     let registry = &state.registry;
     let ns = r.namespace.as_deref();
+    if info.group.is_empty() && info.plural == "componentstatuses" {
+        return match &r.name {
+            Some(name) => crate::component_status::get(state, headers, query, info, name).await,
+            None => crate::component_status::list(state, headers, query, info).await,
+        };
+    }
     match r.verb {
         "get" => {
             let output = negotiate::output(headers)?;
@@ -434,7 +442,7 @@ fn returns_deleted_object(info: &ResourceInfo) -> bool {
     matches!((info.group, info.plural), ("", "pods") | ("", "namespaces") | ("", "services"))
 }
 
-fn object_response(
+pub(crate) fn object_response(
     status: StatusCode,
     info: &ResourceInfo,
     obj: Value,
@@ -620,22 +628,27 @@ async fn list_from_cache(
     }
     let items: Vec<Value> =
         objects.iter().map(|o| crate::registry::convert(o.value(), info)).collect();
+    let metadata = json!({"resourceVersion": revision.to_string()});
+    Ok(list_response(info, output, query, metadata, items, Some(revision.to_string())))
+}
+
+/// A whole list of `items` in the form the client asked for: a Table, or the list kind with
+/// `metadata` (a Table gets `resource_version`).
+pub(crate) fn list_response(
+    info: &ResourceInfo,
+    output: Output,
+    query: &Query,
+    metadata: Value,
+    items: Vec<Value>,
+    resource_version: Option<String>,
+) -> Response {
     if let Output::Table { v1beta1 } = output {
         let include = IncludeObject::parse(query.get("includeObject").map(String::as_str));
-        let t = table::table(
-            info,
-            &items,
-            include,
-            v1beta1,
-            true,
-            Some(revision.to_string()),
-            None,
-            None,
-        );
-        return Ok(negotiate::respond(StatusCode::OK, &t, Output::Json, &[]));
+        let t = table::table(info, &items, include, v1beta1, true, resource_version, None, None);
+        return negotiate::respond(StatusCode::OK, &t, Output::Json, &[]);
     }
-    let list = list_of(info, output, json!({"resourceVersion": revision.to_string()}), items);
-    Ok(negotiate::respond(StatusCode::OK, &list, output, &[]))
+    let list = list_of(info, output, metadata, items);
+    negotiate::respond(StatusCode::OK, &list, output, &[])
 }
 
 /// The `resourceVersion` parameter as a revision (`None` when unset or empty).
@@ -666,7 +679,11 @@ pub(crate) fn selectors(
 
 /// The label and field selectors of a list or watch, checked: a field the resource does not
 /// support is a 400, as upstream.
-fn filter_for(info: &ResourceInfo, query: &Query, name: Option<&str>) -> ApiResult<Filter> {
+pub(crate) fn filter_for(
+    info: &ResourceInfo,
+    query: &Query,
+    name: Option<&str>,
+) -> ApiResult<Filter> {
     let (labels, fields) = selectors(query)?;
     // Each label, with the label of the stored objects' field values it reads.
     let mut stored_labels: Vec<(String, &'static str)> = Vec::new();

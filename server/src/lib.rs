@@ -18,6 +18,7 @@ pub mod apply;
 pub mod auth;
 pub mod authn;
 pub mod cache;
+pub mod component_status;
 pub mod discovery;
 pub mod duplicates;
 pub mod inflight;
@@ -78,6 +79,8 @@ pub struct ServerConfig {
     pub service_account_tokens: authn::TokenOptions,
     /// What one client may cost: connection timeouts and HTTP/2 streams, requests in flight.
     pub limits: ServingLimits,
+    /// Where ComponentStatus probes the scheduler and the controller-manager.
+    pub component_ports: component_status::ComponentPorts,
 }
 
 /// kube-apiserver's serving limits: per connection (header-read and idle timeouts, HTTP/2
@@ -145,6 +148,7 @@ impl Server {
             metrics: metrics::Metrics::default(),
             kubelet,
             tokens,
+            component_ports: config.component_ports,
         });
         let router = Router::new()
             .route("/healthz", get(healthz))
