@@ -391,11 +391,44 @@ impl Serialize for StoredMeta<'_, '_> {
 }
 
 /// Struct-valued fields that are not pointers in the upstream Go types (so Go's `omitempty`
-/// still writes them, as `{}` at least), beyond the rules every type follows (`metadata`, a
-/// kind's `spec` and `status`): (message, JSON name). Read from the Go types of
-/// k8s.io/api 1.33.
+/// still writes them: a struct as `{}` at least, a `metav1.Time` as `null`), beyond the rules
+/// every type follows (`metadata`, a kind's `spec` and `status`): (message, JSON name). Read
+/// from the Go types of k8s.io/api 1.33.
 pub const ALWAYS_WRITTEN: &[(&str, &str)] = &[
     ("k8s.io.api.core.v1.ServiceStatus", "loadBalancer"),
+    ("k8s.io.api.core.v1.ContainerStatus", "state"),
+    ("k8s.io.api.core.v1.ContainerStatus", "lastState"),
+    ("k8s.io.api.core.v1.ContainerStateRunning", "startedAt"),
+    ("k8s.io.api.core.v1.ContainerStateTerminated", "startedAt"),
+    ("k8s.io.api.core.v1.ContainerStateTerminated", "finishedAt"),
+    ("k8s.io.api.core.v1.PodCondition", "lastProbeTime"),
+    ("k8s.io.api.core.v1.PodCondition", "lastTransitionTime"),
+    ("k8s.io.api.core.v1.NodeStatus", "daemonEndpoints"),
+    ("k8s.io.api.core.v1.NodeStatus", "nodeInfo"),
+    ("k8s.io.api.core.v1.NodeDaemonEndpoints", "kubeletEndpoint"),
+    ("k8s.io.api.core.v1.NodeCondition", "lastHeartbeatTime"),
+    ("k8s.io.api.core.v1.NodeCondition", "lastTransitionTime"),
+    ("k8s.io.api.core.v1.NamespaceCondition", "lastTransitionTime"),
+    ("k8s.io.api.core.v1.PersistentVolumeClaimSpec", "resources"),
+    ("k8s.io.api.core.v1.PersistentVolumeClaimCondition", "lastProbeTime"),
+    ("k8s.io.api.core.v1.PersistentVolumeClaimCondition", "lastTransitionTime"),
+    ("k8s.io.api.core.v1.ReplicationControllerCondition", "lastTransitionTime"),
+    ("k8s.io.api.core.v1.Event", "firstTimestamp"),
+    ("k8s.io.api.core.v1.Event", "lastTimestamp"),
+    ("k8s.io.api.core.v1.Event", "eventTime"),
+    ("k8s.io.api.events.v1.Event", "eventTime"),
+    ("k8s.io.api.apps.v1.DeploymentCondition", "lastUpdateTime"),
+    ("k8s.io.api.apps.v1.DeploymentCondition", "lastTransitionTime"),
+    ("k8s.io.api.apps.v1.ReplicaSetCondition", "lastTransitionTime"),
+    ("k8s.io.api.apps.v1.StatefulSetCondition", "lastTransitionTime"),
+    ("k8s.io.api.apps.v1.DaemonSetCondition", "lastTransitionTime"),
+    ("k8s.io.api.batch.v1.JobCondition", "lastProbeTime"),
+    ("k8s.io.api.batch.v1.JobCondition", "lastTransitionTime"),
+    ("k8s.io.api.certificates.v1.CertificateSigningRequestCondition", "lastUpdateTime"),
+    ("k8s.io.api.certificates.v1.CertificateSigningRequestCondition", "lastTransitionTime"),
+    ("k8s.io.api.autoscaling.v2.HorizontalPodAutoscalerCondition", "lastTransitionTime"),
+    ("k8s.io.api.networking.v1.NetworkPolicySpec", "podSelector"),
+    ("k8s.io.api.discovery.v1.Endpoint", "conditions"),
     ("k8s.io.api.networking.v1.IngressStatus", "loadBalancer"),
     ("k8s.io.api.core.v1.Container", "resources"),
     ("k8s.io.api.core.v1.EphemeralContainerCommon", "resources"),
@@ -452,12 +485,16 @@ impl Always {
                                     f.kind,
                                     Kind::Int32 | Kind::Int64 | Kind::Bool | Kind::String
                                 ));
+                        // Listed: a struct (`{}` at least) or a Time (`null` when zero).
+                        let listed = matches!(f.kind, Kind::Message(_))
+                            && !f.repeated
+                            && !f.map
+                            && ALWAYS_WRITTEN.contains(&(message.name.as_str(), f.json.as_str()));
                         (is_struct
                             && (f.json == "metadata"
                                 || (top_level.contains(&id)
-                                    && (f.json == "spec" || f.json == "status"))
-                                || ALWAYS_WRITTEN
-                                    .contains(&(message.name.as_str(), f.json.as_str()))))
+                                    && (f.json == "spec" || f.json == "status"))))
+                            || listed
                             || plain
                             || (message.name == OBJECT_META && f.json == "creationTimestamp")
                     })
@@ -689,6 +726,27 @@ mod tests {
         let mut custom = json!({"apiVersion": "x.io/v1", "kind": "Foo", "spec": {"a": null}});
         drop_nulls(&mut custom);
         assert_eq!(custom["spec"], json!({"a": null}));
+    }
+
+    #[test]
+    fn every_always_written_entry_names_a_field_of_a_message() {
+        let schema = Schema::get();
+        for (message, field) in ALWAYS_WRITTEN {
+            let id = schema.message(message).unwrap_or_else(|| panic!("no message {message}"));
+            let Shape::Fields(fields) = &schema.messages[id].shape else { panic!("{message}") };
+            assert!(find_field(schema, fields, field).is_some(), "{message} has no {field}");
+        }
+        let pod = json!({"kind": "Pod", "apiVersion": "v1", "metadata": {}, "spec": {"containers": []},
+            "status": {"conditions": [{"type": "Ready", "status": "True"}],
+                "containerStatuses": [{"name": "c", "ready": true, "restartCount": 0, "image": "i", "imageID": ""}]}});
+        let t = text(&pod);
+        assert!(
+            t.contains(
+                r#"{"type":"Ready","status":"True","lastProbeTime":null,"lastTransitionTime":null}"#
+            ),
+            "{t}"
+        );
+        assert!(t.contains(r#"{"name":"c","state":{},"lastState":{},"ready":true,"restartCount":0,"image":"i","imageID":""}"#), "{t}");
     }
 
     #[test]
