@@ -544,13 +544,37 @@ fn list_of(info: &ResourceInfo, output: Output, metadata: Value, items: Vec<Valu
             "metadata": metadata,
             "items": items.into_iter().map(|i| output.shape(i)).collect::<Vec<_>>(),
         }),
-        _ => json!({
-            "kind": info.list_kind,
-            "apiVersion": info.api_version(),
-            "metadata": metadata,
-            "items": items,
-        }),
+        _ => {
+            // As kube-apiserver's lists of built-in kinds: items without kind and apiVersion.
+            let typed = rkube_apis::go_json::is_typed(&info.api_version(), info.kind);
+            let items: Vec<Value> = match typed {
+                true => items.into_iter().map(without_type_meta).collect(),
+                false => items,
+            };
+            json!({
+                "kind": info.list_kind,
+                "apiVersion": info.api_version(),
+                "metadata": metadata,
+                "items": items,
+            })
+        }
     }
+}
+
+/// `json` without the leading `prefix` (an object's kind and apiVersion), when it has it.
+fn strip_type_meta<'a>(json: &'a [u8], prefix: Option<&[u8]>) -> Cow<'a, [u8]> {
+    match prefix.and_then(|p| json.strip_prefix(p)) {
+        Some(rest) => Cow::Owned([&b"{"[..], rest].concat()),
+        None => Cow::Borrowed(json),
+    }
+}
+
+fn without_type_meta(mut item: Value) -> Value {
+    if let Some(map) = item.as_object_mut() {
+        map.remove("kind");
+        map.remove("apiVersion");
+    }
+    item
 }
 
 /// A whole list from the watch cache, once the cache has caught up with what the client
@@ -583,11 +607,20 @@ async fn list_from_cache(
     let same_version = (info.group, info.version) == (cache.info().group, cache.info().version);
     // The cached bytes go out as they are (or their metadata alone).
     let raw_items = match output {
-        Output::Json if same_version => Some((
-            info.list_kind,
-            info.api_version(),
-            objects.iter().map(|o| Cow::Borrowed(&o.json[..])).collect(),
-        )),
+        Output::Json if same_version => {
+            // Items of a built-in list carry no kind and apiVersion, as kube-apiserver's
+            // (its items are converted without their TypeMeta): the cached bytes start with
+            // them (Go's order), so they go out from just after.
+            let type_meta = format!(
+                "{{\"kind\":{},\"apiVersion\":{},",
+                serde_json::Value::from(info.kind),
+                serde_json::Value::from(info.api_version())
+            );
+            let typed = rkube_apis::go_json::is_typed(&info.api_version(), info.kind);
+            let prefix = typed.then_some(type_meta.as_bytes());
+            let items = objects.iter().map(|o| strip_type_meta(&o.json, prefix)).collect();
+            Some((info.list_kind, info.api_version(), items))
+        }
         Output::Metadata { v1beta1 } => objects
             .iter()
             .map(|o| negotiate::partial_object_metadata_json(&o.json, v1beta1).map(Cow::Owned))
