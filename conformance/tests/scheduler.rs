@@ -120,6 +120,9 @@ impl SchedulerProcess {
     fn start(s: &RkubeServer, config: Option<&std::path::Path>) -> SchedulerProcess {
         let mut cmd = std::process::Command::new(rkube_conformance::cluster::rkube_binary());
         cmd.arg("scheduler").arg("--kubeconfig").arg(&s.kubeconfig);
+        // Its /healthz on a port of its own: two run side by side here.
+        let port = rkube_store::testing::free_port().to_string();
+        cmd.args(["--secure-port", &port]);
         if let Some(config) = config {
             cmd.arg("--config").arg(config);
         }

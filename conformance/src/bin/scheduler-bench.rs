@@ -185,6 +185,8 @@ impl SchedulerProcess {
             .arg(&server.kubeconfig)
             .arg("--config")
             .arg(&config)
+            // No /healthz: the figures need none, and a port could be taken.
+            .args(["--secure-port", "0"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log_file)

@@ -261,12 +261,13 @@ impl DockerRuntime {
         host_ports: &[HostPort],
     ) -> Result<()> {
         let at = Instant::now();
-        let inspect = self.docker.inspect_container(id, None).await.map_err(err)?;
+        let inspect =
+            timed("inspect sandbox", self.docker.inspect_container(id, None)).await.map_err(err)?;
         let pid = inspect.state.as_ref().and_then(|s| s.pid).filter(|pid| *pid > 0);
         let Some(pid) = pid else {
             return Err(RuntimeError::Other(format!("sandbox {id} is not running")));
         };
-        network.attach(id, pid, ip).await?;
+        timed("attach eth0", network.attach(id, pid, ip)).await?;
         network.add_host_ports(id, ip, host_ports).await?;
         // The list that follows finds the sandbox running: it need not inspect it again.
         let record = Self::record(inspect);
@@ -341,7 +342,7 @@ impl DockerRuntime {
             }
             own.insert(id.to_string());
         }
-        let started = self.docker.start_container(id, None).await.map_err(err);
+        let started = timed("start", self.docker.start_container(id, None)).await.map_err(err);
         if started.is_err() {
             self.own_starts.lock().unwrap_or_else(|e| e.into_inner()).remove(id);
         }
@@ -351,7 +352,9 @@ impl DockerRuntime {
     /// Creates a container under its kubelet-style name (`k8s_<container>_<pod>_...`).
     async fn create_named(&self, name: String, config: ContainerCreateBody) -> Result<String> {
         let options = CreateContainerOptions { name: Some(name), ..Default::default() };
-        let created = self.docker.create_container(Some(options), config).await.map_err(err)?;
+        let created = timed("create", self.docker.create_container(Some(options), config))
+            .await
+            .map_err(err)?;
         Ok(created.id)
     }
 
@@ -363,6 +366,15 @@ impl DockerRuntime {
             (labels::POD_NAMESPACE.to_string(), pod.namespace.clone()),
         ])
     }
+}
+
+/// Runs `call`, logging how long it took (`RUST_LOG=rkube_kubelet::runtime=debug`): where a
+/// burst of pod starts waits.
+async fn timed<T>(what: &'static str, call: impl std::future::Future<Output = T>) -> T {
+    let started = Instant::now();
+    let out = call.await;
+    tracing::debug!(what, ms = started.elapsed().as_millis() as u64, "docker call");
+    out
 }
 
 #[async_trait]
