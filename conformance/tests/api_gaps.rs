@@ -349,4 +349,12 @@ fn a_csr_records_its_requester() {
     assert_eq!(spec["username"], me["username"], "{spec}");
     assert_eq!(spec["groups"], me["groups"], "{spec}");
     assert!(spec.get("uid").is_none() && spec.get("extra").is_none(), "{spec}");
+    // A create by server-side apply records the requester too.
+    let mut applied = csr.clone();
+    applied["metadata"]["name"] = json!("applied");
+    s.ok_stdin(&["apply", "--server-side", "-f", "-"], &applied.to_string());
+    let spec = json_of(&s.ok(&["get", "csr", "applied", "-o", "jsonpath={.spec}"]));
+    assert_eq!(spec["username"], me["username"], "{spec}");
+    assert_eq!(spec["groups"], me["groups"], "{spec}");
+    assert!(spec.get("uid").is_none() && spec.get("extra").is_none(), "{spec}");
 }

@@ -300,12 +300,7 @@ async fn resource(
             let output = negotiate::output(headers)?;
             let (obj, warnings) = decode_object(info, headers, query, body)?;
             let mut options = write_options(query, headers, "create")?;
-            options.requester = Some(strategy::Requester {
-                name: user.name.clone(),
-                uid: user.uid.clone(),
-                groups: user.groups.clone(),
-                extra: user.extra.clone(),
-            });
+            options.requester = Some(requester(user));
             let created = registry.create(info, ns, obj, &options).await?;
             let mut response = object_response(StatusCode::CREATED, info, created, output, query);
             negotiate::add_warnings(&mut response, &warnings);
@@ -325,7 +320,8 @@ async fn resource(
             let output = negotiate::output(headers)?;
             let name = r.name.as_deref().unwrap_or("");
             let (code, patched, warnings) =
-                patch(registry, headers, query, info, ns, name, None, body).await?;
+                patch(registry, headers, query, info, ns, name, None, body, Some(requester(user)))
+                    .await?;
             let mut response = object_response(code, info, patched, output, query);
             negotiate::add_warnings(&mut response, &warnings);
             Ok(response)
@@ -916,11 +912,13 @@ async fn patch(
     name: &str,
     subresource: Option<&str>,
     body: &[u8],
+    requester: Option<strategy::Requester>,
 ) -> ApiResult<(StatusCode, Value, Vec<String>)> {
     let apply = matches!(patch_type(headers, body)?, PatchType::ApplyYaml | PatchType::ApplyCbor);
     crate::apply::check_patch_options(query, apply)?;
     if apply {
-        let request = crate::apply::ApplyRequest { query, info, namespace: ns, name, subresource };
+        let request =
+            crate::apply::ApplyRequest { query, info, namespace: ns, name, subresource, requester };
         return crate::apply::serve(registry, &request, headers, body, |config| {
             normalize_object(info, query, config, &[])
         })
@@ -947,6 +945,16 @@ async fn patch(
         })
         .await?;
     Ok((StatusCode::OK, patched, warnings.into_inner().expect("warnings")))
+}
+
+/// Who is asking, for the kinds whose strategy records it (a CSR's requester).
+fn requester(user: &UserInfo) -> strategy::Requester {
+    strategy::Requester {
+        name: user.name.clone(),
+        uid: user.uid.clone(),
+        groups: user.groups.clone(),
+        extra: user.extra.clone(),
+    }
 }
 
 /// Subresources: status and pods/ephemeralcontainers (get, update, patch), scale,
@@ -985,7 +993,7 @@ async fn subresource(
         }
         ("status" | "ephemeralcontainers", "patch") => {
             let (code, patched, warnings) =
-                patch(registry, headers, query, info, ns, name, Some(sub), body).await?;
+                patch(registry, headers, query, info, ns, name, Some(sub), body, None).await?;
             let mut response = object_response(code, info, patched, output, query);
             negotiate::add_warnings(&mut response, &warnings);
             Ok(response)

@@ -81,6 +81,9 @@ pub struct ApplyRequest<'a> {
     pub name: &'a str,
     /// `status` for an apply to the status subresource.
     pub subresource: Option<&'a str>,
+    /// Who applies: a create by apply records them where the kind keeps its requester (a
+    /// CSR's `spec.username` and the rest), as a plain create does.
+    pub requester: Option<rkube_apis::strategy::Requester>,
 }
 
 /// Serves an apply: the answer's status code (201 when the apply created the object), the
@@ -93,7 +96,7 @@ pub async fn serve(
     body: &[u8],
     normalize: impl Fn(Value) -> ApiResult<(Value, Vec<String>)>,
 ) -> ApiResult<(StatusCode, Value, Vec<String>)> {
-    let ApplyRequest { query, info, namespace, name, subresource } = *request;
+    let ApplyRequest { query, info, namespace, name, subresource, .. } = *request;
     let content_type = negotiate::content_type(headers);
     if PatchType::from_content_type(&content_type) != Some(PatchType::ApplyYaml) {
         return Err(ApiError::unsupported_media_type(&content_type));
@@ -116,6 +119,7 @@ pub async fn serve(
     let write = WriteOptions {
         dry_run: crate::api::dry_run(query)?,
         field_manager: None,
+        requester: request.requester.clone(),
         ..Default::default()
     };
     let schema = PatchSchema::builtin();
