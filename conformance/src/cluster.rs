@@ -220,8 +220,19 @@ impl RkubeServer {
     /// A raw HTTPS request to this server with the admin certificate, by curl with `args`
     /// (method, headers, data): what only the wire shows, bytes as they came.
     pub fn curl(&self, args: &[&str], path: &str) -> Curl {
+        self.curl_with(args, path, None)
+    }
+
+    /// [`RkubeServer::curl`] sending `body` (JSON) from curl's stdin: bodies of any size.
+    pub fn curl_body(&self, args: &[&str], path: &str, body: &[u8]) -> Curl {
+        let data = ["-H", "Content-Type: application/json", "--data-binary", "@-"];
+        self.curl_with(&[args, &data[..]].concat(), path, Some(body))
+    }
+
+    fn curl_with(&self, args: &[&str], path: &str, body: Option<&[u8]>) -> Curl {
         let pki = self.data_dir.path().join("pki");
-        let out = Command::new("curl")
+        let mut command = Command::new("curl");
+        command
             .args(["-s", "--max-time", "30", "-D", "/dev/stderr", "-w", "\n%{http_code}"])
             .arg("--cacert")
             .arg(pki.join("ca.crt"))
@@ -230,9 +241,8 @@ impl RkubeServer {
             .arg("--key")
             .arg(pki.join("admin.key"))
             .args(args)
-            .arg(format!("https://127.0.0.1:{}{path}", self.port))
-            .output()
-            .expect("run curl");
+            .arg(format!("https://127.0.0.1:{}{path}", self.port));
+        let out = run_command(&mut command, body);
         let text = String::from_utf8(out.stdout).expect("a UTF-8 body");
         let (body, code) = text.rsplit_once('\n').expect("curl wrote the status code");
         Curl {

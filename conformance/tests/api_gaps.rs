@@ -17,24 +17,11 @@ use serde_json::{json, Value};
 
 /// A raw HTTPS request with the admin certificate (`curl`): the status code and the body.
 fn curl(s: &RkubeServer, method: &str, path: &str, body: Option<&str>) -> (u16, String) {
-    let pki = s.data_dir.path().join("pki");
-    let mut command = std::process::Command::new("curl");
-    command
-        .args(["-s", "-m", "20", "-w", "\n%{http_code}", "-X", method])
-        .arg("--cacert")
-        .arg(pki.join("ca.crt"))
-        .arg("--cert")
-        .arg(pki.join("admin.crt"))
-        .arg("--key")
-        .arg(pki.join("admin.key"));
-    if body.is_some() {
-        command.args(["-H", "Content-Type: application/json", "--data-binary", "@-"]);
-    }
-    let url = format!("https://127.0.0.1:{}{path}", s.port);
-    let out = rkube_conformance::cluster::run_command(command.arg(url), body.map(str::as_bytes));
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
-    (code.trim().parse().unwrap_or(0), body.to_string())
+    let answer = match body {
+        Some(body) => s.curl_body(&["-X", method], path, body.as_bytes()),
+        None => s.curl(&["-X", method], path),
+    };
+    (answer.code, answer.body)
 }
 
 fn json_of(body: &str) -> Value {
@@ -282,22 +269,8 @@ fn path_names_that_are_not_path_segments() {
     let s = RkubeServer::start();
     // curl would clean `..` out of the path: send it as written.
     let raw = |path: &str| {
-        let pki = s.data_dir.path().join("pki");
-        let out = rkube_conformance::cluster::run_command(
-            std::process::Command::new("curl")
-                .args(["-s", "-m", "20", "--path-as-is", "-w", "\n%{http_code}"])
-                .arg("--cacert")
-                .arg(pki.join("ca.crt"))
-                .arg("--cert")
-                .arg(pki.join("admin.crt"))
-                .arg("--key")
-                .arg(pki.join("admin.key"))
-                .arg(format!("https://127.0.0.1:{}{path}", s.port)),
-            None,
-        );
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let (body, code) = text.rsplit_once('\n').unwrap();
-        (code.parse::<u16>().unwrap(), json_of(body))
+        let answer = s.curl(&["--path-as-is"], path);
+        (answer.code, json_of(&answer.body))
     };
     let (code, status) = raw("/api/v1/namespaces/../configmaps");
     assert_eq!(code, 500, "{status}");

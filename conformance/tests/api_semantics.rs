@@ -133,20 +133,8 @@ fn strict_validation_rejects_duplicate_fields() {
 
 /// A raw HTTPS GET with the admin certificate, returning the body whatever the status.
 fn curl(s: &RkubeServer, path: &str) -> serde_json::Value {
-    let pki = s.data_dir.path().join("pki");
-    let out = std::process::Command::new("curl")
-        .arg("-s")
-        .arg("--cacert")
-        .arg(pki.join("ca.crt"))
-        .arg("--cert")
-        .arg(pki.join("admin.crt"))
-        .arg("--key")
-        .arg(pki.join("admin.key"))
-        .arg(format!("https://127.0.0.1:{}{path}", s.port))
-        .output()
-        .expect("curl");
-    serde_json::from_slice(&out.stdout)
-        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+    let answer = s.curl(&[], path);
+    serde_json::from_str(&answer.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", answer.body))
 }
 
 #[test]
@@ -192,48 +180,39 @@ fn a_compacted_continue_token_gets_an_inconsistent_continuation() {
 #[test]
 fn media_types_we_cannot_speak_are_refused() {
     let s = RkubeServer::start();
-    let pki = s.data_dir.path().join("pki");
-    let call = |extra: &[&str]| -> serde_json::Value {
-        let out = std::process::Command::new("curl")
-            .arg("-s")
-            .arg("--cacert")
-            .arg(pki.join("ca.crt"))
-            .arg("--cert")
-            .arg(pki.join("admin.crt"))
-            .arg("--key")
-            .arg(pki.join("admin.key"))
-            .args(extra)
-            .output()
-            .expect("curl");
-        serde_json::from_slice(&out.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+    let url = "/api/v1/namespaces/default/configmaps";
+    let call_at = |extra: &[&str], path: &str| -> serde_json::Value {
+        let answer = s.curl(extra, path);
+        serde_json::from_str(&answer.body).unwrap_or_else(|e| panic!("{e}: {}", answer.body))
     };
-    let url = format!("https://127.0.0.1:{}/api/v1/namespaces/default/configmaps", s.port);
-    let status = call(&["-H", "Accept: application/vnd.kubernetes.protobuf", &url]);
+    let call = |extra: &[&str]| call_at(extra, url);
+    let status = call(&["-H", "Accept: application/vnd.kubernetes.protobuf"]);
     assert_eq!(
         (status["code"].as_i64(), status["reason"].as_str()),
         (Some(406), Some("NotAcceptable"))
     );
-    let status = call(&["-X", "POST", "-H", "Content-Type: text/plain", "--data", "hello", &url]);
+    let status = call(&["-X", "POST", "-H", "Content-Type: text/plain", "--data", "hello"]);
     assert_eq!(
         (status["code"].as_i64(), status["reason"].as_str()),
         (Some(415), Some("UnsupportedMediaType"))
     );
     let status =
-        call(&["-X", "POST", "-H", "Content-Type: application/json", "--data", "{not json", &url]);
+        call(&["-X", "POST", "-H", "Content-Type: application/json", "--data", "{not json"]);
     assert_eq!(
         (status["code"].as_i64(), status["reason"].as_str()),
         (Some(400), Some("BadRequest"))
     );
-    let status = call(&[
-        "-X",
-        "PUT",
-        "-H",
-        "Content-Type: application/json",
-        "--data",
-        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"other"}}"#,
+    let status = call_at(
+        &[
+            "-X",
+            "PUT",
+            "-H",
+            "Content-Type: application/json",
+            "--data",
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"other"}}"#,
+        ],
         &format!("{url}/this"),
-    ]);
+    );
     assert_eq!(status["code"], 400);
     assert_eq!(
         status["message"],
