@@ -49,7 +49,7 @@ pub enum CertError {
 
     /// The kubeconfig could not be rendered as YAML.
     #[error("cannot render kubeconfig YAML: {0}")]
-    Yaml(#[from] serde_yaml::Error),
+    Yaml(#[from] serde_yaml_ng::Error),
 }
 
 /// Attaches what we were doing to an OpenSSL error.

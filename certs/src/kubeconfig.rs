@@ -236,7 +236,7 @@ fn render(
         preferences: BTreeMap::new(),
         users: vec![Named { name: user_name, item: UserEntry { user } }],
     };
-    Ok(serde_yaml::to_string(&config)?)
+    Ok(serde_yaml_ng::to_string(&config)?)
 }
 
 #[cfg(test)]

@@ -51,7 +51,7 @@ pub fn is_mirror(pod: &Pod) -> bool {
 /// The static pod a manifest file describes, as this node runs it.
 pub fn parse(path: &Path, bytes: &[u8], node: &str) -> Result<Pod, String> {
     let shown = path.display();
-    let mut value: Value = serde_yaml::from_slice(bytes)
+    let mut value: Value = serde_yaml_ng::from_slice(bytes)
         .map_err(|e| format!("{shown}: cannot decode the manifest: {e}"))?;
     if !value.is_object() {
         return Err(format!("{shown}: not an object"));

@@ -115,7 +115,7 @@ pub fn load(path: &Path) -> Result<Config, ConfigError> {
 pub fn from_str(text: &str) -> Result<Config, ConfigError> {
     // A first, loose pass so that a wrong apiVersion or kind is reported as such rather
     // than as whatever field the other version does not have.
-    let value: serde_yaml::Value = serde_yaml::from_str(text).map_err(syntax)?;
+    let value: serde_yaml_ng::Value = serde_yaml_ng::from_str(text).map_err(syntax)?;
     if !value.is_mapping() {
         return Err(ConfigError::Syntax(format!("expected a {KIND} object")));
     }
@@ -136,7 +136,7 @@ pub fn from_str(text: &str) -> Result<Config, ConfigError> {
             return Err(invalid(format!("kind {other:?} is not supported: expected {KIND:?}")))
         }
     }
-    let file: File = serde_yaml::from_str(text).map_err(syntax)?;
+    let file: File = serde_yaml_ng::from_str(text).map_err(syntax)?;
     let leader_election = leader_election(file.leader_election.unwrap_or_default())?;
     let profiles =
         if file.profiles.is_empty() { vec![FileProfile::default()] } else { file.profiles };
@@ -169,8 +169,8 @@ fn percentage_of_nodes_to_score(at: &str, value: Option<i64>) -> Result<Option<u
     }
 }
 
-fn syntax(e: serde_yaml::Error) -> ConfigError {
-    // serde_yaml puts the location on the same line; keep the message to one line.
+fn syntax(e: serde_yaml_ng::Error) -> ConfigError {
+    // serde_yaml_ng puts the location on the same line; keep the message to one line.
     ConfigError::Syntax(e.to_string().replace('\n', " "))
 }
 
@@ -267,7 +267,7 @@ struct FilePlugin {
 struct FilePluginConfig {
     name: String,
     #[serde(default)]
-    args: Option<serde_yaml::Value>,
+    args: Option<serde_yaml_ng::Value>,
 }
 
 #[derive(Deserialize)]
@@ -600,7 +600,7 @@ fn plugin_args(at: &str, configs: Vec<FilePluginConfig>) -> Result<PluginArgs, C
             continue;
         }
         let Some(value) = config.args else { continue };
-        let fit: FitArgs = serde_yaml::from_value(value)
+        let fit: FitArgs = serde_yaml_ng::from_value(value)
             .map_err(|e| invalid(format!("{at}.args: {}", e.to_string().replace('\n', " "))))?;
         if let Some(v) = fit.api_version.as_deref().filter(|v| *v != API_VERSION) {
             return Err(invalid(format!(

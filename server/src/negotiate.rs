@@ -179,7 +179,7 @@ pub fn content_type(headers: &HeaderMap) -> String {
 pub fn respond(status: StatusCode, value: &Value, output: Output, warnings: &[String]) -> Response {
     let (body, content_type) = match output {
         Output::Yaml => {
-            (serde_yaml::to_string(value).unwrap_or_default().into_bytes(), "application/yaml")
+            (serde_yaml_ng::to_string(value).unwrap_or_default().into_bytes(), "application/yaml")
         }
         // As Go's json.Encoder: the Go types' field order, HTML-safe, a trailing newline.
         _ => (rkube_apis::go_json::to_vec(value), "application/json"),

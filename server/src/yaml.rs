@@ -1,19 +1,19 @@
 //! YAML request bodies (`application/yaml` objects, `application/apply-patch+yaml`) read
-//! into JSON values, refusing documents nested deeper than serde_yaml's limit (128) before
+//! into JSON values, refusing documents nested deeper than serde_yaml_ng's limit (128) before
 //! its parser sees them: it refuses them too, but only after a parse whose time grows with
 //! the square of the depth (a 200 KB body of nested `[` kept a core busy for minutes).
 
-/// serde_yaml's recursion limit.
+/// serde_yaml_ng's recursion limit.
 pub const MAX_DEPTH: usize = 128;
 
 /// Why a YAML body could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum YamlError {
-    /// Nested deeper than [`MAX_DEPTH`] (serde_yaml's own words for it).
+    /// Nested deeper than [`MAX_DEPTH`] (serde_yaml_ng's own words for it).
     #[error("recursion limit exceeded")]
     TooDeep,
     #[error(transparent)]
-    Invalid(#[from] serde_yaml::Error),
+    Invalid(#[from] serde_yaml_ng::Error),
 }
 
 /// `body` as a JSON value.
@@ -21,7 +21,7 @@ pub fn decode(body: &[u8]) -> Result<serde_json::Value, YamlError> {
     if deeper_than(body, MAX_DEPTH) {
         return Err(YamlError::TooDeep);
     }
-    Ok(serde_yaml::from_slice(body)?)
+    Ok(serde_yaml_ng::from_slice(body)?)
 }
 
 /// Whether the document's flow collections (`[`, `{`) and the block sequences or keys
@@ -99,11 +99,11 @@ mod tests {
         assert!(matches!(decode(deep("{a: ", "}", 200).as_bytes()), Err(YamlError::TooDeep)));
         let dashes = format!("{}x\n", "- ".repeat(200));
         assert!(matches!(decode(dashes.as_bytes()), Err(YamlError::TooDeep)));
-        // Within the limit, as serde_yaml reads it.
+        // Within the limit, as serde_yaml_ng reads it.
         let ok = deep("[", "]", 100);
         assert_eq!(
             decode(ok.as_bytes()).unwrap(),
-            serde_yaml::from_str::<serde_json::Value>(&ok).unwrap()
+            serde_yaml_ng::from_str::<serde_json::Value>(&ok).unwrap()
         );
     }
 
