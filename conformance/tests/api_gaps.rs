@@ -158,39 +158,28 @@ async fn events_are_one_resource_in_two_groups() {
 fn a_body_of_another_version_or_kind_is_a_400() {
     let s = RkubeServer::start();
     let cms = "/api/v1/namespaces/default/configmaps";
-    let (code, body) = curl(
-        &s,
-        "POST",
-        cms,
-        Some(r#"{"apiVersion":"v2","kind":"ConfigMap","metadata":{"name":"a"}}"#),
-    );
-    assert_eq!(code, 400, "{body}");
-    assert_eq!(
-        json_of(&body)["message"],
-        r#"ConfigMap in version "v2" cannot be handled as a ConfigMap: no kind "ConfigMap" is registered for version "v2" in scheme "pkg/api/legacyscheme/scheme.go:30""#
-    );
-    let (code, body) = curl(
-        &s,
-        "POST",
-        "/api/v1/namespaces/default/events",
-        Some(r#"{"apiVersion":"events.k8s.io/v1","kind":"Event","metadata":{"name":"e"}}"#),
-    );
-    assert_eq!(code, 400, "{body}");
-    assert_eq!(
-        json_of(&body)["message"],
-        "the API version in the data (events.k8s.io/v1) does not match the expected API version (v1)"
-    );
-    let (code, body) = curl(
-        &s,
-        "POST",
-        cms,
-        Some(r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"a"}}"#),
-    );
-    assert_eq!(code, 400, "{body}");
-    assert_eq!(
-        json_of(&body)["message"],
-        r#"Secret in version "v1" cannot be handled as a ConfigMap: converting (v1.Secret) to (core.ConfigMap): unknown conversion"#
-    );
+    let cases = [
+        (
+            cms,
+            r#"{"apiVersion":"v2","kind":"ConfigMap","metadata":{"name":"a"}}"#,
+            r#"ConfigMap in version "v2" cannot be handled as a ConfigMap: no kind "ConfigMap" is registered for version "v2" in scheme "pkg/api/legacyscheme/scheme.go:30""#,
+        ),
+        (
+            "/api/v1/namespaces/default/events",
+            r#"{"apiVersion":"events.k8s.io/v1","kind":"Event","metadata":{"name":"e"}}"#,
+            "the API version in the data (events.k8s.io/v1) does not match the expected API version (v1)",
+        ),
+        (
+            cms,
+            r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"a"}}"#,
+            r#"Secret in version "v1" cannot be handled as a ConfigMap: converting (v1.Secret) to (core.ConfigMap): unknown conversion"#,
+        ),
+    ];
+    for (path, sent, message) in cases {
+        let (code, body) = curl(&s, "POST", path, Some(sent));
+        assert_eq!(code, 400, "{body}");
+        assert_eq!(json_of(&body)["message"], message);
+    }
     // Nothing was created.
     assert_eq!(curl(&s, "GET", &format!("{cms}/a"), None).0, 404);
 }

@@ -225,10 +225,8 @@ async fn resource(
     let registry = &state.registry;
     let ns = r.namespace.as_deref();
     if info.group.is_empty() && info.plural == "componentstatuses" {
-        return match &r.name {
-            Some(name) => crate::component_status::get(state, headers, query, info, name).await,
-            None => crate::component_status::list(state, headers, query, info).await,
-        };
+        let name = r.name.as_deref();
+        return crate::component_status::serve(state, headers, query, info, name).await;
     }
     match r.verb {
         "get" => {
@@ -557,11 +555,12 @@ fn list_of(info: &ResourceInfo, output: Output, metadata: Value, items: Vec<Valu
     }
 }
 
-/// `json` without the leading `prefix` (an object's kind and apiVersion), when it has it.
-fn strip_type_meta<'a>(json: &'a [u8], prefix: Option<&[u8]>) -> Cow<'a, [u8]> {
+/// `json` without the leading `prefix` (an object's kind and apiVersion), when it has it:
+/// the opening brace to write, then the rest, so that nothing is copied twice.
+fn strip_type_meta<'a>(json: &'a [u8], prefix: Option<&[u8]>) -> (&'static [u8], Cow<'a, [u8]>) {
     match prefix.and_then(|p| json.strip_prefix(p)) {
-        Some(rest) => Cow::Owned([&b"{"[..], rest].concat()),
-        None => Cow::Borrowed(json),
+        Some(rest) => (b"{", Cow::Borrowed(rest)),
+        None => (b"", Cow::Borrowed(json)),
     }
 }
 
@@ -619,7 +618,10 @@ async fn list_from_cache(
         }
         Output::Metadata { v1beta1 } => objects
             .iter()
-            .map(|o| negotiate::partial_object_metadata_json(&o.json, v1beta1).map(Cow::Owned))
+            .map(|o| {
+                let json = negotiate::partial_object_metadata_json(&o.json, v1beta1)?;
+                Some((&b""[..], Cow::Owned(json)))
+            })
             .collect::<Option<Vec<_>>>()
             .map(|items| {
                 (
@@ -633,7 +635,8 @@ async fn list_from_cache(
     if let Some((kind, api_version, items)) = raw_items {
         // A list's Go order: kind, apiVersion, metadata, items (written here, not by the
         // Go-order writer, which would write the absent items as null).
-        let mut body = Vec::with_capacity(256 + items.iter().map(|i| i.len() + 1).sum::<usize>());
+        let size: usize = items.iter().map(|(open, item)| open.len() + item.len() + 1).sum();
+        let mut body = Vec::with_capacity(256 + size);
         body.extend_from_slice(b"{\"kind\":");
         serde_json::to_writer(&mut body, kind).map_err(|e| ApiError::internal(e.to_string()))?;
         body.extend_from_slice(b",\"apiVersion\":");
@@ -642,10 +645,11 @@ async fn list_from_cache(
         body.extend_from_slice(
             format!(",\"metadata\":{{\"resourceVersion\":\"{revision}\"}},\"items\":[").as_bytes(),
         );
-        for (i, item) in items.iter().enumerate() {
+        for (i, (open, item)) in items.iter().enumerate() {
             if i > 0 {
                 body.push(b',');
             }
+            body.extend_from_slice(open);
             body.extend_from_slice(item);
         }
         body.extend_from_slice(b"]}\n");

@@ -114,12 +114,10 @@ impl CachedObject {
                     top.get("apiVersion").map_or("", |v| v.get().trim_matches('"')),
                     top.get("kind").map_or("", |v| v.get().trim_matches('"')),
                 );
-                let offset =
-                    |raw: &RawValue| raw.get().as_ptr() as usize - stored.as_ptr() as usize;
                 let after = fields
                     .iter()
                     .filter(|(k, _)| rkube_apis::go_json::precedes_resource_version(typed, k))
-                    .map(|(_, raw)| offset(raw) + raw.get().len())
+                    .map(|(_, raw)| offset_of(raw.get(), stored) + raw.get().len())
                     .max();
                 let (at, insert) = match after {
                     Some(end) => (end, format!(",\"resourceVersion\":\"{revision}\"")),

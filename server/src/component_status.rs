@@ -60,8 +60,25 @@ struct Probe {
     error: String,
 }
 
-/// `GET /api/v1/componentstatuses`.
-pub async fn list(
+/// `GET /api/v1/componentstatuses[/NAME]`: the list, or one component; every answer, errors
+/// too, carries the deprecation warning.
+pub async fn serve(
+    state: &ApiState,
+    headers: &HeaderMap,
+    query: &Query,
+    info: &ResourceInfo,
+    name: Option<&str>,
+) -> ApiResult<Response> {
+    let answer = match name {
+        Some(name) => get(state, headers, query, info, name).await,
+        None => list(state, headers, query, info).await,
+    };
+    let mut response = answer.unwrap_or_else(axum::response::IntoResponse::into_response);
+    negotiate::add_warnings(&mut response, &[DEPRECATED.to_string()]);
+    Ok(response)
+}
+
+async fn list(
     state: &ApiState,
     headers: &HeaderMap,
     query: &Query,
@@ -79,13 +96,10 @@ pub async fn list(
             filter(&FilterView { name, labels: &labels, fields: &fields })
         })
         .collect();
-    let mut response = crate::api::list_response(info, output, query, json!({}), items, None);
-    negotiate::add_warnings(&mut response, &[DEPRECATED.to_string()]);
-    Ok(response)
+    Ok(crate::api::list_response(info, output, query, json!({}), items, None))
 }
 
-/// `GET /api/v1/componentstatuses/NAME`.
-pub async fn get(
+async fn get(
     state: &ApiState,
     headers: &HeaderMap,
     query: &Query,
@@ -97,22 +111,16 @@ pub async fn get(
         "scheduler" => http_probe(state, state.component_ports.scheduler).await,
         "controller-manager" => http_probe(state, state.component_ports.controller_manager).await,
         "etcd-0" => store_probe(state).await,
+        // Upstream's storage answers with a plain error: a 500 without a reason.
         _ => {
-            // Upstream's storage answers with a plain error: a 500 without a reason.
-            let error = ApiError::new(
+            return Err(ApiError::new(
                 StatusCode::INTERNAL_SERVER_ERROR,
                 "",
                 format!("Component not found: {name}"),
-            );
-            let mut response = axum::response::IntoResponse::into_response(error);
-            negotiate::add_warnings(&mut response, &[DEPRECATED.to_string()]);
-            return Ok(response);
+            ))
         }
     };
-    let mut response =
-        crate::api::object_response(StatusCode::OK, info, object(name, probe), output, query);
-    negotiate::add_warnings(&mut response, &[DEPRECATED.to_string()]);
-    Ok(response)
+    Ok(crate::api::object_response(StatusCode::OK, info, object(name, probe), output, query))
 }
 
 /// The three components' statuses, probed concurrently.
