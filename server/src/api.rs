@@ -29,7 +29,6 @@ use crate::watch::{self, WatchRequest};
 /// What every API request shares.
 pub struct ApiState {
     pub registry: Arc<Registry>,
-    pub resources: &'static Resources,
     /// `host:port` clients reach this server at, for `/api`.
     pub server_address: String,
     pub metrics: crate::metrics::Metrics,
@@ -74,30 +73,32 @@ pub async fn handle(State(state): State<Arc<ApiState>>, request: http::Request<B
             }
         },
     };
+    // Discovery answers from the resources served now.
+    let resources = state.registry.resources();
     let result = match target {
         Target::CoreVersions => discovery_response(
             &parts.headers,
             || Some(discovery::core_versions(&state.server_address)),
             Some(true),
-            state.resources,
+            &resources,
         ),
         Target::Groups => discovery_response(
             &parts.headers,
-            || Some(discovery::group_list(state.resources)),
+            || Some(discovery::group_list(&resources)),
             Some(false),
-            state.resources,
+            &resources,
         ),
         Target::Group(g) => discovery_response(
             &parts.headers,
-            || discovery::group(state.resources, &g),
+            || discovery::group(&resources, &g),
             None,
-            state.resources,
+            &resources,
         ),
         Target::GroupVersion { group, version } => discovery_response(
             &parts.headers,
-            || discovery::resource_list(state.resources, &group, &version),
+            || discovery::resource_list(&resources, &group, &version),
             None,
-            state.resources,
+            &resources,
         ),
         Target::NotFound => Err(ApiError::path_not_found()),
         Target::Resource(r) => {
@@ -198,9 +199,12 @@ async fn resource(
         return crate::metrics_api::serve(state, method, headers, query, &r).await;
     }
     let info = state
-        .resources
+        .registry
+        .resources()
         .get(&r.group, &r.version, &r.resource)
+        .cloned()
         .ok_or_else(ApiError::path_not_found)?;
+    let info = &info;
     // Namespaced resources need a namespace except for list and watch across all of them;
     // cluster-scoped ones take none.
     match (info.namespaced, &r.namespace) {
@@ -250,7 +254,7 @@ async fn resource(
                 .unwrap_or_else(default_watch_timeout);
             watch::watch(
                 registry.clone(),
-                info_static(state, info),
+                info.clone(),
                 r.namespace.clone(),
                 WatchRequest {
                     resource_version: query.get("resourceVersion").cloned(),
@@ -282,7 +286,7 @@ async fn resource(
             // The older way to bind a pod: POST a Binding named after the pod.
             let binding = negotiate::decode_body(headers, body)?;
             let pod = binding["metadata"]["name"].as_str().unwrap_or("").to_string();
-            let pods = state.resources.get("", "v1", "pods").expect("pods");
+            let pods = Resources::builtin().get("", "v1", "pods").expect("pods");
             let r = ResourceRequest {
                 verb: "create",
                 group: String::new(),
@@ -329,7 +333,7 @@ async fn resource(
             let name = r.name.as_deref().unwrap_or("");
             let options = delete_options(query, body)?;
             let deleted = registry.delete(info, ns, name, &options).await?;
-            if deleted.gone && !returns_deleted_object(info) {
+            if deleted.gone && !info.strategy.returns_deleted_object() {
                 let status = json!({
                     "kind": "Status",
                     "apiVersion": "v1",
@@ -394,8 +398,8 @@ fn check_path_names(
     }
     if let Some(namespace) = r.namespace.as_deref().filter(|ns| matches!(*ns, "." | "..")) {
         let key = match &r.name {
-            Some(name) => registry.storage(info).key(Some(namespace), name),
-            None => registry.prefix(info, Some(namespace)).trim_end_matches('/').to_string(),
+            Some(name) => registry.storage(info)?.key(Some(namespace), name),
+            None => registry.prefix(info, Some(namespace))?.trim_end_matches('/').to_string(),
         };
         let key = key.strip_prefix("/registry").unwrap_or(&key);
         return Err(ApiError::new(
@@ -419,21 +423,11 @@ fn path_segment_problems(name: &str) -> Vec<String> {
         .collect()
 }
 
-/// The `&'static` entry of a resource (watch streams outlive the request).
-fn info_static(state: &ApiState, info: &ResourceInfo) -> &'static ResourceInfo {
-    state.resources.get(info.group, info.version, info.plural).expect("known resource")
-}
-
 /// kube-apiserver's default watch timeout: between the minimum request timeout (30 min) and
 /// twice that, at random, so that watches do not all end at once.
 fn default_watch_timeout() -> Duration {
     use rand::RngExt;
     Duration::from_secs(rand::rng().random_range(1800..3600))
-}
-
-/// Resources whose delete answers with the deleted object rather than a Status.
-fn returns_deleted_object(info: &ResourceInfo) -> bool {
-    matches!((info.group, info.plural), ("", "pods") | ("", "namespaces") | ("", "services"))
 }
 
 pub(crate) fn object_response(
@@ -598,7 +592,7 @@ async fn list_from_cache(
             }
         }
     }
-    let (objects, revision) = cache.list(&registry.prefix(info, ns), filter);
+    let (objects, revision) = cache.list(&registry.prefix(info, ns)?, filter);
     let same_version = (info.group, info.version) == (cache.info().group, cache.info().version);
     // The cached bytes go out as they are (or their metadata alone).
     let raw_items = match output {
@@ -918,7 +912,17 @@ async fn patch(
     body: &[u8],
     requester: Option<strategy::Requester>,
 ) -> ApiResult<(StatusCode, Value, Vec<String>)> {
-    let apply = matches!(patch_type(headers, body)?, PatchType::ApplyYaml | PatchType::ApplyCbor);
+    let kind_of_patch = patch_type(headers, body)?;
+    if kind_of_patch == PatchType::StrategicMerge && !info.strategy.accepts_strategic_merge_patch()
+    {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: \
+             application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+        ));
+    }
+    let apply = matches!(kind_of_patch, PatchType::ApplyYaml | PatchType::ApplyCbor);
     crate::apply::check_patch_options(query, apply)?;
     if apply {
         let request =

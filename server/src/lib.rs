@@ -19,6 +19,7 @@ pub mod auth;
 pub mod authn;
 pub mod cache;
 pub mod component_status;
+pub mod custom_resources;
 pub mod discovery;
 pub mod duplicates;
 pub mod inflight;
@@ -28,6 +29,7 @@ pub mod metrics;
 pub mod metrics_api;
 pub mod negotiate;
 pub mod object;
+pub mod openapi;
 pub mod pod_proxy;
 pub mod proxy;
 pub mod registry;
@@ -128,6 +130,7 @@ impl Server {
             .map_err(|e| anyhow::anyhow!("cannot start the watch caches: {}", e.message))?;
         let registry = Arc::new(registry);
         bootstrap(&registry, &config).await?;
+        custom_resources::start(registry.clone());
         let acceptor = listener::acceptor(&config.tls)?;
         let kubelet = kubelet::KubeletClient::new(config.kubelet_client.as_ref())?;
         let tokens = authn::ServiceAccountTokens::new(&config.service_account_tokens)
@@ -141,9 +144,9 @@ impl Server {
             started: Instant::now(),
             store: config.store.clone(),
         });
+        let openapi_docs = Arc::new(openapi::OpenApi::new(registry.clone()));
         let api_state = Arc::new(api::ApiState {
             registry,
-            resources: rkube_apis::resources::Resources::builtin(),
             server_address: config.advertise_address.clone(),
             metrics: metrics::Metrics::default(),
             kubelet,
@@ -156,10 +159,8 @@ impl Server {
             .route("/readyz", get(readyz))
             .route("/version", get(version))
             .route("/metrics", get(metrics_handler).with_state(api_state.clone()))
-            .route("/openapi/v2", get(openapi_v2))
-            .route("/openapi/v3", get(openapi_v3_index))
-            .route("/openapi/v3/{*path}", get(openapi_v3))
             .with_state(health)
+            .merge(openapi::routes(openapi_docs))
             .fallback(api::handle)
             .with_state(api_state.clone())
             .layer(axum::middleware::from_fn_with_state(
@@ -188,7 +189,7 @@ impl Server {
 /// What every cluster has: the default namespaces, and the `kubernetes` Service in
 /// `default` with its Endpoints and EndpointSlice pointing at this API server.
 async fn bootstrap(registry: &registry::Registry, config: &ServerConfig) -> anyhow::Result<()> {
-    let resources = registry.resources;
+    let resources = registry.resources();
     let options = registry::WriteOptions {
         field_manager: Some("kube-apiserver".to_string()),
         ..Default::default()
@@ -352,90 +353,10 @@ async fn version(State(health): State<Arc<Health>>) -> Response {
     negotiate::respond(http::StatusCode::OK, &body, negotiate::Output::Json, &[])
 }
 
-async fn openapi_v3_index() -> Response {
-    let index = rkube_apis::openapi::Documents::builtin().v3_index();
-    negotiate::respond(http::StatusCode::OK, &index, negotiate::Output::Json, &[])
-}
-
-async fn openapi_v3(axum::extract::Path(path): axum::extract::Path<String>) -> Response {
-    match rkube_apis::openapi::Documents::builtin().v3.get(path.trim_matches('/')) {
-        Some(doc) => {
-            let mut response = (http::StatusCode::OK, doc.body.clone()).into_response();
-            let headers = response.headers_mut();
-            headers.insert(
-                http::header::CONTENT_TYPE,
-                http::HeaderValue::from_static("application/json"),
-            );
-            if let Ok(etag) = http::HeaderValue::from_str(&format!("\"{}\"", doc.hash)) {
-                headers.insert(http::header::ETAG, etag);
-            }
-            response
-        }
-        None => status::ApiError::path_not_found().into_response(),
-    }
-}
-
-/// Swagger 2.0, as JSON or as the gnostic `openapi.v2.Document` protobuf (kubectl 1.27 and
-/// 1.28 ask for the latter for `apply`): the first form the Accept header lists, by `q`
-/// (`*/*` gets JSON).
-async fn openapi_v2(headers: http::HeaderMap) -> Response {
-    use rkube_apis::openapi_v2_proto;
-    let accept = headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
-    let mut ranges: Vec<(f32, &str)> = accept
-        .split(',')
-        .map(|range| {
-            let mut parts = range.split(';');
-            let media = parts.next().unwrap_or("").trim();
-            let q = parts
-                .filter_map(|p| p.trim().strip_prefix("q="))
-                .find_map(|q| q.trim().parse().ok())
-                .unwrap_or(1.0);
-            (q, media)
-        })
-        .filter(|(q, media)| *q > 0.0 && !media.is_empty())
-        .collect();
-    ranges.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let protobuf = match ranges.iter().find_map(|(_, media)| {
-        if media.contains("protobuf") {
-            Some(true)
-        } else if media.contains("json") || *media == "*/*" || *media == "application/*" {
-            Some(false)
-        } else {
-            None
-        }
-    }) {
-        Some(protobuf) => protobuf,
-        None if accept.trim().is_empty() => false,
-        None => {
-            return status::ApiError::not_acceptable(format!(
-                "/openapi/v2 is served as application/json or {}",
-                openapi_v2_proto::MEDIA_TYPE
-            ))
-            .into_response()
-        }
-    };
-    let json = &rkube_apis::openapi::Documents::builtin().v2;
-    let (body, content_type) = if protobuf {
-        static ENCODED: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
-        let bytes = ENCODED.get_or_init(|| {
-            let doc: serde_json::Value =
-                serde_json::from_slice(json).expect("the v2 document is JSON");
-            openapi_v2_proto::encode(&doc)
-        });
-        (bytes::Bytes::from_static(bytes), openapi_v2_proto::MEDIA_TYPE)
-    } else {
-        (bytes::Bytes::from_static(json), "application/json")
-    };
-    let mut response = (http::StatusCode::OK, body).into_response();
-    let headers = response.headers_mut();
-    headers.insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static(content_type));
-    headers.insert(http::header::VARY, http::HeaderValue::from_static("Accept"));
-    response
-}
-
 async fn metrics_handler(State(api): State<Arc<api::ApiState>>) -> Response {
     let objects: Vec<(String, usize)> = api
-        .resources
+        .registry
+        .resources()
         .all()
         .iter()
         .filter(|r| r.storage_version)
