@@ -13,6 +13,7 @@
 //! [`proxy`]). The resource metrics API (`metrics.k8s.io`, `kubectl top`) is
 //! [`metrics_api`], read from the kubelets on request.
 
+pub mod admission;
 pub mod api;
 pub mod apply;
 pub mod auth;
@@ -56,6 +57,7 @@ use serde_json::json;
 
 pub use kubelet::{KubeletClientConfig, KubeletServerVerification};
 pub use listener::TlsMaterial;
+pub use rkube_admission;
 pub use rkube_admission::default_toleration_seconds::DefaultTolerationSeconds;
 
 /// The Kubernetes version rkube serves (`/version`).
@@ -70,8 +72,9 @@ pub struct ServerConfig {
     pub store: Arc<dyn Store>,
     /// `--service-cluster-ip-range` and `--service-node-port-range`.
     pub service_ranges: services::ServiceRanges,
-    /// `--default-not-ready-toleration-seconds` and `--default-unreachable-toleration-seconds`.
-    pub default_toleration_seconds: DefaultTolerationSeconds,
+    /// The admission chain (`--enable-admission-plugins`, `--disable-admission-plugins` and
+    /// the plugins' own flags).
+    pub admission: rkube_admission::Chain,
     /// How to reach kubelets for logs, exec, attach, port-forward and `nodes/proxy`: the
     /// API server's kubelet-client certificate and the rules for choosing an address. `None`:
     /// no kubelet access (those requests get a 503 saying so).
@@ -120,10 +123,10 @@ struct Health {
 
 impl Server {
     /// Binds, bootstraps the cluster's default objects and starts serving.
-    pub async fn start(config: ServerConfig) -> anyhow::Result<Server> {
+    pub async fn start(mut config: ServerConfig) -> anyhow::Result<Server> {
         let mut registry =
             registry::Registry::new(config.store.clone(), config.service_ranges.clone());
-        registry.default_toleration_seconds = config.default_toleration_seconds;
+        registry.admission = std::mem::take(&mut config.admission);
         registry
             .start_caches()
             .await

@@ -11,12 +11,13 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use rkube_admission::default_toleration_seconds::{self, DefaultTolerationSeconds};
+use rkube_admission::{Operation, OperationOptions};
 use rkube_apis::resources::{ResourceInfo, Resources};
 use rkube_apis::strategy;
 use rkube_store::{Error as StoreError, KeyValue, RangeRequest, Revision, Store};
 use serde_json::{json, Value};
 
+use crate::admission::Write;
 use crate::cache::Cache;
 use crate::object::{self, meta_mut};
 use crate::services::{Allocator, ServiceRanges};
@@ -95,12 +96,8 @@ pub struct Registry {
     pub services: Allocator,
     /// The watch cache of each stored resource, by (group, plural).
     caches: RwLock<HashMap<(&'static str, &'static str), Arc<Cache>>>,
-    /// What the `DefaultTolerationSeconds` admission plugin gives pods.
-    pub default_toleration_seconds: DefaultTolerationSeconds,
-}
-
-fn is_pod(info: &ResourceInfo) -> bool {
-    info.group.is_empty() && info.plural == "pods"
+    /// The admission chain every write goes through (see `crate::admission`).
+    pub admission: rkube_admission::Chain,
 }
 
 fn is_service(info: &ResourceInfo) -> bool {
@@ -115,7 +112,7 @@ impl Registry {
             generation: tokio::sync::watch::Sender::new(0),
             services: Allocator { ranges },
             caches: RwLock::new(HashMap::new()),
-            default_toleration_seconds: DefaultTolerationSeconds::default(),
+            admission: rkube_admission::Chain::with_defaults(),
         }
     }
 
@@ -270,6 +267,18 @@ impl Registry {
             .is_none()
             .then(|| object::meta_str(&obj, "generateName").map(String::from))
             .flatten();
+        // Admission sees the name the request gave (none when it is generated).
+        let requested_name = object::name(&obj).unwrap_or("").to_string();
+        let write = Write {
+            operation: Operation::Create,
+            info,
+            namespace,
+            name: &requested_name,
+            subresource: None,
+            dry_run: options.dry_run,
+            user: options.requester.as_ref(),
+            options: OperationOptions::Create { field_manager: options.field_manager.as_deref() },
+        };
         {
             let meta = meta_mut(&mut obj);
             meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
@@ -290,10 +299,7 @@ impl Registry {
             if attempt == 0 {
                 strategy::record_requester(info, &mut obj, options.requester.as_ref());
                 strategy::prepare_for_create(info, &mut obj);
-                if is_pod(info) {
-                    self.admit_priority(&mut obj)?;
-                    default_toleration_seconds::admit(&mut obj, self.default_toleration_seconds);
-                }
+                self.admit(&write, Some(&mut obj), None).await?;
                 let errors = match options.trusted {
                     true => strategy::validate_metadata(info, &obj, None),
                     false => strategy::validate(info, &obj, None),
@@ -305,9 +311,7 @@ impl Registry {
                 if let Some(manager) = &options.field_manager {
                     record_update(info, None, &mut obj, manager, None);
                 }
-                if let Some(ns) = namespace.filter(|_| info.namespaced) {
-                    self.check_namespace_accepts_objects(ns).await?;
-                }
+                self.validate_admission(&write, Some(&mut obj), None).await?;
             }
             let name = object::name(&obj).unwrap_or("").to_string();
             if options.dry_run {
@@ -339,52 +343,6 @@ impl Registry {
             }
         }
         Err(ApiError::already_exists(info.group, info.plural, object::name(&obj).unwrap_or("")))
-    }
-
-    /// The `Priority` admission plugin: the pod's priority from its PriorityClass.
-    fn admit_priority(&self, pod: &mut Value) -> ApiResult<()> {
-        let classes_info = Resources::builtin()
-            .get("scheduling.k8s.io", "v1", "priorityclasses")
-            .expect("priorityclasses");
-        let classes: Vec<Value> = match self.cache(classes_info) {
-            Ok(cache) => {
-                let everything: Filter = Arc::new(|_: &FilterView<'_>| true);
-                cache
-                    .list(&classes_info.key_prefix(), &everything)
-                    .0
-                    .iter()
-                    .map(|c| c.value())
-                    .collect()
-            }
-            Err(_) => Vec::new(),
-        };
-        rkube_admission::priority::admit(pod, &classes).map_err(|e| ApiError::forbidden(e.0))
-    }
-
-    /// NamespaceLifecycle: objects go only into namespaces that exist and are not being
-    /// deleted.
-    async fn check_namespace_accepts_objects(&self, namespace: &str) -> ApiResult<()> {
-        let namespaces = Resources::builtin().get("", "v1", "namespaces").expect("namespaces");
-        let key = namespaces.key(None, namespace);
-        // The watch cache knows every namespace but the newest; the store is asked only when
-        // the cache does not have it.
-        let terminating = match self.cache(namespaces).ok().and_then(|c| c.get(&key)) {
-            Some(ns) => ns.fields.iter().any(|(f, v)| *f == "status.phase" && v == "Terminating"),
-            None => {
-                let (kv, _) = self.store.get(&key, None).await?;
-                let Some(kv) = kv else {
-                    return Err(ApiError::not_found("", "namespaces", namespace));
-                };
-                let ns: Value = serde_json::from_slice(&kv.value).unwrap_or(Value::Null);
-                object::is_terminating(&ns)
-            }
-        };
-        if terminating {
-            return Err(ApiError::forbidden(format!(
-                "unable to create new content in namespace {namespace} because it is being terminated"
-            )));
-        }
-        Ok(())
     }
 
     /// Replaces an object (PUT), or its status (`subresource` = status).
@@ -442,9 +400,23 @@ impl Registry {
                 }
             }
             let mut new = prepare_for_update(info, requested, &old, subresource);
-            if is_pod(info) && subresource.is_none() {
-                default_toleration_seconds::admit(&mut new, self.default_toleration_seconds);
-            }
+            // Binding a pod is a create of its `binding` subresource, as upstream admits it.
+            let write = Write {
+                operation: match subresource {
+                    Some("binding") => Operation::Create,
+                    _ => Operation::Update,
+                },
+                info,
+                namespace,
+                name,
+                subresource,
+                dry_run: options.dry_run,
+                user: options.requester.as_ref(),
+                options: OperationOptions::Update {
+                    field_manager: options.field_manager.as_deref(),
+                },
+            };
+            self.admit(&write, Some(&mut new), Some(&old)).await?;
             if is_service(info) && subresource.is_none() {
                 self.services.patch_allocated_values(&mut new, &old);
             }
@@ -463,6 +435,7 @@ impl Registry {
             if !errors.is_empty() {
                 return Err(ApiError::invalid(info.group, info.kind, name, errors));
             }
+            self.validate_admission(&write, Some(&mut new), Some(&old)).await?;
             if new == old {
                 return Ok(old); // nothing changed: no write, same resourceVersion
             }
@@ -528,6 +501,21 @@ impl Registry {
             let kv = kv.ok_or_else(|| ApiError::not_found(info.group, info.plural, name))?;
             let old = self.decode(info, &kv)?;
             check_preconditions(info, name, &old, options)?;
+            let write = Write {
+                operation: Operation::Delete,
+                info,
+                namespace,
+                name,
+                subresource: None,
+                dry_run: options.dry_run,
+                user: None,
+                options: OperationOptions::Delete {
+                    grace_period_seconds: options.grace_period_seconds,
+                    propagation_policy: options.propagation_policy.as_deref(),
+                },
+            };
+            self.admit(&write, None, Some(&old)).await?;
+            self.validate_admission(&write, None, Some(&old)).await?;
             let grace = grace_period(info, &old, options);
             let mut finalizers = object::finalizers(&old);
             match options.propagation_policy.as_deref() {
@@ -1103,8 +1091,11 @@ mod tests {
         while let Some(result) = tasks.join_next().await {
             result.unwrap().unwrap();
         }
-        let (kv, _) =
-            registry.store.get(&registry.key(info, Some("default"), "c").unwrap(), None).await.unwrap();
+        let (kv, _) = registry
+            .store
+            .get(&registry.key(info, Some("default"), "c").unwrap(), None)
+            .await
+            .unwrap();
         let stored = registry.decode(info, &kv.unwrap()).unwrap();
         assert_eq!(stored["data"].as_object().unwrap().len(), 16, "{stored}");
         // An update naming an old resourceVersion is a conflict.
