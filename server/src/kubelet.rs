@@ -197,19 +197,6 @@ pub struct RawRequest {
     pub peer: Option<SocketAddr>,
 }
 
-/// True for the requests this module serves (their bodies are streamed, never buffered).
-pub fn streams(r: &ResourceRequest) -> bool {
-    r.group.is_empty()
-        && r.name.is_some()
-        && match (r.resource.as_str(), r.subresource.as_deref()) {
-            ("pods", Some(sub)) => {
-                matches!(sub, "log" | "exec" | "attach" | "portforward" | "proxy")
-            }
-            ("nodes", Some("proxy")) => true,
-            _ => false,
-        }
-}
-
 /// Serves one of the kubelet subresources (see [`streams`]).
 pub async fn serve(
     state: &ApiState,

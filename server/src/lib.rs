@@ -38,6 +38,7 @@ pub mod request;
 pub mod reviews;
 pub mod services;
 pub mod status;
+pub mod subresources;
 pub mod table;
 pub mod warnings;
 pub mod watch;
