@@ -71,7 +71,10 @@ pub enum Printer {
     StatefulSet,
     Endpoints,
     Node,
+    /// Core v1 Events.
     Event,
+    /// events.k8s.io/v1 Events: the same columns, from their own field names.
+    EventsV1,
     Namespace,
     Secret,
     ServiceAccount,
@@ -254,7 +257,7 @@ pub fn columns(info: &ResourceInfo) -> Vec<Column> {
             wide("Kernel-Version", "string", D_NODE_KERNEL),
             wide("Container-Runtime", "string", D_NODE_RUNTIME),
         ],
-        Event => &[
+        Event | EventsV1 => &[
             text("Last Seen", D_EV_LAST),
             text("Type", D_EV_TYPE),
             text("Reason", D_EV_REASON),
@@ -601,7 +604,8 @@ pub fn cells(info: &ResourceInfo, obj: &Value, now: DateTime<Utc>) -> Vec<Value>
         }
         Endpoints => vec![name(), endpoints(arr(obj, &["subsets"])).into(), age()],
         Node => node(obj, now),
-        Event => event(info, obj, now),
+        Event => event(false, obj, now),
+        EventsV1 => event(true, obj, now),
         Namespace => vec![name(), or(st(obj, &["status", "phase"]), "Active").into(), age()],
         Secret => vec![
             name(),
@@ -1377,8 +1381,7 @@ fn node(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
 
 /// Core v1 events and events.k8s.io/v1 events print alike; the latter name their fields
 /// differently.
-fn event(info: &ResourceInfo, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
-    let v1 = info.group == "events.k8s.io";
+fn event(v1: bool, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
     let field = |core: &'static str, events: &'static str| if v1 { events } else { core };
     let involved = field("involvedObject", "regarding");
 

@@ -6,14 +6,13 @@
 //! object through the registry (creating the object when it does not exist, as upstream does),
 //! and turns conflicts into upstream's 409.
 
-use http::{HeaderMap, StatusCode};
+use http::StatusCode;
 use rkube_apis::apply::{ApplyError, ApplyOptions};
 use rkube_apis::patch::{PatchSchema, PatchType};
 use rkube_apis::resources::ResourceInfo;
 use rkube_apis::validation::FieldError;
 use serde_json::Value;
 
-use crate::negotiate;
 use crate::object;
 use crate::registry::{Registry, WriteOptions};
 use crate::request::{query_bool, Query};
@@ -92,16 +91,15 @@ pub struct ApplyRequest<'a> {
 pub async fn serve(
     registry: &Registry,
     request: &ApplyRequest<'_>,
-    headers: &HeaderMap,
-    body: &[u8],
+    body: &crate::handlers::RequestBody,
     normalize: impl Fn(Value) -> ApiResult<(Value, Vec<String>)>,
 ) -> ApiResult<(StatusCode, Value, Vec<String>)> {
     let ApplyRequest { query, info, namespace, name, subresource, .. } = *request;
-    let content_type = negotiate::content_type(headers);
-    if PatchType::from_content_type(&content_type) != Some(PatchType::ApplyYaml) {
-        return Err(ApiError::unsupported_media_type(&content_type));
+    let content_type = &body.content_type;
+    if PatchType::from_content_type(content_type) != Some(PatchType::ApplyYaml) {
+        return Err(ApiError::unsupported_media_type(content_type));
     }
-    let config = decode_config(info, namespace, name, body)?;
+    let config = decode_config(info, namespace, name, &body.bytes)?;
     let (config, warnings) = normalize(config)?;
     let config = scoped(config, subresource);
     let manager = query.get("fieldManager").map(String::as_str).unwrap_or("");
@@ -117,7 +115,7 @@ pub async fn serve(
     };
     // The apply records its own managedFields entry.
     let write = WriteOptions {
-        dry_run: crate::api::dry_run(query)?,
+        dry_run: crate::handlers::dry_run(query)?,
         field_manager: None,
         requester: request.requester.clone(),
         ..Default::default()

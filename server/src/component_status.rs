@@ -17,15 +17,13 @@
 
 use std::time::Duration;
 
-use axum::response::Response;
-use http::{HeaderMap, StatusCode};
+use http::StatusCode;
 use serde_json::{json, Value};
 
 use crate::api::ApiState;
 use crate::cache::FilterView;
-use crate::negotiate;
+use crate::handlers::{self, Reply, Request};
 use crate::proxy::{self, Endpoint, Tls};
-use crate::request::Query;
 use crate::status::{ApiError, ApiResult};
 use rkube_apis::resources::ResourceInfo;
 
@@ -64,28 +62,20 @@ struct Probe {
 /// too, carries the deprecation warning.
 pub async fn serve(
     state: &ApiState,
-    headers: &HeaderMap,
-    query: &Query,
+    req: &Request,
     info: &ResourceInfo,
     name: Option<&str>,
-) -> ApiResult<Response> {
+) -> ApiResult<Reply> {
     let answer = match name {
-        Some(name) => get(state, headers, query, info, name).await,
-        None => list(state, headers, query, info).await,
+        Some(name) => get(state, req, info, name).await,
+        None => list(state, req, info).await,
     };
-    let mut response = answer.unwrap_or_else(axum::response::IntoResponse::into_response);
-    negotiate::add_warnings(&mut response, &[DEPRECATED.to_string()]);
-    Ok(response)
+    Ok(answer.unwrap_or_else(Reply::error).with_warnings(&[DEPRECATED.to_string()]))
 }
 
-async fn list(
-    state: &ApiState,
-    headers: &HeaderMap,
-    query: &Query,
-    info: &ResourceInfo,
-) -> ApiResult<Response> {
-    let output = negotiate::output(headers)?;
-    let filter = crate::api::filter_for(info, query, None)?;
+async fn list(state: &ApiState, req: &Request, info: &ResourceInfo) -> ApiResult<Reply> {
+    let (query, output) = (&req.options, req.output()?);
+    let filter = handlers::filter_for(info, query, None)?;
     let items: Vec<Value> = statuses(state)
         .await
         .into_iter()
@@ -96,17 +86,11 @@ async fn list(
             filter(&FilterView { name, labels: &labels, fields: &fields })
         })
         .collect();
-    Ok(crate::api::list_response(info, output, query, json!({}), items, None))
+    Ok(handlers::list_response(info, output, query, json!({}), items, None))
 }
 
-async fn get(
-    state: &ApiState,
-    headers: &HeaderMap,
-    query: &Query,
-    info: &ResourceInfo,
-    name: &str,
-) -> ApiResult<Response> {
-    let output = negotiate::output(headers)?;
+async fn get(state: &ApiState, req: &Request, info: &ResourceInfo, name: &str) -> ApiResult<Reply> {
+    let (query, output) = (&req.options, req.output()?);
     let probe = match name {
         "scheduler" => http_probe(state, state.component_ports.scheduler).await,
         "controller-manager" => http_probe(state, state.component_ports.controller_manager).await,
@@ -120,7 +104,7 @@ async fn get(
             ))
         }
     };
-    Ok(crate::api::object_response(StatusCode::OK, info, object(name, probe), output, query))
+    Ok(handlers::object_response(StatusCode::OK, info, object(name, probe), output, query))
 }
 
 /// The three components' statuses, probed concurrently.

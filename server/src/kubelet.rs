@@ -191,6 +191,8 @@ impl KubeletClient {
 /// the repeated query parameters and the proxied path), the body unread, hyper's handle on
 /// the connection upgrade, and the client's address.
 pub struct RawRequest {
+    pub method: Method,
+    pub headers: HeaderMap,
     pub uri: Uri,
     pub body: Body,
     pub upgrade: Option<OnUpgrade>,
@@ -200,12 +202,11 @@ pub struct RawRequest {
 /// Serves one of the kubelet subresources (see [`streams`]).
 pub async fn serve(
     state: &ApiState,
-    method: &Method,
-    headers: &HeaderMap,
     info: &ResourceInfo,
     r: &ResourceRequest,
     raw: RawRequest,
 ) -> ApiResult<Response> {
+    let (method, headers) = (&raw.method.clone(), &raw.headers.clone());
     let name = r.name.as_deref().ok_or_else(ApiError::path_not_found)?;
     let params = Params::parse(raw.uri.query());
     let ns = r.namespace.as_deref().unwrap_or("");

@@ -23,6 +23,7 @@ pub mod component_status;
 pub mod custom_resources;
 pub mod discovery;
 pub mod duplicates;
+pub mod handlers;
 pub mod inflight;
 pub mod kubelet;
 pub mod listener;
@@ -42,6 +43,7 @@ pub mod subresources;
 pub mod table;
 pub mod warnings;
 pub mod watch;
+pub mod write_hooks;
 pub mod yaml;
 
 use std::net::SocketAddr;
@@ -354,7 +356,7 @@ async fn version(State(health): State<Arc<Health>>) -> Response {
         "compiler": "rustc",
         "platform": format!("{}/{}", std::env::consts::OS, if std::env::consts::ARCH == "x86_64" { "amd64" } else { std::env::consts::ARCH }),
     });
-    negotiate::respond(http::StatusCode::OK, &body, negotiate::Output::Json, &[])
+    negotiate::respond(http::StatusCode::OK, &body, negotiate::Output::Json, &[]).into_response()
 }
 
 async fn metrics_handler(State(api): State<Arc<api::ApiState>>) -> Response {

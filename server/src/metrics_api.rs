@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, SecondsFormat, Utc};
 use futures::StreamExt;
 use http::{HeaderMap, Method, StatusCode};
@@ -285,7 +285,7 @@ pub async fn serve(
             ))
         }
     }
-    let output = negotiate::output(headers)?;
+    let output = negotiate::output(negotiate::accept(headers))?;
     let ns = r.namespace.as_deref();
     let now = Utc::now();
     let items = match (&r.name, kind) {
@@ -300,7 +300,7 @@ pub async fn serve(
     if let Output::Table { v1beta1 } = output {
         let include = IncludeObject::parse(query.get("includeObject").map(String::as_str));
         let table = table(kind, &items, include, v1beta1, &api_version);
-        return Ok(negotiate::respond(StatusCode::OK, &table, Output::Json, &[]));
+        return Ok(negotiate::respond(StatusCode::OK, &table, Output::Json, &[]).into_response());
     }
     let body = if r.name.is_some() {
         let mut item = items.into_iter().next().unwrap_or_default();
@@ -320,13 +320,13 @@ pub async fn serve(
             "items": items,
         })
     };
-    Ok(negotiate::respond(StatusCode::OK, &body, output, &[]))
+    Ok(negotiate::respond(StatusCode::OK, &body, output, &[]).into_response())
 }
 
 /// The label and field selectors of a list (fields: `metadata.name`, and for pods
 /// `metadata.namespace`, as metrics-server).
 fn filter(query: &Query) -> ApiResult<Filter> {
-    let (labels, fields) = crate::api::selectors(query)?;
+    let (labels, fields) = crate::handlers::selectors(query)?;
     Ok(Arc::new(move |view: &FilterView<'_>| {
         if labels.as_ref().is_some_and(|l| !l.matches(view.labels)) {
             return false;

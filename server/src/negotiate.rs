@@ -2,10 +2,10 @@
 //! response form the client asked for (JSON, YAML, a `meta.k8s.io/v1 Table`, or only the
 //! objects' metadata as `PartialObjectMetadata`).
 
-use axum::response::{IntoResponse, Response};
-use http::{HeaderMap, HeaderValue, StatusCode};
+use http::{HeaderMap, StatusCode};
 use serde_json::Value;
 
+use crate::handlers::Reply;
 use crate::status::{ApiError, ApiResult};
 
 /// The largest request body accepted (kube-apiserver: 3 MiB).
@@ -79,8 +79,7 @@ pub fn partial_object_metadata(mut obj: Value, v1beta1: bool) -> Value {
 
 /// Reads the Accept header. kubectl asks for tables with JSON as the fallback; a client that
 /// accepts nothing we can produce gets 406.
-pub fn output(headers: &HeaderMap) -> ApiResult<Output> {
-    let accept = headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+pub fn output(accept: &str) -> ApiResult<Output> {
     if accept.trim().is_empty() {
         return Ok(Output::Json);
     }
@@ -121,23 +120,23 @@ pub fn output(headers: &HeaderMap) -> ApiResult<Output> {
     )))
 }
 
-/// A body as an object, from JSON, YAML or the Kubernetes protobuf encoding.
-pub fn decode_body(headers: &HeaderMap, body: &[u8]) -> ApiResult<Value> {
-    decode_body_noting_duplicates(headers, body).map(|(value, _)| value)
+/// The `Accept` header's value (empty when none).
+pub fn accept(headers: &HeaderMap) -> &str {
+    headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("")
 }
 
-/// [`decode_body`], with the fields a JSON body has more than once in one object (a value
+/// A body of the media type `content_type` as an object, from JSON, YAML or the Kubernetes
+/// protobuf encoding, with the fields a JSON body has more than once in one object (a value
 /// keeps only the last).
 pub fn decode_body_noting_duplicates(
-    headers: &HeaderMap,
+    content_type: &str,
     body: &[u8],
 ) -> ApiResult<(Value, Vec<String>)> {
     if body.len() > MAX_BODY {
         return Err(ApiError::too_large("Request entity too large: limit is 3145728"));
     }
-    let content_type = content_type(headers);
     let mut duplicates = Vec::new();
-    let value: Value = match content_type.as_str() {
+    let value: Value = match content_type {
         "" | "application/json" => {
             let (value, found) = crate::duplicates::parse(body).map_err(|e| {
                 ApiError::bad_request(format!(
@@ -176,7 +175,7 @@ pub fn content_type(headers: &HeaderMap) -> String {
 }
 
 /// An object (or list, or Status) in the requested encoding.
-pub fn respond(status: StatusCode, value: &Value, output: Output, warnings: &[String]) -> Response {
+pub fn respond(status: StatusCode, value: &Value, output: Output, warnings: &[String]) -> Reply {
     let (body, content_type) = match output {
         Output::Yaml => {
             (serde_yaml_ng::to_string(value).unwrap_or_default().into_bytes(), "application/yaml")
@@ -184,32 +183,15 @@ pub fn respond(status: StatusCode, value: &Value, output: Output, warnings: &[St
         // As Go's json.Encoder: the Go types' field order, HTML-safe, a trailing newline.
         _ => (rkube_apis::go_json::to_vec(value), "application/json"),
     };
-    let mut response = (status, body).into_response();
-    response
-        .headers_mut()
-        .insert(http::header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    add_warnings(&mut response, warnings);
-    response
-}
-
-/// `Warning: 299 - "message"` headers, as kube-apiserver sends them: deduplicated and
-/// bounded ([`crate::warnings`]).
-pub fn add_warnings(response: &mut Response, warnings: &[String]) {
-    for value in crate::warnings::header_values(warnings) {
-        if let Ok(v) = HeaderValue::from_str(&value) {
-            response.headers_mut().append(http::header::WARNING, v);
-        }
-    }
+    Reply::bytes(status, content_type, body).with_warnings(warnings)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn accept(v: &str) -> HeaderMap {
-        let mut h = HeaderMap::new();
-        h.insert(http::header::ACCEPT, HeaderValue::from_str(v).unwrap());
-        h
+    fn accept(v: &str) -> String {
+        v.to_string()
     }
 
     #[test]

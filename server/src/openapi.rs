@@ -54,7 +54,7 @@ pub fn routes<S: Clone + Send + Sync + 'static>(docs: Arc<OpenApi>) -> Router<S>
 
 async fn v3_index(State(docs): State<Arc<OpenApi>>) -> Response {
     let index = docs.current().await.v3_index();
-    negotiate::respond(http::StatusCode::OK, &index, negotiate::Output::Json, &[])
+    negotiate::respond(http::StatusCode::OK, &index, negotiate::Output::Json, &[]).into_response()
 }
 
 async fn v3(State(docs): State<Arc<OpenApi>>, Path(path): Path<String>) -> Response {

@@ -22,6 +22,7 @@ use crate::cache::Cache;
 use crate::object::{self, meta_mut};
 use crate::services::{Allocator, ServiceRanges};
 use crate::status::{ApiError, ApiResult};
+use crate::write_hooks::WriteHooks;
 
 /// How many times an unconditional write retries after losing a compare-and-swap race.
 const MAX_RETRIES: usize = 16;
@@ -56,6 +57,8 @@ pub struct DeleteOptions {
     pub propagation_policy: Option<String>,
     pub precondition_uid: Option<String>,
     pub precondition_resource_version: Option<String>,
+    /// Who asks (for admission); `None` for the server's own deletes.
+    pub requester: Option<strategy::Requester>,
 }
 
 /// What a delete did.
@@ -92,16 +95,13 @@ pub struct Registry {
     table: RwLock<Arc<Resources>>,
     /// Counts the changes of the table, for what is built from it (OpenAPI).
     generation: tokio::sync::watch::Sender<u64>,
-    /// ClusterIPs and NodePorts of Services.
-    pub services: Allocator,
+    /// The side effects of the resources whose writes hold storage of their own, by (group,
+    /// plural): a Service's ClusterIPs and NodePorts.
+    hooks: HashMap<(&'static str, &'static str), Arc<dyn WriteHooks>>,
     /// The watch cache of each stored resource, by (group, plural).
     caches: RwLock<HashMap<(&'static str, &'static str), Arc<Cache>>>,
     /// The admission chain every write goes through (see `crate::admission`).
     pub admission: rkube_admission::Chain,
-}
-
-fn is_service(info: &ResourceInfo) -> bool {
-    info.group.is_empty() && info.plural == "services"
 }
 
 impl Registry {
@@ -110,10 +110,18 @@ impl Registry {
             store,
             table: RwLock::new(Arc::new(Resources::builtin().clone())),
             generation: tokio::sync::watch::Sender::new(0),
-            services: Allocator { ranges },
+            hooks: HashMap::from([(
+                ("", "services"),
+                Arc::new(Allocator { ranges }) as Arc<dyn WriteHooks>,
+            )]),
             caches: RwLock::new(HashMap::new()),
             admission: rkube_admission::Chain::with_defaults(),
         }
+    }
+
+    /// The side effects of `info`'s writes, if it has any.
+    fn hooks(&self, info: &ResourceInfo) -> Option<&Arc<dyn WriteHooks>> {
+        self.hooks.get(&info.storage_resource)
     }
 
     /// The resources served now.
@@ -318,17 +326,18 @@ impl Registry {
                 return Ok(obj);
             }
             let key = self.key(info, namespace, &name)?;
-            if is_service(info) {
-                // Nothing to allocate for a name that is taken.
+            let hooks = self.hooks(info);
+            if let Some(hooks) = hooks {
+                // Nothing to take for a name that is taken.
                 if self.store.get(&key, None).await?.0.is_some() && generate.is_none() {
                     return Err(ApiError::already_exists(info.group, info.plural, &name));
                 }
-                self.services.allocate(self.store.as_ref(), &mut obj).await?;
+                hooks.before_create(self.store.as_ref(), &mut obj).await?;
             }
             let bytes = self.encode(info, &obj)?;
             let result = self.store.create(&key, bytes).await;
-            if result.is_err() && is_service(info) {
-                self.services.release(self.store.as_ref(), &obj).await;
+            if let Some(hooks) = hooks.filter(|_| result.is_err()) {
+                hooks.release(self.store.as_ref(), &obj).await;
             }
             match result {
                 Ok(kv) => {
@@ -417,8 +426,9 @@ impl Registry {
                 },
             };
             self.admit(&write, Some(&mut new), Some(&old)).await?;
-            if is_service(info) && subresource.is_none() {
-                self.services.patch_allocated_values(&mut new, &old);
+            let hooks = self.hooks(info).filter(|_| subresource.is_none());
+            if let Some(hooks) = hooks {
+                hooks.keep_allocated(&mut new, &old);
             }
             // A status write keeps the old spec: only its metadata is checked, as upstream's
             // status strategies do, so an object stored before a stricter rule keeps getting
@@ -462,17 +472,19 @@ impl Registry {
                     },
                 }
             }
-            let held = match is_service(info) && subresource.is_none() {
-                true => Some(self.services.update(self.store.as_ref(), &mut new, &old).await?),
-                false => None,
+            let held = match hooks {
+                Some(hooks) => {
+                    Some(hooks.before_update(self.store.as_ref(), &mut new, &old).await?)
+                }
+                None => None,
             };
             let written = match self.encode(info, &new) {
                 Ok(body) => Ok(self.store.update(&key, body, kv.mod_revision).await),
                 Err(e) => Err(e),
             };
-            if let Some(held) = held {
+            if let (Some(hooks), Some(held)) = (hooks, held) {
                 let ok = matches!(written, Ok(Ok(_)));
-                self.services.finish_update(self.store.as_ref(), held, ok).await;
+                hooks.after_update(self.store.as_ref(), held, ok).await;
             }
             match written? {
                 Ok(written) => {
@@ -508,7 +520,7 @@ impl Registry {
                 name,
                 subresource: None,
                 dry_run: options.dry_run,
-                user: None,
+                user: options.requester.as_ref(),
                 options: OperationOptions::Delete {
                     grace_period_seconds: options.grace_period_seconds,
                     propagation_policy: options.propagation_policy.as_deref(),
@@ -538,8 +550,8 @@ impl Registry {
                 }
                 match self.store.delete(&key, Some(kv.mod_revision)).await {
                     Ok(_) => {
-                        if is_service(info) {
-                            self.services.release(self.store.as_ref(), &old).await;
+                        if let Some(hooks) = self.hooks(info) {
+                            hooks.release(self.store.as_ref(), &old).await;
                         }
                         return Ok(Deleted { object: old, gone: true });
                     }

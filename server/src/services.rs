@@ -12,6 +12,7 @@ use rkube_store::{Error as StoreError, Store};
 use serde_json::{json, Value};
 
 use crate::status::{ApiError, ApiResult, Cause};
+use crate::write_hooks::{Held, WriteHooks};
 
 /// The service CIDR and NodePort range.
 #[derive(Clone, Debug)]
@@ -77,7 +78,7 @@ fn invalid(name: &str, causes: Vec<Cause>) -> ApiError {
 impl Allocator {
     /// Gives a new Service its ClusterIP (the requested one, or a free one) and NodePorts.
     /// On failure, whatever was taken is released again.
-    pub async fn allocate(&self, store: &dyn Store, svc: &mut Value) -> ApiResult<()> {
+    async fn allocate(&self, store: &dyn Store, svc: &mut Value) -> ApiResult<()> {
         let name = svc["metadata"]["name"].as_str().unwrap_or("").to_string();
         let kind = svc["spec"]["type"].as_str().unwrap_or("ClusterIP").to_string();
         let mut taken: Vec<String> = Vec::new();
@@ -243,7 +244,7 @@ impl Allocator {
     }
 
     /// Releases what a deleted Service held.
-    pub async fn release(&self, store: &dyn Store, svc: &Value) {
+    async fn release_all(&self, store: &dyn Store, svc: &Value) {
         for ip in
             svc["spec"]["clusterIPs"].as_array().into_iter().flatten().filter_map(Value::as_str)
         {
@@ -266,7 +267,7 @@ impl Allocator {
     /// ExternalName, NodePorts when it no longer needs them, the external traffic policy, the
     /// load-balancer fields and status) is dropped. That the ClusterIP may not change once set
     /// is validation's to say (`rkube_apis::validation`), with the service's other errors.
-    pub fn patch_allocated_values(&self, new: &mut Value, old: &Value) {
+    fn patch_allocated_values(&self, new: &mut Value, old: &Value) {
         let (old_spec, spec) = (&old["spec"], &mut new["spec"]);
         if needs_cluster_ip(old_spec) && needs_cluster_ip(spec) {
             if spec["clusterIP"].as_str().is_none_or(str::is_empty) {
@@ -299,7 +300,7 @@ impl Allocator {
     /// NodePorts when it becomes a NodePort or LoadBalancer or gains ports), writing them into
     /// it. What the old one held and the new one does not is given back by
     /// [`Allocator::finish_update`] once the update is written.
-    pub async fn update(&self, store: &dyn Store, svc: &mut Value, old: &Value) -> ApiResult<Held> {
+    async fn update(&self, store: &dyn Store, svc: &mut Value, old: &Value) -> ApiResult<Held> {
         let name = svc["metadata"]["name"].as_str().unwrap_or("").to_string();
         let before = held(old);
         let mut taken: Vec<String> = Vec::new();
@@ -345,17 +346,9 @@ impl Allocator {
 
     /// After an update: frees what the old Service held and the new one does not when the
     /// write went through, or what was taken for it when it did not.
-    pub async fn finish_update(&self, store: &dyn Store, held: Held, written: bool) {
+    async fn finish_update(&self, store: &dyn Store, held: Held, written: bool) {
         release_keys(store, if written { &held.released } else { &held.taken }).await;
     }
-}
-
-/// What [`Allocator::update`] took for an update, and what the old Service held that the
-/// new one does not.
-#[derive(Debug, Default)]
-pub struct Held {
-    taken: Vec<String>,
-    released: Vec<String>,
 }
 
 async fn release_keys(store: &dyn Store, keys: &[String]) {
@@ -465,5 +458,34 @@ fn drop_type_dependent_fields(new: &mut Value, old: &Value) {
         if let Some(status) = new.get_mut("status").and_then(Value::as_object_mut) {
             status.insert("loadBalancer".into(), json!({}));
         }
+    }
+}
+
+/// A Service's ClusterIPs and NodePorts are taken and given back with it.
+#[async_trait::async_trait]
+impl WriteHooks for Allocator {
+    async fn before_create(&self, store: &dyn Store, obj: &mut Value) -> ApiResult<()> {
+        self.allocate(store, obj).await
+    }
+
+    async fn release(&self, store: &dyn Store, obj: &Value) {
+        self.release_all(store, obj).await
+    }
+
+    fn keep_allocated(&self, new: &mut Value, old: &Value) {
+        self.patch_allocated_values(new, old)
+    }
+
+    async fn before_update(
+        &self,
+        store: &dyn Store,
+        new: &mut Value,
+        old: &Value,
+    ) -> ApiResult<Held> {
+        self.update(store, new, old).await
+    }
+
+    async fn after_update(&self, store: &dyn Store, held: Held, written: bool) {
+        self.finish_update(store, held, written).await
     }
 }

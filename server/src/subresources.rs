@@ -9,13 +9,13 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use axum::response::Response;
-use http::{HeaderMap, Method, StatusCode};
+use http::StatusCode;
 use rkube_apis::patch::{apply_patch, PatchSchema};
 use rkube_apis::resources::ResourceInfo;
 use serde_json::{json, Value};
 
-use crate::api::{self, ApiState};
+use crate::api::ApiState;
+use crate::handlers::{self as api, Reply, ReplyBody, Request};
 use crate::kubelet;
 use crate::negotiate::{self, Output};
 use crate::object;
@@ -26,7 +26,7 @@ use crate::status::{ApiError, ApiResult};
 /// One subresource request, read whole.
 pub struct Call<'a> {
     pub state: &'a ApiState,
-    pub headers: &'a HeaderMap,
+    pub req: &'a Request,
     pub query: &'a Query,
     pub info: &'a ResourceInfo,
     pub namespace: Option<&'a str>,
@@ -34,17 +34,16 @@ pub struct Call<'a> {
     /// The subresource's name (`status`, `ephemeralcontainers`, ...).
     pub subresource: &'a str,
     pub verb: &'static str,
-    pub body: &'a [u8],
     pub output: Output,
 }
 
-type Reply<'a> = Pin<Box<dyn Future<Output = ApiResult<Response>> + Send + 'a>>;
+type Replied<'a> = Pin<Box<dyn Future<Output = ApiResult<Reply>> + Send + 'a>>;
 
 /// How a subresource is served.
 #[derive(Clone, Copy)]
 pub enum Serve {
     /// Answered here from the whole request.
-    Handler(for<'a> fn(Call<'a>) -> Reply<'a>),
+    Handler(for<'a> fn(Call<'a>) -> Replied<'a>),
     /// Streamed to the node's kubelet.
     Kubelet,
 }
@@ -116,19 +115,17 @@ pub fn streams(r: &ResourceRequest) -> bool {
             .is_some_and(|s| matches!(s.serve, Serve::Kubelet))
 }
 
-/// Serves a subresource the resource lists.
-#[allow(clippy::too_many_arguments)]
+/// Serves a subresource the resource lists (`r` is the request's target; the older
+/// `bindings` resource is served as `pods/binding`). `raw` is the connection of a request
+/// that streams to a kubelet (REST only).
 pub async fn serve(
     state: &ApiState,
-    method: &Method,
-    headers: &HeaderMap,
-    query: &Query,
+    req: &Request,
     info: &ResourceInfo,
     r: &ResourceRequest,
     sub: &str,
-    body: &[u8],
     raw: Option<kubelet::RawRequest>,
-) -> ApiResult<Response> {
+) -> ApiResult<Reply> {
     let not_allowed = || {
         ApiError::method_not_allowed(
             "the server does not allow this method on the requested resource",
@@ -136,7 +133,15 @@ pub async fn serve(
     };
     let row = find(info.group, info.plural, sub).ok_or_else(not_allowed)?;
     match (row.serve, raw) {
-        (Serve::Kubelet, Some(raw)) => kubelet::serve(state, method, headers, info, r, raw).await,
+        (Serve::Kubelet, Some(raw)) => {
+            let response = kubelet::serve(state, info, r, raw).await?;
+            Ok(Reply {
+                code: response.status(),
+                content_type: "",
+                body: ReplyBody::Connected(response),
+                warnings: Vec::new(),
+            })
+        }
         (Serve::Kubelet, None) => Err(not_allowed()),
         (Serve::Handler(handler), _) => {
             if !row.verbs.contains(&r.verb) {
@@ -144,15 +149,14 @@ pub async fn serve(
             }
             let call = Call {
                 state,
-                headers,
-                query,
+                req,
+                query: &req.options,
                 info,
                 namespace: r.namespace.as_deref(),
                 name: r.name.as_deref().ok_or_else(ApiError::path_not_found)?,
                 subresource: sub,
                 verb: r.verb,
-                body,
-                output: negotiate::output(headers)?,
+                output: req.output()?,
             };
             handler(call).await
         }
@@ -161,7 +165,7 @@ pub async fn serve(
 
 /// `status` of any resource, and `pods/ephemeralcontainers`: the object, with writes that
 /// change only that part of it.
-fn status(c: Call<'_>) -> Reply<'_> {
+fn status(c: Call<'_>) -> Replied<'_> {
     Box::pin(async move {
         let registry = &c.state.registry;
         let (info, ns, name, sub) = (c.info, c.namespace, c.name, Some(c.subresource));
@@ -171,28 +175,26 @@ fn status(c: Call<'_>) -> Reply<'_> {
                 Ok(api::object_response(StatusCode::OK, info, obj, c.output, c.query))
             }
             "update" => {
-                let (obj, _) = api::decode_object(info, c.headers, c.query, c.body)?;
-                let options = api::write_options(c.query, c.headers, "update")?;
+                let (obj, _) = api::decode_object(info, c.req)?;
+                let options = api::write_options(c.req, "update")?;
                 let updated = registry.update(info, ns, name, sub, obj, &options).await?;
                 Ok(api::object_response(StatusCode::OK, info, updated, c.output, c.query))
             }
             _ => {
                 let (code, patched, warnings) =
-                    api::patch(registry, c.headers, c.query, info, ns, name, sub, c.body, None)
-                        .await?;
-                let mut response = api::object_response(code, info, patched, c.output, c.query);
-                negotiate::add_warnings(&mut response, &warnings);
-                Ok(response)
+                    api::patch(registry, c.req, info, ns, name, sub, None).await?;
+                Ok(api::object_response(code, info, patched, c.output, c.query)
+                    .with_warnings(&warnings))
             }
         }
     })
 }
 
 /// `namespaces/finalize`: the only way to change a namespace's `spec.finalizers`.
-fn finalize(c: Call<'_>) -> Reply<'_> {
+fn finalize(c: Call<'_>) -> Replied<'_> {
     Box::pin(async move {
-        let (obj, _) = api::decode_object(c.info, c.headers, c.query, c.body)?;
-        let options = api::write_options(c.query, c.headers, "update")?;
+        let (obj, _) = api::decode_object(c.info, c.req)?;
+        let options = api::write_options(c.req, "update")?;
         let updated = c
             .state
             .registry
@@ -203,7 +205,7 @@ fn finalize(c: Call<'_>) -> Reply<'_> {
 }
 
 /// `scale`: the object's replicas as an `autoscaling/v1 Scale`.
-fn scale(c: Call<'_>) -> Reply<'_> {
+fn scale(c: Call<'_>) -> Replied<'_> {
     Box::pin(async move {
         let registry = &c.state.registry;
         let (info, ns, name) = (c.info, c.namespace, c.name);
@@ -211,12 +213,12 @@ fn scale(c: Call<'_>) -> Reply<'_> {
             let obj = registry.get(info, ns, name).await?;
             return Ok(negotiate::respond(StatusCode::OK, &to_scale(&obj), Output::Json, &[]));
         }
-        let options = api::write_options(c.query, c.headers, c.verb)?;
+        let options = api::write_options(c.req, c.verb)?;
         let current = registry.get(info, ns, name).await?;
         let scale = if c.verb == "update" {
-            negotiate::decode_body(c.headers, c.body)?
+            c.req.body.decode()?
         } else {
-            let (patch_type, patch) = api::decode_patch(c.headers, c.body)?;
+            let (patch_type, patch) = api::decode_patch(&c.req.body)?;
             let schema = PatchSchema::builtin();
             let type_name = schema.definition_for("autoscaling", "v1", "Scale");
             apply_patch(
@@ -257,9 +259,9 @@ fn scale(c: Call<'_>) -> Reply<'_> {
 }
 
 /// `pods/binding`: the scheduler's way to put a pod on a node.
-fn binding(c: Call<'_>) -> Reply<'_> {
+fn binding(c: Call<'_>) -> Replied<'_> {
     Box::pin(async move {
-        let binding = negotiate::decode_body(c.headers, c.body)?;
+        let binding = c.req.body.decode()?;
         let node = binding["target"]["name"].as_str().unwrap_or("").to_string();
         if node.is_empty() {
             return Err(ApiError::invalid(
@@ -269,7 +271,7 @@ fn binding(c: Call<'_>) -> Reply<'_> {
                 vec![rkube_apis::validation::FieldError::required("target.name", "")],
             ));
         }
-        let options = api::write_options(c.query, c.headers, "create")?;
+        let options = api::write_options(c.req, "create")?;
         let annotations = &binding["metadata"]["annotations"];
         c.state
             .registry
@@ -283,20 +285,22 @@ fn binding(c: Call<'_>) -> Reply<'_> {
 }
 
 /// `serviceaccounts/token`: the TokenRequest API.
-fn token(c: Call<'_>) -> Reply<'_> {
+fn token(c: Call<'_>) -> Replied<'_> {
     Box::pin(async move {
         let ns = c.namespace.unwrap_or("default");
         let (answered, warnings) =
-            crate::authn::token_request::create(c.state, c.headers, ns, c.name, c.body).await?;
+            crate::authn::token_request::create(c.state, &c.req.body, ns, c.name).await?;
         let output = if matches!(c.output, Output::Yaml) { Output::Yaml } else { Output::Json };
         Ok(negotiate::respond(StatusCode::CREATED, &answered, output, &warnings))
     })
 }
 
 /// `pods/eviction`: stored as a plain delete for now (no PodDisruptionBudget check yet).
-fn eviction(c: Call<'_>) -> Reply<'_> {
+fn eviction(c: Call<'_>) -> Replied<'_> {
     Box::pin(async move {
-        c.state.registry.delete(c.info, c.namespace, c.name, &DeleteOptions::default()).await?;
+        let options =
+            DeleteOptions { requester: Some(api::requester(&c.req.user)), ..Default::default() };
+        c.state.registry.delete(c.info, c.namespace, c.name, &options).await?;
         let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
         Ok(negotiate::respond(StatusCode::CREATED, &status, Output::Json, &[]))
     })

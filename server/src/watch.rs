@@ -3,18 +3,16 @@
 //! `resourceVersion` unset or `0` (and `sendInitialEvents`), an `ERROR` event with a 410
 //! Status when the resourceVersion is too old, and a timeout.
 
-use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Body;
-use axum::response::Response;
 use bytes::Bytes;
 use rkube_apis::resources::ResourceInfo;
 use rkube_store::Revision;
 use serde_json::{json, Value};
 
 use crate::cache::{CachedObject, EventType};
+use crate::handlers::{Reply, ReplyBody};
 use crate::negotiate::{self, Output};
 use crate::object;
 use crate::registry::{convert, Filter, Registry};
@@ -40,7 +38,7 @@ pub async fn watch(
     namespace: Option<String>,
     request: WatchRequest,
     filter: Filter,
-) -> ApiResult<Response> {
+) -> ApiResult<Reply> {
     let rv = request.resource_version.as_deref().filter(|rv| !rv.is_empty());
     let from: Option<Revision> = match rv {
         None | Some("0") => None,
@@ -74,7 +72,7 @@ pub async fn watch(
         let mut start = match start {
             Ok(s) => s,
             Err(e) => {
-                yield Ok::<Bytes, Infallible>(encoder.line("ERROR", &e.to_status(), &mut first));
+                yield encoder.line("ERROR", &e.to_status(), &mut first);
                 return;
             }
         };
@@ -82,11 +80,11 @@ pub async fn watch(
         for event in &start.initial {
             if filter(&event.object.view()) {
                 let kind = match event.kind { EventType::Added => "ADDED", EventType::Modified => "MODIFIED", EventType::Deleted => "DELETED" };
-                yield Ok(encoder.event(kind, &event.object, &mut first));
+                yield encoder.event(kind, &event.object, &mut first);
             }
         }
         if request.send_initial_events == Some(true) && request.allow_bookmarks {
-            yield Ok(encoder.bookmark(seen, true, &mut first));
+            yield encoder.bookmark(seen, true, &mut first);
         }
         let deadline = tokio::time::sleep(request.timeout);
         tokio::pin!(deadline);
@@ -103,7 +101,7 @@ pub async fn watch(
                     let current = cache.current();
                     let revision = if start.live.is_empty() { current.max(seen) } else { seen };
                     seen = revision;
-                    yield Ok(encoder.bookmark(revision, false, &mut first));
+                    yield encoder.bookmark(revision, false, &mut first);
                 }
                 event = start.live.recv() => {
                     let event = match event {
@@ -125,7 +123,7 @@ pub async fn watch(
                         (_, true, false) => "DELETED",
                         (_, false, false) => continue,
                     };
-                    yield Ok(encoder.event(kind, &event.object, &mut first));
+                    yield encoder.event(kind, &event.object, &mut first);
                 }
             }
         }
@@ -134,12 +132,12 @@ pub async fn watch(
         Output::Yaml => "application/yaml",
         _ => "application/json",
     };
-    Response::builder()
-        .status(200)
-        .header(http::header::CONTENT_TYPE, content_type)
-        .header(http::header::CACHE_CONTROL, "no-cache, private")
-        .body(Body::from_stream(stream))
-        .map_err(|e| ApiError::internal(e.to_string()))
+    Ok(Reply {
+        code: http::StatusCode::OK,
+        content_type,
+        body: ReplyBody::Stream(Box::pin(stream)),
+        warnings: Vec::new(),
+    })
 }
 
 /// Turns events into lines in the requested form.

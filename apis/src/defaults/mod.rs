@@ -1,14 +1,23 @@
 //! Defaulting: the values kube-apiserver fills in for fields a client leaves out, so that
 //! `kubectl get -o yaml` shows what it shows against a real cluster. Upstream keeps these in
-//! each group's `defaults.go`; here one module per area: `core` (the core group: pods,
-//! services, volumes), `workloads` (apps and batch), `api_config` (the groups that configure the API server:
-//! admission registration, API extensions, flow control) and `cluster` (every other group). The
-//! registry applies them on every create and update, as upstream's decoding does.
+//! each group's `defaults.go`; here one module per API group, named for it (`core`, `apps`,
+//! `batch`, `autoscaling`, ...), with a function per kind that each resource's strategy
+//! (`crate::kinds`) calls. The registry applies them on every create and update, as
+//! upstream's decoding does.
 
-pub mod api_config;
-pub mod cluster;
+pub mod admissionregistration;
+pub mod apiextensions;
+pub mod apiregistration;
+pub mod apps;
+pub mod autoscaling;
+pub mod batch;
 pub mod core;
-pub mod workloads;
+pub mod discovery;
+pub mod flowcontrol;
+pub mod networking;
+pub mod rbac;
+pub mod scheduling;
+pub mod storage;
 
 pub use self::core::pod_spec;
 
@@ -37,6 +46,11 @@ pub(super) fn default_unset(obj: &mut Value, key: &str, value: Value) {
         obj[key] = Value::Null;
     }
     default(obj, key, value);
+}
+
+/// An empty or missing array counts as unset where upstream tests the length.
+pub(super) fn is_empty_list(v: Option<&Value>) -> bool {
+    v.is_none_or(|v| v.is_null() || v.as_array().is_some_and(Vec::is_empty))
 }
 
 /// The objects of the array `obj[key]`, when there is one.

@@ -12,14 +12,12 @@
 //! a year, warning after the 3607 s, when `--service-account-extend-token-expiration` is on.
 
 use chrono::{SecondsFormat, TimeZone, Utc};
-use http::HeaderMap;
 use rkube_apis::validation::FieldError;
 use serde_json::{json, Value};
 
 use super::jwt::{Binding, Claims, ObjectRef, TokenSpec};
 use super::{DEFAULT_EXPIRATION_SECONDS, WARN_ONLY_EXPIRATION_SECONDS};
 use crate::api::ApiState;
-use crate::negotiate;
 use crate::status::{ApiError, ApiResult};
 
 const GROUP: &str = "authentication.k8s.io";
@@ -70,13 +68,12 @@ pub fn pod_service_account(pod: &Value) -> &str {
 /// Answers one TokenRequest: the request with its status, and the warnings to send.
 pub async fn create(
     state: &ApiState,
-    headers: &HeaderMap,
+    body: &crate::handlers::RequestBody,
     namespace: &str,
     name: &str,
-    body: &[u8],
 ) -> ApiResult<(Value, Vec<String>)> {
     let tokens = &state.tokens;
-    let mut request = negotiate::decode_body(headers, body)?;
+    let mut request = body.decode()?;
     if !request.is_object() {
         return Err(decode_error("the body is not an object"));
     }

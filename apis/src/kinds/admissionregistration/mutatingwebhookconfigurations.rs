@@ -17,7 +17,7 @@ impl Strategy for MutatingWebhookConfigurations {
     }
 
     fn default(&self, obj: &mut Value) {
-        defaults::api_config::mutating_webhook_configuration(obj);
+        defaults::admissionregistration::mutating_webhook_configuration(obj);
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {

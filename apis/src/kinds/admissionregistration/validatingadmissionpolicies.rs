@@ -17,7 +17,7 @@ impl Strategy for ValidatingAdmissionPolicies {
     }
 
     fn default(&self, obj: &mut Value) {
-        defaults::api_config::validating_admission_policy(obj);
+        defaults::admissionregistration::validating_admission_policy(obj);
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {

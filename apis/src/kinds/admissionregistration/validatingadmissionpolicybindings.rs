@@ -17,7 +17,7 @@ impl Strategy for ValidatingAdmissionPolicyBindings {
     }
 
     fn default(&self, obj: &mut Value) {
-        defaults::api_config::validating_admission_policy_binding(obj);
+        defaults::admissionregistration::validating_admission_policy_binding(obj);
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {

@@ -17,7 +17,7 @@ impl Strategy for ValidatingWebhookConfigurations {
     }
 
     fn default(&self, obj: &mut Value) {
-        defaults::api_config::validating_webhook_configuration(obj);
+        defaults::admissionregistration::validating_webhook_configuration(obj);
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {

@@ -18,7 +18,7 @@ impl Strategy for CustomResourceDefinitions {
     }
 
     fn default(&self, obj: &mut Value) {
-        defaults::api_config::custom_resource_definition(obj);
+        defaults::apiextensions::custom_resource_definition(obj);
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {

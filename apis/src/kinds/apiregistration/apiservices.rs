@@ -17,7 +17,7 @@ impl Strategy for ApiServices {
     }
 
     fn default(&self, obj: &mut Value) {
-        defaults::cluster::api_service(obj);
+        defaults::apiregistration::api_service(obj);
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {

@@ -21,7 +21,7 @@ impl Strategy for DaemonSets {
     }
 
     fn default(&self, obj: &mut Value) {
-        defaults::workloads::daemon_set(obj);
+        defaults::apps::daemon_set(obj);
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {

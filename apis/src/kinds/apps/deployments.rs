@@ -26,7 +26,7 @@ impl Strategy for Deployments {
     }
 
     fn default(&self, obj: &mut Value) {
-        defaults::workloads::deployment(obj);
+        defaults::apps::deployment(obj);
     }
 
     fn metadata_kept_on_status_write(&self) -> &'static [&'static str] {

@@ -21,7 +21,7 @@ impl Strategy for ReplicaSets {
     }
 
     fn default(&self, obj: &mut Value) {
-        defaults::workloads::replica_set(obj);
+        defaults::apps::replica_set(obj);
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {

@@ -21,7 +21,7 @@ impl Strategy for StatefulSets {
     }
 
     fn default(&self, obj: &mut Value) {
-        defaults::workloads::stateful_set(obj);
+        defaults::apps::stateful_set(obj);
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {

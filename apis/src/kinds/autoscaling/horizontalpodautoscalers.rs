@@ -13,7 +13,7 @@ pub struct HorizontalPodAutoscalers;
 
 impl Strategy for HorizontalPodAutoscalers {
     fn default(&self, obj: &mut Value) {
-        defaults::cluster::hpa_v2(obj);
+        defaults::autoscaling::hpa_v2(obj);
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {

@@ -22,7 +22,7 @@ impl Strategy for HorizontalPodAutoscalersV1 {
     }
 
     fn default(&self, obj: &mut Value) {
-        defaults::cluster::hpa_v1(obj);
+        defaults::autoscaling::hpa_v1(obj);
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {

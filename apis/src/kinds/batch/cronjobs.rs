@@ -21,7 +21,7 @@ impl Strategy for CronJobs {
     }
 
     fn default(&self, obj: &mut Value) {
-        defaults::workloads::cron_job(obj);
+        defaults::batch::cron_job(obj);
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {

@@ -27,7 +27,7 @@ impl Strategy for Jobs {
     }
 
     fn default(&self, obj: &mut Value) {
-        defaults::workloads::job(obj);
+        defaults::batch::job(obj);
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {

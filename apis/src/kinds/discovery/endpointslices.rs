@@ -26,7 +26,7 @@ impl Strategy for EndpointSlices {
     }
 
     fn default(&self, obj: &mut Value) {
-        defaults::cluster::endpoint_slice(obj);
+        defaults::discovery::endpoint_slice(obj);
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {

@@ -36,7 +36,7 @@ impl Strategy for Events {
     }
 
     fn printer(&self) -> Printer {
-        Printer::Event
+        Printer::EventsV1
     }
 
     fn convert_from(&self, obj: Value, from: &str) -> Value {

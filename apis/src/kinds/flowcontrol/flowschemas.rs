@@ -17,7 +17,7 @@ impl Strategy for FlowSchemas {
     }
 
     fn default(&self, obj: &mut Value) {
-        defaults::api_config::flow_schema(obj);
+        defaults::flowcontrol::flow_schema(obj);
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {

@@ -17,7 +17,7 @@ impl Strategy for PriorityLevelConfigurations {
     }
 
     fn default(&self, obj: &mut Value) {
-        defaults::api_config::priority_level_configuration(obj);
+        defaults::flowcontrol::priority_level_configuration(obj);
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {

@@ -17,7 +17,7 @@ impl Strategy for IngressClasses {
     }
 
     fn default(&self, obj: &mut Value) {
-        defaults::cluster::ingress_class(obj);
+        defaults::networking::ingress_class(obj);
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {

@@ -17,7 +17,7 @@ impl Strategy for NetworkPolicies {
     }
 
     fn default(&self, obj: &mut Value) {
-        defaults::cluster::network_policy(obj);
+        defaults::networking::network_policy(obj);
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {

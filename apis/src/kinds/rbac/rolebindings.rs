@@ -17,7 +17,7 @@ impl Strategy for RoleBindings {
     }
 
     fn default(&self, obj: &mut Value) {
-        defaults::cluster::role_binding(obj);
+        defaults::rbac::role_binding(obj);
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {

@@ -22,7 +22,7 @@ impl Strategy for PriorityClasses {
     }
 
     fn default(&self, obj: &mut Value) {
-        defaults::cluster::priority_class(obj);
+        defaults::scheduling::priority_class(obj);
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {

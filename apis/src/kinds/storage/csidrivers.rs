@@ -17,7 +17,7 @@ impl Strategy for CsiDrivers {
     }
 
     fn default(&self, obj: &mut Value) {
-        defaults::cluster::csi_driver(obj);
+        defaults::storage::csi_driver(obj);
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {

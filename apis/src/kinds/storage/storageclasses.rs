@@ -13,7 +13,7 @@ pub struct StorageClasses;
 
 impl Strategy for StorageClasses {
     fn default(&self, obj: &mut Value) {
-        defaults::cluster::storage_class(obj);
+        defaults::storage::storage_class(obj);
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {

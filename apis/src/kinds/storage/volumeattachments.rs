@@ -13,7 +13,7 @@ pub struct VolumeAttachments;
 
 impl Strategy for VolumeAttachments {
     fn default(&self, obj: &mut Value) {
-        defaults::cluster::volume_attachment(obj);
+        defaults::storage::volume_attachment(obj);
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {

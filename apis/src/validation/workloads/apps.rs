@@ -214,7 +214,7 @@ fn stateful_set_update(obj: &Value, old: &Value) -> Vec<FieldError> {
     // a replace that leaves out a defaulted field changes nothing.
     let mut specs = [obj.clone(), old.clone()];
     for o in &mut specs {
-        crate::defaults::workloads::stateful_set(o);
+        crate::defaults::apps::stateful_set(o);
         if let Some(m) = o["spec"].as_object_mut() {
             for f in [
                 "replicas",

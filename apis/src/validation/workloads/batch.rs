@@ -521,8 +521,8 @@ pub fn job(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
 fn job_update(obj: &Value, old: &Value) -> Vec<FieldError> {
     // Compare with defaults filled in on both sides (a replace may leave them out).
     let (mut new, mut was) = (obj.clone(), old.clone());
-    crate::defaults::workloads::job(&mut new);
-    crate::defaults::workloads::job(&mut was);
+    crate::defaults::batch::job(&mut new);
+    crate::defaults::batch::job(&mut was);
     let (spec, old_spec) = (&new["spec"], &was["spec"]);
     let mut errors = Vec::new();
     let completions = &spec["completions"];
