@@ -28,7 +28,6 @@ use http::{HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use http_body_util::BodyExt;
 use hyper::upgrade::OnUpgrade;
 use openssl::ssl::SslConnector;
-use rkube_apis::resources::ResourceInfo;
 use rkube_apis::validation::FieldError;
 use serde_json::{json, Value};
 
@@ -199,61 +198,114 @@ pub struct RawRequest {
     pub peer: Option<SocketAddr>,
 }
 
-/// Serves one of the kubelet subresources (see [`streams`]).
-pub async fn serve(
-    state: &ApiState,
-    info: &ResourceInfo,
-    r: &ResourceRequest,
-    raw: RawRequest,
-) -> ApiResult<Response> {
-    let (method, headers) = (&raw.method.clone(), &raw.headers.clone());
+/// A connect handler of the subresource table (`crate::subresources`): serves one request
+/// that goes on to a kubelet, with its connection.
+pub type Connect = for<'a> fn(
+    &'a ApiState,
+    &'a ResourceRequest,
+    RawRequest,
+) -> std::pin::Pin<
+    Box<dyn std::future::Future<Output = ApiResult<Response>> + Send + 'a>,
+>;
+
+/// The request's name, namespace and query.
+fn target<'a>(r: &'a ResourceRequest, raw: &RawRequest) -> ApiResult<(&'a str, &'a str, Params)> {
     let name = r.name.as_deref().ok_or_else(ApiError::path_not_found)?;
-    let params = Params::parse(raw.uri.query());
-    let ns = r.namespace.as_deref().unwrap_or("");
-    match (info.plural, r.subresource.as_deref().unwrap_or("")) {
-        ("pods", "log") => {
-            if method != Method::GET {
-                return Err(method_not_allowed());
-            }
-            pod_log(state, ns, name, &params).await
+    Ok((r.namespace.as_deref().unwrap_or(""), name, Params::parse(raw.uri.query())))
+}
+
+/// `pods/log`: the container's log from the node's kubelet.
+pub fn pod_log<'a>(
+    state: &'a ApiState,
+    r: &'a ResourceRequest,
+    raw: RawRequest,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = ApiResult<Response>> + Send + 'a>> {
+    Box::pin(async move {
+        let (ns, name, params) = target(r, &raw)?;
+        if raw.method != Method::GET {
+            return Err(method_not_allowed());
         }
-        ("pods", sub @ ("exec" | "attach")) => {
-            if !matches!(*method, Method::GET | Method::POST) {
-                return Err(method_not_allowed());
-            }
-            let pod = get_pod(state, ns, name).await?;
-            let container = choose_container(&pod, params.first("container"))?;
-            let node = assigned_node(&pod, name)?;
-            let endpoint = kubelet_endpoint(state, node).await?;
-            let path = format!("/{sub}/{}/{}/{}", segment(ns), segment(name), segment(&container));
-            let query = stream_query(&params, sub == "exec");
-            let tls = state.kubelet.kubelet_tls(node, false).map(Some);
-            upgrade(method, headers, &endpoint, tls, &with_query(path, &query), raw).await
+        read_pod_log(state, ns, name, &params).await
+    })
+}
+
+/// `pods/exec` and `pods/attach`: a stream session with a container, upgraded through to
+/// the kubelet.
+pub fn pod_stream<'a>(
+    state: &'a ApiState,
+    r: &'a ResourceRequest,
+    raw: RawRequest,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = ApiResult<Response>> + Send + 'a>> {
+    Box::pin(async move {
+        let (ns, name, params) = target(r, &raw)?;
+        let sub = r.subresource.as_deref().unwrap_or("");
+        let (method, headers) = (&raw.method.clone(), &raw.headers.clone());
+        if !matches!(*method, Method::GET | Method::POST) {
+            return Err(method_not_allowed());
         }
-        ("pods", "portforward") => {
-            if !matches!(*method, Method::GET | Method::POST) {
-                return Err(method_not_allowed());
-            }
-            let ports = forward_ports(&params)?;
-            let pod = get_pod(state, ns, name).await?;
-            let node = assigned_node(&pod, name)?;
-            let endpoint = kubelet_endpoint(state, node).await?;
-            let path = format!("/portForward/{}/{}", segment(ns), segment(name));
-            let query = if ports.is_empty() {
-                String::new()
-            } else {
-                let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
-                go_encode(vec![("port", ports.join(","))])
-            };
-            let tls = state.kubelet.kubelet_tls(node, false).map(Some);
-            upgrade(method, headers, &endpoint, tls, &with_query(path, &query), raw).await
+        let pod = get_pod(state, ns, name).await?;
+        let container = choose_container(&pod, params.first("container"))?;
+        let node = assigned_node(&pod, name)?;
+        let endpoint = kubelet_endpoint(state, node).await?;
+        let path = format!("/{sub}/{}/{}/{}", segment(ns), segment(name), segment(&container));
+        let query = stream_query(&params, sub == "exec");
+        let tls = state.kubelet.kubelet_tls(node, false).map(Some);
+        upgrade(method, headers, &endpoint, tls, &with_query(path, &query), raw).await
+    })
+}
+
+/// `pods/portforward`: forwarded ports, upgraded through to the kubelet.
+pub fn pod_port_forward<'a>(
+    state: &'a ApiState,
+    r: &'a ResourceRequest,
+    raw: RawRequest,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = ApiResult<Response>> + Send + 'a>> {
+    Box::pin(async move {
+        let (ns, name, params) = target(r, &raw)?;
+        let (method, headers) = (&raw.method.clone(), &raw.headers.clone());
+        if !matches!(*method, Method::GET | Method::POST) {
+            return Err(method_not_allowed());
         }
-        ("nodes", "proxy") => node_proxy(state, method, headers, name, r, raw).await,
-        ("pods", "proxy") => {
-            crate::pod_proxy::serve(state, method, headers, ns, name, r, raw).await
-        }
-        _ => Err(ApiError::path_not_found()),
-    }
+        let ports = forward_ports(&params)?;
+        let pod = get_pod(state, ns, name).await?;
+        let node = assigned_node(&pod, name)?;
+        let endpoint = kubelet_endpoint(state, node).await?;
+        let path = format!("/portForward/{}/{}", segment(ns), segment(name));
+        let query = if ports.is_empty() {
+            String::new()
+        } else {
+            let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
+            go_encode(vec![("port", ports.join(","))])
+        };
+        let tls = state.kubelet.kubelet_tls(node, false).map(Some);
+        upgrade(method, headers, &endpoint, tls, &with_query(path, &query), raw).await
+    })
+}
+
+/// `nodes/proxy`: any request, passed on to the node's kubelet.
+pub fn node_proxy_connect<'a>(
+    state: &'a ApiState,
+    r: &'a ResourceRequest,
+    raw: RawRequest,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = ApiResult<Response>> + Send + 'a>> {
+    Box::pin(async move {
+        let (_, name, _) = target(r, &raw)?;
+        let (method, headers) = (&raw.method.clone(), &raw.headers.clone());
+        node_proxy(state, method, headers, name, r, raw).await
+    })
+}
+
+/// `pods/proxy`: any request, passed on to the pod through its node's kubelet.
+pub fn pod_proxy_connect<'a>(
+    state: &'a ApiState,
+    r: &'a ResourceRequest,
+    raw: RawRequest,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = ApiResult<Response>> + Send + 'a>> {
+    Box::pin(async move {
+        let (ns, name, _) = target(r, &raw)?;
+        let (method, headers) = (&raw.method.clone(), &raw.headers.clone());
+        crate::pod_proxy::serve(state, method, headers, ns, name, r, raw).await
+    })
 }
 
 fn method_not_allowed() -> ApiError {
@@ -595,7 +647,12 @@ fn with_query(path: String, query: &str) -> String {
 }
 
 /// `pods/{pod}/log`: upstream's LogREST and LocationStreamer.
-async fn pod_log(state: &ApiState, ns: &str, name: &str, params: &Params) -> ApiResult<Response> {
+async fn read_pod_log(
+    state: &ApiState,
+    ns: &str,
+    name: &str,
+    params: &Params,
+) -> ApiResult<Response> {
     let options = LogOptions::parse(params)?;
     let problems = options.validate();
     if !problems.is_empty() {

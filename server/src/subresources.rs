@@ -44,8 +44,8 @@ type Replied<'a> = Pin<Box<dyn Future<Output = ApiResult<Reply>> + Send + 'a>>;
 pub enum Serve {
     /// Answered here from the whole request.
     Handler(for<'a> fn(Call<'a>) -> Replied<'a>),
-    /// Streamed to the node's kubelet.
-    Kubelet,
+    /// Streamed to the node's kubelet, with the connection (`crate::kubelet`).
+    Kubelet(kubelet::Connect),
 }
 
 /// One row of the table.
@@ -91,12 +91,37 @@ pub const TABLE: &[Subresource] = &[
         verbs: CREATE,
         serve: Serve::Handler(token),
     },
-    Subresource { name: "log", resource: POD, verbs: &[], serve: Serve::Kubelet },
-    Subresource { name: "exec", resource: POD, verbs: &[], serve: Serve::Kubelet },
-    Subresource { name: "attach", resource: POD, verbs: &[], serve: Serve::Kubelet },
-    Subresource { name: "portforward", resource: POD, verbs: &[], serve: Serve::Kubelet },
-    Subresource { name: "proxy", resource: POD, verbs: &[], serve: Serve::Kubelet },
-    Subresource { name: "proxy", resource: Some(("", "nodes")), verbs: &[], serve: Serve::Kubelet },
+    Subresource { name: "log", resource: POD, verbs: &[], serve: Serve::Kubelet(kubelet::pod_log) },
+    Subresource {
+        name: "exec",
+        resource: POD,
+        verbs: &[],
+        serve: Serve::Kubelet(kubelet::pod_stream),
+    },
+    Subresource {
+        name: "attach",
+        resource: POD,
+        verbs: &[],
+        serve: Serve::Kubelet(kubelet::pod_stream),
+    },
+    Subresource {
+        name: "portforward",
+        resource: POD,
+        verbs: &[],
+        serve: Serve::Kubelet(kubelet::pod_port_forward),
+    },
+    Subresource {
+        name: "proxy",
+        resource: POD,
+        verbs: &[],
+        serve: Serve::Kubelet(kubelet::pod_proxy_connect),
+    },
+    Subresource {
+        name: "proxy",
+        resource: Some(("", "nodes")),
+        verbs: &[],
+        serve: Serve::Kubelet(kubelet::node_proxy_connect),
+    },
 ];
 
 /// The row serving `subresource` of the resource `group`/`plural`.
@@ -112,7 +137,7 @@ pub fn streams(r: &ResourceRequest) -> bool {
         && r.subresource
             .as_deref()
             .and_then(|sub| find(&r.group, &r.resource, sub))
-            .is_some_and(|s| matches!(s.serve, Serve::Kubelet))
+            .is_some_and(|s| matches!(s.serve, Serve::Kubelet(_)))
 }
 
 /// Serves a subresource the resource lists (`r` is the request's target; the older
@@ -133,8 +158,8 @@ pub async fn serve(
     };
     let row = find(info.group, info.plural, sub).ok_or_else(not_allowed)?;
     match (row.serve, raw) {
-        (Serve::Kubelet, Some(raw)) => {
-            let response = kubelet::serve(state, info, r, raw).await?;
+        (Serve::Kubelet(connect), Some(raw)) => {
+            let response = connect(state, r, raw).await?;
             Ok(Reply {
                 code: response.status(),
                 content_type: "",
@@ -142,7 +167,7 @@ pub async fn serve(
                 warnings: Vec::new(),
             })
         }
-        (Serve::Kubelet, None) => Err(not_allowed()),
+        (Serve::Kubelet(_), None) => Err(not_allowed()),
         (Serve::Handler(handler), _) => {
             if !row.verbs.contains(&r.verb) {
                 return Err(not_allowed());
