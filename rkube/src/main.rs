@@ -166,6 +166,12 @@ struct ServerArgs {
     /// Service-account tokens (kube-apiserver's flag names).
     #[command(flatten)]
     service_accounts: ServiceAccountArgs,
+    /// The authorizers asked, in order (comma-separated): `AllowAuthenticated` (rkube's
+    /// default until RBAC: authenticated users may do anything, anonymous ones only read
+    /// the health, version, metrics and OpenAPI endpoints), `AlwaysAllow`, `AlwaysDeny`.
+    /// Members of `system:masters` are always allowed, as upstream.
+    #[arg(long, value_delimiter = ',', default_value = rkube_server::authz::modes::DEFAULT)]
+    authorization_mode: Vec<String>,
     /// Limits on what clients may cost the server.
     #[command(flatten)]
     serving: ServingArgs,
@@ -356,6 +362,7 @@ async fn main() {
 
 async fn server(args: ServerArgs) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
+    let authorization_modes = rkube_server::authz::Mode::parse_list(&args.authorization_mode)?;
     // The data dir holds the cluster's keys, the store and the kubelet's secret volumes.
     rkube_certs::ensure_private_dir(&args.data_dir)
         .with_context(|| format!("cannot create data dir {}", args.data_dir.display()))?;
@@ -420,6 +427,7 @@ async fn server(args: ServerArgs) -> anyhow::Result<()> {
             scheduler: args.scheduler_secure_port,
             controller_manager: args.controller_manager_secure_port,
         },
+        authorization_modes,
     })
     .await?;
 

@@ -1,5 +1,6 @@
-//! The `/api` and `/apis` handler: request info, authorization, then discovery or one of the
-//! verbs on the generic registry, with the response in the form the client asked for.
+//! The `/api` and `/apis` handler, behind the authorization layer ([`crate::authz`]):
+//! discovery or one of the verbs on the generic registry, with the response in the form the
+//! client asked for.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -40,6 +41,8 @@ pub struct ApiState {
     pub tokens: crate::authn::ServiceAccountTokens,
     /// Where ComponentStatus probes the scheduler and the controller-manager.
     pub component_ports: crate::component_status::ComponentPorts,
+    /// The authorizer of every request ([`crate::authz`]), asked again by the access reviews.
+    pub authorizer: Arc<dyn crate::authz::Authorizer>,
 }
 
 /// Axum fallback handler for every `/api` and `/apis` path.
@@ -47,13 +50,15 @@ pub async fn handle(State(state): State<Arc<ApiState>>, request: http::Request<B
     let started = std::time::Instant::now();
     let (mut parts, body) = request.into_parts();
     let user = parts.extensions.get::<UserInfo>().cloned().unwrap_or_else(UserInfo::anonymous);
-    let query = request::parse_query(parts.uri.query());
-    let Some(target) = request::parse(&parts.method, parts.uri.path(), &query) else {
+    // Read once by the authorization layer, which has already let the request through.
+    let info = parts
+        .extensions
+        .remove::<request::RequestInfo>()
+        .unwrap_or_else(|| request::RequestInfo::read(&parts.method, &parts.uri));
+    let query = info.query;
+    let Some(target) = info.target else {
         return ApiError::path_not_found().into_response();
     };
-    if user.is_anonymous() {
-        return forbidden(&user, &target, parts.uri.path()).into_response();
-    }
     // What goes to a kubelet keeps its body unread (it streams through) and its connection
     // upgrade; everything else is read whole.
     let (body, raw) = match &target {
@@ -132,33 +137,6 @@ pub async fn handle(State(state): State<Arc<ApiState>>, request: http::Request<B
         }
     };
     result.unwrap_or_else(IntoResponse::into_response)
-}
-
-/// Until RBAC: authenticated users may do anything, anonymous users nothing here.
-fn forbidden(user: &UserInfo, target: &Target, path: &str) -> ApiError {
-    match target {
-        Target::Resource(r) => {
-            let scope = match &r.namespace {
-                Some(ns) => format!(" in the namespace {ns:?}"),
-                None => " at the cluster scope".to_string(),
-            };
-            let resource = match &r.subresource {
-                Some(sub) => format!("{}/{sub}", r.resource),
-                None => r.resource.clone(),
-            };
-            let what = match &r.name {
-                Some(name) => format!("{resource} {name:?}"),
-                None => resource.clone(),
-            };
-            ApiError::forbidden(format!(
-                "{what} is forbidden: User {:?} cannot {} resource {resource:?} in API group {:?}{scope}",
-                user.name, r.verb, r.group
-            ))
-        }
-        _ => {
-            ApiError::forbidden(format!("forbidden: User {:?} cannot get path {path:?}", user.name))
-        }
-    }
 }
 
 fn discovery_response(
@@ -275,7 +253,8 @@ async fn resource(
         "create" if crate::reviews::is_review(info) => {
             let output = negotiate::output(headers)?;
             let review = negotiate::decode_body(headers, body)?;
-            let answered = crate::reviews::answer(info, user, review)?;
+            let answered =
+                crate::reviews::answer(state.authorizer.as_ref(), info, user, ns, review)?;
             Ok(object_response(StatusCode::CREATED, info, answered, output, query))
         }
         "create" if info.group.is_empty() && info.plural == "bindings" => {
