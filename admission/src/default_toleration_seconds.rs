@@ -6,6 +6,13 @@
 
 use serde_json::{json, Value};
 
+use crate::attributes::{Attributes, Operation};
+use crate::error::AdmissionError;
+use crate::state::ClusterState;
+use crate::MutatingPlugin;
+
+pub const NAME: &str = "DefaultTolerationSeconds";
+
 /// The taint a node gets while its Ready condition is False.
 pub const NOT_READY: &str = "node.kubernetes.io/not-ready";
 /// The taint a node gets while its Ready condition is Unknown (its kubelet stopped posting).
@@ -21,6 +28,30 @@ pub struct DefaultTolerationSeconds {
 impl Default for DefaultTolerationSeconds {
     fn default() -> Self {
         DefaultTolerationSeconds { not_ready: 300, unreachable: 300 }
+    }
+}
+
+/// The plugin: pods (not their subresources) get the tolerations on create and update.
+#[async_trait::async_trait]
+impl MutatingPlugin for DefaultTolerationSeconds {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    async fn admit(
+        &self,
+        a: &mut Attributes<'_>,
+        _: &dyn ClusterState,
+    ) -> Result<(), AdmissionError> {
+        if a.is("", "pods")
+            && a.subresource.is_empty()
+            && matches!(a.operation, Operation::Create | Operation::Update)
+        {
+            if let Some(pod) = a.object.as_deref_mut() {
+                admit(pod, *self);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -85,5 +116,40 @@ mod tests {
         let mut custom = json!({"spec": {}});
         admit(&mut custom, DefaultTolerationSeconds { not_ready: 60, unreachable: 30 });
         assert_eq!(custom["spec"]["tolerations"][1]["tolerationSeconds"], 30);
+    }
+
+    #[tokio::test]
+    async fn the_plugin_changes_pods_only_and_not_their_subresources() {
+        use crate::attributes::*;
+        let state = crate::state::Snapshot::default();
+        let plugin = DefaultTolerationSeconds::default();
+        for (resource, subresource, operation, changed) in [
+            ("pods", "", Operation::Create, true),
+            ("pods", "", Operation::Update, true),
+            ("pods", "status", Operation::Update, false),
+            ("pods", "", Operation::Delete, false),
+            ("configmaps", "", Operation::Create, false),
+        ] {
+            let mut object = json!({"spec": {}});
+            let mut a = Attributes {
+                operation,
+                user: UserInfo::default(),
+                resource: GroupVersionResource { group: "", version: "v1", resource },
+                subresource,
+                kind: GroupVersionKind { group: "", version: "v1", kind: "" },
+                namespace: "ns",
+                name: "x",
+                object: Some(&mut object),
+                old_object: None,
+                dry_run: false,
+                options: OperationOptions::None,
+            };
+            plugin.admit(&mut a, &state).await.unwrap();
+            assert_eq!(
+                object["spec"]["tolerations"].is_array(),
+                changed,
+                "{resource}/{subresource} {operation:?}"
+            );
+        }
     }
 }

@@ -1,10 +1,59 @@
-//! Admission plugins: changes and checks the API server applies to objects before they are
-//! stored, after authentication and before validation.
+//! The admission chain: what the API server changes and checks in a write after the object is
+//! decoded and before it is stored, as kube-apiserver's admission plugins do.
 //!
-//! Today: [`priority`] and [`default_toleration_seconds`], kube-apiserver's `Priority` and
-//! `DefaultTolerationSeconds` plugins. NamespaceLifecycle is done by the registry itself for
-//! now; LimitRanger, ResourceQuota, ServiceAccount and webhooks come with their issue, behind
-//! one trait.
+//! Start at [`Chain`]: it is built once from kube-apiserver's flags (`--enable-admission-plugins`,
+//! `--disable-admission-plugins`, see [`chain::enabled`]) and runs, for every create, update
+//! (the resource and its subresources) and delete, first the [`MutatingPlugin`]s in upstream's
+//! order ([`chain::ALL_ORDERED`]), then — after the registry's own validation — the
+//! [`ValidatingPlugin`]s. A plugin sees the request as [`Attributes`] (operation, user,
+//! resource, subresource, kind, namespace, name, object, old object, dry-run, options) and
+//! reads the rest of the cluster through a [`ClusterState`] reader, which the server backs
+//! with its watch caches: plugins never touch the store. A refusal is an [`AdmissionError`],
+//! which the server answers with the `Status` upstream sends (403 Forbidden, 404, ...).
+//!
+//! The plugins: [`namespace_lifecycle`] (NamespaceLifecycle), [`priority`] (Priority) and
+//! [`default_toleration_seconds`] (DefaultTolerationSeconds). A new plugin is one module
+//! implementing one or both traits, and one row in [`chain`].
 
+pub mod attributes;
+pub mod chain;
 pub mod default_toleration_seconds;
+pub mod error;
+pub mod namespace_lifecycle;
 pub mod priority;
+pub mod state;
+
+pub use attributes::{
+    Attributes, GroupVersionKind, GroupVersionResource, Operation, OperationOptions, UserInfo,
+};
+pub use chain::{Chain, ConfigError, Settings};
+pub use error::{AdmissionError, Cause};
+pub use state::{ClusterState, Freshness, GroupResource, Object};
+
+/// A plugin that may change the object (and refuse the request). Mutating plugins run before
+/// the object is validated.
+#[async_trait::async_trait]
+pub trait MutatingPlugin: Send + Sync {
+    /// The plugin's name, as the flags spell it.
+    fn name(&self) -> &'static str;
+
+    async fn admit(
+        &self,
+        a: &mut Attributes<'_>,
+        state: &dyn ClusterState,
+    ) -> Result<(), AdmissionError>;
+}
+
+/// A plugin that only checks: it runs after the object passed validation, on the object as
+/// it will be stored.
+#[async_trait::async_trait]
+pub trait ValidatingPlugin: Send + Sync {
+    /// The plugin's name, as the flags spell it.
+    fn name(&self) -> &'static str;
+
+    async fn validate(
+        &self,
+        a: &Attributes<'_>,
+        state: &dyn ClusterState,
+    ) -> Result<(), AdmissionError>;
+}

@@ -1,94 +1,284 @@
-//! `Priority`: a new pod gets `spec.priority` (and `spec.preemptionPolicy`) from its
-//! PriorityClass, or from the cluster's global default class, or 0; a class that does not
-//! exist is refused. The built-in classes every cluster has are [`SYSTEM_CLASSES`].
+//! `Priority`: a new pod gets `spec.priority` and `spec.preemptionPolicy` from its
+//! PriorityClass, or from the cluster's global default class (whose name it then carries), or
+//! 0; a class that does not exist is refused, and so is a pod that sets a priority or policy
+//! of its own that differs from its class's. An update keeps the priority the pod was given.
+//! As a validating plugin it lets only one PriorityClass be the global default.
+//!
+//! The built-in classes every cluster has are [`SYSTEM_CLASSES`].
 
+use rkube_apis::selectors::LabelSelector;
 use serde_json::{json, Value};
+
+use crate::attributes::{Attributes, Operation};
+use crate::error::AdmissionError;
+use crate::state::{ClusterState, Freshness, GroupResource, Object};
+use crate::{MutatingPlugin, ValidatingPlugin};
+
+pub const NAME: &str = "Priority";
 
 /// The classes kube-apiserver creates: name and value.
 pub const SYSTEM_CLASSES: &[(&str, i64)] =
     &[("system-node-critical", 2_000_001_000), ("system-cluster-critical", 2_000_000_000)];
 
-/// Why a pod was refused.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Refused(pub String);
+const PRIORITY_CLASSES: GroupResource<'static> =
+    GroupResource::new("scheduling.k8s.io", "priorityclasses");
 
-/// Sets the pod's priority from `classes` (every PriorityClass object). A pod that names a
-/// missing class is refused with upstream's message; a pod that sets `spec.priority`
-/// itself must agree with its class.
-pub fn admit(pod: &mut Value, classes: &[Value]) -> Result<(), Refused> {
-    let spec = &pod["spec"];
-    let name = spec["priorityClassName"].as_str().filter(|n| !n.is_empty()).map(String::from);
-    let class = match &name {
-        Some(name) => match classes.iter().find(|c| c["metadata"]["name"] == *name) {
-            Some(c) => Some(c.clone()),
-            None => {
-                return Err(Refused(format!(
-                    "pods \"{}\" is forbidden: no PriorityClass with name {name} was found",
-                    pod["metadata"]["name"]
-                        .as_str()
-                        .or(pod["metadata"]["generateName"].as_str())
-                        .unwrap_or("")
-                )))
-            }
-        },
-        None => classes
-            .iter()
-            .filter(|c| c["globalDefault"] == json!(true))
-            .min_by_key(|c| c["value"].as_i64().unwrap_or(0))
-            .cloned(),
+#[derive(Default)]
+pub struct Priority;
+
+/// The global default class: of several (a race can make more than one), the lowest.
+async fn default_class(state: &dyn ClusterState) -> Result<Option<Value>, AdmissionError> {
+    let classes =
+        state.list(PRIORITY_CLASSES, None, &LabelSelector::everything(), Freshness::Cached).await?;
+    Ok(classes
+        .iter()
+        .map(|c| c.value())
+        .filter(|c| c["globalDefault"] == json!(true))
+        .min_by_key(|c| c["value"].as_i64().unwrap_or(0)))
+}
+
+async fn admit_new_pod(
+    a: &mut Attributes<'_>,
+    state: &dyn ClusterState,
+) -> Result<(), AdmissionError> {
+    let Some(pod) = a.object() else { return Ok(()) };
+    let name = pod["spec"]["priorityClassName"].as_str().filter(|n| !n.is_empty());
+    let (class_name, class) = match name {
+        Some(name) => {
+            let class = state.get(PRIORITY_CLASSES, None, name, Freshness::Cached).await?;
+            let Some(class) = class.as_deref().map(Object::value) else {
+                let reason = format!("no PriorityClass with name {name} was found");
+                return Err(AdmissionError::forbidden(a, reason));
+            };
+            (Some(name.to_string()), Some(class))
+        }
+        None => {
+            let class = default_class(state).await?;
+            (class.as_ref().and_then(|c| c["metadata"]["name"].as_str()).map(String::from), class)
+        }
     };
-    let (priority, policy) = match &class {
-        Some(c) => (
-            c["value"].as_i64().unwrap_or(0),
-            c["preemptionPolicy"].as_str().unwrap_or("PreemptLowerPriority").to_string(),
-        ),
-        None => (0, "PreemptLowerPriority".to_string()),
-    };
-    if let Some(given) = spec["priority"].as_i64() {
-        if given != priority {
-            return Err(Refused("the integer value of priority must not be provided in pod spec; priority admission controller computed the priority from the given PriorityClass name".into()));
+    let priority = class.as_ref().and_then(|c| c["value"].as_i64()).unwrap_or(0);
+    // Without a class (no default), pods preempt lower priorities, as upstream; a class's
+    // policy is defaulted to that too.
+    let policy = class
+        .as_ref()
+        .and_then(|c| c["preemptionPolicy"].as_str())
+        .unwrap_or("PreemptLowerPriority")
+        .to_string();
+    if let Some(given) = pod["spec"]["priority"].as_i64().filter(|&p| p != priority) {
+        let reason = format!("the integer value of priority ({given}) must not be provided in pod spec; priority admission controller computed {priority} from the given PriorityClass name");
+        return Err(AdmissionError::forbidden(a, reason));
+    }
+    if let Some(given) = pod["spec"]["preemptionPolicy"].as_str() {
+        if given != policy {
+            let reason = format!("the string value of PreemptionPolicy ({given}) must not be provided in pod spec; priority admission controller computed {policy} from the given PriorityClass name");
+            return Err(AdmissionError::forbidden(a, reason));
         }
     }
-    if let (Some(class), None) = (&class, &name) {
-        pod["spec"]["priorityClassName"] = class["metadata"]["name"].clone();
+    let Some(spec) =
+        a.object.as_deref_mut().and_then(|p| p.get_mut("spec")).and_then(Value::as_object_mut)
+    else {
+        return Ok(());
+    };
+    if let Some(class_name) = class_name {
+        spec.insert("priorityClassName".into(), json!(class_name));
     }
-    pod["spec"]["priority"] = json!(priority);
-    pod["spec"]["preemptionPolicy"] = json!(policy);
+    spec.insert("priority".into(), json!(priority));
+    spec.insert("preemptionPolicy".into(), json!(policy));
     Ok(())
+}
+
+/// An update that leaves out the priority (or the policy) the pod was given keeps it:
+/// validation refuses changing them, not omitting them.
+fn keep_priority(a: &mut Attributes<'_>) {
+    let Some(old) = a.old_object.map(|o| &o["spec"]) else { return };
+    let Some(spec) =
+        a.object.as_deref_mut().and_then(|p| p.get_mut("spec")).and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    for field in ["priority", "preemptionPolicy"] {
+        if spec.get(field).is_none_or(Value::is_null) && !old[field].is_null() {
+            spec.insert(field.into(), old[field].clone());
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl MutatingPlugin for Priority {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    async fn admit(
+        &self,
+        a: &mut Attributes<'_>,
+        state: &dyn ClusterState,
+    ) -> Result<(), AdmissionError> {
+        if !a.subresource.is_empty() || !a.is("", "pods") {
+            return Ok(());
+        }
+        match a.operation {
+            Operation::Create => admit_new_pod(a, state).await,
+            Operation::Update => {
+                keep_priority(a);
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl ValidatingPlugin for Priority {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    async fn validate(
+        &self,
+        a: &Attributes<'_>,
+        state: &dyn ClusterState,
+    ) -> Result<(), AdmissionError> {
+        if !a.subresource.is_empty()
+            || !a.is(PRIORITY_CLASSES.group, PRIORITY_CLASSES.resource)
+            || !matches!(a.operation, Operation::Create | Operation::Update)
+        {
+            return Ok(());
+        }
+        let Some(class) = a.object().filter(|c| c["globalDefault"] == json!(true)) else {
+            return Ok(());
+        };
+        let Some(default) = default_class(state).await? else { return Ok(()) };
+        let default_name = default["metadata"]["name"].as_str().unwrap_or("");
+        if a.operation == Operation::Create || default_name != class["metadata"]["name"] {
+            let reason = format!(
+                "PriorityClass {default_name} is already marked as default. Only one default can exist"
+            );
+            return Err(AdmissionError::forbidden(a, reason));
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::attributes::*;
+    use crate::state::Snapshot;
 
     fn class(name: &str, value: i64, default: bool) -> Value {
-        json!({"metadata": {"name": name}, "value": value, "globalDefault": default})
+        json!({"metadata": {"name": name}, "value": value, "globalDefault": default,
+               "preemptionPolicy": "PreemptLowerPriority"})
     }
 
-    #[test]
-    fn pods_get_their_class_priority_or_the_default_or_zero() {
-        let classes = vec![class("high", 1000, false), class("normal", 10, true)];
+    fn attributes<'a>(
+        operation: Operation,
+        resource: &'a str,
+        object: &'a mut Value,
+        old: Option<&'a Value>,
+    ) -> Attributes<'a> {
+        let group = if resource == "pods" { "" } else { "scheduling.k8s.io" };
+        Attributes {
+            operation,
+            user: UserInfo::default(),
+            resource: GroupVersionResource { group, version: "v1", resource },
+            subresource: "",
+            kind: GroupVersionKind { group, version: "v1", kind: "" },
+            namespace: if resource == "pods" { "ns" } else { "" },
+            name: "",
+            object: Some(object),
+            old_object: old,
+            dry_run: false,
+            options: OperationOptions::None,
+        }
+    }
+
+    async fn admit(state: &Snapshot, pod: &mut Value) -> Result<(), AdmissionError> {
+        Priority.admit(&mut attributes(Operation::Create, "pods", pod, None), state).await
+    }
+
+    fn classes(list: &[Value]) -> Snapshot {
+        list.iter().fold(Snapshot::default(), |s, c| {
+            s.with("scheduling.k8s.io", "priorityclasses", c.clone())
+        })
+    }
+
+    #[tokio::test]
+    async fn pods_get_their_class_priority_or_the_default_or_zero() {
+        let state = classes(&[class("high", 1000, false), class("normal", 10, true)]);
         let mut pod = json!({"metadata": {"name": "p"}, "spec": {"priorityClassName": "high"}});
-        admit(&mut pod, &classes).unwrap();
+        admit(&state, &mut pod).await.unwrap();
         assert_eq!(
             (pod["spec"]["priority"].as_i64(), pod["spec"]["preemptionPolicy"].as_str()),
             (Some(1000), Some("PreemptLowerPriority"))
         );
         let mut pod = json!({"metadata": {"name": "p"}, "spec": {}});
-        admit(&mut pod, &classes).unwrap();
+        admit(&state, &mut pod).await.unwrap();
         assert_eq!(
             (pod["spec"]["priority"].as_i64(), pod["spec"]["priorityClassName"].as_str()),
             (Some(10), Some("normal"))
         );
         let mut pod = json!({"metadata": {"name": "p"}, "spec": {}});
-        admit(&mut pod, &[]).unwrap();
-        assert_eq!(pod["spec"]["priority"], 0);
+        admit(&Snapshot::default(), &mut pod).await.unwrap();
+        assert_eq!(pod["spec"], json!({"priority": 0, "preemptionPolicy": "PreemptLowerPriority"}));
         let mut pod = json!({"metadata": {"name": "p"}, "spec": {"priorityClassName": "nope"}});
         assert_eq!(
-            admit(&mut pod, &classes),
-            Err(Refused(
-                "pods \"p\" is forbidden: no PriorityClass with name nope was found".into()
-            ))
+            admit(&state, &mut pod).await.unwrap_err().to_string(),
+            "pods \"p\" is forbidden: no PriorityClass with name nope was found"
         );
+        // A pod may repeat what its class gives, not contradict it.
+        let mut pod = json!({"metadata": {"name": "p"},
+            "spec": {"priorityClassName": "high", "priority": 1000, "preemptionPolicy": "PreemptLowerPriority"}});
+        admit(&state, &mut pod).await.unwrap();
+        let mut pod = json!({"metadata": {"generateName": "p-"},
+            "spec": {"priorityClassName": "high", "priority": 5}});
+        assert_eq!(
+            admit(&state, &mut pod).await.unwrap_err().to_string(),
+            "pods \"p-\" is forbidden: the integer value of priority (5) must not be provided in pod spec; priority admission controller computed 1000 from the given PriorityClass name"
+        );
+        let mut pod = json!({"metadata": {"name": "p"},
+            "spec": {"priorityClassName": "high", "preemptionPolicy": "Never"}});
+        assert!(admit(&state, &mut pod).await.unwrap_err().to_string().contains(
+            "the string value of PreemptionPolicy (Never) must not be provided in pod spec; priority admission controller computed PreemptLowerPriority"
+        ));
+    }
+
+    #[tokio::test]
+    async fn updates_keep_the_priority_and_subresources_are_left_alone() {
+        let old = json!({"spec": {"priority": 7, "preemptionPolicy": "Never"}});
+        let mut new = json!({"spec": {"containers": []}});
+        let state = Snapshot::default();
+        let mut a = attributes(Operation::Update, "pods", &mut new, Some(&old));
+        Priority.admit(&mut a, &state).await.unwrap();
+        assert_eq!(
+            new["spec"],
+            json!({"containers": [], "priority": 7, "preemptionPolicy": "Never"})
+        );
+        let mut status = json!({"spec": {}});
+        let mut a = attributes(Operation::Create, "pods", &mut status, None);
+        a.subresource = "binding";
+        Priority.admit(&mut a, &state).await.unwrap();
+        assert_eq!(status, json!({"spec": {}}));
+    }
+
+    #[tokio::test]
+    async fn only_one_class_is_the_global_default() {
+        let state = classes(&[class("normal", 10, true)]);
+        let validate = |op, mut c: Value| {
+            let state = &state;
+            async move {
+                Priority.validate(&attributes(op, "priorityclasses", &mut c, None), state).await
+            }
+        };
+        let second = validate(Operation::Create, class("other", 5, true)).await.unwrap_err();
+        assert_eq!(
+            second.to_string(),
+            "priorityclasses.scheduling.k8s.io \"other\" is forbidden: PriorityClass normal is already marked as default. Only one default can exist"
+        );
+        validate(Operation::Update, class("other", 5, true)).await.unwrap_err();
+        validate(Operation::Update, class("normal", 11, true)).await.unwrap();
+        validate(Operation::Create, class("other", 5, false)).await.unwrap();
+        validate(Operation::Create, class("other", 5, true)).await.expect_err("a second default");
     }
 }

@@ -39,11 +39,7 @@ const DEFAULT_CPU_UTILIZATION: i64 = 80;
 /// conditions) are status: like status, a create or a main-resource update does not set
 /// them. `new` gets `old`'s (none on create), as upstream's strategy puts back the old status
 /// after converting the v1 object.
-pub fn keep_hpa_v1_status(info: &ResourceInfo, new: &mut Value, old: Option<&Value>) {
-    if (info.group, info.version, info.plural) != ("autoscaling", "v1", "horizontalpodautoscalers")
-    {
-        return;
-    }
+pub fn keep_hpa_v1_status(new: &mut Value, old: Option<&Value>) {
     for key in [CURRENT_METRICS_ANNOTATION, CONDITIONS_ANNOTATION] {
         let kept = old.and_then(|o| o["metadata"]["annotations"].get(key)).cloned();
         match kept {
@@ -62,56 +58,56 @@ pub fn keep_hpa_v1_status(info: &ResourceInfo, new: &mut Value, old: Option<&Val
     drop_empty_annotations(new);
 }
 
-/// One conversion between two served forms of a kind: the object's `apiVersion` before and
-/// after.
-struct Conversion {
-    from: &'static str,
-    to: &'static str,
-    kind: &'static str,
-    convert: fn(Value) -> Value,
-}
-
-/// Every pair of served forms that differ in shape.
-const CONVERSIONS: &[Conversion] = &[
-    Conversion {
-        from: "autoscaling/v1",
-        to: "autoscaling/v2",
-        kind: "HorizontalPodAutoscaler",
-        convert: hpa_v1_to_v2,
-    },
-    Conversion {
-        from: "autoscaling/v2",
-        to: "autoscaling/v1",
-        kind: "HorizontalPodAutoscaler",
-        convert: hpa_v2_to_v1,
-    },
-    Conversion { from: "v1", to: "events.k8s.io/v1", kind: "Event", convert: events::from_core },
-    Conversion { from: "events.k8s.io/v1", to: "v1", kind: "Event", convert: events::to_core },
-];
-
-/// `obj` (of any served form of `to`'s resource) in `to`'s form.
-pub fn convert(mut obj: Value, to: &ResourceInfo) -> Value {
+/// `obj` (of any served form of `to`'s resource) in `to`'s form: the resource's strategy
+/// converts what differs in shape ([`crate::strategy::Strategy::convert_from`], also
+/// asked when the forms are the same).
+pub fn convert(obj: Value, to: &ResourceInfo) -> Value {
     if !obj.is_object() {
         return obj;
     }
     let to_version = to.api_version();
-    let from = obj["apiVersion"].as_str().unwrap_or("");
-    let conversion =
-        CONVERSIONS.iter().find(|c| c.kind == to.kind && c.from == from && c.to == to_version);
-    obj = match conversion {
-        Some(conversion) => (conversion.convert)(obj),
-        // A v2 HPA never keeps the annotations that carry v2 fields through v1.
-        None if (to.group, to.version, to.plural)
-            == ("autoscaling", "v2", "horizontalpodautoscalers") =>
-        {
-            drop_round_trip_annotations(&mut obj);
-            obj
-        }
-        None => obj,
-    };
+    let from = obj["apiVersion"].as_str().unwrap_or("").to_string();
+    let mut obj = to.strategy.convert_from(obj, &from);
     obj["apiVersion"] = json!(to_version);
     obj["kind"] = json!(to.kind);
     obj
+}
+
+/// An autoscaling/v2 HPA from `from`: v1 objects are converted; a v2 one never keeps the
+/// annotations that carry v2 fields through v1.
+pub fn hpa_to_v2(obj: Value, from: &str) -> Value {
+    match from {
+        "autoscaling/v1" => hpa_v1_to_v2(obj),
+        _ => {
+            let mut obj = obj;
+            drop_round_trip_annotations(&mut obj);
+            obj
+        }
+    }
+}
+
+/// An autoscaling/v1 HPA from `from` (v2, the stored form).
+pub fn hpa_to_v1(obj: Value, from: &str) -> Value {
+    match from {
+        "autoscaling/v2" => hpa_v2_to_v1(obj),
+        _ => obj,
+    }
+}
+
+/// An events.k8s.io/v1 Event from a core v1 one.
+pub fn event_from_core(obj: Value, from: &str) -> Value {
+    match from {
+        "v1" => events::from_core(obj),
+        _ => obj,
+    }
+}
+
+/// A core v1 Event from an events.k8s.io/v1 one.
+pub fn event_to_core(obj: Value, from: &str) -> Value {
+    match from {
+        "events.k8s.io/v1" => events::to_core(obj),
+        _ => obj,
+    }
 }
 
 /// The metrics a v1 `metrics` annotation holds, as v2 metrics; `None` when Go could not
@@ -1138,12 +1134,12 @@ mod tests {
         let sent = json!({"metadata": {"name": "h", "annotations": {
             CONDITIONS_ANNOTATION: "[]", CURRENT_METRICS_ANNOTATION: "[]", "team": "a"}}});
         let mut created = sent.clone();
-        keep_hpa_v1_status(v1, &mut created, None);
+        keep_hpa_v1_status(&mut created, None);
         assert_eq!(created["metadata"]["annotations"], json!({"team": "a"}));
         let old =
             json!({"metadata": {"name": "h", "annotations": {CONDITIONS_ANNOTATION: "[{}]"}}});
         let mut updated = sent.clone();
-        keep_hpa_v1_status(v1, &mut updated, Some(&old));
+        keep_hpa_v1_status(&mut updated, Some(&old));
         assert_eq!(
             updated["metadata"]["annotations"],
             json!({"team": "a", CONDITIONS_ANNOTATION: "[{}]"})
@@ -1151,8 +1147,12 @@ mod tests {
         // v2 objects have no such annotations to keep.
         let v2 = r.get("autoscaling", "v2", "horizontalpodautoscalers").unwrap();
         let mut untouched = sent.clone();
-        keep_hpa_v1_status(v2, &mut untouched, None);
-        assert_eq!(untouched, sent);
+        crate::strategy::prepare_for_create(v2, &mut untouched);
+        assert_eq!(untouched["metadata"], sent["metadata"]);
+        // v1's strategy keeps them as status.
+        let mut created = sent.clone();
+        crate::strategy::prepare_for_create(v1, &mut created);
+        assert_eq!(created["metadata"]["annotations"], json!({"team": "a"}));
     }
 
     #[test]

@@ -10,36 +10,23 @@
 
 use serde_json::Value;
 
-use crate::resources::ResourceInfo;
+/// A Lease's: `strategy` and `preferredHolder` are always dropped.
+pub fn lease(obj: &mut Value) {
+    if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+        spec.remove("strategy");
+        spec.remove("preferredHolder");
+    }
+}
 
-/// Drops what `obj` (new, or an update of `old`) may not hold.
-pub fn drop(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
-    match (info.group, info.plural) {
-        ("coordination.k8s.io", "leases") => {
-            if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
-                spec.remove("strategy");
-                spec.remove("preferredHolder");
-            }
-        }
-        ("discovery.k8s.io", "endpointslices") => {
-            let in_use =
-                old.is_some_and(|o| endpoints(o).any(|e| !e["hints"]["forNodes"].is_null()));
-            if !in_use {
-                for e in
-                    obj.get_mut("endpoints").and_then(Value::as_array_mut).into_iter().flatten()
-                {
-                    if let Some(hints) = e.get_mut("hints").and_then(Value::as_object_mut) {
-                        hints.remove("forNodes");
-                    }
-                }
-            }
-        }
-        _ => {
-            let Some(path) = pod_spec_path(info) else { return };
-            let old_spec = old.map(|o| at(o, path)).unwrap_or(&Value::Null);
-            if let Some(spec) = at_mut(obj, path) {
-                pod_spec(spec, old_spec);
-            }
+/// An EndpointSlice's: an endpoint's `hints.forNodes`, unless `old` has one.
+pub fn endpoint_slice(obj: &mut Value, old: Option<&Value>) {
+    let in_use = old.is_some_and(|o| endpoints(o).any(|e| !e["hints"]["forNodes"].is_null()));
+    if in_use {
+        return;
+    }
+    for e in obj.get_mut("endpoints").and_then(Value::as_array_mut).into_iter().flatten() {
+        if let Some(hints) = e.get_mut("hints").and_then(Value::as_object_mut) {
+            hints.remove("forNodes");
         }
     }
 }
@@ -48,17 +35,19 @@ fn endpoints(slice: &Value) -> impl Iterator<Item = &Value> {
     slice["endpoints"].as_array().into_iter().flatten()
 }
 
-/// Where a kind keeps its pod spec.
-fn pod_spec_path(info: &ResourceInfo) -> Option<&'static [&'static str]> {
-    Some(match (info.group, info.plural) {
-        ("", "pods") => &["spec"],
-        ("", "podtemplates") => &["template", "spec"],
-        ("", "replicationcontrollers")
-        | ("apps", "deployments" | "replicasets" | "statefulsets" | "daemonsets")
-        | ("batch", "jobs") => &["spec", "template", "spec"],
-        ("batch", "cronjobs") => &["spec", "jobTemplate", "spec", "template", "spec"],
-        _ => return None,
-    })
+/// Where the kinds that hold a pod spec keep it.
+pub const POD: &[&str] = &["spec"];
+pub const POD_TEMPLATE: &[&str] = &["template", "spec"];
+pub const WORKLOAD: &[&str] = &["spec", "template", "spec"];
+pub const CRON_JOB: &[&str] = &["spec", "jobTemplate", "spec", "template", "spec"];
+
+/// The pod spec's at `path` of `obj` (see [`POD`], [`WORKLOAD`], ...), unless the same
+/// place of `old` uses them.
+pub fn pod_spec_at(obj: &mut Value, old: Option<&Value>, path: &[&str]) {
+    let old_spec = old.map(|o| at(o, path)).unwrap_or(&Value::Null);
+    if let Some(spec) = at_mut(obj, path) {
+        pod_spec(spec, old_spec);
+    }
 }
 
 fn at<'a>(obj: &'a Value, path: &[&str]) -> &'a Value {
@@ -105,8 +94,13 @@ fn pod_spec(spec: &mut Value, old: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resources::Resources;
+    use crate::resources::{ResourceInfo, Resources};
     use serde_json::json;
+
+    /// What a write of `obj` keeps, through the resource's strategy.
+    fn drop(info: &ResourceInfo, obj: &mut Value, old: Option<&Value>) {
+        info.strategy.drop_disabled_fields(obj, old);
+    }
 
     #[test]
     fn disabled_features_fields_are_dropped_unless_already_used() {

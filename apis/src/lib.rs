@@ -13,6 +13,7 @@ pub mod defaults;
 pub mod disabled_fields;
 pub mod go_json;
 mod gofmt;
+pub mod kinds;
 pub mod node_selector;
 pub mod openapi;
 pub mod patch;

@@ -17,6 +17,7 @@ use crate::patch::PatchSchema;
 use crate::resources::{ResourceInfo, Resources};
 
 /// One served group version's document and a hash of it (clients cache by hash).
+#[derive(Clone)]
 pub struct GroupVersionDoc {
     /// `api/v1` or `apis/apps/v1`.
     pub path: String,
@@ -24,16 +25,35 @@ pub struct GroupVersionDoc {
     pub hash: String,
 }
 
-/// Every document, built once.
+/// Every document of one set of resources.
+#[derive(Clone)]
 pub struct Documents {
     pub v3: BTreeMap<String, GroupVersionDoc>,
     pub v2: Vec<u8>,
+    /// `v2` as the gnostic protobuf, made on first use.
+    v2_protobuf: OnceLock<std::sync::Arc<[u8]>>,
 }
 
 impl Documents {
+    /// The documents of the built-in resources, built once.
     pub fn builtin() -> &'static Documents {
         static DOCS: OnceLock<Documents> = OnceLock::new();
         DOCS.get_or_init(|| build(Resources::builtin()))
+    }
+
+    /// The documents of `resources`.
+    pub fn build(resources: &Resources) -> Documents {
+        build(resources)
+    }
+
+    /// `/openapi/v2` as the gnostic `openapi.v2.Document` protobuf.
+    pub fn v2_protobuf(&self) -> std::sync::Arc<[u8]> {
+        self.v2_protobuf
+            .get_or_init(|| {
+                let doc: Value = serde_json::from_slice(&self.v2).expect("the v2 document is JSON");
+                crate::openapi_v2_proto::encode(&doc).into()
+            })
+            .clone()
     }
 
     /// `/openapi/v3`: where each group version's document is.
@@ -90,7 +110,11 @@ fn build(resources: &Resources) -> Documents {
         v3.insert(path.clone(), GroupVersionDoc { path, body, hash });
     }
     let v2 = to_v2(all_paths, all_schemas);
-    Documents { v3, v2: serde_json::to_vec(&v2).expect("serializable") }
+    Documents {
+        v3,
+        v2: serde_json::to_vec(&v2).expect("serializable"),
+        v2_protobuf: OnceLock::new(),
+    }
 }
 
 /// A stable hash for cache keys (FNV-1a, hex; not for security).

@@ -7,18 +7,27 @@
 //! kube-apiserver v1.33 reports it.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use k8s_openapi::api;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
 use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apiregistration;
 
+use crate::kinds;
+use crate::strategy::{Generic, Strategy};
+
 /// See [`ResourceInfo::normalize`]: the normalized object and the unknown fields, or the
 /// type error.
-pub type NormalizeFn = fn(&serde_json::Value) -> Result<(serde_json::Value, Vec<String>), String>;
+pub type NormalizeFn = Arc<
+    dyn Fn(&serde_json::Value) -> Result<(serde_json::Value, Vec<String>), String> + Send + Sync,
+>;
+
+/// See [`ResourceInfo::schema`]: puts the kind's schema in the generator's definitions and
+/// answers a `$ref` to it.
+pub type SchemaFn = Arc<dyn Fn(&mut schemars::SchemaGenerator) -> schemars::Schema + Send + Sync>;
 
 /// One resource of one group version.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct ResourceInfo {
     /// `""` for the core group.
     pub group: &'static str,
@@ -47,7 +56,22 @@ pub struct ResourceInfo {
     /// dropped, and their paths (`spec.foo`) returned, for the API's `fieldValidation`.
     pub normalize: NormalizeFn,
     /// The kind's JSON schema (a `$ref` into the generator's definitions), for OpenAPI.
-    pub schema: fn(&mut schemars::SchemaGenerator) -> schemars::Schema,
+    pub schema: SchemaFn,
+    /// Everything the registry does differently for this resource (see
+    /// [`crate::strategy::Strategy`]).
+    pub strategy: Arc<dyn Strategy>,
+}
+
+impl std::fmt::Debug for ResourceInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResourceInfo")
+            .field("group", &self.group)
+            .field("version", &self.version)
+            .field("plural", &self.plural)
+            .field("kind", &self.kind)
+            .field("strategy", &self.strategy)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ResourceInfo {
@@ -187,9 +211,10 @@ fn field_path(path: &serde_ignored::Path<'_>) -> String {
     }
 }
 
-fn info<T>(extra: Extra) -> ResourceInfo
+fn info<T>(extra: Extra, strategy: impl Strategy + 'static) -> ResourceInfo
 where
-    T: k8s_openapi::Resource
+    T: 'static
+        + k8s_openapi::Resource
         + k8s_openapi::ListableResource
         + serde::de::DeserializeOwned
         + serde::Serialize
@@ -210,15 +235,17 @@ where
         subresources: extra.subresources,
         storage_version: extra.storage_version,
         storage_resource: (T::GROUP, T::URL_PATH_SEGMENT),
-        normalize: normalize::<T>,
-        schema: |generator| generator.subschema_for::<T>(),
+        normalize: Arc::new(normalize::<T>),
+        schema: Arc::new(|generator| generator.subschema_for::<T>()),
+        strategy: Arc::new(strategy),
     }
 }
 
 /// A resource that is only ever created and answered, never stored (reviews, bindings).
 fn create_only<T>(namespaced: bool) -> ResourceInfo
 where
-    T: k8s_openapi::Resource
+    T: 'static
+        + k8s_openapi::Resource
         + serde::de::DeserializeOwned
         + serde::Serialize
         + schemars::JsonSchema,
@@ -237,11 +264,14 @@ where
         subresources: NONE,
         storage_version: false,
         storage_resource: (T::GROUP, T::URL_PATH_SEGMENT),
-        normalize: normalize::<T>,
-        schema: |generator| generator.subschema_for::<T>(),
+        normalize: Arc::new(normalize::<T>),
+        schema: Arc::new(|generator| generator.subschema_for::<T>()),
+        strategy: Arc::new(Generic),
     }
 }
 
+/// Every built-in resource with its strategy: the one table that maps resources to
+/// strategies (`crate::kinds`).
 fn build() -> Vec<ResourceInfo> {
     use api::{
         admissionregistration::v1 as admission, apps::v1 as apps, authentication::v1 as authn,
@@ -257,104 +287,165 @@ fn build() -> Vec<ResourceInfo> {
         create_only::<core::Binding>(true),
         ResourceInfo {
             verbs: READ_ONLY,
-            ..info::<core::ComponentStatus>(extra(&["cs"], NONE, NONE))
+            ..info::<core::ComponentStatus>(
+                extra(&["cs"], NONE, NONE),
+                kinds::core::ComponentStatuses,
+            )
         },
-        info::<core::ConfigMap>(extra(&["cm"], NONE, NONE)),
-        info::<core::Endpoints>(extra(&["ep"], NONE, NONE)),
-        info::<core::Event>(extra(&["ev"], NONE, NONE)),
-        info::<core::LimitRange>(extra(&["limits"], NONE, NONE)),
-        info::<core::Namespace>(extra(&["ns"], NONE, &["finalize", "status"])),
-        info::<core::Node>(extra(&["no"], NONE, &["proxy", "status"])),
-        info::<core::PersistentVolume>(extra(&["pv"], NONE, STATUS)),
-        info::<core::PersistentVolumeClaim>(extra(&["pvc"], NONE, STATUS)),
-        info::<core::Pod>(extra(
-            &["po"],
-            ALL,
-            &[
-                "attach",
-                "binding",
-                "ephemeralcontainers",
-                "eviction",
-                "exec",
-                "log",
-                "portforward",
-                "proxy",
-                "resize",
-                "status",
-            ],
-        )),
-        info::<core::PodTemplate>(extra(NONE, NONE, NONE)),
-        info::<core::ReplicationController>(extra(&["rc"], ALL, SCALE_STATUS)),
-        info::<core::ResourceQuota>(extra(&["quota"], NONE, STATUS)),
-        info::<core::Secret>(extra(NONE, NONE, NONE)),
-        info::<core::ServiceAccount>(extra(&["sa"], NONE, &["token"])),
-        info::<core::Service>(extra(&["svc"], ALL, &["proxy", "status"])),
+        info::<core::ConfigMap>(extra(&["cm"], NONE, NONE), kinds::core::ConfigMaps),
+        info::<core::Endpoints>(extra(&["ep"], NONE, NONE), kinds::core::Endpoints),
+        info::<core::Event>(extra(&["ev"], NONE, NONE), kinds::core::Events),
+        info::<core::LimitRange>(extra(&["limits"], NONE, NONE), kinds::core::LimitRanges),
+        info::<core::Namespace>(
+            extra(&["ns"], NONE, &["finalize", "status"]),
+            kinds::core::Namespaces,
+        ),
+        info::<core::Node>(extra(&["no"], NONE, &["proxy", "status"]), kinds::core::Nodes),
+        info::<core::PersistentVolume>(
+            extra(&["pv"], NONE, STATUS),
+            kinds::core::PersistentVolumes,
+        ),
+        info::<core::PersistentVolumeClaim>(
+            extra(&["pvc"], NONE, STATUS),
+            kinds::core::PersistentVolumeClaims,
+        ),
+        info::<core::Pod>(
+            extra(
+                &["po"],
+                ALL,
+                &[
+                    "attach",
+                    "binding",
+                    "ephemeralcontainers",
+                    "eviction",
+                    "exec",
+                    "log",
+                    "portforward",
+                    "proxy",
+                    "resize",
+                    "status",
+                ],
+            ),
+            kinds::core::Pods,
+        ),
+        info::<core::PodTemplate>(extra(NONE, NONE, NONE), kinds::core::PodTemplates),
+        info::<core::ReplicationController>(
+            extra(&["rc"], ALL, SCALE_STATUS),
+            kinds::core::ReplicationControllers,
+        ),
+        info::<core::ResourceQuota>(extra(&["quota"], NONE, STATUS), kinds::core::ResourceQuotas),
+        info::<core::Secret>(extra(NONE, NONE, NONE), kinds::core::Secrets),
+        info::<core::ServiceAccount>(
+            extra(&["sa"], NONE, &["token"]),
+            kinds::core::ServiceAccounts,
+        ),
+        info::<core::Service>(extra(&["svc"], ALL, &["proxy", "status"]), kinds::core::Services),
         // apps
-        info::<apps::ControllerRevision>(extra(NONE, NONE, NONE)),
-        info::<apps::DaemonSet>(extra(&["ds"], ALL, STATUS)),
-        info::<apps::Deployment>(extra(&["deploy"], ALL, SCALE_STATUS)),
-        info::<apps::ReplicaSet>(extra(&["rs"], ALL, SCALE_STATUS)),
-        info::<apps::StatefulSet>(extra(&["sts"], ALL, SCALE_STATUS)),
+        info::<apps::ControllerRevision>(extra(NONE, NONE, NONE), kinds::apps::ControllerRevisions),
+        info::<apps::DaemonSet>(extra(&["ds"], ALL, STATUS), kinds::apps::DaemonSets),
+        info::<apps::Deployment>(extra(&["deploy"], ALL, SCALE_STATUS), kinds::apps::Deployments),
+        info::<apps::ReplicaSet>(extra(&["rs"], ALL, SCALE_STATUS), kinds::apps::ReplicaSets),
+        info::<apps::StatefulSet>(extra(&["sts"], ALL, SCALE_STATUS), kinds::apps::StatefulSets),
         // batch
-        info::<batch::CronJob>(extra(&["cj"], ALL, STATUS)),
-        info::<batch::Job>(extra(NONE, ALL, STATUS)),
+        info::<batch::CronJob>(extra(&["cj"], ALL, STATUS), kinds::batch::CronJobs),
+        info::<batch::Job>(extra(NONE, ALL, STATUS), kinds::batch::Jobs),
         // autoscaling: v2 is stored, v1 served from it
         ResourceInfo {
             storage_version: false,
-            ..info::<autoscaling1::HorizontalPodAutoscaler>(extra(&["hpa"], ALL, STATUS))
+            ..info::<autoscaling1::HorizontalPodAutoscaler>(
+                extra(&["hpa"], ALL, STATUS),
+                kinds::autoscaling::HorizontalPodAutoscalersV1,
+            )
         },
-        info::<autoscaling2::HorizontalPodAutoscaler>(extra(&["hpa"], ALL, STATUS)),
+        info::<autoscaling2::HorizontalPodAutoscaler>(
+            extra(&["hpa"], ALL, STATUS),
+            kinds::autoscaling::HorizontalPodAutoscalers,
+        ),
         // policy
-        info::<policy::PodDisruptionBudget>(extra(&["pdb"], NONE, STATUS)),
+        info::<policy::PodDisruptionBudget>(
+            extra(&["pdb"], NONE, STATUS),
+            kinds::policy::PodDisruptionBudgets,
+        ),
         // networking.k8s.io
-        info::<networking::IngressClass>(extra(NONE, NONE, NONE)),
-        info::<networking::Ingress>(extra(&["ing"], NONE, STATUS)),
-        info::<networking::IPAddress>(extra(&["ip"], NONE, NONE)),
-        info::<networking::NetworkPolicy>(extra(&["netpol"], NONE, NONE)),
-        info::<networking::ServiceCIDR>(extra(NONE, NONE, STATUS)),
+        info::<networking::IngressClass>(
+            extra(NONE, NONE, NONE),
+            kinds::networking::IngressClasses,
+        ),
+        info::<networking::Ingress>(extra(&["ing"], NONE, STATUS), kinds::networking::Ingresses),
+        info::<networking::IPAddress>(extra(&["ip"], NONE, NONE), kinds::networking::IpAddresses),
+        info::<networking::NetworkPolicy>(
+            extra(&["netpol"], NONE, NONE),
+            kinds::networking::NetworkPolicies,
+        ),
+        info::<networking::ServiceCIDR>(extra(NONE, NONE, STATUS), kinds::networking::ServiceCidrs),
         // discovery.k8s.io, events.k8s.io, coordination.k8s.io
-        info::<discovery::EndpointSlice>(extra(NONE, NONE, NONE)),
+        info::<discovery::EndpointSlice>(extra(NONE, NONE, NONE), kinds::discovery::EndpointSlices),
         // served from the core Events' storage, as upstream
         ResourceInfo {
             storage_version: false,
             storage_resource: ("", "events"),
-            ..info::<events::Event>(extra(&["ev"], NONE, NONE))
+            ..info::<events::Event>(extra(&["ev"], NONE, NONE), kinds::events::Events)
         },
-        info::<coordination::Lease>(extra(NONE, NONE, NONE)),
+        info::<coordination::Lease>(extra(NONE, NONE, NONE), kinds::coordination::Leases),
         // rbac.authorization.k8s.io
-        info::<rbac::ClusterRoleBinding>(extra(NONE, NONE, NONE)),
-        info::<rbac::ClusterRole>(extra(NONE, NONE, NONE)),
-        info::<rbac::RoleBinding>(extra(NONE, NONE, NONE)),
-        info::<rbac::Role>(extra(NONE, NONE, NONE)),
+        info::<rbac::ClusterRoleBinding>(extra(NONE, NONE, NONE), kinds::rbac::ClusterRoleBindings),
+        info::<rbac::ClusterRole>(extra(NONE, NONE, NONE), kinds::rbac::ClusterRoles),
+        info::<rbac::RoleBinding>(extra(NONE, NONE, NONE), kinds::rbac::RoleBindings),
+        info::<rbac::Role>(extra(NONE, NONE, NONE), kinds::rbac::Roles),
         // storage.k8s.io
-        info::<storage::CSIDriver>(extra(NONE, NONE, NONE)),
-        info::<storage::CSINode>(extra(NONE, NONE, NONE)),
-        info::<storage::CSIStorageCapacity>(extra(NONE, NONE, NONE)),
-        info::<storage::StorageClass>(extra(&["sc"], NONE, NONE)),
-        info::<storage::VolumeAttachment>(extra(NONE, NONE, STATUS)),
+        info::<storage::CSIDriver>(extra(NONE, NONE, NONE), kinds::storage::CsiDrivers),
+        info::<storage::CSINode>(extra(NONE, NONE, NONE), kinds::storage::CsiNodes),
+        info::<storage::CSIStorageCapacity>(
+            extra(NONE, NONE, NONE),
+            kinds::storage::CsiStorageCapacities,
+        ),
+        info::<storage::StorageClass>(extra(&["sc"], NONE, NONE), kinds::storage::StorageClasses),
+        info::<storage::VolumeAttachment>(
+            extra(NONE, NONE, STATUS),
+            kinds::storage::VolumeAttachments,
+        ),
         // scheduling.k8s.io, node.k8s.io, certificates.k8s.io
-        info::<scheduling::PriorityClass>(extra(&["pc"], NONE, NONE)),
-        info::<node::RuntimeClass>(extra(NONE, NONE, NONE)),
-        info::<certificates::CertificateSigningRequest>(extra(
-            &["csr"],
-            NONE,
-            &["approval", "status"],
-        )),
+        info::<scheduling::PriorityClass>(
+            extra(&["pc"], NONE, NONE),
+            kinds::scheduling::PriorityClasses,
+        ),
+        info::<node::RuntimeClass>(extra(NONE, NONE, NONE), kinds::node::RuntimeClasses),
+        info::<certificates::CertificateSigningRequest>(
+            extra(&["csr"], NONE, &["approval", "status"]),
+            kinds::certificates::CertificateSigningRequests,
+        ),
         // admissionregistration.k8s.io
-        info::<admission::MutatingWebhookConfiguration>(extra(NONE, API_EXTENSIONS, NONE)),
-        info::<admission::ValidatingAdmissionPolicy>(extra(NONE, API_EXTENSIONS, STATUS)),
-        info::<admission::ValidatingAdmissionPolicyBinding>(extra(NONE, API_EXTENSIONS, NONE)),
-        info::<admission::ValidatingWebhookConfiguration>(extra(NONE, API_EXTENSIONS, NONE)),
+        info::<admission::MutatingWebhookConfiguration>(
+            extra(NONE, API_EXTENSIONS, NONE),
+            kinds::admissionregistration::MutatingWebhookConfigurations,
+        ),
+        info::<admission::ValidatingAdmissionPolicy>(
+            extra(NONE, API_EXTENSIONS, STATUS),
+            kinds::admissionregistration::ValidatingAdmissionPolicies,
+        ),
+        info::<admission::ValidatingAdmissionPolicyBinding>(
+            extra(NONE, API_EXTENSIONS, NONE),
+            kinds::admissionregistration::ValidatingAdmissionPolicyBindings,
+        ),
+        info::<admission::ValidatingWebhookConfiguration>(
+            extra(NONE, API_EXTENSIONS, NONE),
+            kinds::admissionregistration::ValidatingWebhookConfigurations,
+        ),
         // apiextensions.k8s.io, apiregistration.k8s.io
-        info::<apiextensions::CustomResourceDefinition>(extra(
-            &["crd", "crds"],
-            API_EXTENSIONS,
-            STATUS,
-        )),
-        info::<apiregistration::APIService>(extra(NONE, API_EXTENSIONS, STATUS)),
+        info::<apiextensions::CustomResourceDefinition>(
+            extra(&["crd", "crds"], API_EXTENSIONS, STATUS),
+            kinds::apiextensions::CustomResourceDefinitions,
+        ),
+        info::<apiregistration::APIService>(
+            extra(NONE, API_EXTENSIONS, STATUS),
+            kinds::apiregistration::ApiServices,
+        ),
         // flowcontrol.apiserver.k8s.io
-        info::<flowcontrol::FlowSchema>(extra(NONE, NONE, STATUS)),
-        info::<flowcontrol::PriorityLevelConfiguration>(extra(NONE, NONE, STATUS)),
+        info::<flowcontrol::FlowSchema>(extra(NONE, NONE, STATUS), kinds::flowcontrol::FlowSchemas),
+        info::<flowcontrol::PriorityLevelConfiguration>(
+            extra(NONE, NONE, STATUS),
+            kinds::flowcontrol::PriorityLevelConfigurations,
+        ),
         // authentication and authorization: reviews answered on create
         create_only::<authn::SelfSubjectReview>(false),
         create_only::<authn::TokenReview>(false),
@@ -368,9 +459,13 @@ fn build() -> Vec<ResourceInfo> {
     all
 }
 
-/// Every built-in resource, with lookups.
+/// A set of resources with lookups: the built-in ones ([`Resources::builtin`]), and the
+/// snapshots of a live table that adds and removes resources while the server runs
+/// ([`Resources::with`], [`Resources::without`]). A snapshot never changes; the table swaps
+/// in a new one.
+#[derive(Clone)]
 pub struct Resources {
-    all: Vec<ResourceInfo>,
+    all: Vec<Arc<ResourceInfo>>,
     by_gvr: HashMap<(&'static str, &'static str, &'static str), usize>,
     /// The storage version of each stored group and plural (asked on every request).
     storage_by_gr: HashMap<(&'static str, &'static str), usize>,
@@ -380,26 +475,52 @@ impl Resources {
     /// The built-in resources of Kubernetes v1.33, built once.
     pub fn builtin() -> &'static Resources {
         static RESOURCES: OnceLock<Resources> = OnceLock::new();
-        RESOURCES.get_or_init(|| {
-            let all = build();
-            let by_gvr =
-                all.iter().enumerate().map(|(i, r)| ((r.group, r.version, r.plural), i)).collect();
-            let storage_by_gr = all
-                .iter()
-                .enumerate()
-                .filter(|(_, r)| r.storage_version)
-                .map(|(i, r)| ((r.group, r.plural), i))
-                .collect();
-            Resources { all, by_gvr, storage_by_gr }
-        })
+        RESOURCES.get_or_init(|| Resources::new(build().into_iter().map(Arc::new).collect()))
     }
 
-    pub fn all(&self) -> &[ResourceInfo] {
+    fn new(all: Vec<Arc<ResourceInfo>>) -> Resources {
+        let by_gvr =
+            all.iter().enumerate().map(|(i, r)| ((r.group, r.version, r.plural), i)).collect();
+        let storage_by_gr = all
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.storage_version)
+            .map(|(i, r)| ((r.group, r.plural), i))
+            .collect();
+        Resources { all, by_gvr, storage_by_gr }
+    }
+
+    /// These resources and `added`; an error when its group, version and resource are taken,
+    /// or when it is a storage version of a stored resource that has one.
+    pub fn with(&self, added: ResourceInfo) -> Result<Resources, String> {
+        if self.get(added.group, added.version, added.plural).is_some() {
+            return Err(format!("{}/{} is already served", added.api_version(), added.plural));
+        }
+        if added.storage_version && self.storage_version_of(added.group, added.plural).is_some() {
+            return Err(format!("{} already has a storage version", added.group_resource()));
+        }
+        let mut all = self.all.clone();
+        all.push(Arc::new(added));
+        Ok(Resources::new(all))
+    }
+
+    /// These resources without the one served at `group`/`version`/`plural`.
+    pub fn without(&self, group: &str, version: &str, plural: &str) -> Resources {
+        let all = self
+            .all
+            .iter()
+            .filter(|r| (r.group, r.version, r.plural) != (group, version, plural))
+            .cloned()
+            .collect();
+        Resources::new(all)
+    }
+
+    pub fn all(&self) -> &[Arc<ResourceInfo>] {
         &self.all
     }
 
     /// The resource served at `/apis/<group>/<version>/<plural>`.
-    pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<&ResourceInfo> {
+    pub fn get(&self, group: &str, version: &str, plural: &str) -> Option<&Arc<ResourceInfo>> {
         self.by_gvr.get(&(group, version, plural)).map(|&i| &self.all[i])
     }
 
@@ -427,12 +548,12 @@ impl Resources {
         &'a self,
         group: &'a str,
         version: &'a str,
-    ) -> impl Iterator<Item = &'a ResourceInfo> + 'a {
+    ) -> impl Iterator<Item = &'a Arc<ResourceInfo>> + 'a {
         self.all.iter().filter(move |r| r.group == group && r.version == version)
     }
 
     /// The resource whose kind (or list kind) `kind` is in `api_version` (`v1`, `apps/v1`).
-    pub fn kind_in(&self, api_version: &str, kind: &str) -> Option<&ResourceInfo> {
+    pub fn kind_in(&self, api_version: &str, kind: &str) -> Option<&Arc<ResourceInfo>> {
         let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
         self.all.iter().find(|r| {
             (r.group, r.version) == (group, version) && (r.kind == kind || r.list_kind == kind)
@@ -440,16 +561,44 @@ impl Resources {
     }
 
     /// The version objects of this stored group and resource are stored in.
-    pub fn storage_version_of(&self, group: &str, plural: &str) -> Option<&ResourceInfo> {
+    pub fn storage_version_of(&self, group: &str, plural: &str) -> Option<&Arc<ResourceInfo>> {
         self.storage_by_gr.get(&(group, plural)).map(|&i| &self.all[i])
     }
 
     /// Where the objects `info` serves are stored: its storage version, or that of the
     /// resource it is stored with.
-    pub fn storage_of(&self, info: &ResourceInfo) -> Option<&ResourceInfo> {
+    pub fn storage_of(&self, info: &ResourceInfo) -> Option<&Arc<ResourceInfo>> {
         let (group, plural) = info.storage_resource;
         self.storage_version_of(group, plural)
     }
+}
+
+/// `list` as a `&'static` slice of `&'static str`, kept once per distinct list (see
+/// [`intern`]).
+pub fn intern_list(list: &[&str]) -> &'static [&'static str] {
+    type Lists = HashMap<Vec<String>, &'static [&'static str]>;
+    static INTERNED: OnceLock<std::sync::Mutex<Lists>> = OnceLock::new();
+    let key: Vec<String> = list.iter().map(|s| s.to_string()).collect();
+    let mut lists = INTERNED.get_or_init(Default::default).lock().expect("intern lock");
+    lists.entry(key).or_insert_with(|| {
+        let owned: Vec<&'static str> = list.iter().map(|s| intern(s)).collect();
+        Box::leak(owned.into_boxed_slice())
+    })
+}
+
+/// `text` as a `&'static str`, for the names of resources added while the server runs: each
+/// distinct text is kept once for the life of the process (re-adding a resource of the same
+/// names takes no more memory).
+pub fn intern(text: &str) -> &'static str {
+    static INTERNED: OnceLock<std::sync::Mutex<std::collections::HashSet<&'static str>>> =
+        OnceLock::new();
+    let mut set = INTERNED.get_or_init(Default::default).lock().expect("intern lock");
+    if let Some(kept) = set.get(text) {
+        return kept;
+    }
+    let kept: &'static str = Box::leak(text.to_string().into_boxed_str());
+    set.insert(kept);
+    kept
 }
 
 /// Kubernetes version priority: GA > beta > alpha, then by number.

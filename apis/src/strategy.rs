@@ -1,79 +1,162 @@
-//! Per-kind behaviour the generic registry calls, in the manner of kube-apiserver's REST
-//! strategies: which name rule applies, what a create or update resets, defaulting,
-//! validation beyond metadata, and the fields a field selector may use.
+//! What the generic registry does with a resource's objects, in the manner of kube-apiserver's
+//! REST strategies: the [`Strategy`] trait every resource implements (its name rule, what a
+//! create or update resets, defaults, validation, the fields a field selector may use, its
+//! table printer, conversion between its served versions), and the generic steps around it
+//! that every resource shares ([`prepare_for_create`], [`prepare_for_update`], [`validate`],
+//! [`field_values`], ...).
 //!
-//! Everything here is keyed on the resource (group and plural); a kind with no entry gets the
-//! generic behaviour.
+//! Each built-in resource's strategy is in `crate::kinds::<group>::<resource>`; the table in
+//! `crate::resources` maps resources to strategies. Nothing outside those matches on a kind's
+//! name: everything per-kind is a method here, with the generic behaviour as its default.
 
-use serde_json::{json, Value};
+use std::fmt::Debug;
+
+use serde_json::Value;
 
 use crate::resources::ResourceInfo;
+use crate::tables::Printer;
 use crate::validation::{validate_object_meta, FieldError, NameRule};
 
-/// The name rule of a resource's objects.
-pub fn name_rule(info: &ResourceInfo) -> NameRule {
-    match (info.group, info.plural) {
-        ("", "namespaces") => NameRule::Label,
-        ("", "services") => NameRule::Dns1035Label,
-        ("rbac.authorization.k8s.io", _) => NameRule::PathSegment,
-        ("networking.k8s.io", "ipaddresses") => NameRule::IpAddress,
-        ("apiregistration.k8s.io", "apiservices") => NameRule::PathSegment,
-        ("certificates.k8s.io", "certificatesigningrequests") => NameRule::Any,
-        _ => NameRule::Subdomain,
+/// A field a field selector may name, and where its value is read: `("spec.nodeName",
+/// &["spec", "nodeName"])`.
+pub type SelectableField = (&'static str, &'static [&'static str]);
+
+/// Everything that differs between resources. Each method's default is the generic
+/// behaviour, so a resource implements only what it does differently.
+pub trait Strategy: Debug + Send + Sync {
+    /// The rule the names of this resource's objects follow.
+    fn name_rule(&self) -> NameRule {
+        NameRule::Subdomain
     }
+
+    /// True when objects have a `metadata.generation`: 1 on create, one more on each update
+    /// that [`Strategy::bumps_generation`].
+    ///
+    /// kube-apiserver's generic store never sets a generation itself; each resource's REST
+    /// strategy does, in its `PrepareForCreate` and `PrepareForUpdate` (v1.33, default feature
+    /// gates). Every other resource keeps a generation of 0, which is left out of its JSON.
+    fn tracks_generation(&self) -> bool {
+        false
+    }
+
+    /// Whether an update of `old` to `new` bumps the generation (of a resource that
+    /// [tracks one](Strategy::tracks_generation)): by default a change outside `metadata` and
+    /// `status`, what upstream's strategies compare as the spec.
+    fn bumps_generation(&self, new: &Value, old: &Value) -> bool {
+        spec_differs(new, old)
+    }
+
+    /// True when a create keeps the `status` the client sent although the resource has a
+    /// status subresource (whose creator writes the status).
+    fn keeps_status_on_create(&self) -> bool {
+        false
+    }
+
+    /// What decoding does to this kind on every write, besides dropping empty metadata.
+    fn canonicalize(&self, _obj: &mut Value) {}
+
+    /// Drops the fields of features kube-apiserver v1.33 has off by default, unless `old`
+    /// already uses them (see `crate::disabled_fields`).
+    fn drop_disabled_fields(&self, _obj: &mut Value, _old: Option<&Value>) {}
+
+    /// Fills in the defaults of fields a client left out (see `crate::defaults`).
+    fn default(&self, _obj: &mut Value) {}
+
+    /// What a new object gets from the server besides metadata, after its status was reset:
+    /// a namespace's phase, a pod's pending status, a Job's selector.
+    fn prepare_for_create(&self, _obj: &mut Value) {}
+
+    /// Records who made a create (a certificate request's `spec.username`, ...).
+    fn record_requester(&self, _obj: &mut Value, _requester: Option<&Requester>) {}
+
+    /// What an update (of the main resource, or through `subresource`) keeps of `old`
+    /// besides metadata and status: a namespace's finalizers, a certificate request's spec.
+    fn prepare_for_update(&self, _new: &mut Value, _old: &Value, _subresource: Option<&str>) {}
+
+    /// The metadata fields a write to the `status` subresource may not change (upstream's
+    /// status strategies: a Deployment's labels, a pod's owner references).
+    fn metadata_kept_on_status_write(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Validation of the kind's own fields (beyond metadata), on create (`old` is `None`)
+    /// and update.
+    fn validate(&self, _obj: &Value, _old: Option<&Value>) -> Vec<FieldError> {
+        Vec::new()
+    }
+
+    /// The field selectors the kind supports beyond `metadata.name` and
+    /// `metadata.namespace`, with where each reads its value.
+    fn selectable_fields(&self) -> &'static [SelectableField] {
+        &[]
+    }
+
+    /// For a resource stored with another resource: each field label its API accepts, with
+    /// the storage's label holding the value (upstream's field label conversion functions).
+    fn field_label_conversions(&self) -> Option<&'static [(&'static str, &'static str)]> {
+        None
+    }
+
+    /// How `kubectl get` prints the kind (see `crate::tables`).
+    fn printer(&self) -> Printer {
+        Printer::NameAge
+    }
+
+    /// `obj`, an object of the same resource in the served form `from` (its `apiVersion`),
+    /// in this resource's form, but for `apiVersion` and `kind` (the caller sets those).
+    fn convert_from(&self, obj: Value, _from: &str) -> Value {
+        obj
+    }
+
+    /// False for the resources upstream refuses strategic merge patches for (custom
+    /// resources: there is no Go type to read the patch strategy from).
+    fn accepts_strategic_merge_patch(&self) -> bool {
+        true
+    }
+
+    /// True when a delete answers with the deleted object rather than a `Status`.
+    fn returns_deleted_object(&self) -> bool {
+        false
+    }
+
+    /// True when the object has finalizers of its own, besides `metadata.finalizers`, that
+    /// hold its deletion (a namespace's `spec.finalizers`).
+    fn has_own_finalizers(&self, _obj: &Value) -> bool {
+        false
+    }
+
+    /// How long a delete waits for the object to go (graceful deletion), given the grace
+    /// period the client asked for; 0 deletes it at once.
+    fn grace_period_seconds(&self, _obj: &Value, _requested: Option<i64>) -> i64 {
+        0
+    }
+
+    /// The finalizers a delete adds, for what must happen before the object goes (a
+    /// CustomResourceDefinition's objects are deleted first).
+    fn finalizers_on_delete(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// What marking the object for deletion changes besides its metadata (a namespace's
+    /// phase becomes `Terminating`).
+    fn mark_for_deletion(&self, _obj: &mut Value) {}
 }
 
-/// True when objects of this resource have a `metadata.generation`: 1 on create, one more on
-/// each update that changes what the registry counts as the spec.
-///
-/// kube-apiserver's generic store never sets a generation itself; each resource's REST
-/// strategy does, in its `PrepareForCreate` and `PrepareForUpdate`. This is the list of the
-/// built-in resources whose strategies do so in v1.33 with default feature gates (the
-/// `pkg/registry/<group>/<resource>/strategy.go` files of kubernetes/kubernetes, plus the CRD
-/// strategy of apiextensions-apiserver). Every other resource keeps a generation of 0, which
-/// is left out of its JSON. Pods have one from v1.33 on (not feature-gated); autoscaling's
-/// HorizontalPodAutoscaler gets one only in later releases, behind a feature gate.
-///
-/// What bumps it on update is mostly a change outside `metadata` and `status`, but not
-/// always: upstream also bumps a Deployment's on an annotation change and an EndpointSlice's
-/// on a label change, and never bumps a PriorityClass's after create.
-pub fn tracks_generation(info: &ResourceInfo) -> bool {
-    matches!(
-        (info.group, info.plural),
-        ("", "pods" | "podtemplates" | "replicationcontrollers")
-            | ("apps", "daemonsets" | "deployments" | "replicasets" | "statefulsets")
-            | ("batch", "cronjobs" | "jobs")
-            | ("policy", "poddisruptionbudgets")
-            | ("networking.k8s.io", "ingressclasses" | "ingresses" | "networkpolicies")
-            | ("discovery.k8s.io", "endpointslices")
-            | ("storage.k8s.io", "csidrivers")
-            | ("scheduling.k8s.io", "priorityclasses")
-            | (
-                "admissionregistration.k8s.io",
-                "mutatingwebhookconfigurations"
-                    | "validatingwebhookconfigurations"
-                    | "validatingadmissionpolicies"
-                    | "validatingadmissionpolicybindings"
-            )
-            | ("apiextensions.k8s.io", "customresourcedefinitions")
-            | ("flowcontrol.apiserver.k8s.io", "flowschemas" | "prioritylevelconfigurations")
-    )
-}
+/// The strategy of a resource that does nothing of its own.
+#[derive(Debug)]
+pub struct Generic;
 
-/// Whether an update of `old` to `new` bumps the generation of a resource that tracks one:
-/// a change outside `metadata` and `status` (what upstream's strategies compare as the spec),
-/// plus a Deployment's annotations and an EndpointSlice's labels; never a PriorityClass's.
-pub fn bumps_generation(info: &ResourceInfo, new: &Value, old: &Value) -> bool {
+impl Strategy for Generic {}
+
+/// Whether an object's fields other than metadata, status, apiVersion and kind differ.
+pub fn spec_differs(new: &Value, old: &Value) -> bool {
     // Compared in place, without copies: this runs on every update.
-    let body_differs =
-        || body(new).count() != body(old).count() || body(new).any(|(k, v)| old.get(k) != Some(v));
-    let meta_differs = |field: &str| meta_field(new, field) != meta_field(old, field);
-    match (info.group, info.plural) {
-        ("scheduling.k8s.io", "priorityclasses") => false,
-        ("apps", "deployments") => body_differs() || meta_differs("annotations"),
-        ("discovery.k8s.io", "endpointslices") => body_differs() || meta_differs("labels"),
-        _ => body_differs(),
-    }
+    body(new).count() != body(old).count() || body(new).any(|(k, v)| old.get(k) != Some(v))
+}
+
+/// Whether a metadata field (`labels`, `annotations`, ...) differs.
+pub fn metadata_differs(new: &Value, old: &Value, field: &str) -> bool {
+    meta_field(new, field) != meta_field(old, field)
 }
 
 /// An object's fields other than metadata, status, apiVersion and kind.
@@ -86,34 +169,35 @@ fn meta_field<'a>(obj: &'a Value, field: &str) -> Option<&'a Value> {
     obj["metadata"].get(field).filter(|v| !v.is_null())
 }
 
+/// The name rule of a resource's objects.
+pub fn name_rule(info: &ResourceInfo) -> NameRule {
+    info.strategy.name_rule()
+}
+
+/// See [`Strategy::tracks_generation`].
+pub fn tracks_generation(info: &ResourceInfo) -> bool {
+    info.strategy.tracks_generation()
+}
+
+/// See [`Strategy::bumps_generation`].
+pub fn bumps_generation(info: &ResourceInfo, new: &Value, old: &Value) -> bool {
+    info.strategy.bumps_generation(new, old)
+}
+
 /// True when a create keeps the `status` the client sent. kube-apiserver resets status on
 /// create for resources that have a status subresource, except the few whose status is
 /// written by their creator.
 pub fn keeps_status_on_create(info: &ResourceInfo) -> bool {
-    !info.has_subresource("status")
-        || matches!((info.group, info.plural), ("", "nodes") | ("", "persistentvolumes"))
+    !info.has_subresource("status") || info.strategy.keeps_status_on_create()
 }
 
 /// What decoding a v1 object does on every write, create or update: empty metadata maps and
 /// lists are dropped (upstream's are `omitempty`: a patch that removes the last owner
-/// reference leaves none, not `[]`), and a Secret's `stringData` is merged into `data`
-/// (base64, overriding keys of the same name) and dropped, as upstream.
+/// reference leaves none, not `[]`), then the kind's own canonical form (a Secret's
+/// `stringData` merged into `data`).
 pub fn canonicalize(info: &ResourceInfo, obj: &mut Value) {
     drop_empty_metadata(obj);
-    if let ("", "secrets") = (info.group, info.plural) {
-        use base64::Engine as _;
-        let Some(strings) = obj.as_object_mut().and_then(|o| o.remove("stringData")) else {
-            return;
-        };
-        let Some(strings) = strings.as_object().filter(|s| !s.is_empty()) else { return };
-        if !obj["data"].is_object() {
-            obj["data"] = json!({});
-        }
-        for (key, value) in strings {
-            let text = value.as_str().unwrap_or_default();
-            obj["data"][key] = json!(base64::engine::general_purpose::STANDARD.encode(text));
-        }
-    }
+    info.strategy.canonicalize(obj);
 }
 
 /// Drops the metadata maps and lists that are empty or null, as upstream's `omitempty` does.
@@ -131,46 +215,18 @@ pub fn drop_empty_metadata(obj: &mut Value) {
     });
 }
 
-/// Fills in what a new object gets from the server: status for a few kinds, and defaults.
+/// Fills in what a new object gets from the server: its canonical form, no disabled fields,
+/// a reset status, the kind's own preparation, and defaults.
 pub fn prepare_for_create(info: &ResourceInfo, obj: &mut Value) {
     canonicalize(info, obj);
-    crate::disabled_fields::drop(info, obj, None);
-    crate::convert::keep_hpa_v1_status(info, obj, None);
+    info.strategy.drop_disabled_fields(obj, None);
     if !keeps_status_on_create(info) {
         if let Some(map) = obj.as_object_mut() {
             map.remove("status");
         }
     }
-    match (info.group, info.plural) {
-        ("", "namespaces") => {
-            obj["status"] = json!({"phase": "Active"});
-            let name = obj["metadata"]["name"].clone();
-            if !obj["metadata"]["labels"].is_object() {
-                obj["metadata"]["labels"] = json!({});
-            }
-            obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = name;
-            if !obj["spec"]["finalizers"].is_array() {
-                obj["spec"] = json!({"finalizers": ["kubernetes"]});
-            }
-        }
-        ("", "pods") => {
-            obj["status"] = json!({"phase": "Pending", "qosClass": qos_class(obj)});
-            if obj["spec"]["schedulingGates"].as_array().is_some_and(|g| !g.is_empty()) {
-                obj["status"]["conditions"] = json!([{
-                    "type": "PodScheduled",
-                    "status": "False",
-                    "lastProbeTime": null,
-                    "lastTransitionTime": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-                    "reason": "SchedulingGated",
-                    "message": "Scheduling is blocked due to non-empty scheduling gates",
-                }]);
-            }
-            merge_label_keys_into_affinity(obj);
-        }
-        ("batch", "jobs") if obj["spec"]["manualSelector"] != true => generate_job_selector(obj),
-        _ => {}
-    }
-    crate::defaults::apply(info, obj);
+    info.strategy.prepare_for_create(obj);
+    info.strategy.default(obj);
 }
 
 /// Who made a request (upstream's `user.Info`), for the strategies that record it.
@@ -182,75 +238,37 @@ pub struct Requester {
     pub extra: std::collections::BTreeMap<String, Vec<String>>,
 }
 
-/// What a create records of who made it: a CertificateSigningRequest's `spec.username`,
-/// `uid`, `groups` and `extra` are its requester's, whatever the body said, as upstream's
-/// strategy sets them (nothing at all for a create nobody made, such as the server's own).
+/// See [`Strategy::record_requester`].
 pub fn record_requester(info: &ResourceInfo, obj: &mut Value, requester: Option<&Requester>) {
-    if (info.group, info.plural) != ("certificates.k8s.io", "certificatesigningrequests") {
-        return;
-    }
-    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else { return };
-    for field in ["username", "uid", "groups", "extra"] {
-        spec.shift_remove(field);
-    }
-    let Some(requester) = requester else { return };
-    // As Go writes the fields: empty strings and lists are left out.
-    if !requester.name.is_empty() {
-        spec.insert("username".into(), json!(requester.name));
-    }
-    if !requester.uid.is_empty() {
-        spec.insert("uid".into(), json!(requester.uid));
-    }
-    if !requester.groups.is_empty() {
-        spec.insert("groups".into(), json!(requester.groups));
-    }
-    if !requester.extra.is_empty() {
-        spec.insert("extra".into(), json!(requester.extra));
-    }
+    info.strategy.record_requester(obj, requester);
 }
 
-/// The metadata fields a write to the `status` subresource may not change for this kind
-/// (upstream's status strategies: a Deployment's labels, a pod's owner references); its other
-/// labels, annotations, finalizers and owner references are the client's.
+/// See [`Strategy::metadata_kept_on_status_write`].
 pub fn metadata_kept_on_status_write(info: &ResourceInfo) -> &'static [&'static str] {
-    match (info.group, info.plural) {
-        ("apps", "deployments") => &["labels"],
-        ("", "pods") => &["ownerReferences"],
-        _ => &[],
-    }
+    info.strategy.metadata_kept_on_status_write()
 }
 
 /// What an update of `old` to `new` (a main-resource write, or `subresource` such as
 /// `finalize` or `binding`) gets from the server besides its metadata and status: defaults on
 /// every write, as upstream's decoding does (a container added by an update gets its pull
 /// policy like one created with the object), disabled features' fields dropped, and the parts
-/// a kind keeps fixed put back: a namespace's `spec.finalizers` (changed only through
-/// `/finalize`), a certificate request's spec (what its requester signed for), an
-/// autoscaling/v1 HPA's status annotations.
+/// a kind keeps fixed put back ([`Strategy::prepare_for_update`]).
 pub fn prepare_for_update(
     info: &ResourceInfo,
     new: &mut Value,
     old: &Value,
     subresource: Option<&str>,
 ) {
-    crate::disabled_fields::drop(info, new, Some(old));
-    crate::convert::keep_hpa_v1_status(info, new, Some(old));
-    crate::defaults::apply(info, new);
+    info.strategy.drop_disabled_fields(new, Some(old));
+    info.strategy.default(new);
     canonicalize(info, new);
-    let fixed_spec = match (info.group, info.plural) {
-        ("", "namespaces") => subresource != Some("finalize"),
-        ("certificates.k8s.io", "certificatesigningrequests") => true,
-        _ => false,
-    };
-    if fixed_spec {
-        new["spec"] = old["spec"].clone();
-    }
+    info.strategy.prepare_for_update(new, old, subresource);
 }
 
 /// Validation of a new or updated object: its metadata, then its kind's own fields.
 pub fn validate(info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let mut errors = validate_metadata(info, obj, old);
-    errors.extend(crate::validation::validate(info, obj, old));
+    errors.extend(info.strategy.validate(obj, old));
     errors
 }
 
@@ -292,7 +310,7 @@ pub fn field_values(info: &ResourceInfo, obj: &Value) -> Vec<(&'static str, Stri
         ("metadata.name", s(&obj["metadata"]["name"])),
         ("metadata.namespace", s(&obj["metadata"]["namespace"])),
     ];
-    for (name, path) in kind_fields(info) {
+    for (name, path) in info.strategy.selectable_fields() {
         let mut v = obj;
         for p in *path {
             v = &v[*p];
@@ -310,41 +328,17 @@ pub fn field_values(info: &ResourceInfo, obj: &Value) -> Vec<(&'static str, Stri
 /// The field label of the stored objects (see [`field_values`] of the resource `info` is
 /// stored with) that a field selector's `label` on `info` reads; `None` when `info` does not
 /// support it (400 on list and watch). A resource stored with another has its labels
-/// converted, as upstream's field label conversion functions do; any other reads its own.
+/// converted ([`Strategy::field_label_conversions`]); any other reads its own.
 pub fn storage_field_label(info: &ResourceInfo, label: &str) -> Option<&'static str> {
-    match field_label_conversions(info) {
+    match info.strategy.field_label_conversions() {
         Some(conversions) => conversions.iter().find(|(l, _)| *l == label).map(|(_, s)| *s),
         None => field_values(info, &Value::Null).into_iter().map(|(f, _)| f).find(|f| *f == label),
     }
 }
 
-/// The field labels of a resource stored with another resource: each label its API accepts,
-/// with the storage's label holding the value.
-fn field_label_conversions(info: &ResourceInfo) -> Option<&'static [(&'static str, &'static str)]> {
-    match (info.group, info.plural) {
-        // events.k8s.io/v1 names the core fields its own way.
-        ("events.k8s.io", "events") => Some(&[
-            ("metadata.name", "metadata.name"),
-            ("metadata.namespace", "metadata.namespace"),
-            ("reason", "reason"),
-            ("regarding.kind", "involvedObject.kind"),
-            ("regarding.namespace", "involvedObject.namespace"),
-            ("regarding.name", "involvedObject.name"),
-            ("regarding.uid", "involvedObject.uid"),
-            ("regarding.apiVersion", "involvedObject.apiVersion"),
-            ("regarding.resourceVersion", "involvedObject.resourceVersion"),
-            ("regarding.fieldPath", "involvedObject.fieldPath"),
-            ("reportingController", "reportingComponent"),
-            ("source", "source"),
-            ("type", "type"),
-        ]),
-        _ => None,
-    }
-}
-
 /// The top-level fields of an object that [`field_values`] reads, besides `metadata`.
 pub fn field_value_sources(info: &ResourceInfo) -> impl Iterator<Item = &'static str> {
-    let fields = kind_fields(info);
+    let fields = info.strategy.selectable_fields();
     fields.iter().enumerate().filter_map(|(i, (_, path))| {
         // Each top-level field once.
         let seen = fields[..i].iter().any(|(_, earlier)| earlier[0] == path[0]);
@@ -352,161 +346,12 @@ pub fn field_value_sources(info: &ResourceInfo) -> impl Iterator<Item = &'static
     })
 }
 
-/// The field selectors a kind supports beyond metadata's, with where each reads its value.
-fn kind_fields(info: &ResourceInfo) -> &'static [(&'static str, &'static [&'static str])] {
-    match (info.group, info.plural) {
-        ("", "pods") => &[
-            ("spec.nodeName", &["spec", "nodeName"]),
-            ("spec.restartPolicy", &["spec", "restartPolicy"]),
-            ("spec.schedulerName", &["spec", "schedulerName"]),
-            ("spec.serviceAccountName", &["spec", "serviceAccountName"]),
-            ("spec.hostNetwork", &["spec", "hostNetwork"]),
-            ("status.phase", &["status", "phase"]),
-            ("status.podIP", &["status", "podIP"]),
-            ("status.nominatedNodeName", &["status", "nominatedNodeName"]),
-        ],
-        ("", "events") => &[
-            ("involvedObject.kind", &["involvedObject", "kind"]),
-            ("involvedObject.namespace", &["involvedObject", "namespace"]),
-            ("involvedObject.name", &["involvedObject", "name"]),
-            ("involvedObject.uid", &["involvedObject", "uid"]),
-            ("involvedObject.apiVersion", &["involvedObject", "apiVersion"]),
-            ("involvedObject.resourceVersion", &["involvedObject", "resourceVersion"]),
-            ("involvedObject.fieldPath", &["involvedObject", "fieldPath"]),
-            ("reason", &["reason"]),
-            ("reportingComponent", &["reportingComponent"]),
-            ("source", &["source", "component"]),
-            ("type", &["type"]),
-        ],
-        ("", "secrets") => &[("type", &["type"])],
-        ("", "nodes") => &[("spec.unschedulable", &["spec", "unschedulable"])],
-        ("", "namespaces") => &[("status.phase", &["status", "phase"])],
-        ("", "replicationcontrollers") | ("apps", "replicasets") => {
-            &[("status.replicas", &["status", "replicas"])]
-        }
-        ("batch", "jobs") => &[("status.successful", &["status", "successful"])],
-        ("certificates.k8s.io", "certificatesigningrequests") => {
-            &[("spec.signerName", &["spec", "signerName"])]
-        }
-        ("", "services") => {
-            &[("spec.clusterIP", &["spec", "clusterIP"]), ("spec.type", &["spec", "type"])]
-        }
-        _ => &[],
-    }
-}
-
-/// A Job selects its pods by its own uid unless it asks to choose the selector itself
-/// (`manualSelector`): the pod template gets the job-name and controller-uid labels (both the
-/// `batch.kubernetes.io/` ones and the legacy unprefixed ones) and the selector matches the
-/// uid. Labels the client set are kept; a conflicting one fails validation, as upstream.
-fn generate_job_selector(job: &mut Value) {
-    let name = job["metadata"]["name"].clone();
-    let uid = job["metadata"]["uid"].clone();
-    if !job["spec"].is_object() || uid.is_null() {
-        return;
-    }
-    let template = &mut job["spec"]["template"];
-    if !template["metadata"]["labels"].is_object() {
-        template["metadata"]["labels"] = json!({});
-    }
-    let labels = template["metadata"]["labels"].as_object_mut().expect("labels object");
-    for (key, value) in [
-        ("job-name", &name),
-        ("batch.kubernetes.io/job-name", &name),
-        ("controller-uid", &uid),
-        ("batch.kubernetes.io/controller-uid", &uid),
-    ] {
-        labels.entry(key).or_insert_with(|| value.clone());
-    }
-    let selector = &mut job["spec"]["selector"];
-    if !selector["matchLabels"].is_object() {
-        selector["matchLabels"] = json!({});
-    }
-    let match_labels = selector["matchLabels"].as_object_mut().expect("matchLabels object");
-    match_labels.entry("batch.kubernetes.io/controller-uid").or_insert(uid);
-}
-
-/// A pod (anti-)affinity term's `matchLabelKeys` and `mismatchLabelKeys` become `key in
-/// (value)` and `key notin (value)` requirements of its label selector, with the values of the
-/// new pod's own labels, as upstream's API server does when a pod is created (the scheduler
-/// reads only the selector). A term without a selector matches nothing and is left alone.
-fn merge_label_keys_into_affinity(pod: &mut Value) {
-    let labels = pod["metadata"]["labels"].clone();
-    let Some(affinity) = pod.get_mut("spec").and_then(|s| s.get_mut("affinity")) else { return };
-    for kind in ["podAffinity", "podAntiAffinity"] {
-        let Some(section) = affinity.get_mut(kind).filter(|v| v.is_object()) else { continue };
-        for (list, nested) in [
-            ("requiredDuringSchedulingIgnoredDuringExecution", false),
-            ("preferredDuringSchedulingIgnoredDuringExecution", true),
-        ] {
-            let Some(terms) = section.get_mut(list).and_then(Value::as_array_mut) else { continue };
-            for term in terms {
-                let term = if nested { &mut term["podAffinityTerm"] } else { term };
-                if !term["labelSelector"].is_object() {
-                    continue;
-                }
-                for (keys, operator) in [("matchLabelKeys", "In"), ("mismatchLabelKeys", "NotIn")] {
-                    let keys: Vec<String> = term[keys]
-                        .as_array()
-                        .map(|k| k.iter().filter_map(|k| k.as_str().map(String::from)).collect())
-                        .unwrap_or_default();
-                    for key in keys {
-                        let Some(value) = labels.get(&key).filter(|v| v.is_string()) else {
-                            continue;
-                        };
-                        let selector = &mut term["labelSelector"];
-                        if !selector["matchExpressions"].is_array() {
-                            selector["matchExpressions"] = json!([]);
-                        }
-                        let requirement =
-                            json!({"key": key, "operator": operator, "values": [value]});
-                        selector["matchExpressions"]
-                            .as_array_mut()
-                            .expect("a list")
-                            .push(requirement);
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// The pod's quality-of-service class from its containers' requests and limits.
-pub fn qos_class(pod: &Value) -> &'static str {
-    let containers: Vec<&Value> = ["initContainers", "containers"]
-        .iter()
-        .filter_map(|f| pod["spec"][f].as_array())
-        .flatten()
-        .collect();
-    let mut any = false;
-    let mut guaranteed = true;
-    for c in &containers {
-        let requests = c["resources"]["requests"].as_object();
-        let limits = c["resources"]["limits"].as_object();
-        if requests.is_some_and(|r| !r.is_empty()) || limits.is_some_and(|l| !l.is_empty()) {
-            any = true;
-        }
-        for resource in ["cpu", "memory"] {
-            let limit = limits.and_then(|l| l.get(resource));
-            let request = requests.and_then(|r| r.get(resource)).or(limit);
-            if limit.is_none() || request != limit {
-                guaranteed = false;
-            }
-        }
-    }
-    if !any {
-        "BestEffort"
-    } else if guaranteed && !containers.is_empty() {
-        "Guaranteed"
-    } else {
-        "Burstable"
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kinds::core::qos_class;
     use crate::resources::Resources;
+    use serde_json::json;
 
     #[test]
     fn secret_string_data_is_merged_into_data() {

@@ -54,9 +54,9 @@ const WEBHOOKS: Column = col(
     "Webhooks indicates the number of webhooks registered in this configuration",
 );
 
-/// How one resource is printed.
+/// How one resource is printed: each resource's strategy names its printer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Printer {
+pub enum Printer {
     Pod,
     PodTemplate,
     PodDisruptionBudget,
@@ -112,67 +112,7 @@ enum Printer {
 }
 
 fn printer(info: &ResourceInfo) -> Printer {
-    use Printer::*;
-    match (info.group, info.plural) {
-        ("", "pods") => Pod,
-        ("", "podtemplates") => PodTemplate,
-        ("policy", "poddisruptionbudgets") => PodDisruptionBudget,
-        ("", "replicationcontrollers") => ReplicationController,
-        ("apps", "replicasets") => ReplicaSet,
-        ("apps", "daemonsets") => DaemonSet,
-        ("batch", "jobs") => Job,
-        ("batch", "cronjobs") => CronJob,
-        ("", "services") => Service,
-        ("networking.k8s.io", "ingresses") => Ingress,
-        ("networking.k8s.io", "ingressclasses") => IngressClass,
-        ("apps", "statefulsets") => StatefulSet,
-        ("", "endpoints") => Endpoints,
-        ("", "nodes") => Node,
-        ("", "events") | ("events.k8s.io", "events") => Event,
-        ("", "namespaces") => Namespace,
-        ("", "secrets") => Secret,
-        ("", "serviceaccounts") => ServiceAccount,
-        ("", "persistentvolumes") => PersistentVolume,
-        ("", "persistentvolumeclaims") => PersistentVolumeClaim,
-        ("", "componentstatuses") => ComponentStatus,
-        ("apps", "deployments") => Deployment,
-        ("autoscaling", "horizontalpodautoscalers") => HorizontalPodAutoscaler,
-        ("", "configmaps") => ConfigMap,
-        ("networking.k8s.io", "networkpolicies") => NetworkPolicy,
-        ("rbac.authorization.k8s.io", "rolebindings") => RoleBinding,
-        ("rbac.authorization.k8s.io", "clusterrolebindings") => ClusterRoleBinding,
-        ("certificates.k8s.io", "certificatesigningrequests") => CertificateSigningRequest,
-        ("coordination.k8s.io", "leases") => Lease,
-        ("storage.k8s.io", "storageclasses") => StorageClass,
-        ("apps", "controllerrevisions") => ControllerRevision,
-        ("", "resourcequotas") => ResourceQuota,
-        ("scheduling.k8s.io", "priorityclasses") => PriorityClass,
-        ("node.k8s.io", "runtimeclasses") => RuntimeClass,
-        ("storage.k8s.io", "volumeattachments") => VolumeAttachment,
-        ("discovery.k8s.io", "endpointslices") => EndpointSlice,
-        ("storage.k8s.io", "csinodes") => CsiNode,
-        ("storage.k8s.io", "csidrivers") => CsiDriver,
-        ("storage.k8s.io", "csistoragecapacities") => CsiStorageCapacity,
-        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations") => MutatingWebhook,
-        ("admissionregistration.k8s.io", "validatingwebhookconfigurations") => ValidatingWebhook,
-        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => {
-            ValidatingAdmissionPolicy
-        }
-        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings") => {
-            ValidatingAdmissionPolicyBinding
-        }
-        ("flowcontrol.apiserver.k8s.io", "flowschemas") => FlowSchema,
-        ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations") => {
-            PriorityLevelConfiguration
-        }
-        ("networking.k8s.io", "servicecidrs") => ServiceCidr,
-        ("networking.k8s.io", "ipaddresses") => IpAddress,
-        ("apiregistration.k8s.io", "apiservices") => ApiService,
-        ("", "limitranges")
-        | ("rbac.authorization.k8s.io", "roles" | "clusterroles")
-        | ("apiextensions.k8s.io", "customresourcedefinitions") => CreatedAt,
-        _ => NameAge,
-    }
+    info.strategy.printer()
 }
 
 /// The columns of `info`'s table, in order, wide ones included.

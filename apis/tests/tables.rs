@@ -1084,6 +1084,7 @@ mod tables {
             version: "v1",
             kind: "Widget",
             plural: "widgets",
+            strategy: std::sync::Arc::new(rkube_apis::strategy::Generic),
             ..limits.clone()
         };
         let cols = columns(&custom);

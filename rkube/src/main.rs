@@ -154,6 +154,13 @@ struct ServerArgs {
     /// How long a pod tolerates its node being unreachable, unless it says.
     #[arg(long, default_value_t = 300)]
     default_unreachable_toleration_seconds: i64,
+    /// Admission plugins to enable besides the default ones (comma-separated,
+    /// kube-apiserver's names). The order does not matter: they run in kube-apiserver's.
+    #[arg(long, value_delimiter = ',')]
+    enable_admission_plugins: Vec<String>,
+    /// Default admission plugins not to run (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    disable_admission_plugins: Vec<String>,
     /// A KubeSchedulerConfiguration file for the scheduler run here.
     #[arg(long)]
     scheduler_config: Option<PathBuf>,
@@ -363,6 +370,18 @@ async fn main() {
 async fn server(args: ServerArgs) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     let authorization_modes = rkube_server::authz::Mode::parse_list(&args.authorization_mode)?;
+    // Checked before anything starts, as kube-apiserver validates its flags.
+    let admission = rkube_server::rkube_admission::Chain::from_flags(
+        &args.enable_admission_plugins,
+        &args.disable_admission_plugins,
+        rkube_server::rkube_admission::Settings {
+            default_toleration_seconds: rkube_server::DefaultTolerationSeconds {
+                not_ready: args.default_not_ready_toleration_seconds,
+                unreachable: args.default_unreachable_toleration_seconds,
+            },
+        },
+    )?;
+    eprintln!("rkube: admission plugins: {}", admission.names().join(","));
     // The data dir holds the cluster's keys, the store and the kubelet's secret volumes.
     rkube_certs::ensure_private_dir(&args.data_dir)
         .with_context(|| format!("cannot create data dir {}", args.data_dir.display()))?;
@@ -407,10 +426,7 @@ async fn server(args: ServerArgs) -> anyhow::Result<()> {
             &args.service_cluster_ip_range,
             args.service_node_port_range,
         )?,
-        default_toleration_seconds: rkube_server::DefaultTolerationSeconds {
-            not_ready: args.default_not_ready_toleration_seconds,
-            unreachable: args.default_unreachable_toleration_seconds,
-        },
+        admission,
         kubelet_client: Some(rkube_server::KubeletClientConfig {
             // As k3s: node names need not resolve, so the InternalIP comes first.
             preferred_address_types: ["InternalIP", "ExternalIP", "Hostname"]

@@ -30,7 +30,6 @@ use crate::watch::{self, WatchRequest};
 /// What every API request shares.
 pub struct ApiState {
     pub registry: Arc<Registry>,
-    pub resources: &'static Resources,
     /// `host:port` clients reach this server at, for `/api`.
     pub server_address: String,
     pub metrics: crate::metrics::Metrics,
@@ -62,7 +61,7 @@ pub async fn handle(State(state): State<Arc<ApiState>>, request: http::Request<B
     // What goes to a kubelet keeps its body unread (it streams through) and its connection
     // upgrade; everything else is read whole.
     let (body, raw) = match &target {
-        Target::Resource(r) if kubelet::streams(r) => {
+        Target::Resource(r) if crate::subresources::streams(r) => {
             let raw = kubelet::RawRequest {
                 uri: parts.uri.clone(),
                 body,
@@ -79,30 +78,32 @@ pub async fn handle(State(state): State<Arc<ApiState>>, request: http::Request<B
             }
         },
     };
+    // Discovery answers from the resources served now.
+    let resources = state.registry.resources();
     let result = match target {
         Target::CoreVersions => discovery_response(
             &parts.headers,
             || Some(discovery::core_versions(&state.server_address)),
             Some(true),
-            state.resources,
+            &resources,
         ),
         Target::Groups => discovery_response(
             &parts.headers,
-            || Some(discovery::group_list(state.resources)),
+            || Some(discovery::group_list(&resources)),
             Some(false),
-            state.resources,
+            &resources,
         ),
         Target::Group(g) => discovery_response(
             &parts.headers,
-            || discovery::group(state.resources, &g),
+            || discovery::group(&resources, &g),
             None,
-            state.resources,
+            &resources,
         ),
         Target::GroupVersion { group, version } => discovery_response(
             &parts.headers,
-            || discovery::resource_list(state.resources, &group, &version),
+            || discovery::resource_list(&resources, &group, &version),
             None,
-            state.resources,
+            &resources,
         ),
         Target::NotFound => Err(ApiError::path_not_found()),
         Target::Resource(r) => {
@@ -176,9 +177,12 @@ async fn resource(
         return crate::metrics_api::serve(state, method, headers, query, &r).await;
     }
     let info = state
-        .resources
+        .registry
+        .resources()
         .get(&r.group, &r.version, &r.resource)
+        .cloned()
         .ok_or_else(ApiError::path_not_found)?;
+    let info = &info;
     // Namespaced resources need a namespace except for list and watch across all of them;
     // cluster-scoped ones take none.
     match (info.namespaced, &r.namespace) {
@@ -193,7 +197,8 @@ async fn resource(
         if !info.has_subresource(sub) {
             return Err(ApiError::path_not_found());
         }
-        return subresource(state, method, headers, query, info, &r, sub, body, raw).await;
+        return crate::subresources::serve(state, method, headers, query, info, &r, sub, body, raw)
+            .await;
     }
     if !info.has_verb(r.verb) || *method == Method::HEAD && r.verb != "get" {
         return Err(ApiError::method_not_allowed(
@@ -228,7 +233,7 @@ async fn resource(
                 .unwrap_or_else(default_watch_timeout);
             watch::watch(
                 registry.clone(),
-                info_static(state, info),
+                info.clone(),
                 r.namespace.clone(),
                 WatchRequest {
                     resource_version: query.get("resourceVersion").cloned(),
@@ -261,7 +266,7 @@ async fn resource(
             // The older way to bind a pod: POST a Binding named after the pod.
             let binding = negotiate::decode_body(headers, body)?;
             let pod = binding["metadata"]["name"].as_str().unwrap_or("").to_string();
-            let pods = state.resources.get("", "v1", "pods").expect("pods");
+            let pods = Resources::builtin().get("", "v1", "pods").expect("pods");
             let r = ResourceRequest {
                 verb: "create",
                 group: String::new(),
@@ -271,7 +276,10 @@ async fn resource(
                 name: Some(pod),
                 subresource: Some("binding".into()),
             };
-            subresource(state, method, headers, query, pods, &r, "binding", body, None).await
+            crate::subresources::serve(
+                state, method, headers, query, pods, &r, "binding", body, None,
+            )
+            .await
         }
         "create" => {
             let output = negotiate::output(headers)?;
@@ -308,7 +316,7 @@ async fn resource(
             let name = r.name.as_deref().unwrap_or("");
             let options = delete_options(query, body)?;
             let deleted = registry.delete(info, ns, name, &options).await?;
-            if deleted.gone && !returns_deleted_object(info) {
+            if deleted.gone && !info.strategy.returns_deleted_object() {
                 let status = json!({
                     "kind": "Status",
                     "apiVersion": "v1",
@@ -373,8 +381,8 @@ fn check_path_names(
     }
     if let Some(namespace) = r.namespace.as_deref().filter(|ns| matches!(*ns, "." | "..")) {
         let key = match &r.name {
-            Some(name) => registry.storage(info).key(Some(namespace), name),
-            None => registry.prefix(info, Some(namespace)).trim_end_matches('/').to_string(),
+            Some(name) => registry.storage(info)?.key(Some(namespace), name),
+            None => registry.prefix(info, Some(namespace))?.trim_end_matches('/').to_string(),
         };
         let key = key.strip_prefix("/registry").unwrap_or(&key);
         return Err(ApiError::new(
@@ -398,21 +406,11 @@ fn path_segment_problems(name: &str) -> Vec<String> {
         .collect()
 }
 
-/// The `&'static` entry of a resource (watch streams outlive the request).
-fn info_static(state: &ApiState, info: &ResourceInfo) -> &'static ResourceInfo {
-    state.resources.get(info.group, info.version, info.plural).expect("known resource")
-}
-
 /// kube-apiserver's default watch timeout: between the minimum request timeout (30 min) and
 /// twice that, at random, so that watches do not all end at once.
 fn default_watch_timeout() -> Duration {
     use rand::RngExt;
     Duration::from_secs(rand::rng().random_range(1800..3600))
-}
-
-/// Resources whose delete answers with the deleted object rather than a Status.
-fn returns_deleted_object(info: &ResourceInfo) -> bool {
-    matches!((info.group, info.plural), ("", "pods") | ("", "namespaces") | ("", "services"))
 }
 
 pub(crate) fn object_response(
@@ -577,7 +575,7 @@ async fn list_from_cache(
             }
         }
     }
-    let (objects, revision) = cache.list(&registry.prefix(info, ns), filter);
+    let (objects, revision) = cache.list(&registry.prefix(info, ns)?, filter);
     let same_version = (info.group, info.version) == (cache.info().group, cache.info().version);
     // The cached bytes go out as they are (or their metadata alone).
     let raw_items = match output {
@@ -745,7 +743,11 @@ pub(crate) fn dry_run(query: &Query) -> ApiResult<bool> {
 /// The options of a create, update or patch: dry run, and the field manager the write is
 /// recorded for in `metadata.managedFields` (`fieldManager`, else the client's User-Agent up
 /// to its first `/`, as upstream names managers: `kubectl`, `kube-rs`, ...).
-fn write_options(query: &Query, headers: &HeaderMap, verb: &str) -> ApiResult<WriteOptions> {
+pub(crate) fn write_options(
+    query: &Query,
+    headers: &HeaderMap,
+    verb: &str,
+) -> ApiResult<WriteOptions> {
     let options_kind = match verb {
         "create" => "CreateOptions",
         "update" => "UpdateOptions",
@@ -765,7 +767,7 @@ fn write_options(query: &Query, headers: &HeaderMap, verb: &str) -> ApiResult<Wr
 }
 
 /// The body of a create or update, decoded and normalized (see [`normalize_object`]).
-fn decode_object(
+pub(crate) fn decode_object(
     info: &ResourceInfo,
     headers: &HeaderMap,
     query: &Query,
@@ -869,13 +871,13 @@ fn patch_type(headers: &HeaderMap, body: &[u8]) -> ApiResult<PatchType> {
 }
 
 /// The patch type (from the Content-Type) and the patch.
-fn decode_patch(headers: &HeaderMap, body: &[u8]) -> ApiResult<(PatchType, Value)> {
+pub(crate) fn decode_patch(headers: &HeaderMap, body: &[u8]) -> ApiResult<(PatchType, Value)> {
     let patch_type = patch_type(headers, body)?;
     let patch = decode_patch_body(patch_type, body).map_err(patch_error)?;
     Ok((patch_type, patch))
 }
 
-fn patch_error(e: PatchError) -> ApiError {
+pub(crate) fn patch_error(e: PatchError) -> ApiError {
     let code = StatusCode::from_u16(e.status_code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let reason = match e.reason() {
         "" => "InternalError",
@@ -886,7 +888,7 @@ fn patch_error(e: PatchError) -> ApiError {
 
 /// PATCH of an object or of its status.
 #[allow(clippy::too_many_arguments)]
-async fn patch(
+pub(crate) async fn patch(
     registry: &Registry,
     headers: &HeaderMap,
     query: &Query,
@@ -897,7 +899,17 @@ async fn patch(
     body: &[u8],
     requester: Option<strategy::Requester>,
 ) -> ApiResult<(StatusCode, Value, Vec<String>)> {
-    let apply = matches!(patch_type(headers, body)?, PatchType::ApplyYaml | PatchType::ApplyCbor);
+    let kind_of_patch = patch_type(headers, body)?;
+    if kind_of_patch == PatchType::StrategicMerge && !info.strategy.accepts_strategic_merge_patch()
+    {
+        return Err(ApiError::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UnsupportedMediaType",
+            "the body of the request was in an unknown format - accepted media types include: \
+             application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml",
+        ));
+    }
+    let apply = matches!(kind_of_patch, PatchType::ApplyYaml | PatchType::ApplyCbor);
     crate::apply::check_patch_options(query, apply)?;
     if apply {
         let request =
@@ -938,235 +950,4 @@ fn requester(user: &UserInfo) -> strategy::Requester {
         groups: user.groups.clone(),
         extra: user.extra.clone(),
     }
-}
-
-/// Subresources: status and pods/ephemeralcontainers (get, update, patch), scale,
-/// pods/binding, and what the kubelet
-/// serves (pods/log, exec, attach, portforward, nodes/proxy: [`kubelet`]).
-#[allow(clippy::too_many_arguments)]
-async fn subresource(
-    state: &ApiState,
-    method: &Method,
-    headers: &HeaderMap,
-    query: &Query,
-    info: &ResourceInfo,
-    r: &ResourceRequest,
-    sub: &str,
-    body: &[u8],
-    raw: Option<kubelet::RawRequest>,
-) -> ApiResult<Response> {
-    if let Some(raw) = raw {
-        return kubelet::serve(state, method, headers, info, r, raw).await;
-    }
-    let registry = &state.registry;
-    let ns = r.namespace.as_deref();
-    let name = r.name.as_deref().ok_or_else(ApiError::path_not_found)?;
-    let output = negotiate::output(headers)?;
-    match (sub, r.verb) {
-        ("status" | "ephemeralcontainers", "get") => {
-            let obj = registry.get(info, ns, name).await?;
-            Ok(object_response(StatusCode::OK, info, obj, output, query))
-        }
-        ("status" | "ephemeralcontainers", "update") => {
-            let (obj, _) = decode_object(info, headers, query, body)?;
-            let updated = registry
-                .update(info, ns, name, Some(sub), obj, &write_options(query, headers, "update")?)
-                .await?;
-            Ok(object_response(StatusCode::OK, info, updated, output, query))
-        }
-        ("status" | "ephemeralcontainers", "patch") => {
-            let (code, patched, warnings) =
-                patch(registry, headers, query, info, ns, name, Some(sub), body, None).await?;
-            let mut response = object_response(code, info, patched, output, query);
-            negotiate::add_warnings(&mut response, &warnings);
-            Ok(response)
-        }
-        ("finalize", "update") => {
-            let (obj, _) = decode_object(info, headers, query, body)?;
-            let updated = registry
-                .update(
-                    info,
-                    ns,
-                    name,
-                    Some("finalize"),
-                    obj,
-                    &write_options(query, headers, "update")?,
-                )
-                .await?;
-            Ok(object_response(StatusCode::OK, info, updated, output, query))
-        }
-        ("scale", "get") => {
-            let obj = registry.get(info, ns, name).await?;
-            Ok(negotiate::respond(StatusCode::OK, &to_scale(&obj), Output::Json, &[]))
-        }
-        ("scale", "update" | "patch") => {
-            let options = write_options(query, headers, r.verb)?;
-            let current = registry.get(info, ns, name).await?;
-            let scale = if r.verb == "update" {
-                negotiate::decode_body(headers, body)?
-            } else {
-                let (patch_type, patch) = decode_patch(headers, body)?;
-                let schema = PatchSchema::builtin();
-                let type_name = schema.definition_for("autoscaling", "v1", "Scale");
-                apply_patch(
-                    patch_type,
-                    &to_scale(&current),
-                    &patch,
-                    type_name.map(|_| schema),
-                    type_name.unwrap_or(""),
-                )
-                .map_err(patch_error)?
-            };
-            let replicas = scale["spec"]["replicas"].as_i64().unwrap_or(0);
-            if replicas < 0 {
-                return Err(ApiError::invalid(
-                    "autoscaling",
-                    "Scale",
-                    name,
-                    vec![rkube_apis::validation::FieldError::invalid(
-                        "spec.replicas",
-                        &scale["spec"]["replicas"],
-                        "must be greater than or equal to 0",
-                    )],
-                ));
-            }
-            let precondition = object::resource_version(&scale).map(String::from);
-            let updated = registry
-                .modify(info, ns, name, None, &options, precondition, |old| {
-                    let mut new = old.clone();
-                    new["spec"]["replicas"] = json!(replicas);
-                    if let Some(m) = new["metadata"].as_object_mut() {
-                        m.remove("resourceVersion");
-                    }
-                    Ok(new)
-                })
-                .await?;
-            Ok(negotiate::respond(StatusCode::OK, &to_scale(&updated), Output::Json, &[]))
-        }
-        ("binding", "create") => {
-            let binding = negotiate::decode_body(headers, body)?;
-            let node = binding["target"]["name"].as_str().unwrap_or("").to_string();
-            if node.is_empty() {
-                return Err(ApiError::invalid(
-                    "",
-                    "Binding",
-                    name,
-                    vec![rkube_apis::validation::FieldError::required("target.name", "")],
-                ));
-            }
-            registry
-                .modify(
-                    info,
-                    ns,
-                    name,
-                    Some("binding"),
-                    &write_options(query, headers, "create")?,
-                    None,
-                    |old| bind(old, name, &node, &binding["metadata"]["annotations"]),
-                )
-                .await?;
-            let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
-            Ok(negotiate::respond(StatusCode::CREATED, &status, Output::Json, &[]))
-        }
-        ("token", "create") if info.plural == "serviceaccounts" => {
-            let ns = ns.unwrap_or("default");
-            let (answered, warnings) =
-                crate::authn::token_request::create(state, headers, ns, name, body).await?;
-            let output = if matches!(output, Output::Yaml) { Output::Yaml } else { Output::Json };
-            Ok(negotiate::respond(StatusCode::CREATED, &answered, output, &warnings))
-        }
-        ("eviction", "create") => {
-            // Stored as a plain delete for now (no PodDisruptionBudget check yet).
-            registry.delete(info, ns, name, &DeleteOptions::default()).await?;
-            let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
-            Ok(negotiate::respond(StatusCode::CREATED, &status, Output::Json, &[]))
-        }
-        _ => Err(ApiError::method_not_allowed(
-            "the server does not allow this method on the requested resource",
-        )),
-    }
-}
-
-/// A pod bound to `node` by a `pods/binding` create, as upstream's binding storage does it:
-/// the node set once (not while scheduling gates hold the pod back), the binding's
-/// annotations copied, and the `PodScheduled` condition made true.
-fn bind(old: &Value, name: &str, node: &str, annotations: &Value) -> ApiResult<Value> {
-    let conflict = |message: String| ApiError::conflict("", "pods/binding", name, &message);
-    if !old["metadata"]["deletionTimestamp"].is_null() {
-        return Err(conflict(format!("pod {name} is being deleted, cannot be assigned to a host")));
-    }
-    if let Some(assigned) = old["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
-        return Err(conflict(format!("pod {name} is already assigned to node {assigned:?}")));
-    }
-    if old["spec"]["schedulingGates"].as_array().is_some_and(|g| !g.is_empty()) {
-        return Err(conflict(format!("pod {name} has non-empty .spec.schedulingGates")));
-    }
-    let mut new = old.clone();
-    new["spec"]["nodeName"] = json!(node);
-    if let Some(m) = new["metadata"].as_object_mut() {
-        m.remove("resourceVersion");
-    }
-    if let Some(annotations) = annotations.as_object().filter(|a| !a.is_empty()) {
-        if !new["metadata"]["annotations"].is_object() {
-            new["metadata"]["annotations"] = json!({});
-        }
-        for (k, v) in annotations {
-            new["metadata"]["annotations"][k] = v.clone();
-        }
-    }
-    if !new["status"]["conditions"].is_array() {
-        new["status"]["conditions"] = json!([]);
-    }
-    let conditions = new["status"]["conditions"].as_array_mut().expect("conditions list");
-    let scheduled = json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null});
-    match conditions.iter_mut().find(|c| c["type"] == "PodScheduled") {
-        Some(c) => {
-            let since = match c["status"] == "True" {
-                true => c["lastTransitionTime"].clone(),
-                false => json!(object::now()),
-            };
-            *c = scheduled;
-            c["lastTransitionTime"] = since;
-        }
-        None => {
-            conditions.push(scheduled);
-            let c = conditions.last_mut().expect("just pushed");
-            c["lastTransitionTime"] = json!(object::now());
-        }
-    }
-    Ok(new)
-}
-
-/// The `autoscaling/v1 Scale` view of a scalable object.
-fn to_scale(obj: &Value) -> Value {
-    let selector = &obj["spec"]["selector"];
-    let selector_string = match selector.get("matchLabels").and_then(Value::as_object) {
-        Some(labels) => labels
-            .iter()
-            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
-            .collect::<Vec<_>>()
-            .join(","),
-        None => selector
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
-                    .collect::<Vec<_>>()
-                    .join(",")
-            })
-            .unwrap_or_default(),
-    };
-    json!({
-        "kind": "Scale",
-        "apiVersion": "autoscaling/v1",
-        "metadata": {
-            "name": obj["metadata"]["name"],
-            "namespace": obj["metadata"]["namespace"],
-            "uid": obj["metadata"]["uid"],
-            "resourceVersion": obj["metadata"]["resourceVersion"],
-            "creationTimestamp": obj["metadata"]["creationTimestamp"],
-        },
-        "spec": {"replicas": obj["spec"]["replicas"].as_i64().unwrap_or(0)},
-        "status": {"replicas": obj["status"]["replicas"].as_i64().unwrap_or(0), "selector": selector_string},
-    })
 }

@@ -193,12 +193,14 @@ struct State {
 
 /// The cache of one resource (its storage version).
 pub struct Cache {
-    info: &'static ResourceInfo,
+    info: Arc<ResourceInfo>,
     prefix: String,
     state: RwLock<State>,
     events: broadcast::Sender<Arc<CacheEvent>>,
     revision: watch::Sender<Revision>,
     progress: Arc<Notify>,
+    /// True once the cache stopped (its resource is no longer served): watches end.
+    stopped: watch::Sender<bool>,
 }
 
 /// How a watch starts: the events to send first, and the live ones after them.
@@ -211,10 +213,7 @@ pub struct WatchStart {
 
 impl Cache {
     /// Lists the resource from the store and starts following it.
-    pub async fn start(
-        store: Arc<dyn Store>,
-        info: &'static ResourceInfo,
-    ) -> ApiResult<Arc<Cache>> {
+    pub async fn start(store: Arc<dyn Store>, info: Arc<ResourceInfo>) -> ApiResult<Arc<Cache>> {
         let prefix = info.key_prefix();
         let (events, _) = broadcast::channel(WATCHER_BUFFER);
         let (revision, _) = watch::channel(0);
@@ -230,6 +229,7 @@ impl Cache {
             events,
             revision,
             progress: Arc::new(Notify::new()),
+            stopped: watch::Sender::new(false),
         });
         let listed = cache.relist(store.as_ref()).await?;
         tokio::spawn(cache.clone().follow(store, listed));
@@ -255,7 +255,7 @@ impl Cache {
     }
 
     fn decode(&self, kv: &KeyValue) -> Option<CachedObject> {
-        match CachedObject::from_stored(self.info, &kv.key, &kv.value, kv.mod_revision) {
+        match CachedObject::from_stored(&self.info, &kv.key, &kv.value, kv.mod_revision) {
             Ok(object) => Some(object),
             Err(e) => {
                 tracing::error!(key = kv.key, error = %e, "stored object is not JSON; left out of the cache");
@@ -264,8 +264,28 @@ impl Cache {
         }
     }
 
+    /// Stops following the store and ends every watch (the resource is no longer served).
+    pub fn stop(&self) {
+        self.stopped.send_replace(true);
+    }
+
+    /// Resolves once the cache stopped.
+    pub async fn stopped(&self) {
+        let mut stopped = self.stopped.subscribe();
+        let _ = stopped.wait_for(|s| *s).await;
+    }
+
+    /// Follows the store from `from` until stopped.
+    async fn follow(self: Arc<Cache>, store: Arc<dyn Store>, from: Revision) {
+        let this = self.clone();
+        tokio::select! {
+            _ = this.stopped() => {}
+            _ = self.follow_store(store, from) => {}
+        }
+    }
+
     /// Follows the store from `from`, relisting when the store compacted past it.
-    async fn follow(self: Arc<Cache>, store: Arc<dyn Store>, mut from: Revision) {
+    async fn follow_store(self: Arc<Cache>, store: Arc<dyn Store>, mut from: Revision) {
         loop {
             match store.watch(&self.prefix, true, from + 1).await {
                 Ok(mut stream) => {
@@ -332,7 +352,7 @@ impl Cache {
                 state.objects.remove(&event.kv.key);
                 let Some(prev) = prev else { return };
                 // The deleted object, as it was, at the revision of its deletion.
-                let obj = CachedObject::from_value(self.info, &prev.key, prev.value(), revision);
+                let obj = CachedObject::from_value(&self.info, &prev.key, prev.value(), revision);
                 CacheEvent {
                     revision,
                     kind: EventType::Deleted,
@@ -439,8 +459,8 @@ impl Cache {
         *self.revision.borrow()
     }
 
-    pub fn info(&self) -> &'static ResourceInfo {
-        self.info
+    pub fn info(&self) -> &Arc<ResourceInfo> {
+        &self.info
     }
 
     /// How many objects the cache holds, and their JSON bytes.

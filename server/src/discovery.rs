@@ -159,7 +159,7 @@ pub fn aggregated(resources: &Resources, core: bool, api_version: &str) -> Value
             .iter()
             .map(|v| {
                 let list: Vec<Value> =
-                    resources.in_group_version(group, v).map(aggregated_resource).collect();
+                    resources.in_group_version(group, v).map(|r| aggregated_resource(r)).collect();
                 json!({"version": v, "resources": list, "freshness": "Current"})
             })
             .collect();

@@ -197,19 +197,6 @@ pub struct RawRequest {
     pub peer: Option<SocketAddr>,
 }
 
-/// True for the requests this module serves (their bodies are streamed, never buffered).
-pub fn streams(r: &ResourceRequest) -> bool {
-    r.group.is_empty()
-        && r.name.is_some()
-        && match (r.resource.as_str(), r.subresource.as_deref()) {
-            ("pods", Some(sub)) => {
-                matches!(sub, "log" | "exec" | "attach" | "portforward" | "proxy")
-            }
-            ("nodes", Some("proxy")) => true,
-            _ => false,
-        }
-}
-
 /// Serves one of the kubelet subresources (see [`streams`]).
 pub async fn serve(
     state: &ApiState,
@@ -278,7 +265,9 @@ fn unknown(message: impl Into<String>) -> ApiError {
 }
 
 async fn get_pod(state: &ApiState, ns: &str, name: &str) -> ApiResult<Value> {
-    let pods = state.resources.get("", "v1", "pods").expect("pods are built in");
+    let pods = rkube_apis::resources::Resources::builtin()
+        .get("", "v1", "pods")
+        .expect("pods are built in");
     state.registry.get(pods, Some(ns), name).await
 }
 
@@ -293,7 +282,9 @@ fn assigned_node<'a>(pod: &'a Value, name: &str) -> ApiResult<&'a str> {
 
 /// Where the node's kubelet listens: its preferred address and its reported port.
 async fn kubelet_endpoint(state: &ApiState, node: &str) -> ApiResult<Endpoint> {
-    let nodes = state.resources.get("", "v1", "nodes").expect("nodes are built in");
+    let nodes = rkube_apis::resources::Resources::builtin()
+        .get("", "v1", "nodes")
+        .expect("nodes are built in");
     let node = state.registry.get(nodes, None, node).await?;
     let host = preferred_address(&node, &state.kubelet.preferred_address_types).map_err(unknown)?;
     Ok(Endpoint { scheme: "https", host, port: kubelet_port(&node, state.kubelet.default_port) })

@@ -14,6 +14,7 @@
 //! [`proxy`]). The resource metrics API (`metrics.k8s.io`, `kubectl top`) is
 //! [`metrics_api`], read from the kubelets on request.
 
+pub mod admission;
 pub mod api;
 pub mod apply;
 pub mod auth;
@@ -21,6 +22,7 @@ pub mod authn;
 pub mod authz;
 pub mod cache;
 pub mod component_status;
+pub mod custom_resources;
 pub mod discovery;
 pub mod duplicates;
 pub mod inflight;
@@ -30,6 +32,7 @@ pub mod metrics;
 pub mod metrics_api;
 pub mod negotiate;
 pub mod object;
+pub mod openapi;
 pub mod pod_proxy;
 pub mod proxy;
 pub mod registry;
@@ -37,6 +40,7 @@ pub mod request;
 pub mod reviews;
 pub mod services;
 pub mod status;
+pub mod subresources;
 pub mod table;
 pub mod warnings;
 pub mod watch;
@@ -56,6 +60,7 @@ use serde_json::json;
 
 pub use kubelet::{KubeletClientConfig, KubeletServerVerification};
 pub use listener::TlsMaterial;
+pub use rkube_admission;
 pub use rkube_admission::default_toleration_seconds::DefaultTolerationSeconds;
 
 /// The Kubernetes version rkube serves (`/version`).
@@ -70,8 +75,9 @@ pub struct ServerConfig {
     pub store: Arc<dyn Store>,
     /// `--service-cluster-ip-range` and `--service-node-port-range`.
     pub service_ranges: services::ServiceRanges,
-    /// `--default-not-ready-toleration-seconds` and `--default-unreachable-toleration-seconds`.
-    pub default_toleration_seconds: DefaultTolerationSeconds,
+    /// The admission chain (`--enable-admission-plugins`, `--disable-admission-plugins` and
+    /// the plugins' own flags).
+    pub admission: rkube_admission::Chain,
     /// How to reach kubelets for logs, exec, attach, port-forward and `nodes/proxy`: the
     /// API server's kubelet-client certificate and the rules for choosing an address. `None`:
     /// no kubelet access (those requests get a 503 saying so).
@@ -122,16 +128,17 @@ struct Health {
 
 impl Server {
     /// Binds, bootstraps the cluster's default objects and starts serving.
-    pub async fn start(config: ServerConfig) -> anyhow::Result<Server> {
+    pub async fn start(mut config: ServerConfig) -> anyhow::Result<Server> {
         let mut registry =
             registry::Registry::new(config.store.clone(), config.service_ranges.clone());
-        registry.default_toleration_seconds = config.default_toleration_seconds;
+        registry.admission = std::mem::take(&mut config.admission);
         registry
             .start_caches()
             .await
             .map_err(|e| anyhow::anyhow!("cannot start the watch caches: {}", e.message))?;
         let registry = Arc::new(registry);
         bootstrap(&registry, &config).await?;
+        custom_resources::start(registry.clone());
         let acceptor = listener::acceptor(&config.tls)?;
         let kubelet = kubelet::KubeletClient::new(config.kubelet_client.as_ref())?;
         let tokens = authn::ServiceAccountTokens::new(&config.service_account_tokens)
@@ -147,9 +154,9 @@ impl Server {
         });
         let authorizer: Arc<dyn authz::Authorizer> =
             Arc::new(authz::modes::chain(&config.authorization_modes));
+        let openapi_docs = Arc::new(openapi::OpenApi::new(registry.clone()));
         let api_state = Arc::new(api::ApiState {
             registry,
-            resources: rkube_apis::resources::Resources::builtin(),
             server_address: config.advertise_address.clone(),
             metrics: metrics::Metrics::default(),
             kubelet,
@@ -163,10 +170,8 @@ impl Server {
             .route("/readyz", get(readyz))
             .route("/version", get(version))
             .route("/metrics", get(metrics_handler).with_state(api_state.clone()))
-            .route("/openapi/v2", get(openapi_v2))
-            .route("/openapi/v3", get(openapi_v3_index))
-            .route("/openapi/v3/{*path}", get(openapi_v3))
             .with_state(health)
+            .merge(openapi::routes(openapi_docs))
             .fallback(api::handle)
             .with_state(api_state.clone())
             .layer(axum::middleware::from_fn_with_state(authorizer, authz::authorize))
@@ -196,7 +201,7 @@ impl Server {
 /// What every cluster has: the default namespaces, and the `kubernetes` Service in
 /// `default` with its Endpoints and EndpointSlice pointing at this API server.
 async fn bootstrap(registry: &registry::Registry, config: &ServerConfig) -> anyhow::Result<()> {
-    let resources = registry.resources;
+    let resources = registry.resources();
     let options = registry::WriteOptions {
         field_manager: Some("kube-apiserver".to_string()),
         ..Default::default()
@@ -360,90 +365,10 @@ async fn version(State(health): State<Arc<Health>>) -> Response {
     negotiate::respond(http::StatusCode::OK, &body, negotiate::Output::Json, &[])
 }
 
-async fn openapi_v3_index() -> Response {
-    let index = rkube_apis::openapi::Documents::builtin().v3_index();
-    negotiate::respond(http::StatusCode::OK, &index, negotiate::Output::Json, &[])
-}
-
-async fn openapi_v3(axum::extract::Path(path): axum::extract::Path<String>) -> Response {
-    match rkube_apis::openapi::Documents::builtin().v3.get(path.trim_matches('/')) {
-        Some(doc) => {
-            let mut response = (http::StatusCode::OK, doc.body.clone()).into_response();
-            let headers = response.headers_mut();
-            headers.insert(
-                http::header::CONTENT_TYPE,
-                http::HeaderValue::from_static("application/json"),
-            );
-            if let Ok(etag) = http::HeaderValue::from_str(&format!("\"{}\"", doc.hash)) {
-                headers.insert(http::header::ETAG, etag);
-            }
-            response
-        }
-        None => status::ApiError::path_not_found().into_response(),
-    }
-}
-
-/// Swagger 2.0, as JSON or as the gnostic `openapi.v2.Document` protobuf (kubectl 1.27 and
-/// 1.28 ask for the latter for `apply`): the first form the Accept header lists, by `q`
-/// (`*/*` gets JSON).
-async fn openapi_v2(headers: http::HeaderMap) -> Response {
-    use rkube_apis::openapi_v2_proto;
-    let accept = headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
-    let mut ranges: Vec<(f32, &str)> = accept
-        .split(',')
-        .map(|range| {
-            let mut parts = range.split(';');
-            let media = parts.next().unwrap_or("").trim();
-            let q = parts
-                .filter_map(|p| p.trim().strip_prefix("q="))
-                .find_map(|q| q.trim().parse().ok())
-                .unwrap_or(1.0);
-            (q, media)
-        })
-        .filter(|(q, media)| *q > 0.0 && !media.is_empty())
-        .collect();
-    ranges.sort_by(|a, b| b.0.total_cmp(&a.0));
-    let protobuf = match ranges.iter().find_map(|(_, media)| {
-        if media.contains("protobuf") {
-            Some(true)
-        } else if media.contains("json") || *media == "*/*" || *media == "application/*" {
-            Some(false)
-        } else {
-            None
-        }
-    }) {
-        Some(protobuf) => protobuf,
-        None if accept.trim().is_empty() => false,
-        None => {
-            return status::ApiError::not_acceptable(format!(
-                "/openapi/v2 is served as application/json or {}",
-                openapi_v2_proto::MEDIA_TYPE
-            ))
-            .into_response()
-        }
-    };
-    let json = &rkube_apis::openapi::Documents::builtin().v2;
-    let (body, content_type) = if protobuf {
-        static ENCODED: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
-        let bytes = ENCODED.get_or_init(|| {
-            let doc: serde_json::Value =
-                serde_json::from_slice(json).expect("the v2 document is JSON");
-            openapi_v2_proto::encode(&doc)
-        });
-        (bytes::Bytes::from_static(bytes), openapi_v2_proto::MEDIA_TYPE)
-    } else {
-        (bytes::Bytes::from_static(json), "application/json")
-    };
-    let mut response = (http::StatusCode::OK, body).into_response();
-    let headers = response.headers_mut();
-    headers.insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static(content_type));
-    headers.insert(http::header::VARY, http::HeaderValue::from_static("Accept"));
-    response
-}
-
 async fn metrics_handler(State(api): State<Arc<api::ApiState>>) -> Response {
     let objects: Vec<(String, usize)> = api
-        .resources
+        .registry
+        .resources()
         .all()
         .iter()
         .filter(|r| r.storage_version)

@@ -345,8 +345,8 @@ fn filter(query: &Query) -> ApiResult<Filter> {
     }))
 }
 
-fn core(state: &ApiState, plural: &str) -> &'static rkube_apis::resources::ResourceInfo {
-    state.resources.get("", "v1", plural).expect("built-in resource")
+fn core(plural: &str) -> &'static rkube_apis::resources::ResourceInfo {
+    rkube_apis::resources::Resources::builtin().get("", "v1", plural).expect("built-in resource")
 }
 
 /// The objects of a core resource from the watch cache (as they are now: metrics need no
@@ -357,14 +357,14 @@ fn cached(
     ns: Option<&str>,
     filter: &Filter,
 ) -> ApiResult<Vec<Value>> {
-    let info = core(state, plural);
+    let info = core(plural);
     let cache = state.registry.cache(info)?;
-    let (objects, _) = cache.list(&state.registry.prefix(info, ns), filter);
+    let (objects, _) = cache.list(&state.registry.prefix(info, ns)?, filter);
     Ok(objects.iter().map(|o| o.value()).collect())
 }
 
 async fn get_node(state: &ApiState, name: &str, now: &DateTime<Utc>) -> ApiResult<Value> {
-    let node = state.registry.get(core(state, "nodes"), None, name).await?;
+    let node = state.registry.get(core("nodes"), None, name).await?;
     let summaries = scrape(state, std::slice::from_ref(&node)).await;
     summaries
         .get(name)
@@ -390,7 +390,7 @@ async fn list_nodes(
 }
 
 async fn get_pod(state: &ApiState, ns: &str, name: &str, now: &DateTime<Utc>) -> ApiResult<Value> {
-    let pod = state.registry.get(core(state, "pods"), Some(ns), name).await?;
+    let pod = state.registry.get(core("pods"), Some(ns), name).await?;
     let found = metrics_of_pods(state, std::slice::from_ref(&pod), now).await?;
     found.into_iter().next().ok_or_else(|| {
         ApiError::not_found(GROUP, Kind::Pod.error_resource(), &format!("{ns}/{name}"))

@@ -31,7 +31,9 @@ pub async fn serve(
     check_proxy_method(method)?;
     let (scheme, name, port) = split_scheme_name_port(id)
         .ok_or_else(|| ApiError::bad_request(format!("invalid pod request {id:?}")))?;
-    let pods = state.resources.get("", "v1", "pods").expect("pods are built in");
+    let pods = rkube_apis::resources::Resources::builtin()
+        .get("", "v1", "pods")
+        .expect("pods are built in");
     let pod = state.registry.get(pods, Some(ns), name).await?;
     let ip = allowed_ip(&pod)?;
     let https = scheme == "https";

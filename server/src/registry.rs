@@ -7,16 +7,17 @@
 //! `mod_revision`, set on every read.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
-use rkube_admission::default_toleration_seconds::{self, DefaultTolerationSeconds};
+use rkube_admission::{Operation, OperationOptions};
 use rkube_apis::resources::{ResourceInfo, Resources};
 use rkube_apis::strategy;
 use rkube_store::{Error as StoreError, KeyValue, RangeRequest, Revision, Store};
 use serde_json::{json, Value};
 
+use crate::admission::Write;
 use crate::cache::Cache;
 use crate::object::{self, meta_mut};
 use crate::services::{Allocator, ServiceRanges};
@@ -86,17 +87,17 @@ pub struct ListOptions {
 /// The registry over one store.
 pub struct Registry {
     pub store: Arc<dyn Store>,
-    pub resources: &'static Resources,
+    /// The live resource table: the resources served now (a snapshot swapped whole when a
+    /// resource is added or removed, see [`Registry::add_resource`]).
+    table: RwLock<Arc<Resources>>,
+    /// Counts the changes of the table, for what is built from it (OpenAPI).
+    generation: tokio::sync::watch::Sender<u64>,
     /// ClusterIPs and NodePorts of Services.
     pub services: Allocator,
     /// The watch cache of each stored resource, by (group, plural).
-    caches: HashMap<(&'static str, &'static str), Arc<Cache>>,
-    /// What the `DefaultTolerationSeconds` admission plugin gives pods.
-    pub default_toleration_seconds: DefaultTolerationSeconds,
-}
-
-fn is_pod(info: &ResourceInfo) -> bool {
-    info.group.is_empty() && info.plural == "pods"
+    caches: RwLock<HashMap<(&'static str, &'static str), Arc<Cache>>>,
+    /// The admission chain every write goes through (see `crate::admission`).
+    pub admission: rkube_admission::Chain,
 }
 
 fn is_service(info: &ResourceInfo) -> bool {
@@ -107,37 +108,100 @@ impl Registry {
     pub fn new(store: Arc<dyn Store>, ranges: ServiceRanges) -> Registry {
         Registry {
             store,
-            resources: Resources::builtin(),
+            table: RwLock::new(Arc::new(Resources::builtin().clone())),
+            generation: tokio::sync::watch::Sender::new(0),
             services: Allocator { ranges },
-            caches: HashMap::new(),
-            default_toleration_seconds: DefaultTolerationSeconds::default(),
+            caches: RwLock::new(HashMap::new()),
+            admission: rkube_admission::Chain::with_defaults(),
         }
     }
 
+    /// The resources served now.
+    pub fn resources(&self) -> Arc<Resources> {
+        self.table.read().expect("resource table lock").clone()
+    }
+
+    /// Follows the changes of the resource table: its generation, one more on each change.
+    pub fn table_changes(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.generation.subscribe()
+    }
+
     /// Starts the watch cache of every stored resource.
-    pub async fn start_caches(&mut self) -> ApiResult<()> {
-        for info in self.resources.all().iter().filter(|r| r.storage_version) {
-            let cache = Cache::start(self.store.clone(), info).await?;
-            self.caches.insert((info.group, info.plural), cache);
+    pub async fn start_caches(&self) -> ApiResult<()> {
+        for info in self.resources().all().iter().filter(|r| r.storage_version) {
+            let cache = Cache::start(self.store.clone(), info.clone()).await?;
+            self.caches.write().expect("cache table lock").insert((info.group, info.plural), cache);
         }
         Ok(())
     }
 
+    /// Serves `info` from now on: its watch cache first (for a storage version), then the
+    /// table, so that no request finds the resource without its cache. Discovery and OpenAPI
+    /// follow the table. This is how custom resources are added.
+    pub async fn add_resource(&self, info: ResourceInfo) -> ApiResult<()> {
+        // Checked before the cache starts, and again when the table is swapped.
+        self.resources()
+            .with(info.clone())
+            .map_err(|e| ApiError::new(http::StatusCode::CONFLICT, "Conflict", e))?;
+        let info = Arc::new(info);
+        let key = (info.group, info.plural);
+        let started = match info.storage_version {
+            true => Some(Cache::start(self.store.clone(), info.clone()).await?),
+            false => None,
+        };
+        let mut table = self.table.write().expect("resource table lock");
+        let updated = table
+            .with((*info).clone())
+            .map_err(|e| ApiError::new(http::StatusCode::CONFLICT, "Conflict", e))?;
+        if let Some(cache) = started.clone() {
+            self.caches.write().expect("cache table lock").insert(key, cache);
+        }
+        *table = Arc::new(updated);
+        drop(table);
+        self.generation.send_modify(|g| *g += 1);
+        tracing::info!(resource = %info.group_resource(), version = info.version, "serving");
+        Ok(())
+    }
+
+    /// Stops serving the resource at `group`/`version`/`plural`: it leaves the table (and
+    /// discovery and OpenAPI); when no served version is stored there any more, its watch
+    /// cache stops and its watches end. The stored objects stay in the store.
+    pub fn remove_resource(&self, group: &str, version: &str, plural: &str) {
+        let mut table = self.table.write().expect("resource table lock");
+        let Some(removed) = table.get(group, version, plural).cloned() else { return };
+        let updated = table.without(group, version, plural);
+        let still_stored = updated.storage_of(&removed).is_some();
+        *table = Arc::new(updated);
+        drop(table);
+        if !still_stored {
+            let cache =
+                self.caches.write().expect("cache table lock").remove(&removed.storage_resource);
+            if let Some(cache) = cache {
+                cache.stop();
+            }
+        }
+        self.generation.send_modify(|g| *g += 1);
+        tracing::info!(resource = %removed.group_resource(), version, "no longer served");
+    }
+
     /// The watch cache of `info`'s resource (of the resource it is stored with).
-    pub fn cache(&self, info: &ResourceInfo) -> ApiResult<&Arc<Cache>> {
-        self.caches.get(&info.storage_resource).ok_or_else(|| {
+    pub fn cache(&self, info: &ResourceInfo) -> ApiResult<Arc<Cache>> {
+        let caches = self.caches.read().expect("cache table lock");
+        caches.get(&info.storage_resource).cloned().ok_or_else(|| {
             ApiError::internal(format!("no watch cache for {}", info.group_resource()))
         })
     }
 
     /// The store prefix of `info`'s objects in `namespace` (all namespaces with `None`).
-    pub fn prefix(&self, info: &ResourceInfo, namespace: Option<&str>) -> String {
-        self.storage(info).namespace_prefix(namespace)
+    pub fn prefix(&self, info: &ResourceInfo, namespace: Option<&str>) -> ApiResult<String> {
+        Ok(self.storage(info)?.namespace_prefix(namespace))
     }
 
     /// Where objects of `info`'s resource are stored.
-    pub fn storage(&self, info: &ResourceInfo) -> &'static ResourceInfo {
-        self.resources.storage_of(info).expect("every served resource has a storage version")
+    pub fn storage(&self, info: &ResourceInfo) -> ApiResult<Arc<ResourceInfo>> {
+        let table = self.table.read().expect("resource table lock");
+        // Only a resource removed while the request ran has none.
+        table.storage_of(info).cloned().ok_or_else(ApiError::path_not_found)
     }
 
     /// An object read from the store, in the version `info` serves.
@@ -156,7 +220,7 @@ impl Registry {
 
     /// The bytes stored for an object: storage version, no resourceVersion.
     fn encode(&self, info: &ResourceInfo, obj: &Value) -> ApiResult<Bytes> {
-        let storage = self.storage(info);
+        let storage = self.storage(info)?;
         let in_storage_version = obj["apiVersion"].as_str() == Some(&storage.api_version())
             && obj["kind"].as_str() == Some(storage.kind);
         // Stored as Go would write it, so that lists and watches can send the bytes as they are.
@@ -165,13 +229,13 @@ impl Registry {
         if in_storage_version {
             rkube_apis::go_json::write(obj, options, &mut bytes);
         } else {
-            rkube_apis::go_json::write(&convert(obj.clone(), storage), options, &mut bytes);
+            rkube_apis::go_json::write(&convert(obj.clone(), &storage), options, &mut bytes);
         }
         Ok(Bytes::from(bytes))
     }
 
-    fn key(&self, info: &ResourceInfo, namespace: Option<&str>, name: &str) -> String {
-        self.storage(info).key(namespace, name)
+    fn key(&self, info: &ResourceInfo, namespace: Option<&str>, name: &str) -> ApiResult<String> {
+        Ok(self.storage(info)?.key(namespace, name))
     }
 
     pub async fn get(
@@ -180,7 +244,7 @@ impl Registry {
         namespace: Option<&str>,
         name: &str,
     ) -> ApiResult<Value> {
-        let (kv, _) = self.store.get(&self.key(info, namespace, name), None).await?;
+        let (kv, _) = self.store.get(&self.key(info, namespace, name)?, None).await?;
         let kv = kv.ok_or_else(|| ApiError::not_found(info.group, info.plural, name))?;
         self.decode(info, &kv)
     }
@@ -203,6 +267,18 @@ impl Registry {
             .is_none()
             .then(|| object::meta_str(&obj, "generateName").map(String::from))
             .flatten();
+        // Admission sees the name the request gave (none when it is generated).
+        let requested_name = object::name(&obj).unwrap_or("").to_string();
+        let write = Write {
+            operation: Operation::Create,
+            info,
+            namespace,
+            name: &requested_name,
+            subresource: None,
+            dry_run: options.dry_run,
+            user: options.requester.as_ref(),
+            options: OperationOptions::Create { field_manager: options.field_manager.as_deref() },
+        };
         {
             let meta = meta_mut(&mut obj);
             meta.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
@@ -223,10 +299,7 @@ impl Registry {
             if attempt == 0 {
                 strategy::record_requester(info, &mut obj, options.requester.as_ref());
                 strategy::prepare_for_create(info, &mut obj);
-                if is_pod(info) {
-                    self.admit_priority(&mut obj)?;
-                    default_toleration_seconds::admit(&mut obj, self.default_toleration_seconds);
-                }
+                self.admit(&write, Some(&mut obj), None).await?;
                 let errors = match options.trusted {
                     true => strategy::validate_metadata(info, &obj, None),
                     false => strategy::validate(info, &obj, None),
@@ -238,15 +311,13 @@ impl Registry {
                 if let Some(manager) = &options.field_manager {
                     record_update(info, None, &mut obj, manager, None);
                 }
-                if let Some(ns) = namespace.filter(|_| info.namespaced) {
-                    self.check_namespace_accepts_objects(ns).await?;
-                }
+                self.validate_admission(&write, Some(&mut obj), None).await?;
             }
             let name = object::name(&obj).unwrap_or("").to_string();
             if options.dry_run {
                 return Ok(obj);
             }
-            let key = self.key(info, namespace, &name);
+            let key = self.key(info, namespace, &name)?;
             if is_service(info) {
                 // Nothing to allocate for a name that is taken.
                 if self.store.get(&key, None).await?.0.is_some() && generate.is_none() {
@@ -272,53 +343,6 @@ impl Registry {
             }
         }
         Err(ApiError::already_exists(info.group, info.plural, object::name(&obj).unwrap_or("")))
-    }
-
-    /// The `Priority` admission plugin: the pod's priority from its PriorityClass.
-    fn admit_priority(&self, pod: &mut Value) -> ApiResult<()> {
-        let classes_info = self
-            .resources
-            .get("scheduling.k8s.io", "v1", "priorityclasses")
-            .expect("priorityclasses");
-        let classes: Vec<Value> = match self.cache(classes_info) {
-            Ok(cache) => {
-                let everything: Filter = Arc::new(|_: &FilterView<'_>| true);
-                cache
-                    .list(&classes_info.key_prefix(), &everything)
-                    .0
-                    .iter()
-                    .map(|c| c.value())
-                    .collect()
-            }
-            Err(_) => Vec::new(),
-        };
-        rkube_admission::priority::admit(pod, &classes).map_err(|e| ApiError::forbidden(e.0))
-    }
-
-    /// NamespaceLifecycle: objects go only into namespaces that exist and are not being
-    /// deleted.
-    async fn check_namespace_accepts_objects(&self, namespace: &str) -> ApiResult<()> {
-        let namespaces = self.resources.get("", "v1", "namespaces").expect("namespaces");
-        let key = namespaces.key(None, namespace);
-        // The watch cache knows every namespace but the newest; the store is asked only when
-        // the cache does not have it.
-        let terminating = match self.cache(namespaces).ok().and_then(|c| c.get(&key)) {
-            Some(ns) => ns.fields.iter().any(|(f, v)| *f == "status.phase" && v == "Terminating"),
-            None => {
-                let (kv, _) = self.store.get(&key, None).await?;
-                let Some(kv) = kv else {
-                    return Err(ApiError::not_found("", "namespaces", namespace));
-                };
-                let ns: Value = serde_json::from_slice(&kv.value).unwrap_or(Value::Null);
-                object::is_terminating(&ns)
-            }
-        };
-        if terminating {
-            return Err(ApiError::forbidden(format!(
-                "unable to create new content in namespace {namespace} because it is being terminated"
-            )));
-        }
-        Ok(())
     }
 
     /// Replaces an object (PUT), or its status (`subresource` = status).
@@ -352,7 +376,7 @@ impl Registry {
         precondition: Option<String>,
         change: impl Fn(&Value) -> ApiResult<Value>,
     ) -> ApiResult<Value> {
-        let key = self.key(info, namespace, name);
+        let key = self.key(info, namespace, name)?;
         for _ in 0..MAX_RETRIES {
             let (kv, _) = self.store.get(&key, None).await?;
             let kv = kv.ok_or_else(|| ApiError::not_found(info.group, info.plural, name))?;
@@ -376,9 +400,23 @@ impl Registry {
                 }
             }
             let mut new = prepare_for_update(info, requested, &old, subresource);
-            if is_pod(info) && subresource.is_none() {
-                default_toleration_seconds::admit(&mut new, self.default_toleration_seconds);
-            }
+            // Binding a pod is a create of its `binding` subresource, as upstream admits it.
+            let write = Write {
+                operation: match subresource {
+                    Some("binding") => Operation::Create,
+                    _ => Operation::Update,
+                },
+                info,
+                namespace,
+                name,
+                subresource,
+                dry_run: options.dry_run,
+                user: options.requester.as_ref(),
+                options: OperationOptions::Update {
+                    field_manager: options.field_manager.as_deref(),
+                },
+            };
+            self.admit(&write, Some(&mut new), Some(&old)).await?;
             if is_service(info) && subresource.is_none() {
                 self.services.patch_allocated_values(&mut new, &old);
             }
@@ -397,6 +435,7 @@ impl Registry {
             if !errors.is_empty() {
                 return Err(ApiError::invalid(info.group, info.kind, name, errors));
             }
+            self.validate_admission(&write, Some(&mut new), Some(&old)).await?;
             if new == old {
                 return Ok(old); // nothing changed: no write, same resourceVersion
             }
@@ -456,12 +495,27 @@ impl Registry {
         name: &str,
         options: &DeleteOptions,
     ) -> ApiResult<Deleted> {
-        let key = self.key(info, namespace, name);
+        let key = self.key(info, namespace, name)?;
         for _ in 0..MAX_RETRIES {
             let (kv, _) = self.store.get(&key, None).await?;
             let kv = kv.ok_or_else(|| ApiError::not_found(info.group, info.plural, name))?;
             let old = self.decode(info, &kv)?;
             check_preconditions(info, name, &old, options)?;
+            let write = Write {
+                operation: Operation::Delete,
+                info,
+                namespace,
+                name,
+                subresource: None,
+                dry_run: options.dry_run,
+                user: None,
+                options: OperationOptions::Delete {
+                    grace_period_seconds: options.grace_period_seconds,
+                    propagation_policy: options.propagation_policy.as_deref(),
+                },
+            };
+            self.admit(&write, None, Some(&old)).await?;
+            self.validate_admission(&write, None, Some(&old)).await?;
             let grace = grace_period(info, &old, options);
             let mut finalizers = object::finalizers(&old);
             match options.propagation_policy.as_deref() {
@@ -472,6 +526,11 @@ impl Registry {
                     finalizers.push("orphan".into())
                 }
                 _ => {}
+            }
+            for finalizer in info.strategy.finalizers_on_delete() {
+                if !finalizers.iter().any(|f| f == finalizer) {
+                    finalizers.push(finalizer.to_string());
+                }
             }
             if finalizers.is_empty() && grace == 0 && !has_finalizers(info, &old) {
                 if options.dry_run {
@@ -520,9 +579,7 @@ impl Registry {
                     meta.insert("finalizers".into(), json!(finalizers));
                 }
             }
-            if info.group.is_empty() && info.plural == "namespaces" {
-                marked["status"]["phase"] = json!("Terminating");
-            }
+            info.strategy.mark_for_deletion(&mut marked);
             if options.dry_run {
                 return Ok(Deleted { object: marked, gone: false });
             }
@@ -548,7 +605,7 @@ impl Registry {
         options: &ListOptions,
         filter: &Filter,
     ) -> ApiResult<ListPage> {
-        let prefix = self.storage(info).namespace_prefix(namespace);
+        let prefix = self.storage(info)?.namespace_prefix(namespace);
         let (mut start, mut revision) = match &options.continue_token {
             Some(token) => {
                 let (rv, start) = decode_continue(token, &prefix)?;
@@ -586,10 +643,10 @@ impl Registry {
             let last_key = page.kvs.last().map(|kv| kv.key.clone());
             // Selectors read the stored object, as the watch cache does (a resource stored
             // with another has its field labels converted to the storage's).
-            let storage = self.storage(info);
+            let storage = self.storage(info)?;
             for kv in &page.kvs {
                 let obj = self.decode_stored(kv)?;
-                if matches(storage, filter, &obj) {
+                if matches(&storage, filter, &obj) {
                     items.push(convert(obj, info));
                 }
             }
@@ -666,10 +723,7 @@ impl Registry {
 /// Whether anything still holds the object: its finalizers, and for namespaces the
 /// `spec.finalizers` the namespace controller removes once the namespace is empty.
 fn has_finalizers(info: &ResourceInfo, obj: &Value) -> bool {
-    let spec_finalizers = info.group.is_empty()
-        && info.plural == "namespaces"
-        && obj["spec"]["finalizers"].as_array().is_some_and(|f| !f.is_empty());
-    spec_finalizers || !object::finalizers(obj).is_empty()
+    info.strategy.has_own_finalizers(obj) || !object::finalizers(obj).is_empty()
 }
 
 /// Whether `filter` passes an object held as a value.
@@ -947,19 +1001,7 @@ fn check_preconditions(
 /// The grace period of a delete: pods on a node get theirs (the kubelet finishes the delete);
 /// everything else goes at once.
 fn grace_period(info: &ResourceInfo, obj: &Value, options: &DeleteOptions) -> i64 {
-    if !(info.group.is_empty() && info.plural == "pods") {
-        return 0;
-    }
-    let scheduled = obj["spec"]["nodeName"].as_str().is_some_and(|n| !n.is_empty());
-    let phase = obj["status"]["phase"].as_str().unwrap_or("");
-    if !scheduled || matches!(phase, "Succeeded" | "Failed") {
-        return 0;
-    }
-    let grace = options
-        .grace_period_seconds
-        .or_else(|| obj["spec"]["terminationGracePeriodSeconds"].as_i64())
-        .unwrap_or(30);
-    grace.max(0)
+    info.strategy.grace_period_seconds(obj, options.grace_period_seconds)
 }
 
 /// A second delete may only shorten the grace period of an object already terminating.
@@ -1049,8 +1091,11 @@ mod tests {
         while let Some(result) = tasks.join_next().await {
             result.unwrap().unwrap();
         }
-        let (kv, _) =
-            registry.store.get(&registry.key(info, Some("default"), "c"), None).await.unwrap();
+        let (kv, _) = registry
+            .store
+            .get(&registry.key(info, Some("default"), "c").unwrap(), None)
+            .await
+            .unwrap();
         let stored = registry.decode(info, &kv.unwrap()).unwrap();
         assert_eq!(stored["data"].as_object().unwrap().len(), 16, "{stored}");
         // An update naming an old resourceVersion is a conflict.

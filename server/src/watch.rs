@@ -36,7 +36,7 @@ pub struct WatchRequest {
 /// Starts a watch; the response streams until the timeout, the client leaving, or an error.
 pub async fn watch(
     registry: Arc<Registry>,
-    info: &'static ResourceInfo,
+    info: Arc<ResourceInfo>,
     namespace: Option<String>,
     request: WatchRequest,
     filter: Filter,
@@ -49,12 +49,12 @@ pub async fn watch(
                 .map_err(|_| ApiError::bad_request(format!("invalid resource version {rv:?}")))?,
         ),
     };
-    let cache = registry.cache(info)?.clone();
+    let cache = registry.cache(&info)?;
     // With no resourceVersion the watch starts from the latest state (a consistent read).
     if rv.is_none() {
         cache.wait_fresh(registry.store.as_ref()).await?;
     }
-    let prefix = registry.prefix(info, namespace.as_deref());
+    let prefix = registry.prefix(&info, namespace.as_deref())?;
     // The initial state: for "start at most recent" (unset), "any" (0), or when asked for.
     let initial_wanted = request.send_initial_events.unwrap_or(from.is_none());
     // A resourceVersion ahead of the cache is waited for (3 s at most, as upstream's watch
@@ -67,12 +67,8 @@ pub async fn watch(
         Some(too_large) => Err(too_large),
         None => cache.watch(if initial_wanted { None } else { from }, &prefix),
     };
-    let encoder = Encoder {
-        info,
-        output: request.output,
-        include: request.include,
-        same_version: (info.group, info.version) == (cache.info().group, cache.info().version),
-    };
+    let same_version = (info.group, info.version) == (cache.info().group, cache.info().version);
+    let encoder = Encoder { info, output: request.output, include: request.include, same_version };
     let stream = async_stream::stream! {
         let mut first = true;
         let mut start = match start {
@@ -98,6 +94,8 @@ pub async fn watch(
         loop {
             tokio::select! {
                 _ = &mut deadline => return,
+                // The resource is no longer served (a custom resource's definition is gone).
+                _ = cache.stopped() => return,
                 _ = bookmarks.tick(), if request.allow_bookmarks => {
                     // The cache's revision only when every event up to it has been taken off
                     // the channel (events are sent before the revision is published): a
@@ -146,7 +144,7 @@ pub async fn watch(
 
 /// Turns events into lines in the requested form.
 struct Encoder {
-    info: &'static ResourceInfo,
+    info: Arc<ResourceInfo>,
     output: Output,
     include: IncludeObject,
     /// True when the cache holds objects in the served version: their bytes go out as they are.
@@ -157,10 +155,10 @@ impl Encoder {
     fn event(&self, kind: &str, obj: &CachedObject, first: &mut bool) -> Bytes {
         match self.output {
             Output::Table { v1beta1 } => {
-                let value = convert(obj.value(), self.info);
+                let value = convert(obj.value(), &self.info);
                 let rv = object::resource_version(&value).map(String::from);
                 let t = table::table(
-                    self.info,
+                    &self.info,
                     std::slice::from_ref(&value),
                     self.include,
                     v1beta1,
@@ -185,7 +183,7 @@ impl Encoder {
                     None => self.line(kind, &self.output.shape(obj.value()), first),
                 }
             }
-            output => self.line(kind, &output.shape(convert(obj.value(), self.info)), first),
+            output => self.line(kind, &output.shape(convert(obj.value(), &self.info)), first),
         }
     }
 

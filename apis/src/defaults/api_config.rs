@@ -5,46 +5,50 @@
 use serde_json::{json, Value};
 
 use super::{default, default_unset, field, items};
-use crate::resources::ResourceInfo;
 
-pub(super) fn apply(info: &ResourceInfo, obj: &mut Value) {
-    match (info.group, info.plural) {
-        ("admissionregistration.k8s.io", "validatingwebhookconfigurations") => {
-            items(obj, "webhooks").for_each(webhook);
-        }
-        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations") => {
-            items(obj, "webhooks").for_each(|w| {
-                webhook(w);
-                // Only mutating webhooks are called again after later mutations.
-                default(w, "reinvocationPolicy", json!("Never"));
-            });
-        }
-        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => {
-            if let Some(spec) = field(obj, "spec") {
-                default(spec, "failurePolicy", json!("Fail"));
-                field(spec, "matchConstraints").into_iter().for_each(match_resources);
-            }
-        }
-        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings") => {
-            // v1 leaves paramRef.parameterNotFoundAction to the client (it is required).
-            if let Some(spec) = field(obj, "spec") {
-                field(spec, "matchResources").into_iter().for_each(match_resources);
-            }
-        }
-        ("apiextensions.k8s.io", "customresourcedefinitions") => custom_resource_definition(obj),
-        ("flowcontrol.apiserver.k8s.io", "flowschemas") => {
-            // A plain integer upstream, so 0 counts as unset too.
-            field(obj, "spec")
-                .into_iter()
-                .for_each(|s| default_unset(s, "matchingPrecedence", json!(1000)));
-        }
-        ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations") => {
-            if let Some(spec) = field(obj, "spec") {
-                field(spec, "limited").into_iter().for_each(limited_priority_level);
-                field(spec, "exempt").into_iter().for_each(exempt_priority_level);
-            }
-        }
-        _ => {}
+/// A ValidatingWebhookConfiguration's defaults.
+pub fn validating_webhook_configuration(obj: &mut Value) {
+    items(obj, "webhooks").for_each(webhook);
+}
+
+/// A MutatingWebhookConfiguration's defaults.
+pub fn mutating_webhook_configuration(obj: &mut Value) {
+    items(obj, "webhooks").for_each(|w| {
+        webhook(w);
+        // Only mutating webhooks are called again after later mutations.
+        default(w, "reinvocationPolicy", json!("Never"));
+    });
+}
+
+/// A ValidatingAdmissionPolicy's defaults.
+pub fn validating_admission_policy(obj: &mut Value) {
+    if let Some(spec) = field(obj, "spec") {
+        default(spec, "failurePolicy", json!("Fail"));
+        field(spec, "matchConstraints").into_iter().for_each(match_resources);
+    }
+}
+
+/// A ValidatingAdmissionPolicyBinding's defaults. v1 leaves
+/// `paramRef.parameterNotFoundAction` to the client (it is required).
+pub fn validating_admission_policy_binding(obj: &mut Value) {
+    if let Some(spec) = field(obj, "spec") {
+        field(spec, "matchResources").into_iter().for_each(match_resources);
+    }
+}
+
+/// A FlowSchema's defaults: `matchingPrecedence` is a plain integer upstream, so 0 counts as
+/// unset too.
+pub fn flow_schema(obj: &mut Value) {
+    field(obj, "spec")
+        .into_iter()
+        .for_each(|s| default_unset(s, "matchingPrecedence", json!(1000)));
+}
+
+/// A PriorityLevelConfiguration's defaults.
+pub fn priority_level_configuration(obj: &mut Value) {
+    if let Some(spec) = field(obj, "spec") {
+        field(spec, "limited").into_iter().for_each(limited_priority_level);
+        field(spec, "exempt").into_iter().for_each(exempt_priority_level);
     }
 }
 
@@ -89,7 +93,7 @@ fn match_resources(m: &mut Value) {
 /// The CRD's names are completed from its kind, conversion is `None` unless asked for, and
 /// the storage version is recorded as stored. Status' `acceptedNames` and `conditions` are
 /// not defaults: upstream's naming and establishing controllers write them.
-fn custom_resource_definition(crd: &mut Value) {
+pub fn custom_resource_definition(crd: &mut Value) {
     let Some(spec) = field(crd, "spec").filter(|s| s.is_object()) else {
         return;
     };
@@ -152,6 +156,7 @@ fn exempt_priority_level(exempt: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::defaults::apply;
     use crate::resources::Resources;
 
     fn defaulted(group: &str, plural: &str, mut obj: Value) -> Value {

@@ -7,57 +7,66 @@ use serde_json::{json, Map, Value};
 
 use super::{default, default_unset, field, items};
 use crate::convert::{self, BEHAVIOR_ANNOTATION, METRICS_ANNOTATION};
-use crate::resources::ResourceInfo;
 
 /// The CPU utilization an HPA without metrics aims for.
 const HPA_DEFAULT_CPU_UTILIZATION: i64 = 80;
 const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 
-pub(super) fn apply(info: &ResourceInfo, obj: &mut Value) {
-    match (info.group, info.plural) {
-        ("autoscaling", "horizontalpodautoscalers") => match info.version {
-            "v1" => hpa_v1(obj),
-            _ => field(obj, "spec").into_iter().for_each(hpa_v2_spec),
-        },
-        ("networking.k8s.io", "networkpolicies") => {
-            field(obj, "spec").into_iter().for_each(network_policy_spec)
-        }
-        ("networking.k8s.io", "ingressclasses") => {
-            // Parameters name a cluster-scoped object unless they say otherwise.
-            if let Some(parameters) = field(obj, "spec").and_then(|s| field(s, "parameters")) {
-                default(parameters, "scope", json!("Cluster"));
-            }
-        }
-        ("discovery.k8s.io", "endpointslices") => {
-            for port in items(obj, "ports") {
-                default(port, "name", json!(""));
-                default(port, "protocol", json!("TCP"));
-            }
-        }
-        ("rbac.authorization.k8s.io", "rolebindings" | "clusterrolebindings") => role_binding(obj),
-        ("storage.k8s.io", "storageclasses") => {
-            default(obj, "reclaimPolicy", json!("Delete"));
-            default(obj, "volumeBindingMode", json!("Immediate"));
-        }
-        ("storage.k8s.io", "csidrivers") => {
-            field(obj, "spec").into_iter().for_each(csi_driver_spec)
-        }
-        ("storage.k8s.io", "volumeattachments") => {
-            // An inline (migrated in-tree) volume gets its volume source's core defaults.
-            let source = field(obj, "spec").and_then(|s| field(s, "source"));
-            if let Some(pv) = source.and_then(|s| field(s, "inlineVolumeSpec")) {
-                super::core::volume_plugins(pv);
-            }
-        }
-        ("scheduling.k8s.io", "priorityclasses") => {
-            default(obj, "preemptionPolicy", json!("PreemptLowerPriority"));
-        }
-        ("apiregistration.k8s.io", "apiservices") => {
-            if let Some(service) = field(obj, "spec").and_then(|s| field(s, "service")) {
-                default(service, "port", json!(443));
-            }
-        }
-        _ => {}
+/// An autoscaling/v2 HorizontalPodAutoscaler's defaults (v1's are [`hpa_v1`]).
+pub fn hpa_v2(obj: &mut Value) {
+    field(obj, "spec").into_iter().for_each(hpa_v2_spec)
+}
+
+/// A NetworkPolicy's defaults.
+pub fn network_policy(obj: &mut Value) {
+    field(obj, "spec").into_iter().for_each(network_policy_spec)
+}
+
+/// An IngressClass's defaults: parameters name a cluster-scoped object unless they say
+/// otherwise.
+pub fn ingress_class(obj: &mut Value) {
+    if let Some(parameters) = field(obj, "spec").and_then(|s| field(s, "parameters")) {
+        default(parameters, "scope", json!("Cluster"));
+    }
+}
+
+/// An EndpointSlice's defaults.
+pub fn endpoint_slice(obj: &mut Value) {
+    for port in items(obj, "ports") {
+        default(port, "name", json!(""));
+        default(port, "protocol", json!("TCP"));
+    }
+}
+
+/// A StorageClass's defaults.
+pub fn storage_class(obj: &mut Value) {
+    default(obj, "reclaimPolicy", json!("Delete"));
+    default(obj, "volumeBindingMode", json!("Immediate"));
+}
+
+/// A CSIDriver's defaults.
+pub fn csi_driver(obj: &mut Value) {
+    field(obj, "spec").into_iter().for_each(csi_driver_spec)
+}
+
+/// A VolumeAttachment's defaults: an inline (migrated in-tree) volume gets its volume
+/// source's core defaults.
+pub fn volume_attachment(obj: &mut Value) {
+    let source = field(obj, "spec").and_then(|s| field(s, "source"));
+    if let Some(pv) = source.and_then(|s| field(s, "inlineVolumeSpec")) {
+        super::core::volume_plugins(pv);
+    }
+}
+
+/// A PriorityClass's defaults.
+pub fn priority_class(obj: &mut Value) {
+    default(obj, "preemptionPolicy", json!("PreemptLowerPriority"));
+}
+
+/// An APIService's defaults.
+pub fn api_service(obj: &mut Value) {
+    if let Some(service) = field(obj, "spec").and_then(|s| field(s, "service")) {
+        default(service, "port", json!(443));
     }
 }
 
@@ -86,7 +95,7 @@ fn hpa_v2_spec(spec: &mut Value) {
 /// after conversion are applied to them, so the stored object is the same whichever version
 /// the client used, and the annotations read as upstream writes them back (see
 /// `crate::convert`). One Go cannot decode is dropped, as converting to v2 drops it.
-fn hpa_v1(obj: &mut Value) {
+pub fn hpa_v1(obj: &mut Value) {
     let Some(spec) = field(obj, "spec").filter(|s| s.is_object()) else { return };
     default(spec, "minReplicas", json!(1));
     let annotation = |obj: &Value, key: &str| -> Option<String> {
@@ -197,7 +206,7 @@ fn network_policy_spec(spec: &mut Value) {
 
 /// The role and the user and group subjects of a binding belong to the RBAC group; a
 /// service account's group stays empty (and so absent).
-fn role_binding(binding: &mut Value) {
+pub fn role_binding(binding: &mut Value) {
     if let Some(role_ref) = field(binding, "roleRef").filter(|r| r.is_object()) {
         default_unset(role_ref, "apiGroup", json!(RBAC_GROUP));
     }
@@ -230,6 +239,7 @@ fn csi_driver_spec(spec: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::defaults::apply;
     use crate::resources::Resources;
 
     fn defaulted(group: &str, version: &str, plural: &str, mut obj: Value) -> Value {

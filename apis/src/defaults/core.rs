@@ -9,30 +9,24 @@ use serde_json::{json, Map, Value};
 
 use super::{default, default_unset, field, items};
 use crate::quantity::Quantity;
-use crate::resources::ResourceInfo;
 
-pub(super) fn apply(info: &ResourceInfo, obj: &mut Value) {
-    match info.plural {
-        "pods" => {
-            field(obj, "spec").into_iter().for_each(pod_spec);
-            field(obj, "status").into_iter().for_each(pod_status);
-        }
-        "podtemplates" => field(obj, "template").into_iter().for_each(pod_template),
-        "replicationcontrollers" => replication_controller(obj),
-        "services" => service(obj),
-        "endpoints" => endpoints(obj),
-        "nodes" => node(obj),
-        "namespaces" => namespace(obj),
-        "limitranges" => limit_range(obj),
-        "resourcequotas" => resource_quota(obj),
-        "secrets" => default_unset(obj, "type", json!("Opaque")),
-        "persistentvolumeclaims" => persistent_volume_claim(obj),
-        "persistentvolumes" => persistent_volume(obj),
-        _ => {}
-    }
+/// A Pod's defaults.
+pub fn pod(obj: &mut Value) {
+    field(obj, "spec").into_iter().for_each(pod_spec);
+    field(obj, "status").into_iter().for_each(pod_status);
 }
 
-fn replication_controller(obj: &mut Value) {
+/// A PodTemplate's defaults.
+pub fn pod_template_object(obj: &mut Value) {
+    field(obj, "template").into_iter().for_each(pod_template)
+}
+
+/// A Secret's defaults.
+pub fn secret(obj: &mut Value) {
+    default_unset(obj, "type", json!("Opaque"))
+}
+
+pub fn replication_controller(obj: &mut Value) {
     if let Some(spec) = field(obj, "spec") {
         default(spec, "replicas", json!(1));
         field(spec, "template").into_iter().for_each(pod_template);
@@ -273,7 +267,7 @@ fn pod_status(status: &mut Value) {
     }
 }
 
-fn service(obj: &mut Value) {
+pub fn service(obj: &mut Value) {
     field(obj, "spec").into_iter().for_each(service_spec);
     // A load balancer's address is a virtual IP unless it says otherwise.
     if obj["spec"]["type"] == "LoadBalancer" {
@@ -323,7 +317,7 @@ fn service_spec(spec: &mut Value) {
     }
 }
 
-fn endpoints(obj: &mut Value) {
+pub fn endpoints(obj: &mut Value) {
     for subset in items(obj, "subsets") {
         for port in items(subset, "ports") {
             default_unset(port, "protocol", json!("TCP"));
@@ -331,7 +325,7 @@ fn endpoints(obj: &mut Value) {
     }
 }
 
-fn node(obj: &mut Value) {
+pub fn node(obj: &mut Value) {
     let Some(status) = field(obj, "status") else { return };
     // What can be scheduled defaults to all there is.
     let capacity = status.get("capacity").filter(|c| c.as_object().is_some_and(|c| !c.is_empty()));
@@ -343,7 +337,7 @@ fn node(obj: &mut Value) {
     }
 }
 
-fn namespace(obj: &mut Value) {
+pub fn namespace(obj: &mut Value) {
     // Every named namespace carries its name as a label, whatever the client says.
     let name = obj.get("metadata").and_then(|m| m.get("name")).and_then(Value::as_str);
     if let Some(name) = name.filter(|n| !n.is_empty()).map(String::from) {
@@ -356,7 +350,7 @@ fn namespace(obj: &mut Value) {
     status_phase(obj, "Active");
 }
 
-fn limit_range(obj: &mut Value) {
+pub fn limit_range(obj: &mut Value) {
     let Some(spec) = field(obj, "spec") else { return };
     for item in items(spec, "limits") {
         // A container's default limit is the max, its default request the default limit,
@@ -372,7 +366,7 @@ fn limit_range(obj: &mut Value) {
     }
 }
 
-fn resource_quota(obj: &mut Value) {
+pub fn resource_quota(obj: &mut Value) {
     field(obj, "spec").and_then(|s| field(s, "hard")).into_iter().for_each(resource_list);
     if let Some(status) = field(obj, "status") {
         for key in ["hard", "used"] {
@@ -381,7 +375,7 @@ fn resource_quota(obj: &mut Value) {
     }
 }
 
-fn persistent_volume(obj: &mut Value) {
+pub fn persistent_volume(obj: &mut Value) {
     if let Some(spec) = field(obj, "spec") {
         default_unset(spec, "persistentVolumeReclaimPolicy", json!("Retain"));
         default(spec, "volumeMode", json!("Filesystem"));
@@ -392,7 +386,7 @@ fn persistent_volume(obj: &mut Value) {
 }
 
 /// A claim (also a StatefulSet's claim template).
-pub(super) fn persistent_volume_claim(obj: &mut Value) {
+pub fn persistent_volume_claim(obj: &mut Value) {
     field(obj, "spec").into_iter().for_each(claim_spec);
     status_phase(obj, "Pending");
     if let Some(status) = field(obj, "status") {
@@ -590,6 +584,7 @@ fn valid_digest(digest: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::defaults::apply;
     use crate::resources::Resources;
 
     fn applied(plural: &str, mut obj: Value) -> Value {

@@ -5,10 +5,10 @@
 //! admission registration, API extensions, flow control) and `cluster` (every other group). The
 //! registry applies them on every create and update, as upstream's decoding does.
 
-mod api_config;
-mod cluster;
-mod core;
-mod workloads;
+pub mod api_config;
+pub mod cluster;
+pub mod core;
+pub mod workloads;
 
 pub use self::core::pod_spec;
 
@@ -45,16 +45,9 @@ pub(super) fn items<'a>(obj: &'a mut Value, key: &str) -> impl Iterator<Item = &
     list.into_iter().flatten().filter(|v| v.is_object())
 }
 
-/// Applies the defaults of the object's kind.
+/// Applies the defaults of the object's kind (its strategy's `default`).
 pub fn apply(info: &ResourceInfo, obj: &mut Value) {
-    match info.group {
-        "" => self::core::apply(info, obj),
-        "apps" | "batch" => workloads::apply(info, obj),
-        "admissionregistration.k8s.io"
-        | "apiextensions.k8s.io"
-        | "flowcontrol.apiserver.k8s.io" => api_config::apply(info, obj),
-        _ => cluster::apply(info, obj),
-    }
+    info.strategy.default(obj);
 }
 
 #[cfg(test)]

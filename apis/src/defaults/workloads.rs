@@ -6,55 +6,62 @@ use serde_json::{json, Value};
 
 use super::core::pod_template;
 use super::{default, default_unset, field};
-use crate::resources::ResourceInfo;
 
-pub(super) fn apply(info: &ResourceInfo, obj: &mut Value) {
-    match (info.group, info.plural) {
-        ("apps", "deployments") => {
-            if let Some(spec) = field(obj, "spec") {
-                default(spec, "replicas", json!(1));
-                default(spec, "strategy", json!({}));
-                rolling_update(&mut spec["strategy"], json!("25%"), json!("25%"));
-                default(spec, "revisionHistoryLimit", json!(10));
-                default(spec, "progressDeadlineSeconds", json!(600));
-                field(spec, "template").into_iter().for_each(pod_template);
-            }
+/// A Deployment's defaults.
+pub fn deployment(obj: &mut Value) {
+    if let Some(spec) = field(obj, "spec") {
+        default(spec, "replicas", json!(1));
+        default(spec, "strategy", json!({}));
+        rolling_update(&mut spec["strategy"], json!("25%"), json!("25%"));
+        default(spec, "revisionHistoryLimit", json!(10));
+        default(spec, "progressDeadlineSeconds", json!(600));
+        field(spec, "template").into_iter().for_each(pod_template);
+    }
+}
+
+/// A ReplicaSet's defaults.
+pub fn replica_set(obj: &mut Value) {
+    if let Some(spec) = field(obj, "spec") {
+        default(spec, "replicas", json!(1));
+        field(spec, "template").into_iter().for_each(pod_template);
+    }
+}
+
+/// A StatefulSet's defaults.
+pub fn stateful_set(obj: &mut Value) {
+    field(obj, "spec").into_iter().for_each(stateful_set_spec)
+}
+
+/// A DaemonSet's defaults.
+pub fn daemon_set(obj: &mut Value) {
+    if let Some(spec) = field(obj, "spec") {
+        default(spec, "updateStrategy", json!({}));
+        rolling_update(&mut spec["updateStrategy"], json!(1), json!(0));
+        default(spec, "revisionHistoryLimit", json!(10));
+        field(spec, "template").into_iter().for_each(pod_template);
+    }
+}
+
+/// A Job's defaults.
+pub fn job(obj: &mut Value) {
+    field(obj, "spec").into_iter().for_each(job_spec);
+    job_labels(obj);
+}
+
+/// A CronJob's defaults.
+pub fn cron_job(obj: &mut Value) {
+    if let Some(spec) = field(obj, "spec") {
+        default_unset(spec, "concurrencyPolicy", json!("Allow"));
+        default(spec, "suspend", json!(false));
+        default(spec, "successfulJobsHistoryLimit", json!(3));
+        default(spec, "failedJobsHistoryLimit", json!(1));
+        // Upstream's Job defaults are for Jobs only: a template's job spec gets just
+        // its nested defaults (pod failure policy, pod template), so `kubectl get
+        // cronjob` shows no completions or backoffLimit there.
+        if let Some(job) = field(spec, "jobTemplate").and_then(|t| field(t, "spec")) {
+            field(job, "podFailurePolicy").into_iter().for_each(pod_failure_policy);
+            field(job, "template").into_iter().for_each(pod_template);
         }
-        ("apps", "replicasets") => {
-            if let Some(spec) = field(obj, "spec") {
-                default(spec, "replicas", json!(1));
-                field(spec, "template").into_iter().for_each(pod_template);
-            }
-        }
-        ("apps", "statefulsets") => field(obj, "spec").into_iter().for_each(stateful_set_spec),
-        ("apps", "daemonsets") => {
-            if let Some(spec) = field(obj, "spec") {
-                default(spec, "updateStrategy", json!({}));
-                rolling_update(&mut spec["updateStrategy"], json!(1), json!(0));
-                default(spec, "revisionHistoryLimit", json!(10));
-                field(spec, "template").into_iter().for_each(pod_template);
-            }
-        }
-        ("batch", "jobs") => {
-            field(obj, "spec").into_iter().for_each(job_spec);
-            job_labels(obj);
-        }
-        ("batch", "cronjobs") => {
-            if let Some(spec) = field(obj, "spec") {
-                default_unset(spec, "concurrencyPolicy", json!("Allow"));
-                default(spec, "suspend", json!(false));
-                default(spec, "successfulJobsHistoryLimit", json!(3));
-                default(spec, "failedJobsHistoryLimit", json!(1));
-                // Upstream's Job defaults are for Jobs only: a template's job spec gets just
-                // its nested defaults (pod failure policy, pod template), so `kubectl get
-                // cronjob` shows no completions or backoffLimit there.
-                if let Some(job) = field(spec, "jobTemplate").and_then(|t| field(t, "spec")) {
-                    field(job, "podFailurePolicy").into_iter().for_each(pod_failure_policy);
-                    field(job, "template").into_iter().for_each(pod_template);
-                }
-            }
-        }
-        _ => {}
     }
 }
 
@@ -180,6 +187,8 @@ fn job_labels(job: &mut Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::defaults::apply;
+    use crate::resources::ResourceInfo;
     use crate::resources::Resources;
 
     fn info(group: &str, plural: &str) -> &'static ResourceInfo {

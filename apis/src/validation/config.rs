@@ -5,6 +5,29 @@ use serde_json::Value;
 use super::values::config_key_problems;
 use super::FieldError;
 
+/// A ConfigMap: its keys, its size, and on update its immutability.
+pub fn config_map(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let mut errors = data_keys(obj);
+    errors.extend(config_map_size(obj));
+    if let Some(old) = old {
+        errors.extend(immutable_data(obj, old));
+    }
+    errors
+}
+
+/// A Secret: its keys, its size, and on update its immutability and its type.
+pub fn secret(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let mut errors = data_keys(obj);
+    errors.extend(secret_size(obj));
+    if let Some(old) = old {
+        errors.extend(immutable_data(obj, old));
+        if obj["type"] != old["type"] {
+            errors.push(FieldError::invalid("type", &obj["type"], "field is immutable"));
+        }
+    }
+    errors
+}
+
 /// ConfigMaps and Secrets marked `immutable: true` keep their data (and the mark).
 pub fn immutable_data(obj: &Value, old: &Value) -> Vec<FieldError> {
     let mut errors = Vec::new();

@@ -1,6 +1,6 @@
 //! Validation with upstream's messages and field paths (kubectl shows them verbatim in
 //! `... is invalid: ...`): field errors ([`FieldError`]), the name rules and object metadata
-//! here; each kind's own fields in [`validate`] (`kinds`), with one module per area: `pod`,
+//! here; each kind's own fields (its strategy's `validate`, `crate::kinds`), with one module per area: `pod`,
 //! `workloads` (apps and batch), `service`, `config` (ConfigMaps and Secrets), `storage`
 //! (claims, volumes, classes, CSI), `networking` (Ingresses, IngressClasses,
 //! NetworkPolicies, IPAddresses, ServiceCIDRs), `cluster` (budgets, autoscalers, RBAC, quotas,
@@ -18,25 +18,23 @@ use serde_json::Value;
 use crate::gofmt::go_quote;
 use values::{annotation_map, label_map};
 
-mod admission;
-mod cluster;
-mod config;
-mod control;
+pub(crate) mod admission;
+pub(crate) mod cluster;
+pub(crate) mod config;
+pub(crate) mod control;
 mod cron;
-mod discovery;
-mod extensions;
-mod kinds;
+pub(crate) mod discovery;
+pub(crate) mod extensions;
 mod net;
-mod networking;
-mod nodes;
-mod pod;
-mod service;
-mod storage;
+pub(crate) mod networking;
+pub(crate) mod nodes;
+pub(crate) mod pod;
+pub(crate) mod service;
+pub(crate) mod storage;
 mod values;
 mod webhook;
-mod workloads;
+pub(crate) mod workloads;
 
-pub use kinds::validate;
 pub use pod::ephemeral_containers_update;
 
 /// One thing wrong with one field, as upstream's `field.Error`.

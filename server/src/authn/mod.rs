@@ -172,7 +172,9 @@ impl ObjectGetter for RegistryGetter<'_> {
         name: &str,
     ) -> Result<Option<LiveObject>, String> {
         let registry = self.0;
-        let info = registry.resources.get("", "v1", kind.plural()).ok_or("unknown resource")?;
+        let info = rkube_apis::resources::Resources::builtin()
+            .get("", "v1", kind.plural())
+            .ok_or("unknown resource")?;
         let namespace = info.namespaced.then_some(namespace);
         if let Ok(cache) = registry.cache(info) {
             if let Some(obj) = cache.get(&info.key(namespace, name)) {

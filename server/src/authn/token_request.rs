@@ -47,7 +47,8 @@ async fn get(
     namespace: Option<&str>,
     name: &str,
 ) -> ApiResult<Value> {
-    let info = state.resources.get("", "v1", plural).expect("core resource");
+    let info =
+        rkube_apis::resources::Resources::builtin().get("", "v1", plural).expect("core resource");
     state.registry.get(info, namespace, name).await
 }
 

@@ -92,7 +92,7 @@ pub fn replica_set(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
 
 /// `ValidateStatefulSetSpec`, and on update `ValidateStatefulSetUpdate` (only a few spec
 /// fields may change).
-pub fn stateful_set(info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+pub fn stateful_set(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let spec = &obj["spec"];
     let mut errors = Vec::new();
     let policy = &spec["podManagementPolicy"];
@@ -133,7 +133,7 @@ pub fn stateful_set(info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Ve
     }
     errors.extend(always_restarts(template, "spec.template", "StatefulSet"));
     if let Some(old) = old {
-        errors.extend(stateful_set_update(info, obj, old));
+        errors.extend(stateful_set_update(obj, old));
     }
     errors
 }
@@ -209,12 +209,12 @@ fn stateful_set_strategy(strategy: &Value) -> Vec<FieldError> {
     errors
 }
 
-fn stateful_set_update(info: &ResourceInfo, obj: &Value, old: &Value) -> Vec<FieldError> {
+fn stateful_set_update(obj: &Value, old: &Value) -> Vec<FieldError> {
     // Compare with defaults filled in on both sides, as upstream compares decoded objects:
     // a replace that leaves out a defaulted field changes nothing.
     let mut specs = [obj.clone(), old.clone()];
     for o in &mut specs {
-        crate::defaults::apply(info, o);
+        crate::defaults::workloads::stateful_set(o);
         if let Some(m) = o["spec"].as_object_mut() {
             for f in [
                 "replicas",

@@ -480,7 +480,7 @@ fn index_interval(interval: &str, completions: i64) -> Result<(i64, i64), String
 
 /// `ValidateJob` (and `ValidateJobSpecUpdate` on update). rkube does not generate a job's
 /// selector, so an absent one is accepted unless `manualSelector` asks for it.
-pub fn job(info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+pub fn job(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let spec = &obj["spec"];
     let mut errors = Vec::new();
     errors.extend(job_spec(spec, "spec"));
@@ -510,7 +510,7 @@ pub fn job(info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Vec<FieldEr
         }
     }
     if let Some(old) = old {
-        errors.extend(job_update(info, obj, old));
+        errors.extend(job_update(obj, old));
     }
     errors
 }
@@ -518,11 +518,11 @@ pub fn job(info: &ResourceInfo, obj: &Value, old: Option<&Value>) -> Vec<FieldEr
 /// `ValidateJobSpecUpdate`: completions (indexed jobs may scale with parallelism), the
 /// selector, the pod template (scheduling directives of a suspended job that never started
 /// excepted) and a few more fields are fixed.
-fn job_update(info: &ResourceInfo, obj: &Value, old: &Value) -> Vec<FieldError> {
+fn job_update(obj: &Value, old: &Value) -> Vec<FieldError> {
     // Compare with defaults filled in on both sides (a replace may leave them out).
     let (mut new, mut was) = (obj.clone(), old.clone());
-    crate::defaults::apply(info, &mut new);
-    crate::defaults::apply(info, &mut was);
+    crate::defaults::workloads::job(&mut new);
+    crate::defaults::workloads::job(&mut was);
     let (spec, old_spec) = (&new["spec"], &was["spec"]);
     let mut errors = Vec::new();
     let completions = &spec["completions"];
@@ -701,7 +701,7 @@ mod tests {
         errors.iter().map(FieldError::line).collect()
     }
 
-    fn jobs() -> &'static ResourceInfo {
+    fn jobs() -> &'static crate::resources::ResourceInfo {
         Resources::builtin().get("batch", "v1", "jobs").unwrap()
     }
 
@@ -731,8 +731,8 @@ mod tests {
             "successPolicy": {"rules": [{"succeededIndexes": "0-2,4,6-9", "succeededCount": 5},
                 {"succeededCount": 10}, {"succeededIndexes": "+1"}]}}));
         assert_eq!(j["spec"]["podReplacementPolicy"], "Failed");
-        assert_eq!(lines(job(jobs(), &j, None)), Vec::<String>::new());
-        assert_eq!(lines(job(jobs(), &j, Some(&j))), Vec::<String>::new());
+        assert_eq!(lines(job(&j, None)), Vec::<String>::new());
+        assert_eq!(lines(job(&j, Some(&j))), Vec::<String>::new());
     }
 
     #[test]
@@ -750,7 +750,7 @@ mod tests {
         let qualified = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
         let at = "spec.podFailurePolicy.rules";
         assert_eq!(
-            lines(job(jobs(), &j, None)),
+            lines(job(&j, None)),
             [
                 format!("{at}[0].action: Required value: valid values: [\"Count\" \"FailIndex\" \"FailJob\" \"Ignore\"]"),
                 format!("{at}[0].onExitCodes.containerName: Invalid value: \"other\": must be one of the container or initContainer names in the pod template"),
@@ -779,7 +779,7 @@ mod tests {
         rules.push(json!({"action": "Ignore", "onPodConditions": conditions}));
         let mut j = job_with(json!({"podFailurePolicy": {"rules": rules}}));
         j["spec"]["template"]["spec"]["restartPolicy"] = json!("OnFailure");
-        let got = lines(job(jobs(), &j, None));
+        let got = lines(job(&j, None));
         assert_eq!(got[0], format!("{at}: Too many: 21: must have at most 20 items"));
         assert_eq!(
             got[1],
@@ -800,7 +800,7 @@ mod tests {
     fn success_policy_rules() {
         let j = job_with(json!({"successPolicy": {"rules": [{"succeededCount": 1}]}}));
         assert_eq!(
-            lines(job(jobs(), &j, None)),
+            lines(job(&j, None)),
             ["spec.successPolicy: Invalid value: batch.SuccessPolicy{Rules:[]batch.SuccessPolicyRule{batch.SuccessPolicyRule{SucceededIndexes:(*string)(nil), SucceededCount:(*int32)(0xc000a1c000)}}}: requires indexed completion mode"]
         );
         let indexed = |policy: Value| {
@@ -808,7 +808,7 @@ mod tests {
                 "successPolicy": policy}))
         };
         assert_eq!(
-            lines(job(jobs(), &indexed(json!({})), None)),
+            lines(job(&indexed(json!({})), None)),
             ["spec.successPolicy.rules: Required value: at least one rules must be specified when the successPolicy is specified"]
         );
         let j = indexed(json!({"rules": [
@@ -825,7 +825,7 @@ mod tests {
             {"succeededIndexes": ""}]}));
         let at = "spec.successPolicy.rules";
         assert_eq!(
-            lines(job(jobs(), &j, None)),
+            lines(job(&j, None)),
             [
                 format!("{at}[0]: Required value: at least one of succeededCount or succeededIndexes must be specified"),
                 format!("{at}[1].succeededIndexes: Invalid value: \"0-2,1\": error parsing succeededIndexes: non-increasing order, previous: 2, current: 1"),
@@ -842,11 +842,11 @@ mod tests {
         );
         let rules: Vec<Value> = (0..21).map(|_| json!({"succeededCount": 1})).collect();
         assert_eq!(
-            lines(job(jobs(), &indexed(json!({"rules": rules})), None)),
+            lines(job(&indexed(json!({"rules": rules})), None)),
             ["spec.successPolicy.rules: Too many: 21: must have at most 20 items"]
         );
         let long = json!({"rules": [{"succeededIndexes": "1,".repeat(40_000)}]});
-        let got = lines(job(jobs(), &indexed(long), None));
+        let got = lines(job(&indexed(long), None));
         assert_eq!(
             got[0],
             "spec.successPolicy.rules[0].succeededIndexes: Too long: may not be more than 65536 bytes"
@@ -858,7 +858,7 @@ mod tests {
         let j = job_with(json!({"managedBy": "kueue", "backoffLimitPerIndex": 1,
             "maxFailedIndexes": 2}));
         assert_eq!(
-            lines(job(jobs(), &j, None)),
+            lines(job(&j, None)),
             [
                 "spec.managedBy: Invalid value: \"kueue\": must be a domain-prefixed path (such as \"acme.io/foo\")",
                 "spec.backoffLimitPerIndex: Invalid value: 1: requires indexed completion mode",
@@ -867,14 +867,14 @@ mod tests {
         );
         let j = job_with(json!({"managedBy": format!("example.com/{}", "x".repeat(60))}));
         assert_eq!(
-            lines(job(jobs(), &j, None)),
+            lines(job(&j, None)),
             ["spec.managedBy: Too long: may not be more than 63 bytes"]
         );
         let j = job_with(json!({"completionMode": "Indexed", "completions": 200000,
             "parallelism": 20000, "backoffLimitPerIndex": 1, "maxFailedIndexes": 20000}));
         let detail = "must be less than or equal to 10000 when completions are above 100000 and used with backoff limit per index";
         assert_eq!(
-            lines(job(jobs(), &j, None)),
+            lines(job(&j, None)),
             [
                 format!("spec.parallelism: Invalid value: 20000: {detail}"),
                 format!("spec.maxFailedIndexes: Invalid value: 20000: {detail}"),

@@ -19,7 +19,6 @@ use super::{name_problems, FieldError, NameRule};
 use crate::gofmt::{
     go_int_or_string, go_label_selector, go_pointee, go_pointer, go_quote, go_string_map,
 };
-use crate::resources::ResourceInfo;
 
 mod apps;
 mod batch;
@@ -220,7 +219,7 @@ mod tests {
         errors.iter().map(FieldError::line).collect()
     }
 
-    fn info(group: &str, plural: &str) -> &'static ResourceInfo {
+    fn info(group: &str, plural: &str) -> &'static crate::resources::ResourceInfo {
         Resources::builtin().get(group, "v1", plural).unwrap()
     }
 
@@ -269,13 +268,12 @@ mod tests {
             "template": d["spec"]["template"].clone()}});
         sts["spec"]["template"]["metadata"]["labels"]["app"] = json!("db");
         crate::defaults::apply(info("apps", "statefulsets"), &mut sts);
-        let sts_info = info("apps", "statefulsets");
-        assert_eq!(lines(stateful_set(sts_info, &sts, None)), Vec::<String>::new());
+        assert_eq!(lines(stateful_set(&sts, None)), Vec::<String>::new());
         // A replace without the defaulted fields is no forbidden change.
         let mut replaced = sts.clone();
         replaced["spec"].as_object_mut().unwrap().remove("revisionHistoryLimit");
         replaced["spec"]["replicas"] = json!(3);
-        assert_eq!(lines(stateful_set(sts_info, &replaced, Some(&sts))), Vec::<String>::new());
+        assert_eq!(lines(stateful_set(&replaced, Some(&sts))), Vec::<String>::new());
         let mut ds = json!({"metadata": {"name": "agent"}, "spec": {
             "selector": {"matchLabels": {"app": "web"}}, "template": d["spec"]["template"].clone()}});
         crate::defaults::apply(info("apps", "daemonsets"), &mut ds);
@@ -284,12 +282,11 @@ mod tests {
         crate::defaults::apply(info("", "replicationcontrollers"), &mut rc);
         assert_eq!(lines(replication_controller(&rc)), Vec::<String>::new());
         let j = job_obj();
-        let jobs = info("batch", "jobs");
-        assert_eq!(lines(job(jobs, &j, None)), Vec::<String>::new());
+        assert_eq!(lines(job(&j, None)), Vec::<String>::new());
         let mut replaced = j.clone();
         replaced["spec"].as_object_mut().unwrap().remove("completions");
         replaced["spec"].as_object_mut().unwrap().remove("parallelism");
-        assert_eq!(lines(job(jobs, &replaced, Some(&j))), Vec::<String>::new());
+        assert_eq!(lines(job(&replaced, Some(&j))), Vec::<String>::new());
         let c = cron_job_obj();
         assert_eq!(lines(cron_job(&c, None)), Vec::<String>::new());
     }
@@ -438,7 +435,7 @@ mod tests {
         s["spec"]["persistentVolumeClaimRetentionPolicy"]["whenDeleted"] = json!("Keep");
         s["spec"]["ordinals"] = json!({"start": -1});
         assert_eq!(
-            lines(stateful_set(sts_info, &s, None)),
+            lines(stateful_set(&s, None)),
             [
                 "spec.podManagementPolicy: Invalid value: \"Sometimes\": must be 'OrderedReady' or 'Parallel'",
                 "spec.updateStrategy: Invalid value: apps.StatefulSetUpdateStrategy{Type:\"Rolling\", RollingUpdate:(*apps.RollingUpdateStatefulSetStrategy)(nil)}: must be 'RollingUpdate' or 'OnDelete'",
@@ -451,7 +448,7 @@ mod tests {
             json!({"type": "OnDelete", "rollingUpdate": {"partition": 2}});
         s["spec"]["selector"] = json!({});
         assert_eq!(
-            lines(stateful_set(sts_info, &s, None)),
+            lines(stateful_set(&s, None)),
             [
                 "spec.updateStrategy.rollingUpdate: Invalid value: apps.RollingUpdateStatefulSetStrategy{Partition:2, MaxUnavailable:(*intstr.IntOrString)(nil)}: only allowed for updateStrategy 'RollingUpdate'",
                 "spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for statefulset",
@@ -460,7 +457,7 @@ mod tests {
         let mut s = base();
         s["spec"]["updateStrategy"] = json!({"type": "RollingUpdate", "rollingUpdate": {"partition": -1, "maxUnavailable": 0}});
         assert_eq!(
-            lines(stateful_set(sts_info, &s, None)),
+            lines(stateful_set(&s, None)),
             [
                 "spec.updateStrategy.rollingUpdate.partition: Invalid value: -1: must be greater than or equal to 0",
                 "spec.updateStrategy.rollingUpdate.maxUnavailable: Invalid value: intstr.IntOrString{Type:0, IntVal:0, StrVal:\"\"}: cannot be 0",
@@ -470,7 +467,7 @@ mod tests {
         let mut s = base();
         s["spec"]["serviceName"] = json!("other");
         assert_eq!(
-            lines(stateful_set(sts_info, &s, Some(&old))),
+            lines(stateful_set(&s, Some(&old))),
             ["spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden"]
         );
     }
@@ -515,7 +512,6 @@ mod tests {
 
     #[test]
     fn jobs() {
-        let jobs = info("batch", "jobs");
         let mut j = job_obj();
         j["spec"]["parallelism"] = json!(-1);
         j["spec"]["backoffLimit"] = json!(-2);
@@ -523,7 +519,7 @@ mod tests {
         j["spec"]["completionMode"] = json!("Sometimes");
         j["spec"]["template"]["spec"]["restartPolicy"] = json!("Always");
         assert_eq!(
-            lines(job(jobs, &j, None)),
+            lines(job(&j, None)),
             [
                 "spec.parallelism: Invalid value: -1: must be greater than or equal to 0",
                 "spec.backoffLimit: Invalid value: -2: must be greater than or equal to 0",
@@ -536,7 +532,7 @@ mod tests {
         j["spec"]["selector"] = json!({"matchLabels": {"app": "x"}});
         j["spec"]["backoffLimitPerIndex"] = json!(1);
         assert_eq!(
-            lines(job(jobs, &j, None)),
+            lines(job(&j, None)),
             [
                 "spec.backoffLimitPerIndex: Invalid value: 1: requires indexed completion mode",
                 "spec.template.metadata.labels: Invalid value: map[string]string(nil): `selector` does not match template `labels`",
@@ -547,7 +543,7 @@ mod tests {
         j["spec"]["completionMode"] = json!("Indexed");
         j["spec"]["completions"] = json!(10);
         assert_eq!(
-            lines(job(jobs, &j, None)),
+            lines(job(&j, None)),
             [format!("metadata.name: Invalid value: \"{0}\": will not able to create pod with invalid DNS label: {0}-9", "a".repeat(62))]
         );
         // Updates: completions and the template are fixed.
@@ -555,7 +551,7 @@ mod tests {
         let mut j = job_obj();
         j["spec"]["completions"] = json!(3);
         j["spec"]["template"]["spec"]["containers"][0]["image"] = json!("perl:5.36");
-        let got = lines(job(jobs, &j, Some(&old)));
+        let got = lines(job(&j, Some(&old)));
         assert_eq!(got[0], "spec.completions: Invalid value: 3: field is immutable");
         assert!(
             got[1].starts_with("spec.template: Invalid value: ")
@@ -566,7 +562,7 @@ mod tests {
         old["spec"]["suspend"] = json!(true);
         let mut j = old.clone();
         j["spec"]["template"]["spec"]["nodeSelector"] = json!({"disk": "ssd"});
-        assert_eq!(lines(job(jobs, &j, Some(&old))), Vec::<String>::new());
+        assert_eq!(lines(job(&j, Some(&old))), Vec::<String>::new());
     }
 
     #[test]

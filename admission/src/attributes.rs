@@ -1,0 +1,161 @@
+//! What a plugin is told about a request: upstream's admission attributes (operation, user,
+//! resource, subresource, kind, namespace, name, the object and the old object, dry-run and the
+//! operation's options). Everything is borrowed from the request, so building them costs
+//! nothing on the request path.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+/// What the request does to the object (upstream's `admission.Operation`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operation {
+    Create,
+    Update,
+    Delete,
+    /// Connecting to a running object: exec, attach, port-forward, proxy.
+    Connect,
+}
+
+impl Operation {
+    /// As upstream spells it (`CREATE`, ...): the AdmissionReview's `operation`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Create => "CREATE",
+            Operation::Update => "UPDATE",
+            Operation::Delete => "DELETE",
+            Operation::Connect => "CONNECT",
+        }
+    }
+}
+
+/// Who asks (upstream's `user.Info`). Empty for the API server's own writes.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UserInfo<'a> {
+    pub name: &'a str,
+    pub uid: &'a str,
+    pub groups: &'a [String],
+    pub extra: Option<&'a BTreeMap<String, Vec<String>>>,
+}
+
+/// A resource by group, version and plural name (`""` is the core group).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GroupVersionResource<'a> {
+    pub group: &'a str,
+    pub version: &'a str,
+    pub resource: &'a str,
+}
+
+/// A kind by group, version and name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GroupVersionKind<'a> {
+    pub group: &'a str,
+    pub version: &'a str,
+    pub kind: &'a str,
+}
+
+/// The options the request came with (upstream passes `CreateOptions`, `UpdateOptions`,
+/// `DeleteOptions` or the connect request's options).
+#[derive(Clone, Copy, Debug, Default)]
+pub enum OperationOptions<'a> {
+    Create {
+        field_manager: Option<&'a str>,
+    },
+    Update {
+        field_manager: Option<&'a str>,
+    },
+    Delete {
+        grace_period_seconds: Option<i64>,
+        propagation_policy: Option<&'a str>,
+    },
+    #[default]
+    None,
+}
+
+impl OperationOptions<'_> {
+    /// The options as the `meta.k8s.io/v1` object an AdmissionReview carries (`null` for
+    /// none), for plugins that send them on (webhooks).
+    pub fn to_json(&self, dry_run: bool) -> Value {
+        let (kind, mut body) = match *self {
+            OperationOptions::Create { field_manager } => {
+                ("CreateOptions", json!({"fieldManager": field_manager}))
+            }
+            OperationOptions::Update { field_manager } => {
+                ("UpdateOptions", json!({"fieldManager": field_manager}))
+            }
+            OperationOptions::Delete { grace_period_seconds, propagation_policy } => (
+                "DeleteOptions",
+                json!({
+                    "gracePeriodSeconds": grace_period_seconds,
+                    "propagationPolicy": propagation_policy,
+                }),
+            ),
+            OperationOptions::None => return Value::Null,
+        };
+        let fields = body.as_object_mut().expect("an object");
+        fields.retain(|_, v| !v.is_null());
+        if dry_run {
+            fields.insert("dryRun".into(), json!(["All"]));
+        }
+        fields.insert("kind".into(), json!(kind));
+        fields.insert("apiVersion".into(), json!("meta.k8s.io/v1"));
+        body
+    }
+}
+
+/// One request as admission sees it.
+#[derive(Debug)]
+pub struct Attributes<'a> {
+    pub operation: Operation,
+    pub user: UserInfo<'a>,
+    pub resource: GroupVersionResource<'a>,
+    /// `""` for the resource itself, else `status`, `binding`, `scale`, ...
+    pub subresource: &'a str,
+    pub kind: GroupVersionKind<'a>,
+    /// `""` for cluster-scoped resources.
+    pub namespace: &'a str,
+    /// The name the request names: `""` for a create whose name is generated
+    /// (`metadata.generateName`).
+    pub name: &'a str,
+    /// The object as it will be stored: mutating plugins may change it. `None` for a delete.
+    pub object: Option<&'a mut Value>,
+    /// The object as it is stored, for updates and deletes.
+    pub old_object: Option<&'a Value>,
+    pub dry_run: bool,
+    pub options: OperationOptions<'a>,
+}
+
+impl Attributes<'_> {
+    /// Whether the request is about `resource` of the core group or of `group`, itself (not
+    /// one of its subresources).
+    pub fn is(&self, group: &str, resource: &str) -> bool {
+        self.resource.group == group && self.resource.resource == resource
+    }
+
+    /// The object's JSON, read-only.
+    pub fn object(&self) -> Option<&Value> {
+        self.object.as_deref()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_read_as_the_meta_v1_objects() {
+        let create = OperationOptions::Create { field_manager: Some("kubectl") };
+        assert_eq!(
+            create.to_json(true),
+            json!({"fieldManager": "kubectl", "dryRun": ["All"], "kind": "CreateOptions",
+                   "apiVersion": "meta.k8s.io/v1"})
+        );
+        let delete =
+            OperationOptions::Delete { grace_period_seconds: Some(0), propagation_policy: None };
+        assert_eq!(
+            delete.to_json(false),
+            json!({"gracePeriodSeconds": 0, "kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"})
+        );
+        assert_eq!(OperationOptions::None.to_json(false), Value::Null);
+    }
+}

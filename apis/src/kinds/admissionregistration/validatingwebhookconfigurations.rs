@@ -1,0 +1,30 @@
+//! ValidatingWebhookConfigurations (`admissionregistration.k8s.io/v1`).
+
+use serde_json::Value;
+
+use crate::strategy::Strategy;
+use crate::tables::Printer;
+use crate::validation::FieldError;
+use crate::{defaults, validation};
+
+/// The strategy of this resource.
+#[derive(Debug)]
+pub struct ValidatingWebhookConfigurations;
+
+impl Strategy for ValidatingWebhookConfigurations {
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+
+    fn default(&self, obj: &mut Value) {
+        defaults::api_config::validating_webhook_configuration(obj);
+    }
+
+    fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        validation::admission::validating_webhook_configuration(obj, old)
+    }
+
+    fn printer(&self) -> Printer {
+        Printer::ValidatingWebhook
+    }
+}

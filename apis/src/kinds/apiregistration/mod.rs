@@ -1,0 +1,5 @@
+//! `apiregistration.k8s.io/v1`.
+
+mod apiservices;
+
+pub use apiservices::ApiServices;

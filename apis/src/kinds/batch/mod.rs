@@ -1,0 +1,7 @@
+//! `batch/v1`.
+
+mod cronjobs;
+mod jobs;
+
+pub use cronjobs::CronJobs;
+pub use jobs::Jobs;

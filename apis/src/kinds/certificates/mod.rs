@@ -1,0 +1,5 @@
+//! `certificates.k8s.io/v1`.
+
+mod certificatesigningrequests;
+
+pub use certificatesigningrequests::CertificateSigningRequests;

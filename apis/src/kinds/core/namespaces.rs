@@ -1,0 +1,66 @@
+//! Namespaces (`v1`): created `Active` with the `kubernetes` finalizer and their name label;
+//! `spec.finalizers` change only through `/finalize` and hold the deletion, which marks the
+//! namespace `Terminating`.
+
+use serde_json::{json, Value};
+
+use crate::strategy::{SelectableField, Strategy};
+use crate::tables::Printer;
+use crate::validation::{FieldError, NameRule};
+use crate::{defaults, validation};
+
+/// The strategy of this resource.
+#[derive(Debug)]
+pub struct Namespaces;
+
+impl Strategy for Namespaces {
+    fn name_rule(&self) -> NameRule {
+        NameRule::Label
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        obj["status"] = json!({"phase": "Active"});
+        let name = obj["metadata"]["name"].clone();
+        if !obj["metadata"]["labels"].is_object() {
+            obj["metadata"]["labels"] = json!({});
+        }
+        obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = name;
+        if !obj["spec"]["finalizers"].is_array() {
+            obj["spec"] = json!({"finalizers": ["kubernetes"]});
+        }
+    }
+
+    fn prepare_for_update(&self, new: &mut Value, old: &Value, subresource: Option<&str>) {
+        if subresource != Some("finalize") {
+            new["spec"] = old["spec"].clone();
+        }
+    }
+
+    fn default(&self, obj: &mut Value) {
+        defaults::core::namespace(obj);
+    }
+
+    fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        validation::cluster::namespace(obj, old)
+    }
+
+    fn selectable_fields(&self) -> &'static [SelectableField] {
+        &[("status.phase", &["status", "phase"])]
+    }
+
+    fn printer(&self) -> Printer {
+        Printer::Namespace
+    }
+
+    fn returns_deleted_object(&self) -> bool {
+        true
+    }
+
+    fn has_own_finalizers(&self, obj: &Value) -> bool {
+        obj["spec"]["finalizers"].as_array().is_some_and(|f| !f.is_empty())
+    }
+
+    fn mark_for_deletion(&self, obj: &mut Value) {
+        obj["status"]["phase"] = json!("Terminating");
+    }
+}

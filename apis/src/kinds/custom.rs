@@ -1,0 +1,205 @@
+//! Custom resources: the resources a CustomResourceDefinition adds, one per served version,
+//! built from the definition while the server runs ([`resources_of`]).
+//!
+//! What is served today: every served version with the definition's names, scope, short
+//! names, categories and `status`/`scale` subresources; objects stored in the storage
+//! version (conversion strategy `None`: versions differ by `apiVersion` only); a generation
+//! as upstream's custom resource strategy keeps it; the version's `openAPIV3Schema` in the
+//! OpenAPI documents (so `kubectl explain` works); tables of name and age. Not yet (issue 20):
+//! validation against the schema, pruning of unknown fields, defaults from the schema,
+//! `additionalPrinterColumns`, selectable fields, webhook conversion, CEL rules.
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use crate::resources::{intern, intern_list, ResourceInfo, SchemaFn, STANDARD_VERBS};
+use crate::strategy::{spec_differs, Strategy};
+
+/// The strategy of one custom resource.
+#[derive(Debug)]
+pub struct CustomResources {
+    /// True when the definition gives the version a `status` subresource: the status is then
+    /// written only there and does not count for the generation.
+    status_subresource: bool,
+}
+
+impl Strategy for CustomResources {
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+
+    /// Upstream bumps the generation on any change but metadata; with a status subresource,
+    /// on any change but metadata and status.
+    fn bumps_generation(&self, new: &Value, old: &Value) -> bool {
+        spec_differs(new, old) || (!self.status_subresource && new["status"] != old["status"])
+    }
+
+    fn accepts_strategic_merge_patch(&self) -> bool {
+        false
+    }
+}
+
+/// The resources a CustomResourceDefinition serves, one per served version; `Err` when the
+/// definition cannot be served (it names no group, plural or kind).
+pub fn resources_of(crd: &Value) -> Result<Vec<ResourceInfo>, String> {
+    let spec = &crd["spec"];
+    let names = &spec["names"];
+    let text = |v: &Value| v.as_str().filter(|s| !s.is_empty()).map(intern);
+    let (Some(group), Some(plural), Some(kind)) =
+        (text(&spec["group"]), text(&names["plural"]), text(&names["kind"]))
+    else {
+        return Err("the definition names no group, plural or kind".to_string());
+    };
+    let singular = names["singular"]
+        .as_str()
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .unwrap_or_else(|| kind.to_ascii_lowercase());
+    let list_kind = text(&names["listKind"]).unwrap_or_else(|| intern(&format!("{kind}List")));
+    let strings = |v: &Value| -> &'static [&'static str] {
+        let list: Vec<&str> =
+            v.as_array().into_iter().flatten().filter_map(Value::as_str).collect();
+        intern_list(&list)
+    };
+    let short_names = strings(&names["shortNames"]);
+    let categories = strings(&names["categories"]);
+    let namespaced = spec["scope"] != "Cluster";
+    let mut served = Vec::new();
+    for version in spec["versions"].as_array().into_iter().flatten() {
+        let Some(name) = text(&version["name"]) else { continue };
+        if version["served"] != true {
+            continue;
+        }
+        let status = version["subresources"].get("status").is_some_and(|s| !s.is_null());
+        let scale = version["subresources"].get("scale").is_some_and(|s| !s.is_null());
+        let subresources: &'static [&'static str] = match (scale, status) {
+            (true, true) => &["scale", "status"],
+            (true, false) => &["scale"],
+            (false, true) => &["status"],
+            (false, false) => &[],
+        };
+        let schema = version["schema"]["openAPIV3Schema"].clone();
+        served.push(ResourceInfo {
+            group,
+            version: name,
+            kind,
+            list_kind,
+            plural,
+            singular: singular.clone(),
+            namespaced,
+            verbs: STANDARD_VERBS,
+            short_names,
+            categories,
+            subresources,
+            storage_version: version["storage"] == true,
+            storage_resource: (group, plural),
+            normalize: Arc::new(keep_as_sent),
+            schema: schema_of(group, name, kind, schema),
+            strategy: Arc::new(CustomResources { status_subresource: status }),
+        });
+    }
+    Ok(served)
+}
+
+/// Objects are kept as sent (pruning by the schema comes with issue 20); only a JSON object
+/// is one.
+fn keep_as_sent(obj: &Value) -> Result<(Value, Vec<String>), String> {
+    match obj {
+        Value::Object(_) => Ok((obj.clone(), Vec::new())),
+        _ => Err("the object is not a JSON object".to_string()),
+    }
+}
+
+/// The definition's schema under upstream's name for it (`com.example.v1.Widget` for
+/// `example.com/v1` Widgets), with `metadata` as ObjectMeta.
+fn schema_of(group: &str, version: &str, kind: &str, mut schema: Value) -> SchemaFn {
+    let reversed: Vec<&str> = group.split('.').rev().collect();
+    let name = format!("{}.{version}.{kind}", reversed.join("."));
+    if !schema.is_object() {
+        schema = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+    }
+    Arc::new(move |generator| {
+        let meta =
+            generator.subschema_for::<k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta>();
+        let mut schema = schema.clone();
+        if schema["properties"].is_object() || schema.get("properties").is_none() {
+            schema["properties"]["metadata"] = meta.to_value();
+        }
+        for (field, description) in [
+            (
+                "apiVersion",
+                "APIVersion defines the versioned schema of this representation of an object.",
+            ),
+            (
+                "kind",
+                "Kind is a string value representing the REST resource this object represents.",
+            ),
+        ] {
+            if schema["properties"].get(field).is_none() {
+                schema["properties"][field] = json!({"type": "string", "description": description});
+            }
+        }
+        generator.definitions_mut().insert(name.clone(), schema);
+        schemars::Schema::try_from(json!({"$ref": format!("#/components/schemas/{name}")}))
+            .expect("a $ref is a schema")
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn widgets() -> Value {
+        json!({"spec": {
+            "group": "example.com",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "shortNames": ["wd"]},
+            "scope": "Namespaced",
+            "versions": [
+                {"name": "v1", "served": true, "storage": true,
+                 "subresources": {"status": {}},
+                 "schema": {"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object"}}}}},
+                {"name": "v1beta1", "served": false, "storage": false},
+            ],
+        }})
+    }
+
+    #[test]
+    fn a_definition_serves_its_served_versions() {
+        let served = resources_of(&widgets()).unwrap();
+        assert_eq!(served.len(), 1);
+        let w = &served[0];
+        assert_eq!(
+            (w.group, w.version, w.plural, w.kind),
+            ("example.com", "v1", "widgets", "Widget")
+        );
+        assert_eq!((w.list_kind, w.singular.as_str()), ("WidgetList", "widget"));
+        assert_eq!(w.short_names, &["wd"]);
+        assert!(w.namespaced && w.storage_version && w.has_subresource("status"));
+        assert_eq!(w.key(Some("ns"), "a"), "/registry/example.com/widgets/ns/a");
+        assert!((w.normalize)(&json!([])).is_err());
+        assert!(resources_of(&json!({"spec": {}})).is_err());
+    }
+
+    #[test]
+    fn the_generation_counts_status_only_without_a_status_subresource() {
+        let served = resources_of(&widgets()).unwrap();
+        let strategy = &served[0].strategy;
+        let old = json!({"spec": {"a": 1}, "status": {"b": 1}});
+        assert!(!strategy.bumps_generation(&json!({"spec": {"a": 1}, "status": {"b": 2}}), &old));
+        assert!(strategy.bumps_generation(&json!({"spec": {"a": 2}, "status": {"b": 1}}), &old));
+        let plain = CustomResources { status_subresource: false };
+        assert!(plain.bumps_generation(&json!({"spec": {"a": 1}, "status": {"b": 2}}), &old));
+    }
+
+    #[test]
+    fn the_schema_goes_into_the_documents_under_upstreams_name() {
+        let served = resources_of(&widgets()).unwrap();
+        let mut generator = schemars::generate::SchemaSettings::openapi3().into_generator();
+        let reference = (served[0].schema)(&mut generator);
+        assert_eq!(reference.get("$ref").unwrap(), "#/components/schemas/com.example.v1.Widget");
+        let defined = &generator.definitions()["com.example.v1.Widget"];
+        assert_eq!(defined["properties"]["spec"], json!({"type": "object"}));
+        assert!(defined["properties"]["metadata"]["$ref"].is_string());
+    }
+}

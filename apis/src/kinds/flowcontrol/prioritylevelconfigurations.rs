@@ -1,0 +1,30 @@
+//! PriorityLevelConfigurations (`flowcontrol.apiserver.k8s.io/v1`).
+
+use serde_json::Value;
+
+use crate::strategy::Strategy;
+use crate::tables::Printer;
+use crate::validation::FieldError;
+use crate::{defaults, validation};
+
+/// The strategy of this resource.
+#[derive(Debug)]
+pub struct PriorityLevelConfigurations;
+
+impl Strategy for PriorityLevelConfigurations {
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+
+    fn default(&self, obj: &mut Value) {
+        defaults::api_config::priority_level_configuration(obj);
+    }
+
+    fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        validation::control::priority_level_configuration(obj, old)
+    }
+
+    fn printer(&self) -> Printer {
+        Printer::PriorityLevelConfiguration
+    }
+}

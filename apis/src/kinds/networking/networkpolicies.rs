@@ -1,0 +1,30 @@
+//! NetworkPolicies (`networking.k8s.io/v1`).
+
+use serde_json::Value;
+
+use crate::strategy::Strategy;
+use crate::tables::Printer;
+use crate::validation::FieldError;
+use crate::{defaults, validation};
+
+/// The strategy of this resource.
+#[derive(Debug)]
+pub struct NetworkPolicies;
+
+impl Strategy for NetworkPolicies {
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+
+    fn default(&self, obj: &mut Value) {
+        defaults::cluster::network_policy(obj);
+    }
+
+    fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        validation::networking::network_policy(obj, old)
+    }
+
+    fn printer(&self) -> Printer {
+        Printer::NetworkPolicy
+    }
+}

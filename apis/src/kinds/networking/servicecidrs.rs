@@ -1,0 +1,22 @@
+//! ServiceCIDRs (`networking.k8s.io/v1`).
+
+use serde_json::Value;
+
+use crate::strategy::Strategy;
+use crate::tables::Printer;
+use crate::validation;
+use crate::validation::FieldError;
+
+/// The strategy of this resource.
+#[derive(Debug)]
+pub struct ServiceCidrs;
+
+impl Strategy for ServiceCidrs {
+    fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        validation::networking::service_cidr(obj, old)
+    }
+
+    fn printer(&self) -> Printer {
+        Printer::ServiceCidr
+    }
+}

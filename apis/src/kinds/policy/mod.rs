@@ -1,0 +1,5 @@
+//! `policy/v1`.
+
+mod poddisruptionbudgets;
+
+pub use poddisruptionbudgets::PodDisruptionBudgets;

@@ -1,0 +1,30 @@
+//! ClusterRoleBindings (`rbac.authorization.k8s.io/v1`): names are path segments.
+
+use serde_json::Value;
+
+use crate::strategy::Strategy;
+use crate::tables::Printer;
+use crate::validation::{FieldError, NameRule};
+use crate::{defaults, validation};
+
+/// The strategy of this resource.
+#[derive(Debug)]
+pub struct ClusterRoleBindings;
+
+impl Strategy for ClusterRoleBindings {
+    fn name_rule(&self) -> NameRule {
+        NameRule::PathSegment
+    }
+
+    fn default(&self, obj: &mut Value) {
+        defaults::cluster::role_binding(obj);
+    }
+
+    fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        validation::cluster::cluster_role_binding(obj, old)
+    }
+
+    fn printer(&self) -> Printer {
+        Printer::ClusterRoleBinding
+    }
+}

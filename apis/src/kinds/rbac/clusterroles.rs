@@ -1,0 +1,26 @@
+//! ClusterRoles (`rbac.authorization.k8s.io/v1`): names are path segments.
+
+use serde_json::Value;
+
+use crate::strategy::Strategy;
+use crate::tables::Printer;
+use crate::validation;
+use crate::validation::{FieldError, NameRule};
+
+/// The strategy of this resource.
+#[derive(Debug)]
+pub struct ClusterRoles;
+
+impl Strategy for ClusterRoles {
+    fn name_rule(&self) -> NameRule {
+        NameRule::PathSegment
+    }
+
+    fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        validation::cluster::cluster_role(obj, old)
+    }
+
+    fn printer(&self) -> Printer {
+        Printer::CreatedAt
+    }
+}

@@ -1,0 +1,5 @@
+//! `scheduling.k8s.io/v1`.
+
+mod priorityclasses;
+
+pub use priorityclasses::PriorityClasses;

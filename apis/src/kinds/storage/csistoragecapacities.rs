@@ -1,0 +1,22 @@
+//! CSIStorageCapacities (`storage.k8s.io/v1`).
+
+use serde_json::Value;
+
+use crate::strategy::Strategy;
+use crate::tables::Printer;
+use crate::validation;
+use crate::validation::FieldError;
+
+/// The strategy of this resource.
+#[derive(Debug)]
+pub struct CsiStorageCapacities;
+
+impl Strategy for CsiStorageCapacities {
+    fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        validation::nodes::csi_storage_capacity(obj, old)
+    }
+
+    fn printer(&self) -> Printer {
+        Printer::CsiStorageCapacity
+    }
+}

@@ -1,0 +1,391 @@
+//! The admission chain as the registry runs it: the attributes of a write, the cluster-state
+//! reader the plugins read through (the watch caches), and their refusals as `Status` errors.
+//!
+//! The reader answers from the watch caches. A cache may lag the store by a moment, so a
+//! miss is confirmed: the reader waits (3 s at most) for the cache to reach the store's
+//! current revision and looks again, and asks the store itself only when the cache cannot
+//! catch up (or the resource has no cache, as in the registry's own unit tests). An object
+//! created before the request is therefore always found, as the registry's own
+//! NamespaceLifecycle check guaranteed before it moved here.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use http::StatusCode;
+use rkube_admission::state::{field_of, JsonObject};
+use rkube_admission::{
+    AdmissionError, Attributes, ClusterState, Freshness, GroupResource, GroupVersionKind,
+    GroupVersionResource, Object, Operation, OperationOptions, UserInfo,
+};
+use rkube_apis::resources::ResourceInfo;
+use rkube_apis::selectors::LabelSelector;
+use rkube_apis::strategy::Requester;
+use rkube_store::RangeRequest;
+use serde_json::Value;
+
+use crate::cache::{CachedObject, Filter, FilterView};
+use crate::object;
+use crate::registry::Registry;
+use crate::status::{ApiError, ApiResult, Cause};
+
+/// What the registry knows of a write, for the plugins' attributes.
+pub(crate) struct Write<'a> {
+    pub operation: Operation,
+    pub info: &'a ResourceInfo,
+    pub namespace: Option<&'a str>,
+    /// `""` for a create whose name is generated.
+    pub name: &'a str,
+    pub subresource: Option<&'a str>,
+    pub dry_run: bool,
+    pub user: Option<&'a Requester>,
+    pub options: OperationOptions<'a>,
+}
+
+impl Write<'_> {
+    fn attributes<'a>(
+        &'a self,
+        object: Option<&'a mut Value>,
+        old_object: Option<&'a Value>,
+    ) -> Attributes<'a> {
+        let info = self.info;
+        let user = self.user.map_or_else(UserInfo::default, |u| UserInfo {
+            name: &u.name,
+            uid: &u.uid,
+            groups: &u.groups,
+            extra: Some(&u.extra),
+        });
+        // A pod's binding is a Binding (the only subresource whose kind rkube does not
+        // write as its resource's).
+        let kind = match self.subresource {
+            Some("binding") => "Binding",
+            _ => info.kind,
+        };
+        Attributes {
+            operation: self.operation,
+            user,
+            resource: GroupVersionResource {
+                group: info.group,
+                version: info.version,
+                resource: info.plural,
+            },
+            subresource: self.subresource.unwrap_or(""),
+            kind: GroupVersionKind { group: info.group, version: info.version, kind },
+            namespace: self.namespace.filter(|_| info.namespaced).unwrap_or(""),
+            name: self.name,
+            object,
+            old_object,
+            dry_run: self.dry_run,
+            options: self.options,
+        }
+    }
+}
+
+impl Registry {
+    /// The mutating plugins, on `object` as it will be stored (`None` for a delete).
+    pub(crate) async fn admit(
+        &self,
+        write: &Write<'_>,
+        object: Option<&mut Value>,
+        old: Option<&Value>,
+    ) -> ApiResult<()> {
+        let mut attributes = write.attributes(object, old);
+        Ok(self.admission.admit(&mut attributes, &CacheState { registry: self }).await?)
+    }
+
+    /// The validating plugins, after the object passed validation.
+    pub(crate) async fn validate_admission(
+        &self,
+        write: &Write<'_>,
+        object: Option<&mut Value>,
+        old: Option<&Value>,
+    ) -> ApiResult<()> {
+        let attributes = write.attributes(object, old);
+        Ok(self.admission.validate(&attributes, &CacheState { registry: self }).await?)
+    }
+}
+
+/// The cluster as the plugins read it: the registry's watch caches.
+pub struct CacheState<'a> {
+    pub registry: &'a Registry,
+}
+
+impl CacheState<'_> {
+    fn storage(&self, resource: GroupResource<'_>) -> Result<Arc<ResourceInfo>, AdmissionError> {
+        let resources = self.registry.resources();
+        let info = resources.storage_version_of(resource.group, resource.resource).cloned();
+        info.ok_or_else(|| {
+            AdmissionError::Internal(format!(
+                "no resource {}/{}",
+                resource.group, resource.resource
+            ))
+        })
+    }
+
+    /// Whether the cache has caught up with the store as it is now.
+    async fn fresh(&self, info: &ResourceInfo) -> bool {
+        match self.registry.cache(info) {
+            Ok(cache) => cache.wait_fresh(self.registry.store.as_ref()).await.is_ok(),
+            Err(_) => false,
+        }
+    }
+
+    /// Objects under `prefix` read from the store itself, filtered.
+    async fn list_store(
+        &self,
+        prefix: &str,
+        keep: impl Fn(&JsonObject) -> bool,
+    ) -> Result<Vec<Arc<dyn Object>>, AdmissionError> {
+        let page =
+            self.registry.store.range(RangeRequest::prefix(prefix)).await.map_err(internal)?;
+        let mut objects: Vec<Arc<dyn Object>> = Vec::new();
+        for kv in &page.kvs {
+            let mut value: Value = serde_json::from_slice(&kv.value).map_err(internal)?;
+            object::set_resource_version(&mut value, kv.mod_revision);
+            let found = JsonObject::new(value);
+            if keep(&found) {
+                objects.push(Arc::new(found));
+            }
+        }
+        Ok(objects)
+    }
+
+    async fn list_where(
+        &self,
+        resource: GroupResource<'_>,
+        namespace: Option<&str>,
+        freshness: Freshness,
+        filter: Filter,
+        keep: impl Fn(&JsonObject) -> bool,
+    ) -> Result<Vec<Arc<dyn Object>>, AdmissionError> {
+        let info = self.storage(resource)?;
+        let prefix = info.namespace_prefix(namespace);
+        let fresh = match freshness {
+            Freshness::Latest => self.fresh(&info).await,
+            Freshness::Cached => true,
+        };
+        match self.registry.cache(&info) {
+            Ok(cache) if fresh => Ok(cache
+                .list(&prefix, &filter)
+                .0
+                .into_iter()
+                .map(|o| o as Arc<dyn Object>)
+                .collect()),
+            _ => self.list_store(&prefix, keep).await,
+        }
+    }
+}
+
+fn internal(e: impl std::fmt::Display) -> AdmissionError {
+    AdmissionError::Internal(format!("cannot read the cluster state: {e}"))
+}
+
+#[async_trait::async_trait]
+impl ClusterState for CacheState<'_> {
+    async fn get(
+        &self,
+        resource: GroupResource<'_>,
+        namespace: Option<&str>,
+        name: &str,
+        freshness: Freshness,
+    ) -> Result<Option<Arc<dyn Object>>, AdmissionError> {
+        let info = self.storage(resource)?;
+        let key = info.key(namespace, name);
+        if let Ok(cache) = self.registry.cache(&info) {
+            if freshness == Freshness::Cached {
+                if let Some(found) = cache.get(&key) {
+                    return Ok(Some(found));
+                }
+            }
+            // A miss (or a read that must be recent): once the cache has caught up, it knows.
+            if self.fresh(&info).await {
+                return Ok(cache.get(&key).map(|o| o as Arc<dyn Object>));
+            }
+        }
+        let (kv, _) = self.registry.store.get(&key, None).await.map_err(internal)?;
+        let Some(kv) = kv else { return Ok(None) };
+        let mut value: Value = serde_json::from_slice(&kv.value).map_err(internal)?;
+        object::set_resource_version(&mut value, kv.mod_revision);
+        Ok(Some(Arc::new(JsonObject::new(value))))
+    }
+
+    async fn list(
+        &self,
+        resource: GroupResource<'_>,
+        namespace: Option<&str>,
+        selector: &LabelSelector,
+        freshness: Freshness,
+    ) -> Result<Vec<Arc<dyn Object>>, AdmissionError> {
+        let matching = selector.clone();
+        let filter: Filter = Arc::new(move |o: &FilterView<'_>| matching.matches(o.labels));
+        self.list_where(resource, namespace, freshness, filter, |o| selector.matches(o.labels()))
+            .await
+    }
+
+    async fn list_by_field(
+        &self,
+        resource: GroupResource<'_>,
+        namespace: Option<&str>,
+        field: &str,
+        value: &str,
+        freshness: Freshness,
+    ) -> Result<Vec<Arc<dyn Object>>, AdmissionError> {
+        let (wanted_field, wanted) = (field.to_string(), value.to_string());
+        let filter: Filter = Arc::new(move |o: &FilterView<'_>| {
+            o.fields.iter().any(|(f, v)| *f == wanted_field && *v == wanted)
+        });
+        self.list_where(resource, namespace, freshness, filter, |o| {
+            o.field(field).as_deref() == Some(value)
+        })
+        .await
+    }
+}
+
+/// A cached object, read without decoding where the cache already holds the answer.
+impl Object for CachedObject {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    fn labels(&self) -> &BTreeMap<String, String> {
+        &self.labels
+    }
+
+    fn field(&self, path: &str) -> Option<String> {
+        match self.fields.iter().find(|(f, _)| *f == path) {
+            Some((_, v)) => Some(v.clone()),
+            None => field_of(&CachedObject::value(self), path),
+        }
+    }
+
+    fn value(&self) -> Value {
+        CachedObject::value(self)
+    }
+}
+
+/// A refusal, as the `Status` upstream answers it with.
+impl From<AdmissionError> for ApiError {
+    fn from(e: AdmissionError) -> ApiError {
+        let message = e.to_string();
+        match e {
+            AdmissionError::Forbidden { group, resource, name, causes, .. } => {
+                let mut error = ApiError::new(StatusCode::FORBIDDEN, "Forbidden", message);
+                error.details.name = Some(name);
+                error.details.group = Some(group);
+                error.details.kind = Some(resource);
+                error.details.causes = causes
+                    .into_iter()
+                    .map(|c| Cause { reason: c.reason, message: c.message, field: c.field })
+                    .collect();
+                error
+            }
+            AdmissionError::NotFound { group, resource, name } => {
+                ApiError::not_found(&group, &resource, &name)
+            }
+            AdmissionError::BadRequest(m) => ApiError::bad_request(m),
+            AdmissionError::Internal(m) => ApiError::internal(m),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::{DeleteOptions, WriteOptions};
+    use rkube_apis::resources::Resources;
+    use serde_json::json;
+
+    async fn start(name: &str, chain: rkube_admission::Chain) -> (Registry, std::path::PathBuf) {
+        let dir =
+            std::env::temp_dir().join(format!("rkube-admission-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = rkube_store::SqliteStore::open(&dir, Default::default()).unwrap();
+        let ranges = crate::services::ServiceRanges::parse("10.43.0.0/16", (30000, 32767));
+        let mut registry = Registry::new(Arc::new(store), ranges.unwrap());
+        registry.admission = chain;
+        registry.start_caches().await.unwrap();
+        (registry, dir)
+    }
+
+    fn info(group: &str, plural: &str) -> &'static ResourceInfo {
+        Resources::builtin().storage_version_of(group, plural).unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_reader_finds_what_the_store_had_before_the_read() {
+        let (registry, dir) = start("reader", rkube_admission::Chain::with_defaults()).await;
+        let namespaces = info("", "namespaces");
+        let state = CacheState { registry: &registry };
+        let ns = GroupResource::new("", "namespaces");
+        for i in 0..20 {
+            // Straight into the store: the cache learns of it only through its watch.
+            let name = format!("ns{i}");
+            let body = json!({"apiVersion": "v1", "kind": "Namespace",
+                "metadata": {"name": name, "labels": {"n": i.to_string()}},
+                "status": {"phase": "Active"}});
+            let bytes = serde_json::to_vec(&body).unwrap();
+            registry.store.create(&namespaces.key(None, &name), bytes.into()).await.unwrap();
+            let got = state.get(ns, None, &name, Freshness::Cached).await.unwrap();
+            assert_eq!(
+                got.and_then(|n| n.field("status.phase")).as_deref(),
+                Some("Active"),
+                "{name}"
+            );
+        }
+        assert!(state.get(ns, None, "nope", Freshness::Cached).await.unwrap().is_none());
+        let selector = LabelSelector::parse("n in (3,4)").unwrap();
+        let listed = state.list(ns, None, &selector, Freshness::Latest).await.unwrap();
+        let names: Vec<&str> = listed.iter().map(|o| o.name()).collect();
+        assert_eq!(names, ["ns3", "ns4"]);
+        let active = state.list_by_field(ns, None, "status.phase", "Active", Freshness::Latest);
+        assert_eq!(active.await.unwrap().len(), 20);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn namespace_lifecycle_refuses_as_upstream_and_can_be_disabled() {
+        let (registry, dir) = start("lifecycle", rkube_admission::Chain::with_defaults()).await;
+        let (namespaces, configmaps) = (info("", "namespaces"), info("", "configmaps"));
+        let options = WriteOptions::default();
+        for name in ["default", "closing"] {
+            let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+            registry.create(namespaces, None, ns, &options).await.unwrap();
+        }
+        // Terminating while its finalizer (the namespace controller's) stays.
+        registry.delete(namespaces, None, "closing", &DeleteOptions::default()).await.unwrap();
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+        let refused =
+            registry.create(configmaps, Some("closing"), cm.clone(), &options).await.unwrap_err();
+        assert_eq!(refused.code, StatusCode::FORBIDDEN);
+        assert_eq!(
+            refused.message,
+            "configmaps \"c\" is forbidden: unable to create new content in namespace closing because it is being terminated"
+        );
+        let status = refused.to_status();
+        assert_eq!(
+            status["details"],
+            json!({"name": "c", "kind": "configmaps", "causes": [{"reason": "NamespaceTerminating",
+                "message": "namespace closing is being terminated", "field": "metadata.namespace"}]})
+        );
+        let missing = registry.create(configmaps, Some("nope"), cm.clone(), &options).await;
+        assert_eq!(missing.unwrap_err().message, "namespaces \"nope\" not found");
+        let immortal =
+            registry.delete(namespaces, None, "default", &DeleteOptions::default()).await;
+        assert_eq!(
+            immortal.err().map(|e| e.message),
+            Some("namespaces \"default\" is forbidden: this namespace may not be deleted".into())
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+
+        let none = rkube_admission::Chain::new(&[], Default::default());
+        let (registry, dir) = start("no-lifecycle", none).await;
+        registry.create(configmaps, Some("nope"), cm, &options).await.unwrap();
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
+        registry.create(namespaces, None, ns, &options).await.unwrap();
+        registry.delete(namespaces, None, "default", &DeleteOptions::default()).await.unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

@@ -1,0 +1,137 @@
+//! The OpenAPI documents (`/openapi/v2`, `/openapi/v3` and one v3 document per group version)
+//! of the resources served now: built from the live resource table, again after it changed
+//! (a custom resource added or removed), once per change, in the background of the request
+//! that first asks.
+
+use std::sync::Arc;
+
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use rkube_apis::openapi::Documents;
+
+use crate::registry::Registry;
+use crate::{negotiate, status};
+
+/// The documents of the newest resource table.
+pub struct OpenApi {
+    registry: Arc<Registry>,
+    /// The documents and the table generation they were built from.
+    built: tokio::sync::Mutex<(u64, Arc<Documents>)>,
+}
+
+impl OpenApi {
+    pub fn new(registry: Arc<Registry>) -> OpenApi {
+        let builtin = Arc::new(Documents::builtin().clone());
+        OpenApi { registry, built: tokio::sync::Mutex::new((0, builtin)) }
+    }
+
+    /// The documents of the resources served now.
+    pub async fn current(&self) -> Arc<Documents> {
+        let generation = *self.registry.table_changes().borrow();
+        // One build at a time: requests during a build wait for it rather than build again.
+        let mut built = self.built.lock().await;
+        if built.0 != generation {
+            let resources = self.registry.resources();
+            let docs = tokio::task::spawn_blocking(move || Documents::build(&resources))
+                .await
+                .expect("building the OpenAPI documents does not panic");
+            *built = (generation, Arc::new(docs));
+        }
+        built.1.clone()
+    }
+}
+
+/// The OpenAPI routes, for a router of any state.
+pub fn routes<S: Clone + Send + Sync + 'static>(docs: Arc<OpenApi>) -> Router<S> {
+    Router::new()
+        .route("/openapi/v2", get(v2))
+        .route("/openapi/v3", get(v3_index))
+        .route("/openapi/v3/{*path}", get(v3))
+        .with_state(docs)
+}
+
+async fn v3_index(State(docs): State<Arc<OpenApi>>) -> Response {
+    let index = docs.current().await.v3_index();
+    negotiate::respond(http::StatusCode::OK, &index, negotiate::Output::Json, &[])
+}
+
+async fn v3(State(docs): State<Arc<OpenApi>>, Path(path): Path<String>) -> Response {
+    match docs.current().await.v3.get(path.trim_matches('/')) {
+        Some(doc) => {
+            let mut response = (http::StatusCode::OK, doc.body.clone()).into_response();
+            let headers = response.headers_mut();
+            headers.insert(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static("application/json"),
+            );
+            if let Ok(etag) = http::HeaderValue::from_str(&format!("\"{}\"", doc.hash)) {
+                headers.insert(http::header::ETAG, etag);
+            }
+            response
+        }
+        None => status::ApiError::path_not_found().into_response(),
+    }
+}
+
+/// Swagger 2.0, as JSON or as the gnostic `openapi.v2.Document` protobuf (kubectl 1.27 and
+/// 1.28 ask for the latter for `apply`): the first form the Accept header lists, by `q`
+/// (`*/*` gets JSON).
+async fn v2(State(docs): State<Arc<OpenApi>>, headers: http::HeaderMap) -> Response {
+    use rkube_apis::openapi_v2_proto;
+    let accept = headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    let mut ranges: Vec<(f32, &str)> = accept
+        .split(',')
+        .map(|range| {
+            let mut parts = range.split(';');
+            let media = parts.next().unwrap_or("").trim();
+            let q = parts
+                .filter_map(|p| p.trim().strip_prefix("q="))
+                .find_map(|q| q.trim().parse().ok())
+                .unwrap_or(1.0);
+            (q, media)
+        })
+        .filter(|(q, media)| *q > 0.0 && !media.is_empty())
+        .collect();
+    ranges.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let protobuf = match ranges.iter().find_map(|(_, media)| {
+        if media.contains("protobuf") {
+            Some(true)
+        } else if media.contains("json") || *media == "*/*" || *media == "application/*" {
+            Some(false)
+        } else {
+            None
+        }
+    }) {
+        Some(protobuf) => protobuf,
+        None if accept.trim().is_empty() => false,
+        None => {
+            return status::ApiError::not_acceptable(format!(
+                "/openapi/v2 is served as application/json or {}",
+                openapi_v2_proto::MEDIA_TYPE
+            ))
+            .into_response()
+        }
+    };
+    let docs = docs.current().await;
+    let (body, content_type) = if protobuf {
+        (bytes::Bytes::from_owner(docs.v2_protobuf()), openapi_v2_proto::MEDIA_TYPE)
+    } else {
+        (bytes::Bytes::from_owner(V2Json(docs)), "application/json")
+    };
+    let mut response = (http::StatusCode::OK, body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static(content_type));
+    headers.insert(http::header::VARY, http::HeaderValue::from_static("Accept"));
+    response
+}
+
+/// The JSON v2 document of a set of documents, sent without a copy.
+struct V2Json(Arc<Documents>);
+
+impl AsRef<[u8]> for V2Json {
+    fn as_ref(&self) -> &[u8] {
+        &self.0.v2
+    }
+}

@@ -1,0 +1,387 @@
+//! The subresources served under `<resource>/<name>/<subresource>`: a table of handlers, one
+//! row each ([`TABLE`]), in the manner of kube-apiserver's subresource REST objects. A row
+//! names the subresource, the resource it belongs to (or every resource that lists it, for
+//! `status` and `scale`), the verbs it takes, and how it is served: answered here from the
+//! whole request, or streamed to the node's kubelet with the body unread and the connection
+//! upgradeable (`pods/log`, `exec`, `attach`, `portforward`, `proxy`, `nodes/proxy`:
+//! [`crate::kubelet`]).
+
+use std::future::Future;
+use std::pin::Pin;
+
+use axum::response::Response;
+use http::{HeaderMap, Method, StatusCode};
+use rkube_apis::patch::{apply_patch, PatchSchema};
+use rkube_apis::resources::ResourceInfo;
+use serde_json::{json, Value};
+
+use crate::api::{self, ApiState};
+use crate::kubelet;
+use crate::negotiate::{self, Output};
+use crate::object;
+use crate::registry::DeleteOptions;
+use crate::request::{Query, ResourceRequest};
+use crate::status::{ApiError, ApiResult};
+
+/// One subresource request, read whole.
+pub struct Call<'a> {
+    pub state: &'a ApiState,
+    pub headers: &'a HeaderMap,
+    pub query: &'a Query,
+    pub info: &'a ResourceInfo,
+    pub namespace: Option<&'a str>,
+    pub name: &'a str,
+    /// The subresource's name (`status`, `ephemeralcontainers`, ...).
+    pub subresource: &'a str,
+    pub verb: &'static str,
+    pub body: &'a [u8],
+    pub output: Output,
+}
+
+type Reply<'a> = Pin<Box<dyn Future<Output = ApiResult<Response>> + Send + 'a>>;
+
+/// How a subresource is served.
+#[derive(Clone, Copy)]
+pub enum Serve {
+    /// Answered here from the whole request.
+    Handler(for<'a> fn(Call<'a>) -> Reply<'a>),
+    /// Streamed to the node's kubelet.
+    Kubelet,
+}
+
+/// One row of the table.
+pub struct Subresource {
+    pub name: &'static str,
+    /// The resource (group, plural) it belongs to; `None`: every resource that lists it.
+    pub resource: Option<(&'static str, &'static str)>,
+    /// The verbs it takes; empty: any (the kubelet decides).
+    pub verbs: &'static [&'static str],
+    pub serve: Serve,
+}
+
+const READ_WRITE: &[&str] = &["get", "update", "patch"];
+const CREATE: &[&str] = &["create"];
+const POD: Option<(&str, &str)> = Some(("", "pods"));
+
+/// Every subresource rkube serves.
+pub const TABLE: &[Subresource] = &[
+    Subresource {
+        name: "status",
+        resource: None,
+        verbs: READ_WRITE,
+        serve: Serve::Handler(status),
+    },
+    Subresource {
+        name: "ephemeralcontainers",
+        resource: POD,
+        verbs: READ_WRITE,
+        serve: Serve::Handler(status),
+    },
+    Subresource {
+        name: "finalize",
+        resource: Some(("", "namespaces")),
+        verbs: &["update"],
+        serve: Serve::Handler(finalize),
+    },
+    Subresource { name: "scale", resource: None, verbs: READ_WRITE, serve: Serve::Handler(scale) },
+    Subresource { name: "binding", resource: POD, verbs: CREATE, serve: Serve::Handler(binding) },
+    Subresource { name: "eviction", resource: POD, verbs: CREATE, serve: Serve::Handler(eviction) },
+    Subresource {
+        name: "token",
+        resource: Some(("", "serviceaccounts")),
+        verbs: CREATE,
+        serve: Serve::Handler(token),
+    },
+    Subresource { name: "log", resource: POD, verbs: &[], serve: Serve::Kubelet },
+    Subresource { name: "exec", resource: POD, verbs: &[], serve: Serve::Kubelet },
+    Subresource { name: "attach", resource: POD, verbs: &[], serve: Serve::Kubelet },
+    Subresource { name: "portforward", resource: POD, verbs: &[], serve: Serve::Kubelet },
+    Subresource { name: "proxy", resource: POD, verbs: &[], serve: Serve::Kubelet },
+    Subresource { name: "proxy", resource: Some(("", "nodes")), verbs: &[], serve: Serve::Kubelet },
+];
+
+/// The row serving `subresource` of the resource `group`/`plural`.
+pub fn find(group: &str, plural: &str, subresource: &str) -> Option<&'static Subresource> {
+    TABLE.iter().find(|s| {
+        s.name == subresource && s.resource.is_none_or(|(g, p)| (g, p) == (group, plural))
+    })
+}
+
+/// True for the requests whose body streams to a kubelet (never buffered).
+pub fn streams(r: &ResourceRequest) -> bool {
+    r.name.is_some()
+        && r.subresource
+            .as_deref()
+            .and_then(|sub| find(&r.group, &r.resource, sub))
+            .is_some_and(|s| matches!(s.serve, Serve::Kubelet))
+}
+
+/// Serves a subresource the resource lists.
+#[allow(clippy::too_many_arguments)]
+pub async fn serve(
+    state: &ApiState,
+    method: &Method,
+    headers: &HeaderMap,
+    query: &Query,
+    info: &ResourceInfo,
+    r: &ResourceRequest,
+    sub: &str,
+    body: &[u8],
+    raw: Option<kubelet::RawRequest>,
+) -> ApiResult<Response> {
+    let not_allowed = || {
+        ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        )
+    };
+    let row = find(info.group, info.plural, sub).ok_or_else(not_allowed)?;
+    match (row.serve, raw) {
+        (Serve::Kubelet, Some(raw)) => kubelet::serve(state, method, headers, info, r, raw).await,
+        (Serve::Kubelet, None) => Err(not_allowed()),
+        (Serve::Handler(handler), _) => {
+            if !row.verbs.contains(&r.verb) {
+                return Err(not_allowed());
+            }
+            let call = Call {
+                state,
+                headers,
+                query,
+                info,
+                namespace: r.namespace.as_deref(),
+                name: r.name.as_deref().ok_or_else(ApiError::path_not_found)?,
+                subresource: sub,
+                verb: r.verb,
+                body,
+                output: negotiate::output(headers)?,
+            };
+            handler(call).await
+        }
+    }
+}
+
+/// `status` of any resource, and `pods/ephemeralcontainers`: the object, with writes that
+/// change only that part of it.
+fn status(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let registry = &c.state.registry;
+        let (info, ns, name, sub) = (c.info, c.namespace, c.name, Some(c.subresource));
+        match c.verb {
+            "get" => {
+                let obj = registry.get(info, ns, name).await?;
+                Ok(api::object_response(StatusCode::OK, info, obj, c.output, c.query))
+            }
+            "update" => {
+                let (obj, _) = api::decode_object(info, c.headers, c.query, c.body)?;
+                let options = api::write_options(c.query, c.headers, "update")?;
+                let updated = registry.update(info, ns, name, sub, obj, &options).await?;
+                Ok(api::object_response(StatusCode::OK, info, updated, c.output, c.query))
+            }
+            _ => {
+                let (code, patched, warnings) =
+                    api::patch(registry, c.headers, c.query, info, ns, name, sub, c.body, None)
+                        .await?;
+                let mut response = api::object_response(code, info, patched, c.output, c.query);
+                negotiate::add_warnings(&mut response, &warnings);
+                Ok(response)
+            }
+        }
+    })
+}
+
+/// `namespaces/finalize`: the only way to change a namespace's `spec.finalizers`.
+fn finalize(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let (obj, _) = api::decode_object(c.info, c.headers, c.query, c.body)?;
+        let options = api::write_options(c.query, c.headers, "update")?;
+        let updated = c
+            .state
+            .registry
+            .update(c.info, c.namespace, c.name, Some("finalize"), obj, &options)
+            .await?;
+        Ok(api::object_response(StatusCode::OK, c.info, updated, c.output, c.query))
+    })
+}
+
+/// `scale`: the object's replicas as an `autoscaling/v1 Scale`.
+fn scale(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let registry = &c.state.registry;
+        let (info, ns, name) = (c.info, c.namespace, c.name);
+        if c.verb == "get" {
+            let obj = registry.get(info, ns, name).await?;
+            return Ok(negotiate::respond(StatusCode::OK, &to_scale(&obj), Output::Json, &[]));
+        }
+        let options = api::write_options(c.query, c.headers, c.verb)?;
+        let current = registry.get(info, ns, name).await?;
+        let scale = if c.verb == "update" {
+            negotiate::decode_body(c.headers, c.body)?
+        } else {
+            let (patch_type, patch) = api::decode_patch(c.headers, c.body)?;
+            let schema = PatchSchema::builtin();
+            let type_name = schema.definition_for("autoscaling", "v1", "Scale");
+            apply_patch(
+                patch_type,
+                &to_scale(&current),
+                &patch,
+                type_name.map(|_| schema),
+                type_name.unwrap_or(""),
+            )
+            .map_err(api::patch_error)?
+        };
+        let replicas = scale["spec"]["replicas"].as_i64().unwrap_or(0);
+        if replicas < 0 {
+            return Err(ApiError::invalid(
+                "autoscaling",
+                "Scale",
+                name,
+                vec![rkube_apis::validation::FieldError::invalid(
+                    "spec.replicas",
+                    &scale["spec"]["replicas"],
+                    "must be greater than or equal to 0",
+                )],
+            ));
+        }
+        let precondition = object::resource_version(&scale).map(String::from);
+        let updated = registry
+            .modify(info, ns, name, None, &options, precondition, |old| {
+                let mut new = old.clone();
+                new["spec"]["replicas"] = json!(replicas);
+                if let Some(m) = new["metadata"].as_object_mut() {
+                    m.remove("resourceVersion");
+                }
+                Ok(new)
+            })
+            .await?;
+        Ok(negotiate::respond(StatusCode::OK, &to_scale(&updated), Output::Json, &[]))
+    })
+}
+
+/// `pods/binding`: the scheduler's way to put a pod on a node.
+fn binding(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let binding = negotiate::decode_body(c.headers, c.body)?;
+        let node = binding["target"]["name"].as_str().unwrap_or("").to_string();
+        if node.is_empty() {
+            return Err(ApiError::invalid(
+                "",
+                "Binding",
+                c.name,
+                vec![rkube_apis::validation::FieldError::required("target.name", "")],
+            ));
+        }
+        let options = api::write_options(c.query, c.headers, "create")?;
+        let annotations = &binding["metadata"]["annotations"];
+        c.state
+            .registry
+            .modify(c.info, c.namespace, c.name, Some("binding"), &options, None, |old| {
+                bind(old, c.name, &node, annotations)
+            })
+            .await?;
+        let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
+        Ok(negotiate::respond(StatusCode::CREATED, &status, Output::Json, &[]))
+    })
+}
+
+/// `serviceaccounts/token`: the TokenRequest API.
+fn token(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        let ns = c.namespace.unwrap_or("default");
+        let (answered, warnings) =
+            crate::authn::token_request::create(c.state, c.headers, ns, c.name, c.body).await?;
+        let output = if matches!(c.output, Output::Yaml) { Output::Yaml } else { Output::Json };
+        Ok(negotiate::respond(StatusCode::CREATED, &answered, output, &warnings))
+    })
+}
+
+/// `pods/eviction`: stored as a plain delete for now (no PodDisruptionBudget check yet).
+fn eviction(c: Call<'_>) -> Reply<'_> {
+    Box::pin(async move {
+        c.state.registry.delete(c.info, c.namespace, c.name, &DeleteOptions::default()).await?;
+        let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
+        Ok(negotiate::respond(StatusCode::CREATED, &status, Output::Json, &[]))
+    })
+}
+
+/// A pod bound to `node` by a `pods/binding` create, as upstream's binding storage does it:
+/// the node set once (not while scheduling gates hold the pod back), the binding's
+/// annotations copied, and the `PodScheduled` condition made true.
+fn bind(old: &Value, name: &str, node: &str, annotations: &Value) -> ApiResult<Value> {
+    let conflict = |message: String| ApiError::conflict("", "pods/binding", name, &message);
+    if !old["metadata"]["deletionTimestamp"].is_null() {
+        return Err(conflict(format!("pod {name} is being deleted, cannot be assigned to a host")));
+    }
+    if let Some(assigned) = old["spec"]["nodeName"].as_str().filter(|n| !n.is_empty()) {
+        return Err(conflict(format!("pod {name} is already assigned to node {assigned:?}")));
+    }
+    if old["spec"]["schedulingGates"].as_array().is_some_and(|g| !g.is_empty()) {
+        return Err(conflict(format!("pod {name} has non-empty .spec.schedulingGates")));
+    }
+    let mut new = old.clone();
+    new["spec"]["nodeName"] = json!(node);
+    if let Some(m) = new["metadata"].as_object_mut() {
+        m.remove("resourceVersion");
+    }
+    if let Some(annotations) = annotations.as_object().filter(|a| !a.is_empty()) {
+        if !new["metadata"]["annotations"].is_object() {
+            new["metadata"]["annotations"] = json!({});
+        }
+        for (k, v) in annotations {
+            new["metadata"]["annotations"][k] = v.clone();
+        }
+    }
+    if !new["status"]["conditions"].is_array() {
+        new["status"]["conditions"] = json!([]);
+    }
+    let conditions = new["status"]["conditions"].as_array_mut().expect("conditions list");
+    let scheduled = json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null});
+    match conditions.iter_mut().find(|c| c["type"] == "PodScheduled") {
+        Some(c) => {
+            let since = match c["status"] == "True" {
+                true => c["lastTransitionTime"].clone(),
+                false => json!(object::now()),
+            };
+            *c = scheduled;
+            c["lastTransitionTime"] = since;
+        }
+        None => {
+            conditions.push(scheduled);
+            let c = conditions.last_mut().expect("just pushed");
+            c["lastTransitionTime"] = json!(object::now());
+        }
+    }
+    Ok(new)
+}
+
+/// The `autoscaling/v1 Scale` view of a scalable object.
+fn to_scale(obj: &Value) -> Value {
+    let selector = &obj["spec"]["selector"];
+    let selector_string = match selector.get("matchLabels").and_then(Value::as_object) {
+        Some(labels) => labels
+            .iter()
+            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+            .collect::<Vec<_>>()
+            .join(","),
+        None => selector
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .unwrap_or_default(),
+    };
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            "name": obj["metadata"]["name"],
+            "namespace": obj["metadata"]["namespace"],
+            "uid": obj["metadata"]["uid"],
+            "resourceVersion": obj["metadata"]["resourceVersion"],
+            "creationTimestamp": obj["metadata"]["creationTimestamp"],
+        },
+        "spec": {"replicas": obj["spec"]["replicas"].as_i64().unwrap_or(0)},
+        "status": {"replicas": obj["status"]["replicas"].as_i64().unwrap_or(0), "selector": selector_string},
+    })
+}
