@@ -173,6 +173,12 @@ struct ServerArgs {
     /// Service-account tokens (kube-apiserver's flag names).
     #[command(flatten)]
     service_accounts: ServiceAccountArgs,
+    /// The authorizers asked, in order (comma-separated): `AllowAuthenticated` (rkube's
+    /// default until RBAC: authenticated users may do anything, anonymous ones only read
+    /// the health, version, metrics and OpenAPI endpoints), `AlwaysAllow`, `AlwaysDeny`.
+    /// Members of `system:masters` are always allowed, as upstream.
+    #[arg(long, value_delimiter = ',', default_value = rkube_server::authz::modes::DEFAULT)]
+    authorization_mode: Vec<String>,
     /// Limits on what clients may cost the server.
     #[command(flatten)]
     serving: ServingArgs,
@@ -363,6 +369,7 @@ async fn main() {
 
 async fn server(args: ServerArgs) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
+    let authorization_modes = rkube_server::authz::Mode::parse_list(&args.authorization_mode)?;
     // Checked before anything starts, as kube-apiserver validates its flags.
     let admission = rkube_server::rkube_admission::Chain::from_flags(
         &args.enable_admission_plugins,
@@ -436,6 +443,7 @@ async fn server(args: ServerArgs) -> anyhow::Result<()> {
             scheduler: args.scheduler_secure_port,
             controller_manager: args.controller_manager_secure_port,
         },
+        authorization_modes,
     })
     .await?;
 

@@ -1,7 +1,8 @@
-//! The REST facade for `/api` and `/apis`: one codec over the protocol-free handlers
-//! ([`crate::handlers`]). It reads the HTTP request (path → request info, query → options,
-//! `Accept`, `User-Agent`, `Content-Type` and body), answers discovery, and hands every
-//! resource request to [`handlers::serve`], writing its [`handlers::Reply`] back as HTTP.
+//! The REST facade for `/api` and `/apis`, behind the authorization layer ([`crate::authz`]):
+//! one codec over the protocol-free handlers ([`crate::handlers`]). It reads the HTTP request
+//! (path → request info, query → options, `Accept`, `User-Agent`, `Content-Type` and body),
+//! answers discovery, and hands every resource request to [`handlers::serve`], writing its
+//! [`handlers::Reply`] back as HTTP.
 
 use std::sync::Arc;
 
@@ -34,6 +35,8 @@ pub struct ApiState {
     pub tokens: crate::authn::ServiceAccountTokens,
     /// Where ComponentStatus probes the scheduler and the controller-manager.
     pub component_ports: crate::component_status::ComponentPorts,
+    /// The authorizer of every request ([`crate::authz`]), asked again by the access reviews.
+    pub authorizer: Arc<dyn crate::authz::Authorizer>,
 }
 
 /// Axum fallback handler for every `/api` and `/apis` path.
@@ -41,13 +44,15 @@ pub async fn handle(State(state): State<Arc<ApiState>>, request: http::Request<B
     let started = std::time::Instant::now();
     let (mut parts, body) = request.into_parts();
     let user = parts.extensions.get::<UserInfo>().cloned().unwrap_or_else(UserInfo::anonymous);
-    let query = request::parse_query(parts.uri.query());
-    let Some(target) = request::parse(&parts.method, parts.uri.path(), &query) else {
+    // Read once by the authorization layer, which has already let the request through.
+    let info = parts
+        .extensions
+        .remove::<request::RequestInfo>()
+        .unwrap_or_else(|| request::RequestInfo::read(&parts.method, &parts.uri));
+    let query = info.query;
+    let Some(target) = info.target else {
         return ApiError::path_not_found().into_response();
     };
-    if user.is_anonymous() {
-        return forbidden(&user, &target, parts.uri.path()).into_response();
-    }
     // What goes to a kubelet keeps its body unread (it streams through) and its connection
     // upgrade; everything else is read whole.
     let (body, raw) = match &target {
@@ -132,32 +137,6 @@ pub async fn handle(State(state): State<Arc<ApiState>>, request: http::Request<B
     result.unwrap_or_else(IntoResponse::into_response)
 }
 
-/// Until RBAC: authenticated users may do anything, anonymous users nothing here.
-fn forbidden(user: &UserInfo, target: &Target, path: &str) -> ApiError {
-    match target {
-        Target::Resource(r) => {
-            let scope = match &r.namespace {
-                Some(ns) => format!(" in the namespace {ns:?}"),
-                None => " at the cluster scope".to_string(),
-            };
-            let resource = match &r.subresource {
-                Some(sub) => format!("{}/{sub}", r.resource),
-                None => r.resource.clone(),
-            };
-            let what = match &r.name {
-                Some(name) => format!("{resource} {name:?}"),
-                None => resource.clone(),
-            };
-            ApiError::forbidden(format!(
-                "{what} is forbidden: User {:?} cannot {} resource {resource:?} in API group {:?}{scope}",
-                user.name, r.verb, r.group
-            ))
-        }
-        _ => {
-            ApiError::forbidden(format!("forbidden: User {:?} cannot get path {path:?}", user.name))
-        }
-    }
-}
 
 fn discovery_response(
     headers: &HeaderMap,

@@ -182,14 +182,16 @@ fn token_review<'a>(
 }
 
 fn review<'a>(
-    _state: &'a ApiState,
+    state: &'a ApiState,
     req: &'a Request,
     info: &'a ResourceInfo,
 ) -> Pin<Box<dyn Future<Output = ApiResult<Reply>> + Send + 'a>> {
     Box::pin(async move {
         let output = req.output()?;
         let review = req.body.decode()?;
-        let answered = crate::reviews::answer(info, &req.user, review)?;
+        let ns = req.target.namespace.as_deref();
+        let answered =
+            crate::reviews::answer(state.authorizer.as_ref(), info, &req.user, ns, review)?;
         Ok(object_response(StatusCode::CREATED, info, answered, output, &req.options))
     })
 }

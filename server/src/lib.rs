@@ -3,7 +3,8 @@
 //! Start at [`Server::start`]: it takes a store and the TLS material, bootstraps what every
 //! cluster has (the default namespaces), and serves HTTPS. A request goes through
 //! [`listener`] (TLS, client certificate → [`auth::UserInfo`]), [`authn`] (bearer tokens: the
-//! service-account JWTs of the TokenRequest API), then the axum router: the
+//! service-account JWTs of the TokenRequest API), [`authz`] (may this user do this?), then
+//! the axum router: the
 //! health and version endpoints here, everything under `/api` and `/apis` in [`api`], which
 //! reads the request ([`request`]), negotiates the encoding ([`negotiate`]) and calls the one
 //! generic [`registry`] (per-kind behaviour lives in `rkube_apis::strategy`), answering
@@ -18,6 +19,7 @@ pub mod api;
 pub mod apply;
 pub mod auth;
 pub mod authn;
+pub mod authz;
 pub mod cache;
 pub mod component_status;
 pub mod custom_resources;
@@ -89,6 +91,8 @@ pub struct ServerConfig {
     pub limits: ServingLimits,
     /// Where ComponentStatus probes the scheduler and the controller-manager.
     pub component_ports: component_status::ComponentPorts,
+    /// `--authorization-mode`: the authorizers asked, in order, after `system:masters`.
+    pub authorization_modes: Vec<authz::Mode>,
 }
 
 /// kube-apiserver's serving limits: per connection (header-read and idle timeouts, HTTP/2
@@ -150,6 +154,8 @@ impl Server {
             started: Instant::now(),
             store: config.store.clone(),
         });
+        let authorizer: Arc<dyn authz::Authorizer> =
+            Arc::new(authz::modes::chain(&config.authorization_modes));
         let openapi_docs = Arc::new(openapi::OpenApi::new(registry.clone()));
         let api_state = Arc::new(api::ApiState {
             registry,
@@ -158,6 +164,7 @@ impl Server {
             kubelet,
             tokens,
             component_ports: config.component_ports,
+            authorizer: authorizer.clone(),
         });
         let router = Router::new()
             .route("/healthz", get(healthz))
@@ -169,6 +176,7 @@ impl Server {
             .merge(openapi::routes(openapi_docs))
             .fallback(api::handle)
             .with_state(api_state.clone())
+            .layer(axum::middleware::from_fn_with_state(authorizer, authz::authorize))
             .layer(axum::middleware::from_fn_with_state(
                 Arc::new(inflight::InflightLimits::new(
                     config.limits.max_requests_inflight,

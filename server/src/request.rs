@@ -40,6 +40,23 @@ pub enum Target {
 /// The query parameters, first value of each.
 pub type Query = HashMap<String, String>;
 
+/// A request's query and what its path is, read once: by the authorization layer, which
+/// leaves it in the request's extensions for the handler.
+#[derive(Clone, Debug)]
+pub struct RequestInfo {
+    pub query: Query,
+    /// `None` for paths outside `/api` and `/apis`.
+    pub target: Option<Target>,
+}
+
+impl RequestInfo {
+    pub fn read(method: &Method, uri: &http::Uri) -> RequestInfo {
+        let query = parse_query(uri.query());
+        let target = parse(method, uri.path(), &query);
+        RequestInfo { query, target }
+    }
+}
+
 pub fn parse_query(query: Option<&str>) -> Query {
     let mut out = HashMap::new();
     if let Some(q) = query {

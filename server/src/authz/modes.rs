@@ -1,0 +1,134 @@
+//! `--authorization-mode`: upstream's flag, a comma-separated list of modes asked in order,
+//! and the chain built from it (`system:masters` first, as kube-apiserver).
+
+use super::allow_authenticated::AllowAuthenticated;
+use super::always_allow::AlwaysAllow;
+use super::always_deny::AlwaysDeny;
+use super::privileged_groups::PrivilegedGroups;
+use super::{Authorizer, Union};
+
+/// An authorization mode rkube runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    AlwaysAllow,
+    AlwaysDeny,
+    /// rkube's interim default (see [`super::allow_authenticated`]).
+    AllowAuthenticated,
+}
+
+/// The default of `--authorization-mode` until RBAC and Node arrive.
+pub const DEFAULT: &str = "AllowAuthenticated";
+
+/// Upstream's modes rkube does not have yet.
+const NOT_IMPLEMENTED: &[&str] = &["ABAC", "Node", "RBAC", "Webhook"];
+
+/// What is wrong with an `--authorization-mode` value (upstream's messages where it has one).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ModeError {
+    #[error("at least one authorization-mode must be passed")]
+    Empty,
+    #[error("authorization-mode {0:?} is not a valid mode (valid: AlwaysAllow, AlwaysDeny, AllowAuthenticated)")]
+    Unknown(String),
+    #[error("authorization-mode {0:?} has mode specified more than once")]
+    Repeated(String),
+    #[error("authorization-mode {0:?} is not implemented in rkube yet (RBAC and Node arrive with issue 18); use AllowAuthenticated (the default), AlwaysAllow or AlwaysDeny")]
+    NotImplemented(String),
+}
+
+impl Mode {
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::AlwaysAllow => "AlwaysAllow",
+            Mode::AlwaysDeny => "AlwaysDeny",
+            Mode::AllowAuthenticated => "AllowAuthenticated",
+        }
+    }
+
+    /// Reads the flag's list (already split at commas).
+    pub fn parse_list<S: AsRef<str>>(names: &[S]) -> Result<Vec<Mode>, ModeError> {
+        let names: Vec<&str> = names.iter().map(AsRef::as_ref).filter(|n| !n.is_empty()).collect();
+        if names.is_empty() {
+            return Err(ModeError::Empty);
+        }
+        let mut modes = Vec::with_capacity(names.len());
+        for name in &names {
+            let mode = match *name {
+                "AlwaysAllow" => Mode::AlwaysAllow,
+                "AlwaysDeny" => Mode::AlwaysDeny,
+                "AllowAuthenticated" => Mode::AllowAuthenticated,
+                other if NOT_IMPLEMENTED.contains(&other) => {
+                    return Err(ModeError::NotImplemented(other.to_string()))
+                }
+                other => return Err(ModeError::Unknown(other.to_string())),
+            };
+            if modes.contains(&mode) {
+                return Err(ModeError::Repeated(names.join(",")));
+            }
+            modes.push(mode);
+        }
+        Ok(modes)
+    }
+
+    fn authorizer(self) -> Box<dyn Authorizer> {
+        match self {
+            Mode::AlwaysAllow => Box::new(AlwaysAllow),
+            Mode::AlwaysDeny => Box::new(AlwaysDeny),
+            Mode::AllowAuthenticated => Box::new(AllowAuthenticated::default()),
+        }
+    }
+}
+
+/// The server's authorizer: `system:masters`, then `modes` in order.
+pub fn chain(modes: &[Mode]) -> Union {
+    let mut members: Vec<Box<dyn Authorizer>> = vec![Box::new(PrivilegedGroups::system_masters())];
+    members.extend(modes.iter().map(|m| m.authorizer()));
+    Union::new(members)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::UserInfo;
+    use crate::authz::{Attributes, Decision};
+
+    #[test]
+    fn the_flag_takes_upstream_names_in_order() {
+        assert_eq!(Mode::parse_list(&[DEFAULT]), Ok(vec![Mode::AllowAuthenticated]));
+        assert_eq!(
+            Mode::parse_list(&["AlwaysDeny", "AlwaysAllow"]),
+            Ok(vec![Mode::AlwaysDeny, Mode::AlwaysAllow])
+        );
+        assert_eq!(Mode::parse_list::<&str>(&[]), Err(ModeError::Empty));
+        assert_eq!(Mode::parse_list(&["Magic"]), Err(ModeError::Unknown("Magic".into())));
+        assert_eq!(
+            Mode::parse_list(&["AlwaysAllow", "AlwaysAllow"]),
+            Err(ModeError::Repeated("AlwaysAllow,AlwaysAllow".into()))
+        );
+        for name in ["RBAC", "Node", "Webhook", "ABAC"] {
+            let e = Mode::parse_list(&["AlwaysAllow", name]).unwrap_err();
+            assert_eq!(e, ModeError::NotImplemented(name.into()));
+            assert!(e.to_string().contains("not implemented"), "{e}");
+        }
+        // One line, for the command line.
+        assert!(!ModeError::Unknown("x".into()).to_string().contains('\n'));
+    }
+
+    #[test]
+    fn system_masters_are_allowed_whatever_the_modes() {
+        let admin = UserInfo::authenticated("system:admin".into(), vec!["system:masters".into()]);
+        let jane = UserInfo::authenticated("jane".into(), vec![]);
+        let deny = chain(&[Mode::AlwaysDeny]);
+        let a = |u| Attributes::non_resource(u, "get", "/api");
+        assert_eq!(deny.authorize(&a(&admin)).decision, Decision::Allow);
+        let verdict = deny.authorize(&a(&jane));
+        assert_eq!(
+            (verdict.decision, verdict.reason.as_str()),
+            (Decision::NoOpinion, "Everything is forbidden.")
+        );
+        // Asked in order: AlwaysDeny has no opinion, so AlwaysAllow decides.
+        let both = chain(&[Mode::AlwaysDeny, Mode::AlwaysAllow]);
+        assert_eq!(both.authorize(&a(&jane)).decision, Decision::Allow);
+        // system:masters lists no rules of its own.
+        assert!(deny.rules_for(&admin, "default").resource_rules.is_empty());
+    }
+}
