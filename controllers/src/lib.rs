@@ -31,24 +31,29 @@
 //! - `statefulset-controller` ([`stateful_set`]): ordered, stably named pods with their claims,
 //!   rolled by ControllerRevisions.
 //!
-//! The controllers share one Node and one Pod informer ([`informer`]); events are recorded as
-//! client-go does ([`events`]); the garbage collector and the namespace controller find the
-//! served resources through [`discovery`]; work queues are client-go's ([`workqueue`]);
-//! owner references are claimed as client-go's `ControllerRefManager` does
-//! ([`controller_ref`]), and creates and deletes are awaited with [`expectations`]; API
-//! errors are read as upstream reads them ([`api_errors`]); pods are created as upstream's
-//! `PodControl` does ([`pod_control`]); pod
-//! changes are read the same way by the controllers that own pods ([`pod_events`]), which
+//! The controllers are built on [`rkube_runtime`], rkube's client runtime: they share one
+//! Node and one Pod informer, whose caches are indexed (pods by owner uid, namespace and node,
+//! so a sync looks up its own pods rather than scanning every pod); events are recorded with
+//! its one recorder; work queues, expectations and back-offs are its, as client-go's are
+//! kube-controller-manager's. The garbage collector and the namespace controller find the
+//! served resources through [`discovery`]; owner references are claimed as client-go's
+//! `ControllerRefManager` does ([`controller_ref`]); API errors are read as upstream reads
+//! them ([`api_errors`]); pods are created as upstream's `PodControl` does ([`pod_control`]);
+//! pod changes are read the same way by the controllers that own pods ([`pod_events`]), which
 //! judge pods the same way ([`pod_state`]), and status is written as upstream does
-//! ([`status_write`]); workers run the queue with [`workqueue::WorkQueue::work`].
+//! ([`status_write`]).
 //!
-//! Not yet: leader election among several controller managers (only one may run per cluster).
+//! Several controller managers may run against one cluster: [`run_leader_elected`] runs the
+//! controllers only while holding the `kube-system/kube-controller-manager` Lease, as
+//! kube-controller-manager does.
 
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::Api;
 use kube::runtime::watcher;
+use rkube_runtime::informer;
+use rkube_runtime::store::{self, Indexers};
 use tokio::sync::mpsc;
 
 pub mod api_errors;
@@ -58,10 +63,7 @@ pub mod cron_job;
 pub mod daemon_set;
 pub mod deployment;
 pub mod discovery;
-pub mod events;
-pub mod expectations;
 pub mod garbage_collector;
-pub mod informer;
 pub mod job;
 pub mod namespace;
 pub mod node_ipam;
@@ -74,7 +76,6 @@ pub mod stateful_set;
 pub mod status_write;
 pub mod taint_eviction;
 pub mod ttl_after_finished;
-pub mod workqueue;
 
 /// The controllers, by upstream's names, with the older short names `--controllers` also
 /// accepts.
@@ -275,9 +276,10 @@ pub fn run(
                 watcher::Config::default(),
                 node_txs,
             );
-            let (pods, pod_watch) = informer::start(
+            let (pods, pod_watch) = informer::start_indexed(
                 Api::<Pod>::all(client.clone()),
                 watcher::Config::default(),
+                Indexers::default().with(store::NODE_NAME, store::pod_node_name),
                 pod_txs,
             );
             _informers.push(node_watch);

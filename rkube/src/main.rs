@@ -505,7 +505,7 @@ async fn scheduler(args: SchedulerArgs) -> anyhow::Result<()> {
     let config = scheduler_config(args.config.as_deref())?;
     let client = client_from(&args.kubeconfig).await?;
     eprintln!("rkube: scheduler running against the API server in {}", args.kubeconfig.display());
-    let identity = rkube_scheduler::leader::default_identity();
+    let identity = rkube_runtime::leader_election::default_identity();
     let task = tokio::spawn(rkube_scheduler::run_with_config(client, config, identity));
     let _health = match args.secure_port {
         0 => None,
@@ -622,7 +622,7 @@ fn scheduler_config(
         Some(path) => rkube_scheduler::config::load(path)?,
         None => rkube_scheduler::config::Config {
             profiles: vec![rkube_scheduler::plugins::default_profile()],
-            leader_election: Default::default(),
+            leader_election: rkube_scheduler::config::default_leader_election(),
         },
     })
 }

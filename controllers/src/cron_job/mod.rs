@@ -34,17 +34,18 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, PostParams, PropagationPolicy};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Client, Resource};
+use rkube_runtime::store::Store;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::api_errors::{message, namespace_terminating};
 use crate::controller_ref::{controller_of, owner_reference};
-use crate::events::Recorder;
-use crate::informer::{self, Change};
-use crate::workqueue::WorkQueue;
+use rkube_runtime::events::Recorder;
+use rkube_runtime::informer::{self, Change};
+use rkube_runtime::workqueue::WorkQueue;
 
 use schedule::{most_recent, requeue_after};
 
@@ -187,7 +188,7 @@ impl Watch {
                     cj.spec.as_ref().map_or("", |s| s.schedule.as_str())
                 );
                 tokio::spawn(async move {
-                    recorder.record(&target, "Warning", "UnParseableCronJobSchedule", &note).await
+                    recorder.record(&target, "Warning", "UnParseableCronJobSchedule", &note)
                 });
             }
         }
@@ -489,7 +490,7 @@ impl Controller {
     }
 
     async fn event(&self, cj: &CronJob, kind: &str, reason: &str, message: &str) {
-        self.recorder.record(&reference(cj), kind, reason, message).await;
+        self.recorder.record(&reference(cj), kind, reason, message);
     }
 }
 

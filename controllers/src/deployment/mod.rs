@@ -30,17 +30,18 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use kube::api::Api;
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::Client;
 use rkube_apis::selectors::labels::LabelSelector;
+use rkube_runtime::store::Store;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::controller_ref::{self, controller_of, ClaimError};
-use crate::events::Recorder;
-use crate::informer::{self, Change};
-use crate::workqueue::WorkQueue;
+use rkube_runtime::events::Recorder;
+use rkube_runtime::informer::{self, Change};
+use rkube_runtime::workqueue::WorkQueue;
 
 mod annotations;
 mod hash;
@@ -421,7 +422,7 @@ impl Rollout<'_> {
     }
 
     async fn event(&self, kind: &str, reason: &str, message: &str) {
-        self.ctl.recorder.record(&deployment_reference(&self.d), kind, reason, message).await;
+        self.ctl.recorder.record(&deployment_reference(&self.d), kind, reason, message);
     }
 
     /// Replaces the cached copy of a ReplicaSet just written (or adds one just created).

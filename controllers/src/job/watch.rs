@@ -12,8 +12,8 @@ use kube::runtime::reflector::ObjectRef;
 
 use super::{conditions, pods, Controller, SYNC_BATCH_PERIOD};
 use crate::controller_ref::controller_of;
-use crate::informer::Change;
 use crate::pod_events::{PodEvents, PodHandler, SeenPod};
+use rkube_runtime::informer::Change;
 
 /// What the loop remembers of a Job.
 #[derive(Debug, Clone)]

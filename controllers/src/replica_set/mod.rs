@@ -20,7 +20,7 @@
 //! pods (quota, admission) fails once instead of hundreds of times; at most 500 pods are
 //! created or deleted per sync.
 //!
-//! [expectations]: crate::expectations
+//! [expectations]: rkube_runtime::expectations
 
 mod ranking;
 mod status;
@@ -38,23 +38,24 @@ use k8s_openapi::serde::de::DeserializeOwned;
 use k8s_openapi::serde::Serialize;
 use k8s_openapi::NamespaceResourceScope;
 use kube::api::{Api, DeleteParams};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Client, Resource};
 use rkube_apis::selectors::{LabelSelector, SelectorError};
+use rkube_runtime::store::Store;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::api_errors::message;
 use crate::controller_ref::{self, controller_of, ClaimError};
-use crate::events::Recorder;
-use crate::expectations::Expectations;
-use crate::expectations::OwnerUids;
-use crate::informer::{self, Change};
 use crate::pod_control::{self, CreateError};
 use crate::pod_events::{PodEvents, PodHandler, SeenPod};
 use crate::status_write::write_status;
-use crate::workqueue::WorkQueue;
+use rkube_runtime::events::Recorder;
+use rkube_runtime::expectations::Expectations;
+use rkube_runtime::expectations::OwnerUids;
+use rkube_runtime::informer::{self, Change};
+use rkube_runtime::workqueue::WorkQueue;
 
 pub use ranking::{pods_to_delete, DELETION_COST};
 pub use status::{Condition, Failure, ReplicaStatus, REPLICA_FAILURE};
@@ -534,7 +535,7 @@ impl<K: Replicated> Controller<K> {
                 Ok(_) => {
                     tracing::debug!(owner = key, pod = name, "deleted pod");
                     let note = format!("Deleted pod: {name}");
-                    self.recorder.record(&target, "Normal", "SuccessfulDelete", &note).await;
+                    self.recorder.record(&target, "Normal", "SuccessfulDelete", &note);
                     Ok(())
                 }
                 Err(e) => {
@@ -545,7 +546,7 @@ impl<K: Replicated> Controller<K> {
                     }
                     let message = message(&e);
                     let note = format!("Error deleting: {message}");
-                    self.recorder.record(&target, "Warning", "FailedDelete", &note).await;
+                    self.recorder.record(&target, "Warning", "FailedDelete", &note);
                     let message = format!("unable to delete pods: {message}");
                     Err(ManageError::Failed { reason: "FailedDelete", message })
                 }
