@@ -245,8 +245,8 @@ pub async fn claim<O>(
 where
     O: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
 {
-    let namespace = owner.meta().namespace.clone();
-    let candidates = revisions.state_filter(|r| r.metadata.namespace == namespace);
+    let namespace = owner.meta().namespace.as_deref().unwrap_or("");
+    let candidates = revisions.in_namespace(namespace);
     let empty = BTreeMap::new();
     let mut claimed = controller_ref::claim(owner_api, owner, api, candidates, |r| {
         selector.matches(r.metadata.labels.as_ref().unwrap_or(&empty))

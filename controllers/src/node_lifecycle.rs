@@ -613,8 +613,7 @@ impl Controller {
     }
 
     fn pods_on(&self, node: &str) -> Vec<Arc<Pod>> {
-        self.pods
-            .state_filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node))
+        self.pods.on_node(node)
     }
 
     /// Checks one node's heartbeat and posts Unknown conditions when it stood still; returns

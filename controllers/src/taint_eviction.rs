@@ -163,12 +163,11 @@ impl Controller {
         let mut scheduled = HashMap::new();
         let mut retry = None;
         if !tainted.is_empty() {
-            let pods = self.pods.state();
-            for pod in pods {
-                let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) else {
-                    continue;
-                };
-                let Some(taints) = tainted.get(node) else { continue };
+            // Only the pods of tainted nodes, by the node index.
+            let pods = tainted.iter().flat_map(|(node, taints)| {
+                self.pods.on_node(node).into_iter().map(move |pod| (pod, taints))
+            });
+            for (pod, taints) in pods.collect::<Vec<_>>() {
                 let uid = pod.metadata.uid.clone().unwrap_or_default();
                 if pod.metadata.deletion_timestamp.is_some() || self.evicted.contains(&uid) {
                     continue;

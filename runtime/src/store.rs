@@ -223,6 +223,18 @@ where
     }
 }
 
+impl Store<Pod> {
+    /// The pods bound to `node`: looked up in the [`NODE_NAME`] index when the cache keeps it,
+    /// else found by going through every pod.
+    pub fn on_node(&self, node: &str) -> Vec<Arc<Pod>> {
+        self.by_index(NODE_NAME, node).unwrap_or_else(|_| {
+            self.state_filter(|p| {
+                p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node)
+            })
+        })
+    }
+}
+
 /// The write side of a cache: applies an informer's watch events.
 pub struct Writer<K: Lookup + 'static>
 where
@@ -341,6 +353,7 @@ mod tests {
         assert_eq!(names(pods.owned_by("rs1")), ["p1", "p2"]);
         assert_eq!(names(pods.owned_by("rs2")), ["p2", "p3"]);
         assert_eq!(names(pods.by_index(NODE_NAME, "n1").unwrap()), ["p1", "p3"]);
+        assert_eq!(names(pods.on_node("n1")), ["p1", "p3"]);
         assert!(pods.by_index(NODE_NAME, "").unwrap().is_empty(), "unscheduled: in no node");
         assert_eq!(pods.by_index("nosuch", "x").unwrap_err(), UnknownIndex("nosuch".into()));
         let p1 = pods.get(&ObjectRef::new("p1").within("a")).unwrap();
@@ -397,6 +410,9 @@ mod tests {
         assert_eq!(names(pods.by_index("parts", "y").unwrap()), ["x-y", "y-z"]);
         assert_eq!(names(pods.by_index("parts", "z").unwrap()), ["y-z"]);
         assert_eq!(pods.by_index(NODE_NAME, "n").unwrap_err(), UnknownIndex(NODE_NAME.into()));
+        // Without the index, pods on a node are still found.
+        writer.apply(&Event::Apply(pod("a", "bound", &[], Some("n"))));
+        assert_eq!(names(pods.on_node("n")), ["bound"]);
     }
 
     #[tokio::test]

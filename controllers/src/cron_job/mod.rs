@@ -182,14 +182,12 @@ impl Watch {
             }
             Err(e) => {
                 tracing::debug!(key, error = e, "unparseable schedule");
-                let (recorder, target) = (self.ctl.recorder.clone(), reference(&cj));
                 let note = format!(
                     "unparseable schedule for cronjob: {}",
                     cj.spec.as_ref().map_or("", |s| s.schedule.as_str())
                 );
-                tokio::spawn(async move {
-                    recorder.record(&target, "Warning", "UnParseableCronJobSchedule", &note)
-                });
+                let target = reference(&cj);
+                self.ctl.recorder.record(&target, "Warning", "UnParseableCronJobSchedule", &note);
             }
         }
     }
@@ -235,7 +233,8 @@ impl Controller {
         };
         let uid = cached.metadata.uid.clone().unwrap_or_default();
         // Jobs whose controller is this CronJob, labels or not.
-        let jobs = self.jobs.state_filter(|j| {
+        let mut jobs = self.jobs.owned_by(&uid);
+        jobs.retain(|j| {
             j.metadata.namespace.as_deref() == Some(namespace)
                 && controller_of(&j.metadata)
                     .is_some_and(|c| c.kind == "CronJob" && c.name == name && c.uid == uid)

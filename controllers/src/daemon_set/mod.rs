@@ -299,8 +299,8 @@ impl Controller {
 
         // Read before listing pods: pods seen after this point are in the list.
         let needs_sync = self.expectations.satisfied(key);
-        let candidates =
-            self.pods.state_filter(|p| p.metadata.namespace.as_deref() == Some(namespace));
+        // Every pod of the namespace, not only the owned ones: orphans may be adopted.
+        let candidates = self.pods.in_namespace(namespace);
         let claimed = controller_ref::claim(&ds_api, ds.as_ref(), &pod_api, candidates, |p| {
             selector.matches(labels_of(&p.metadata))
         })
@@ -573,11 +573,9 @@ impl Controller {
             return Vec::new();
         }
         self.daemon_sets
-            .state_filter(|ds| {
-                ds.metadata.namespace.as_deref() == Some(namespace)
-                    && selector(ds).is_ok_and(|s| !s.is_empty() && s.matches(labels))
-            })
+            .in_namespace(namespace)
             .iter()
+            .filter(|ds| selector(ds).is_ok_and(|s| !s.is_empty() && s.matches(labels)))
             .map(|ds| key_of(&ds.metadata))
             .collect()
     }

@@ -363,12 +363,8 @@ impl Controller {
         if rollout.selector.is_empty() {
             return rollout.selecting_all().await;
         }
-        let candidates: Vec<Arc<ReplicaSet>> = self
-            .replica_sets
-            .state()
-            .into_iter()
-            .filter(|rs| rs.metadata.namespace.as_deref() == Some(namespace))
-            .collect();
+        // Every ReplicaSet of the namespace, not only the owned ones: orphans may be adopted.
+        let candidates: Vec<Arc<ReplicaSet>> = self.replica_sets.in_namespace(namespace);
         let claimed = controller_ref::claim(
             &rollout.deployments,
             &rollout.d,
@@ -456,13 +452,16 @@ impl Rollout<'_> {
         let namespace = self.d.metadata.namespace.as_deref();
         let uids: std::collections::HashSet<&str> =
             self.rss.iter().map(replica_sets::uid).collect();
-        self.ctl
-            .pods
-            .state()
-            .into_iter()
+        // The pods each ReplicaSet controls, by owner uid (a pod has one controller: each is
+        // found once).
+        let controlled = uids.iter().flat_map(|uid| {
+            let pods = self.ctl.pods.owned_by(uid);
+            pods.into_iter()
+                .filter(move |p| controller_of(&p.metadata).is_some_and(|r| r.uid == *uid))
+        });
+        controlled
             .filter(|p| p.metadata.namespace.as_deref() == namespace)
             .filter(|p| self.selector.matches(labels(&p.metadata)))
-            .filter(|p| controller_of(&p.metadata).is_some_and(|r| uids.contains(r.uid.as_str())))
             .collect()
     }
 }

@@ -795,8 +795,8 @@ impl Controller {
         selector: &LabelSelector,
     ) -> Result<Vec<Arc<Pod>>, SyncError> {
         let namespace = job.metadata.namespace.as_deref().unwrap_or("");
-        let candidates =
-            self.pods.state_filter(|p| p.metadata.namespace.as_deref() == Some(namespace));
+        // Every pod of the namespace, not only the owned ones: orphans may be adopted.
+        let candidates = self.pods.in_namespace(namespace);
         let orphans: HashSet<String> = candidates
             .iter()
             .filter(|p| controller_of(&p.metadata).is_none())
@@ -1551,11 +1551,12 @@ impl Controller {
     fn release_finished_pods(&self, job: &Job) {
         let uid = job.metadata.uid.as_deref().unwrap_or("");
         let namespace = job.metadata.namespace.as_deref();
-        for pod in self.pods.state_filter(|p| {
+        let owned = self.pods.owned_by(uid).into_iter().filter(|p| {
             p.metadata.namespace.as_deref() == namespace
                 && pods::has_tracking_finalizer(p)
                 && controller_of(&p.metadata).is_some_and(|c| c.uid == uid)
-        }) {
+        });
+        for pod in owned {
             let name = pod.metadata.name.as_deref().unwrap_or("");
             self.orphans.add(format!("{}/{name}", namespace.unwrap_or("")));
         }

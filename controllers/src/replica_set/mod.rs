@@ -383,9 +383,9 @@ impl<K: Replicated> Controller<K> {
                 return Ok(());
             }
         };
-        let active = self.pods.state_filter(|p| {
-            p.metadata.namespace.as_deref() == Some(namespace) && status::is_active(p)
-        });
+        // Every active pod of the namespace, not only the owned ones: orphans may be adopted.
+        let mut active = self.pods.in_namespace(namespace);
+        active.retain(|p| status::is_active(p));
         let owner_api: Api<K> = Api::namespaced(self.client.clone(), namespace);
         let pod_api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
         let owned = controller_ref::claim(&owner_api, owner.as_ref(), &pod_api, active, |p| {
@@ -565,19 +565,21 @@ impl<K: Replicated> Controller<K> {
             None => vec![owner.clone()],
             Some(controller) => self
                 .owners
-                .state_filter(|o| {
+                .owned_by(&controller.uid)
+                .iter()
+                .filter(|o| {
                     o.meta().namespace == namespace
                         && controller_of(o.meta()).is_some_and(|c| c.uid == controller.uid)
                 })
-                .iter()
                 .map(|o| o.as_ref().clone())
                 .collect(),
         };
         let selectors: Vec<LabelSelector> =
             siblings.iter().filter_map(|o| o.selector().ok()).collect();
-        self.pods.state_filter(|p| {
-            p.metadata.namespace == namespace && selectors.iter().any(|s| s.matches(labels_of(p)))
-        })
+        let Some(namespace) = namespace.as_deref() else { return Vec::new() };
+        let mut pods = self.pods.in_namespace(namespace);
+        pods.retain(|p| selectors.iter().any(|s| s.matches(labels_of(p))));
+        pods
     }
 
     /// The owner a pod's controller reference names, if it is one of ours (same kind, same
@@ -596,10 +598,9 @@ impl<K: Replicated> Controller<K> {
         if labels.is_empty() {
             return Vec::new();
         }
-        self.owners.state_filter(|o| {
-            o.meta().namespace.as_deref() == Some(namespace)
-                && o.selector().is_ok_and(|s| !s.is_empty() && s.matches(labels))
-        })
+        let mut owners = self.owners.in_namespace(namespace);
+        owners.retain(|o| o.selector().is_ok_and(|s| !s.is_empty() && s.matches(labels)));
+        owners
     }
 }
 

@@ -278,8 +278,8 @@ impl Controller {
         .await?;
         // Read before listing pods: pods seen after this point are in the list.
         let needs_sync = self.expectations.satisfied(key);
-        let candidates =
-            self.pods.state_filter(|p| p.metadata.namespace.as_deref() == Some(namespace));
+        // Every pod of the namespace, not only the owned ones: orphans may be adopted.
+        let candidates = self.pods.in_namespace(namespace);
         let claimed = controller_ref::claim(&set_api, set.as_ref(), &pod_api, candidates, |p| {
             selector.matches(labels_of(&p.metadata)) && pods::ordinal_in(&set, p).is_some()
         })
@@ -742,11 +742,9 @@ impl Controller {
             return Vec::new();
         }
         self.sets
-            .state_filter(|s| {
-                s.metadata.namespace.as_deref() == Some(namespace)
-                    && selector(s).is_ok_and(|sel| !sel.is_empty() && sel.matches(labels))
-            })
+            .in_namespace(namespace)
             .iter()
+            .filter(|s| selector(s).is_ok_and(|sel| !sel.is_empty() && sel.matches(labels)))
             .map(|s| key_of(&s.metadata))
             .collect()
     }
