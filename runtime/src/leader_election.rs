@@ -240,8 +240,30 @@ pub async fn run_as_leader<F: Future>(
     identity: String,
     work: F,
 ) -> Result<F::Output, LeaderError> {
+    let never = std::future::pending::<()>();
+    match run_as_leader_until(client, settings, identity, work, never).await? {
+        Some(out) => Ok(out),
+        None => unreachable!("a pending future never stops the work"),
+    }
+}
+
+/// [`run_as_leader`] until `stop` completes (a component shutting down): while still
+/// waiting for the Lease it stops waiting; while leading it drops the work and gives the
+/// Lease up at once (client-go's `ReleaseOnCancel`), so that another instance takes over
+/// without waiting out the lease. `Ok(None)` when stopped.
+pub async fn run_as_leader_until<F: Future, S: Future>(
+    client: Client,
+    settings: &LeaderElection,
+    identity: String,
+    work: F,
+    stop: S,
+) -> Result<Option<F::Output>, LeaderError> {
+    tokio::pin!(stop);
     if !settings.leader_elect {
-        return Ok(work.await);
+        return Ok(tokio::select! {
+            out = work => Some(out),
+            _ = &mut stop => None,
+        });
     }
     let mut elector = Elector {
         api: Api::namespaced(client, &settings.resource_namespace),
@@ -249,35 +271,47 @@ pub async fn run_as_leader<F: Future>(
         identity,
         observed: None,
     };
-    elector.acquire().await;
+    tokio::select! {
+        () = elector.acquire() => {}
+        _ = &mut stop => return Ok(None),
+    }
     // Renewal runs in a task of its own so that busy work (a scheduler with a long queue)
     // cannot starve it: a leader that stops renewing loses its Lease.
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let renewer = tokio::spawn(async move {
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
+    let mut renewing = tokio::spawn(async move {
         let lost = tokio::select! {
             () = elector.keep_renewing() => true,
-            _ = stopped => false,
+            _ = released => false,
         };
         if lost {
             tracing::error!(lease = %elector.settings.resource_name, "leader election lost");
         } else {
             elector.release().await;
         }
-        lost
     });
-    tokio::pin!(renewer);
+    let _abort = AbortOnDrop(renewing.abort_handle());
     let lost = LeaderError::Lost {
         namespace: settings.resource_namespace.clone(),
         name: settings.resource_name.clone(),
         deadline: settings.renew_deadline,
     };
-    tokio::select! {
-        out = work => {
-            let _ = stop.send(());
-            let _ = (&mut renewer).await;
-            Ok(out)
-        }
-        _ = &mut renewer => Err(lost),
+    let out = tokio::select! {
+        out = work => Some(out),
+        _ = &mut stop => None,
+        _ = &mut renewing => return Err(lost),
+    };
+    let _ = release.send(());
+    let _ = renewing.await;
+    Ok(out)
+}
+
+/// Stops the renewal task when the election is dropped (the component's task aborted), so
+/// that no one renews a Lease for work that no longer runs.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -615,7 +649,12 @@ mod tests {
         let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
         let client = Client::try_from(config).unwrap();
         let settings = LeaderElection { leader_elect: false, ..LeaderElection::new("ns", "l") };
-        let out = run_as_leader(client, &settings, "me".into(), async { 42 }).await.unwrap();
-        assert_eq!(out, 42);
+        let out = run_as_leader(client.clone(), &settings, "me".into(), async { 42 }).await;
+        assert_eq!(out.unwrap(), 42);
+        // Stopped: the work is dropped.
+        let work = std::future::pending::<()>();
+        let stop = async {};
+        let out = run_as_leader_until(client, &settings, "me".into(), work, stop).await;
+        assert_eq!(out.unwrap(), None);
     }
 }
