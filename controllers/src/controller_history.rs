@@ -27,14 +27,15 @@ use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use k8s_openapi::serde::de::DeserializeOwned;
 use k8s_openapi::NamespaceResourceScope;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::Resource;
 use rkube_apis::selectors::LabelSelector;
+use rkube_runtime::store::Store;
 use serde_json::{json, Map, Value};
 
 use crate::controller_ref::{self, controller_of, ClaimError};
-use crate::informer::Change;
 use crate::pod_events::PodOwners;
+use rkube_runtime::informer::Change;
 
 /// The label naming a revision's hash (on revisions, and on the pods made from them).
 pub const REVISION_HASH_LABEL: &str = "controller-revision-hash";
@@ -244,8 +245,8 @@ pub async fn claim<O>(
 where
     O: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
 {
-    let namespace = owner.meta().namespace.clone();
-    let candidates = revisions.state_filter(|r| r.metadata.namespace == namespace);
+    let namespace = owner.meta().namespace.as_deref().unwrap_or("");
+    let candidates = revisions.in_namespace(namespace);
     let empty = BTreeMap::new();
     let mut claimed = controller_ref::claim(owner_api, owner, api, candidates, |r| {
         selector.matches(r.metadata.labels.as_ref().unwrap_or(&empty))

@@ -48,12 +48,12 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 
 use crate::discovery::{self, Mapper};
-use crate::events::Recorder;
-use crate::workqueue::WorkQueue;
 use graph::{
     AbsentOwners, Change, Decision, Effects, Graph, Identity, Item, Observed, OwnerState,
     Propagation, FOREGROUND, ORPHAN,
 };
+use rkube_runtime::events::Recorder;
+use rkube_runtime::workqueue::WorkQueue;
 
 /// The component name on the events it records.
 const COMPONENT: &str = "garbage-collector-controller";
@@ -320,7 +320,7 @@ impl Gc {
             };
             let message =
                 format!("ownerRef {owner} does not exist in namespace {:?}", dependent.namespace);
-            self.recorder.record(&reference, "Warning", "OwnerRefInvalidNamespace", &message).await;
+            self.recorder.record(&reference, "Warning", "OwnerRefInvalidNamespace", &message);
         }
     }
 

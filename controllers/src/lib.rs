@@ -1,9 +1,10 @@
-//! The rkube controller manager: one module per controller, each over kube-runtime, reaching
-//! the API server only through its public API (the `kube` client), never through the store,
-//! exactly as kube-controller-manager uses client-go.
+//! The rkube controller manager: one module per controller, each over rkube-runtime (and
+//! kube-runtime), reaching the API server only through its public API (the `kube` client),
+//! never through the store, exactly as kube-controller-manager uses client-go.
 //!
-//! Start at [`run`]: it starts every enabled controller on one client with one [`Config`]
-//! (kube-controller-manager's flags). The controllers, by upstream's names:
+//! Start at [`run_leader_elected`]: it starts every enabled controller on one client with one
+//! [`Config`] (kube-controller-manager's flags), while holding the controller manager's Lease
+//! (with `leaderElect: false`, at once). The controllers, by upstream's names:
 //!
 //! - `garbage-collector-controller` ([`garbage_collector`]): deletes objects whose owners
 //!   are gone, and carries out the `Orphan` and `Foreground` propagation policies of deletes.
@@ -31,24 +32,30 @@
 //! - `statefulset-controller` ([`stateful_set`]): ordered, stably named pods with their claims,
 //!   rolled by ControllerRevisions.
 //!
-//! The controllers share one Node and one Pod informer ([`informer`]); events are recorded as
-//! client-go does ([`events`]); the garbage collector and the namespace controller find the
-//! served resources through [`discovery`]; work queues are client-go's ([`workqueue`]);
-//! owner references are claimed as client-go's `ControllerRefManager` does
-//! ([`controller_ref`]), and creates and deletes are awaited with [`expectations`]; API
-//! errors are read as upstream reads them ([`api_errors`]); pods are created as upstream's
-//! `PodControl` does ([`pod_control`]); pod
-//! changes are read the same way by the controllers that own pods ([`pod_events`]), which
+//! The controllers are built on [`rkube_runtime`], rkube's client runtime: they share one
+//! Node and one Pod informer, whose caches are indexed (pods by owner uid, namespace and node,
+//! so a sync looks up its own pods rather than scanning every pod); events are recorded with
+//! its one recorder; work queues, expectations and back-offs are its, as client-go's are
+//! kube-controller-manager's. The garbage collector and the namespace controller find the
+//! served resources through [`discovery`]; owner references are claimed as client-go's
+//! `ControllerRefManager` does ([`controller_ref`]); API errors are read as upstream reads
+//! them ([`api_errors`]); pods are created as upstream's `PodControl` does ([`pod_control`]);
+//! pod changes are read the same way by the controllers that own pods ([`pod_events`]), which
 //! judge pods the same way ([`pod_state`]), and status is written as upstream does
-//! ([`status_write`]); workers run the queue with [`workqueue::WorkQueue::work`].
+//! ([`status_write`]).
 //!
-//! Not yet: leader election among several controller managers (only one may run per cluster).
+//! Several controller managers may run against one cluster: only the holder of the
+//! `kube-system/kube-controller-manager` Lease runs the controllers, as with
+//! kube-controller-manager; another takes over when it stops.
 
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kube::api::Api;
 use kube::runtime::watcher;
+use rkube_runtime::informer;
+use rkube_runtime::leader_election::{self, InvalidLeaderElection, LeaderElection, LeaderError};
+use rkube_runtime::store::{self, Indexers};
 use tokio::sync::mpsc;
 
 pub mod api_errors;
@@ -58,10 +65,7 @@ pub mod cron_job;
 pub mod daemon_set;
 pub mod deployment;
 pub mod discovery;
-pub mod events;
-pub mod expectations;
 pub mod garbage_collector;
-pub mod informer;
 pub mod job;
 pub mod namespace;
 pub mod node_ipam;
@@ -74,7 +78,6 @@ pub mod stateful_set;
 pub mod status_write;
 pub mod taint_eviction;
 pub mod ttl_after_finished;
-pub mod workqueue;
 
 /// The controllers, by upstream's names, with the older short names `--controllers` also
 /// accepts.
@@ -217,15 +220,51 @@ impl Config {
     }
 }
 
-/// Starts every enabled controller; they run until the returned task is aborted. A bad
-/// configuration is an error before anything starts.
-pub fn run(
+/// kube-controller-manager's Lease, whose holder runs the controllers (upstream's timing
+/// is [`LeaderElection::new`]'s).
+pub const LEASE_NAMESPACE: &str = "kube-system";
+/// See [`LEASE_NAMESPACE`].
+pub const LEASE_NAME: &str = "kube-controller-manager";
+
+/// Why the controller manager stopped or could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error("--leader-elect-*: {0}")]
+    LeaderElection(#[from] InvalidLeaderElection),
+    #[error(transparent)]
+    Lost(#[from] LeaderError),
+}
+
+/// Runs the controllers only while holding the Lease `election` names, as
+/// kube-controller-manager does: waits for it, runs every enabled controller while renewing
+/// it, and gives it up when `stop` completes (returning `Ok`). When renewal fails for the
+/// renew deadline the controllers are stopped and [`RunError::Lost`] returned (upstream's
+/// component then exits). A bad configuration is an error before anything starts.
+pub async fn run_leader_elected(
     client: kube::Client,
     config: Config,
-) -> Result<tokio::task::JoinHandle<()>, ConfigError> {
+    election: &LeaderElection,
+    identity: String,
+    stop: impl std::future::Future,
+) -> Result<(), RunError> {
+    election.validate()?;
+    let controllers = controllers(client.clone(), config)?;
+    let lease = format!("{}/{}", election.resource_namespace, election.resource_name);
+    tracing::info!(identity, lease, "controller manager campaigning");
+    leader_election::run_as_leader_until(client, election, identity, controllers, stop).await?;
+    Ok(())
+}
+
+/// Every enabled controller, as one future (dropping it stops them all).
+fn controllers(
+    client: kube::Client,
+    config: Config,
+) -> Result<impl std::future::Future<Output = ()> + Send + 'static, ConfigError> {
     config.validate()?;
     let cidrs = node_ipam::CidrSet::new(config.cluster_cidr, config.node_cidr_mask_size)?;
-    Ok(tokio::spawn(async move {
+    Ok(async move {
         let mut tasks = tokio::task::JoinSet::new();
         if config.enabled("garbage-collector-controller") {
             let gc = garbage_collector::Config { workers: config.concurrent_gc_syncs };
@@ -275,9 +314,10 @@ pub fn run(
                 watcher::Config::default(),
                 node_txs,
             );
-            let (pods, pod_watch) = informer::start(
+            let (pods, pod_watch) = informer::start_indexed(
                 Api::<Pod>::all(client.clone()),
                 watcher::Config::default(),
+                Indexers::default().with(store::NODE_NAME, store::pod_node_name),
                 pod_txs,
             );
             _informers.push(node_watch);
@@ -350,7 +390,7 @@ pub fn run(
             }
         }
         while tasks.join_next().await.is_some() {}
-    }))
+    })
 }
 
 #[cfg(test)]

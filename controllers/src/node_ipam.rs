@@ -27,7 +27,7 @@ use kube::runtime::WatchStreamExt;
 use kube::Client;
 use serde_json::json;
 
-use crate::events::{node_reference, Recorder};
+use rkube_runtime::events::{node_reference, Recorder};
 
 /// What is wrong with `--cluster-cidr` / `--node-cidr-mask-size`, or with a CIDR on a node.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -392,9 +392,7 @@ async fn serve_waiting(nodes: &Api<Node>, recorder: &Recorder, allocator: &mut A
                 if allocator.told.insert(name.clone()) {
                     tracing::warn!(node = name, error = %e, "no CIDR for the node");
                     let message = format!("Node {name} status is now: CIDRNotAvailable");
-                    recorder
-                        .record(&node_reference(&node), "Normal", "CIDRNotAvailable", &message)
-                        .await;
+                    recorder.record(&node_reference(&node), "Normal", "CIDRNotAvailable", &message);
                 }
                 allocator.waiting.insert(key, node);
                 return;

@@ -35,14 +35,15 @@ use k8s_openapi::api::core::v1::{Node, NodeCondition, Pod, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::Client;
+use rkube_runtime::store::Store;
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use crate::events::{node_reference, pod_reference, Recorder};
-use crate::informer::{self, Change};
+use rkube_runtime::events::{node_reference, pod_reference, Recorder};
+use rkube_runtime::informer::{self, Change};
 
 /// The namespace of the nodes' heartbeat Leases.
 pub const NODE_LEASE_NAMESPACE: &str = "kube-node-lease";
@@ -548,7 +549,7 @@ impl Controller {
             }
             tracing::info!(node = name, "controller observed a new node");
             let message = format!("Node {name} event: Registered Node {name} in Controller");
-            self.recorder.record(&node_reference(node), "Normal", "RegisteredNode", &message).await;
+            self.recorder.record(&node_reference(node), "Normal", "RegisteredNode", &message);
             self.known.insert(name, node.clone());
             self.add_zone(node);
             self.mark_node_as_reachable(node).await;
@@ -559,7 +560,7 @@ impl Controller {
             let name = name_of(&node).to_string();
             tracing::info!(node = name, "controller observed a node deletion");
             let message = format!("Node {name} event: Removing Node {name} from Controller");
-            self.recorder.record(&node_reference(&node), "Normal", "RemovingNode", &message).await;
+            self.recorder.record(&node_reference(&node), "Normal", "RemovingNode", &message);
             self.known.remove(&name);
             self.health.remove(&name);
             self.nodes_to_retry.remove(&name);
@@ -588,9 +589,12 @@ impl Controller {
                 if became_not_ready {
                     tracing::info!(node = name, status = current.status, "node is not ready");
                     let message = format!("Node {name} status is now: NodeNotReady");
-                    self.recorder
-                        .record(&node_reference(&node), "Normal", "NodeNotReady", &message)
-                        .await;
+                    self.recorder.record(
+                        &node_reference(&node),
+                        "Normal",
+                        "NodeNotReady",
+                        &message,
+                    );
                 }
                 if became_not_ready
                     || (self.nodes_to_retry.contains(&name) && observed.status != "True")
@@ -609,8 +613,7 @@ impl Controller {
     }
 
     fn pods_on(&self, node: &str) -> Vec<Arc<Pod>> {
-        self.pods
-            .state_filter(|p| p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(node))
+        self.pods.on_node(node)
     }
 
     /// Checks one node's heartbeat and posts Unknown conditions when it stood still; returns
@@ -938,11 +941,12 @@ impl Controller {
             let name = pod.metadata.name.as_deref().unwrap_or("");
             let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
             match api.replace_status(name, &PostParams::default(), &updated).await {
-                Ok(_) => {
-                    self.recorder
-                        .record(&pod_reference(pod), "Warning", "NodeNotReady", "Node is not ready")
-                        .await
-                }
+                Ok(_) => self.recorder.record(
+                    &pod_reference(pod),
+                    "Warning",
+                    "NodeNotReady",
+                    "Node is not ready",
+                ),
                 Err(kube::Error::Api(s)) if s.code == 404 => {}
                 Err(e) => return Err(e),
             }

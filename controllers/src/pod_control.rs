@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use kube::api::{Api, PostParams};
 
 use crate::api_errors::{message, namespace_terminating};
-use crate::events::Recorder;
+use rkube_runtime::events::Recorder;
 
 /// Why a pod was not created.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,14 +34,14 @@ pub async fn create(
             let name = created.metadata.name.unwrap_or_default();
             tracing::debug!(owner = ?target.name, pod = name, "created pod");
             let note = format!("Created pod: {name}");
-            recorder.record(target, "Normal", "SuccessfulCreate", &note).await;
+            recorder.record(target, "Normal", "SuccessfulCreate", &note);
             Ok(name)
         }
         Err(e) if namespace_terminating(&e) => Err(CreateError::NamespaceTerminating(message(&e))),
         Err(e) => {
             let message = message(&e);
             let note = format!("Error creating: {message}");
-            recorder.record(target, "Warning", "FailedCreate", &note).await;
+            recorder.record(target, "Warning", "FailedCreate", &note);
             Err(CreateError::Failed(message))
         }
     }

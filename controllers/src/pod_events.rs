@@ -12,11 +12,12 @@ use std::collections::{BTreeMap, HashMap};
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
+use rkube_runtime::store::Store;
 
 use crate::controller_ref::controller_of;
-use crate::expectations::Expectations;
-use crate::informer::Change;
+use rkube_runtime::expectations::Expectations;
+use rkube_runtime::informer::Change;
 
 /// What a pod looked like when last seen, to tell what changed when it changes again.
 #[derive(Debug, Clone, PartialEq)]

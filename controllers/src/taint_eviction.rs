@@ -24,13 +24,13 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod, Taint, Toleration};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
-use kube::runtime::reflector::Store;
 use kube::Client;
+use rkube_runtime::store::Store;
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use crate::events::Recorder;
-use crate::informer::{self, Change};
+use rkube_runtime::events::Recorder;
+use rkube_runtime::informer::{self, Change};
 
 pub use rkube_apis::taints::tolerates;
 
@@ -163,12 +163,11 @@ impl Controller {
         let mut scheduled = HashMap::new();
         let mut retry = None;
         if !tainted.is_empty() {
-            let pods = self.pods.state();
-            for pod in pods {
-                let Some(node) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()) else {
-                    continue;
-                };
-                let Some(taints) = tainted.get(node) else { continue };
+            // Only the pods of tainted nodes, by the node index.
+            let pods = tainted.iter().flat_map(|(node, taints)| {
+                self.pods.on_node(node).into_iter().map(move |pod| (pod, taints))
+            });
+            for (pod, taints) in pods.collect::<Vec<_>>() {
                 let uid = pod.metadata.uid.clone().unwrap_or_default();
                 if pod.metadata.deletion_timestamp.is_some() || self.evicted.contains(&uid) {
                     continue;
@@ -202,9 +201,12 @@ impl Controller {
             if !scheduled.contains_key(&(namespace.clone(), name.clone())) {
                 tracing::info!(pod = format!("{namespace}/{name}"), "pod deletion cancelled");
                 let message = format!("Cancelling deletion of Pod {namespace}/{name}");
-                self.recorder
-                    .record(&reference(namespace, name), "Normal", "TaintManagerEviction", &message)
-                    .await;
+                self.recorder.record(
+                    &reference(namespace, name),
+                    "Normal",
+                    "TaintManagerEviction",
+                    &message,
+                );
             }
         }
         self.scheduled = scheduled;
@@ -223,9 +225,12 @@ impl Controller {
             "deleting pod: NoExecute taint not tolerated"
         );
         let message = format!("Marking for deletion Pod {namespace}/{name}");
-        self.recorder
-            .record(&reference(namespace, name), "Normal", "TaintManagerEviction", &message)
-            .await;
+        self.recorder.record(
+            &reference(namespace, name),
+            "Normal",
+            "TaintManagerEviction",
+            &message,
+        );
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
         let already =
             pod.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|c| {

@@ -16,13 +16,14 @@ use std::time::Duration;
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, Preconditions, PropagationPolicy};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::Client;
+use rkube_runtime::store::Store;
 use tokio::task::JoinSet;
 
-use crate::informer::{self, Change};
-use crate::workqueue::WorkQueue;
+use rkube_runtime::informer::{self, Change};
+use rkube_runtime::workqueue::WorkQueue;
 
 /// The longest back-off of a Job whose cleanup keeps failing (client-go's default).
 const MAX_BACKOFF: Duration = Duration::from_secs(1000);

@@ -2,7 +2,7 @@
 //! pods bound to it on a container runtime ([`pods`] over the [`runtime::Runtime`] trait:
 //! Docker through bollard in [`runtime::docker`], or no containers at all in
 //! [`runtime::sim`] for scale tests), runs static pods from manifest files with mirror pods
-//! in the API ([`static_pods`]), records events ([`events`]), and serves the kubelet API the
+//! in the API ([`static_pods`]), records events (with [`rkube_runtime::events`]), and serves the kubelet API the
 //! API server proxies logs, exec, attach and port-forward to ([`server`]; exec and attach
 //! over WebSockets or SPDY in [`remotecommand`], port-forward in [`portforward`], both on
 //! [`httpstream`] and [`spdy`]), with the node's and its pods' resource usage
@@ -15,7 +15,6 @@
 //!
 //! Start at [`start`]; one pod's life is in [`pods::sync`], its probes in [`pods::probes`].
 
-pub mod events;
 pub mod httpstream;
 pub mod net;
 pub mod node;
@@ -36,6 +35,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kube::Client;
+use rkube_runtime::events::Recorder;
 
 /// The version the kubelet reports (`nodeInfo.kubeletVersion`).
 pub const KUBELET_VERSION: &str = "v1.33.0";
@@ -197,10 +197,17 @@ pub async fn start(
         client: client.clone(),
         runtime: runtime.clone(),
         config: config.clone(),
-        recorder: events::Recorder::new(client.clone(), &config.node_name),
+        recorder: Recorder::on_host(client.clone(), "kubelet", &config.node_name),
         tokens: Default::default(),
     });
-    syncer.recorder.node_event("Normal", "Starting", "Starting kubelet.");
+    // The kubelet names its node by name, with the name as uid, as upstream's does.
+    let node = k8s_openapi::api::core::v1::ObjectReference {
+        kind: Some("Node".into()),
+        name: Some(config.node_name.clone()),
+        uid: Some(config.node_name.clone()),
+        ..Default::default()
+    };
+    syncer.recorder.record(&node, "Normal", "Starting", "Starting kubelet.");
     let statics = config.pod_manifest_path.clone().map(|dir| {
         let initial = static_pods::read_now(&dir, &config.node_name, &Default::default());
         let (tx, rx) = tokio::sync::watch::channel(initial);

@@ -35,6 +35,9 @@ enum Command {
     Server(Box<ServerArgs>),
     /// Run the scheduler alone against an API server.
     Scheduler(SchedulerArgs),
+    /// Run the controller manager alone against an API server; several may run, one acts
+    /// (leader-elected through the `kube-system/kube-controller-manager` Lease).
+    ControllerManager(Box<ControllerManagerCommandArgs>),
     /// Run a node: the kubelet on the local Docker engine, against an API server.
     Kubelet(KubeletArgs),
 }
@@ -107,6 +110,20 @@ struct SchedulerArgs {
     /// ComponentStatus probes; 0 serves none.
     #[arg(long, default_value_t = 10259)]
     secure_port: u16,
+}
+
+#[derive(clap::Args)]
+struct ControllerManagerCommandArgs {
+    /// The kubeconfig to reach the API server with.
+    #[arg(long)]
+    kubeconfig: PathBuf,
+    /// The loopback HTTPS port of `/healthz` (kube-controller-manager's), which the API
+    /// server's ComponentStatus probes; 0 serves none.
+    #[arg(long, default_value_t = 10257)]
+    secure_port: u16,
+    /// The controllers' flags (kube-controller-manager's names).
+    #[command(flatten)]
+    controller_manager: ControllerManagerArgs,
 }
 
 #[derive(clap::Args)]
@@ -282,6 +299,25 @@ struct ControllerManagerArgs {
     /// How many StatefulSets are synced at once.
     #[arg(long, default_value_t = 5)]
     concurrent_statefulset_syncs: usize,
+    /// Run the controllers only while holding the leader Lease, so that of several
+    /// controller managers one acts (`--leader-elect=false`: always act).
+    #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    leader_elect: bool,
+    /// How long others wait, from when they last saw the Lease renewed, before taking it.
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    leader_elect_lease_duration: Duration,
+    /// How long the leader keeps retrying to renew before it stops the controllers.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    leader_elect_renew_deadline: Duration,
+    /// How long to wait between tries to acquire or renew the Lease.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    leader_elect_retry_period: Duration,
+    /// The leader Lease's name.
+    #[arg(long, default_value = rkube_controllers::LEASE_NAME)]
+    leader_elect_resource_name: String,
+    /// The leader Lease's namespace.
+    #[arg(long, default_value = rkube_controllers::LEASE_NAMESPACE)]
+    leader_elect_resource_namespace: String,
 }
 
 impl ControllerManagerArgs {
@@ -307,6 +343,85 @@ impl ControllerManagerArgs {
             concurrent_statefulset_syncs: self.concurrent_statefulset_syncs,
         }
     }
+
+    fn leader_election(&self) -> rkube_runtime::leader_election::LeaderElection {
+        rkube_runtime::leader_election::LeaderElection {
+            leader_elect: self.leader_elect,
+            lease_duration: self.leader_elect_lease_duration,
+            renew_deadline: self.leader_elect_renew_deadline,
+            retry_period: self.leader_elect_retry_period,
+            resource_name: self.leader_elect_resource_name.clone(),
+            resource_namespace: self.leader_elect_resource_namespace.clone(),
+        }
+    }
+
+    /// Starts the controller manager (leader-elected unless `--leader-elect=false`) with
+    /// `identity`, after checking its flags; it gives its Lease up when `stop` turns true.
+    /// When it loses the Lease it stops its controllers and, with `campaign_again`, waits for
+    /// the Lease again (inside `rkube server`, which keeps serving); else the task ends with
+    /// the error (`rkube controller-manager` then exits, as upstream's does).
+    fn spawn(
+        &self,
+        client: kube::Client,
+        identity: String,
+        stop: tokio::sync::watch::Receiver<bool>,
+        campaign_again: bool,
+    ) -> anyhow::Result<tokio::task::JoinHandle<anyhow::Result<()>>> {
+        let config = self.config();
+        config.validate()?;
+        let election = self.leader_election();
+        election.validate().context("--leader-elect-*")?;
+        eprintln!(
+            "rkube: controller manager {identity} {}",
+            match election.leader_elect {
+                true => format!(
+                    "waits for the leader Lease {}/{}",
+                    election.resource_namespace, election.resource_name
+                ),
+                false => "runs without leader election".to_string(),
+            }
+        );
+        Ok(tokio::spawn(async move {
+            loop {
+                let mut stop = stop.clone();
+                let stopped = async move {
+                    let _ = stop.wait_for(|s| *s).await;
+                };
+                let result = rkube_controllers::run_leader_elected(
+                    client.clone(),
+                    config.clone(),
+                    &election,
+                    identity.clone(),
+                    stopped,
+                )
+                .await;
+                match result {
+                    Err(rkube_controllers::RunError::Lost(e)) if campaign_again => {
+                        eprintln!("rkube: controller manager: {e}; waiting for the Lease again");
+                    }
+                    other => return Ok(other?),
+                }
+            }
+        }))
+    }
+}
+
+/// The controller manager's identity inside `rkube server`: `<hostname>_<uuid>` as
+/// upstream's, with the uuid kept in the data dir, so that a restarted server takes its own
+/// Lease back at once instead of waiting out the lease of its previous run.
+fn server_controller_manager_identity(data_dir: &std::path::Path) -> anyhow::Result<String> {
+    let path = data_dir.join("controller-manager.id");
+    let kept = std::fs::read_to_string(&path).ok().map(|s| s.trim().to_string());
+    let uuid = match kept.filter(|s| s.len() == 36) {
+        Some(uuid) => uuid,
+        None => {
+            let uuid = rkube_runtime::leader_election::random_uuid();
+            std::fs::write(&path, &uuid)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            uuid
+        }
+    };
+    Ok(format!("{}_{uuid}", rkube_runtime::leader_election::hostname()))
 }
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
@@ -359,6 +474,7 @@ async fn main() {
     let result = match cli.command {
         Command::Server(args) => server(*args).await,
         Command::Scheduler(args) => scheduler(args).await,
+        Command::ControllerManager(args) => controller_manager(*args).await,
         Command::Kubelet(args) => kubelet(args).await,
     };
     if let Err(e) = result {
@@ -459,9 +575,15 @@ async fn server(args: ServerArgs) -> anyhow::Result<()> {
     // with the admin identity.
     let client = client_from(&kubeconfig).await?;
     let disabled = |c: &str| args.disable.iter().any(|d| d == c);
-    let _controllers = match disabled("controllers") {
+    // Set on shutdown: the controller manager gives its Lease up, for another server's.
+    let (stop_controllers, controllers_stopped) = tokio::sync::watch::channel(false);
+    let controllers = match disabled("controllers") {
         true => None,
-        false => Some(rkube_controllers::run(client.clone(), args.controller_manager.config())?),
+        false => {
+            let identity = server_controller_manager_identity(&args.data_dir)?;
+            let stop = controllers_stopped.clone();
+            Some(args.controller_manager.spawn(client.clone(), identity, stop, true)?)
+        }
     };
     let scheduler_config = scheduler_config(args.scheduler_config.as_deref())?;
     let _scheduler = (!disabled("scheduler")).then(|| {
@@ -479,12 +601,20 @@ async fn server(args: ServerArgs) -> anyhow::Result<()> {
     // Each component answers `/healthz` for itself, as upstream's do on their own ports. A
     // port that is taken (another rkube server on this machine) costs only that.
     let mut _health = Vec::new();
-    for (task, port, component) in [
-        (&_controllers, args.controller_manager_secure_port, "controller-manager"),
-        (&_scheduler, args.scheduler_secure_port, "scheduler"),
+    for (check, port, component) in [
+        (
+            controllers.as_ref().map(|t| healthz::task_check(t, "controller-manager")),
+            args.controller_manager_secure_port,
+            "controller-manager",
+        ),
+        (
+            _scheduler.as_ref().map(|t| healthz::task_check(t, "scheduler")),
+            args.scheduler_secure_port,
+            "scheduler",
+        ),
     ] {
-        let Some(task) = task.as_ref().filter(|_| port != 0) else { continue };
-        match healthz::serve(port, component, healthz::task_check(task, component)).await {
+        let Some(check) = check.filter(|_| port != 0) else { continue };
+        match healthz::serve(port, component, check).await {
             Ok(served) => _health.push(served),
             Err(e) => eprintln!("rkube: no /healthz for the {component}: {e:#}"),
         }
@@ -513,6 +643,11 @@ async fn server(args: ServerArgs) -> anyhow::Result<()> {
 
     shutdown_signal().await;
     eprintln!("rkube: shutting down");
+    stop_controllers.send_replace(true);
+    if let Some(task) = controllers {
+        // The Lease is given up through the API server, which is still serving.
+        let _ = tokio::time::timeout(Duration::from_secs(2), task).await;
+    }
     server.stop();
     Ok(())
 }
@@ -529,7 +664,7 @@ async fn scheduler(args: SchedulerArgs) -> anyhow::Result<()> {
     let config = scheduler_config(args.config.as_deref())?;
     let client = client_from(&args.kubeconfig).await?;
     eprintln!("rkube: scheduler running against the API server in {}", args.kubeconfig.display());
-    let identity = rkube_scheduler::leader::default_identity();
+    let identity = rkube_runtime::leader_election::default_identity();
     let task = tokio::spawn(rkube_scheduler::run_with_config(client, config, identity));
     let _health = match args.secure_port {
         0 => None,
@@ -541,6 +676,38 @@ async fn scheduler(args: SchedulerArgs) -> anyhow::Result<()> {
     tokio::select! {
         result = task => result??,
         _ = shutdown_signal() => eprintln!("rkube: shutting down"),
+    }
+    Ok(())
+}
+
+/// `rkube controller-manager`: the controllers alone, against any API server, leader-elected
+/// as kube-controller-manager is: of several, one acts; when it stops, another takes over.
+async fn controller_manager(args: ControllerManagerCommandArgs) -> anyhow::Result<()> {
+    let client = client_from(&args.kubeconfig).await?;
+    eprintln!(
+        "rkube: controller manager running against the API server in {}",
+        args.kubeconfig.display()
+    );
+    let identity = rkube_runtime::leader_election::default_identity();
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let mut task = args.controller_manager.spawn(client, identity, stopped, false)?;
+    let _health = match args.secure_port {
+        0 => None,
+        port => {
+            let check = healthz::task_check(&task, "controller-manager");
+            Some(healthz::serve(port, "controller-manager", check).await?)
+        }
+    };
+    tokio::select! {
+        result = &mut task => result??,
+        _ = shutdown_signal() => {
+            eprintln!("rkube: shutting down");
+            // Give the Lease up so that another controller manager takes over at once.
+            stop.send_replace(true);
+            if let Ok(result) = tokio::time::timeout(Duration::from_secs(5), task).await {
+                result??;
+            }
+        }
     }
     Ok(())
 }
@@ -646,7 +813,7 @@ fn scheduler_config(
         Some(path) => rkube_scheduler::config::load(path)?,
         None => rkube_scheduler::config::Config {
             profiles: vec![rkube_scheduler::plugins::default_profile()],
-            leader_election: Default::default(),
+            leader_election: rkube_scheduler::config::default_leader_election(),
         },
     })
 }

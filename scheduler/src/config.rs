@@ -24,6 +24,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 use std::time::Duration;
 
+pub use rkube_runtime::leader_election::LeaderElection;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 
@@ -38,9 +39,6 @@ use crate::plugins::{
 /// The only API version kube-scheduler v1.33 reads.
 pub const API_VERSION: &str = "kubescheduler.config.k8s.io/v1";
 pub const KIND: &str = "KubeSchedulerConfiguration";
-
-/// client-go's jitter factor: a renew deadline must exceed `retryPeriod * 1.2`.
-const JITTER_FACTOR: f64 = 1.2;
 
 /// Why a configuration file could not be used. The message fits on one line and names the
 /// field at fault.
@@ -76,32 +74,10 @@ impl std::fmt::Debug for Config {
     }
 }
 
-/// `leaderElection`: whether to elect a leader through a `coordination.k8s.io/v1` Lease
-/// and with what timing. Defaults are upstream's.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LeaderElection {
-    pub leader_elect: bool,
-    /// How long a non-leader waits, from when it last saw the lease change, before taking it.
-    pub lease_duration: Duration,
-    /// How long the leader keeps retrying a renewal before it gives up leadership.
-    pub renew_deadline: Duration,
-    /// How long to wait between tries to acquire or renew.
-    pub retry_period: Duration,
-    pub resource_name: String,
-    pub resource_namespace: String,
-}
-
-impl Default for LeaderElection {
-    fn default() -> LeaderElection {
-        LeaderElection {
-            leader_elect: true,
-            lease_duration: Duration::from_secs(15),
-            renew_deadline: Duration::from_secs(10),
-            retry_period: Duration::from_secs(2),
-            resource_name: "kube-scheduler".to_string(),
-            resource_namespace: "kube-system".to_string(),
-        }
-    }
+/// kube-scheduler's leader election when its configuration says nothing: the
+/// `kube-system/kube-scheduler` Lease, upstream's timing.
+pub fn default_leader_election() -> LeaderElection {
+    LeaderElection::new("kube-system", "kube-scheduler")
 }
 
 /// Reads and checks a configuration file.
@@ -301,7 +277,7 @@ struct FitResource {
 // ---- Leader election -----------------------------------------------------------------
 
 fn leader_election(file: FileLeaderElection) -> Result<LeaderElection, ConfigError> {
-    let mut out = LeaderElection::default();
+    let mut out = default_leader_election();
     let duration = |field: &str, text: Option<String>, default: Duration| match text {
         None => Ok(default),
         Some(text) => parse_duration(&text)
@@ -326,32 +302,7 @@ fn leader_election(file: FileLeaderElection) -> Result<LeaderElection, ConfigErr
             )));
         }
     }
-    if !out.leader_elect {
-        return Ok(out);
-    }
-    for (field, d) in [
-        ("leaseDuration", out.lease_duration),
-        ("renewDeadline", out.renew_deadline),
-        ("retryPeriod", out.retry_period),
-    ] {
-        if d.is_zero() {
-            return Err(invalid(format!("leaderElection.{field}: must be greater than zero")));
-        }
-    }
-    if out.lease_duration <= out.renew_deadline {
-        return Err(invalid("leaderElection.leaseDuration: must be greater than renewDeadline"));
-    }
-    if out.renew_deadline.as_secs_f64() <= out.retry_period.as_secs_f64() * JITTER_FACTOR {
-        return Err(invalid(
-            "leaderElection.renewDeadline: must be greater than retryPeriod*1.2 (client-go's jitter)",
-        ));
-    }
-    if out.resource_name.is_empty() {
-        return Err(invalid("leaderElection.resourceName: required"));
-    }
-    if out.resource_namespace.is_empty() {
-        return Err(invalid("leaderElection.resourceNamespace: required"));
-    }
+    out.validate().map_err(|e| invalid(format!("leaderElection.{e}")))?;
     Ok(out)
 }
 
@@ -739,7 +690,7 @@ mod tests {
         assert_eq!(p.scheduler_name, "default-scheduler");
         assert_eq!(filters(p), filters(&def));
         assert_eq!(scores(p), scores(&def));
-        assert_eq!(config.leader_election, LeaderElection::default());
+        assert_eq!(config.leader_election, default_leader_election());
         let le = &config.leader_election;
         assert!(le.leader_elect);
         assert_eq!(

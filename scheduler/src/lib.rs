@@ -4,12 +4,12 @@
 //! Start at [`framework`] (what plugins see and implement) and [`plugins`] (the default
 //! set); [`scheduler`] is the loop (watches, cache, binding), [`queue`] the scheduling queue,
 //! [`resources`] parses quantities and computes what a pod requests, [`config`] reads a
-//! KubeSchedulerConfiguration, [`leader`] elects one active scheduler through a Lease, and
-//! [`workloads`] keeps the selectors the default topology spread constraints need.
+//! KubeSchedulerConfiguration, and [`workloads`] keeps the selectors the default topology
+//! spread constraints need. One active scheduler is elected through the
+//! `kube-system/kube-scheduler` Lease with [`rkube_runtime::leader_election`].
 
 pub mod config;
 pub mod framework;
-pub mod leader;
 pub mod plugins;
 pub mod preemption;
 pub mod queue;
@@ -17,6 +17,7 @@ pub mod resources;
 pub mod scheduler;
 pub mod workloads;
 
+pub use rkube_runtime::leader_election;
 pub use scheduler::run;
 
 /// Runs every profile of `config`, while holding the leader Lease when leader election is
@@ -26,10 +27,15 @@ pub async fn run_with_config(
     client: kube::Client,
     config: config::Config,
     identity: String,
-) -> Result<(), leader::LeaderError> {
+) -> Result<(), leader_election::LeaderError> {
     let settings = config.leader_election.clone();
     let loops = config.profiles.into_iter().map(|profile| run(client.clone(), profile));
-    leader::run_as_leader(client.clone(), &settings, identity, futures::future::join_all(loops))
-        .await
-        .map(|_| ())
+    leader_election::run_as_leader(
+        client.clone(),
+        &settings,
+        identity,
+        futures::future::join_all(loops),
+    )
+    .await
+    .map(|_| ())
 }

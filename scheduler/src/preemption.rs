@@ -15,6 +15,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::Client;
+use rkube_runtime::events::{pod_reference, Recorder};
 use serde_json::json;
 
 use crate::framework::{CycleState, Next, NodeInfo, PodInfo, Profile};
@@ -146,7 +147,7 @@ pub fn find(
 }
 
 /// Evicts the victims and nominates the node for the preemptor.
-pub async fn carry_out(client: &Client, preemptor: &Pod, plan: Plan) {
+pub async fn carry_out(client: &Client, recorder: &Recorder, preemptor: &Pod, plan: Plan) {
     let namespace = preemptor.metadata.namespace.as_deref().unwrap_or("default");
     let name = preemptor.metadata.name.as_deref().unwrap_or("");
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
@@ -158,7 +159,7 @@ pub async fn carry_out(client: &Client, preemptor: &Pod, plan: Plan) {
         let victims: Api<Pod> = Api::namespaced(client.clone(), victim.namespace());
         let uid = preemptor.metadata.uid.as_deref().unwrap_or("");
         let message = format!("Preempted by pod {uid} on node {}", plan.node);
-        crate::scheduler::event(client, &victim.pod, "Normal", "Preempted", &message).await;
+        recorder.record(&pod_reference(&victim.pod), "Normal", "Preempted", &message);
         match victims.delete(victim.name(), &DeleteParams::default()).await {
             Ok(_) => tracing::info!(
                 victim = victim.name(),

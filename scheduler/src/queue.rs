@@ -79,9 +79,8 @@ impl Queue {
 
     fn backoff_for(&mut self, key: &PodKey) -> Duration {
         let attempts = self.attempts.entry(key.clone()).or_default();
-        *attempts += 1;
-        let factor = 1u32 << (*attempts - 1).min(4);
-        (INITIAL_BACKOFF * factor).min(MAX_BACKOFF)
+        *attempts = attempts.saturating_add(1);
+        rkube_runtime::backoff::exponential(INITIAL_BACKOFF, MAX_BACKOFF, *attempts)
     }
 
     /// The pod fits nowhere: it waits for the cluster to change.

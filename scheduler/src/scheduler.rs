@@ -9,13 +9,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::{Event, Node, PersistentVolumeClaim, Pod, Taint};
+use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod, Taint};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::watcher::{self, Event as WatchEvent};
 use kube::Client;
 use rand::seq::IndexedRandom;
+use rkube_runtime::events::{pod_reference, Recorder, Source};
 use serde_json::json;
 
 use crate::framework::{
@@ -186,6 +187,9 @@ struct BindResult {
     error: Option<String>,
 }
 
+/// The component on the scheduler's events.
+const COMPONENT: &str = "default-scheduler";
+
 /// Runs the scheduler until the task is aborted.
 pub async fn run(client: Client, profile: Profile) {
     let nodes: Api<Node> = Api::all(client.clone());
@@ -200,6 +204,10 @@ pub async fn run(client: Client, profile: Profile) {
     let mut claim_events = watcher::watcher(claims, watcher::Config::default()).boxed();
     // What selects pods, for the default topology spread constraints.
     let mut workload_events = crate::workloads::watch(&client);
+    // Events name the scheduler as upstream's does (`reportingInstance` too).
+    let source =
+        Source { component: COMPONENT.into(), host: None, instance: Some(COMPONENT.into()) };
+    let recorder = Recorder::with_source(client.clone(), source);
     let mut cache = Cache::default();
     let mut queue = Queue::default();
     let mut tick = tokio::time::interval(Duration::from_millis(200));
@@ -265,10 +273,11 @@ pub async fn run(client: Client, profile: Profile) {
                         cache.binding.insert(key.clone());
                         queue.done(&key);
                         let (client, tx) = (client.clone(), bound_tx.clone());
+                        let recorder = recorder.clone();
                         tokio::spawn(async move {
                             let error = match bind(&client, &pod, &node).await {
                                 Ok(()) => {
-                                    record_scheduled(&client, &pod, &node).await;
+                                    record_scheduled(&recorder, &pod, &node);
                                     None
                                 }
                                 Err(e) => Some(e.to_string()),
@@ -285,11 +294,11 @@ pub async fn run(client: Client, profile: Profile) {
                             })
                             .flatten();
                         queue.unschedulable(key);
-                        let client = client.clone();
+                        let (client, recorder) = (client.clone(), recorder.clone());
                         tokio::spawn(async move {
-                            record_unschedulable(&client, &pod, &message).await;
+                            record_unschedulable(&client, &recorder, &pod, &message).await;
                             if let Some(plan) = preemption {
-                                crate::preemption::carry_out(&client, &pod, plan).await;
+                                crate::preemption::carry_out(&client, &recorder, &pod, plan).await;
                             }
                         });
                     }
@@ -554,7 +563,7 @@ fn now() -> String {
 }
 
 /// `PodScheduled=False` with the reason, and a `FailedScheduling` event.
-async fn record_unschedulable(client: &Client, pod: &Pod, message: &str) {
+async fn record_unschedulable(client: &Client, recorder: &Recorder, pod: &Pod, message: &str) {
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
     let name = pod.metadata.name.as_deref().unwrap_or("");
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
@@ -578,43 +587,15 @@ async fn record_unschedulable(client: &Client, pod: &Pod, message: &str) {
         {
             tracing::debug!(error = %e, "cannot update the PodScheduled condition");
         }
-        event(client, pod, "Warning", "FailedScheduling", message).await;
+        recorder.record(&pod_reference(pod), "Warning", "FailedScheduling", message);
     }
 }
 
-async fn record_scheduled(client: &Client, pod: &Pod, node: &str) {
+fn record_scheduled(recorder: &Recorder, pod: &Pod, node: &str) {
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
     let name = pod.metadata.name.as_deref().unwrap_or("");
     let message = format!("Successfully assigned {namespace}/{name} to {node}");
-    event(client, pod, "Normal", "Scheduled", &message).await;
-}
-
-pub(crate) async fn event(client: &Client, pod: &Pod, kind: &str, reason: &str, message: &str) {
-    let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
-    let name = pod.metadata.name.as_deref().unwrap_or("");
-    let events: Api<Event> = Api::namespaced(client.clone(), namespace);
-    let event: Event = match serde_json::from_value(json!({
-        "metadata": {"generateName": format!("{name}."), "namespace": namespace},
-        "involvedObject": {
-            "apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name,
-            "uid": pod.metadata.uid, "resourceVersion": pod.metadata.resource_version,
-        },
-        "reason": reason,
-        "message": message,
-        "type": kind,
-        "source": {"component": "default-scheduler"},
-        "reportingComponent": "default-scheduler",
-        "reportingInstance": "default-scheduler",
-        "firstTimestamp": now(),
-        "lastTimestamp": now(),
-        "count": 1,
-    })) {
-        Ok(e) => e,
-        Err(_) => return,
-    };
-    if let Err(e) = events.create(&PostParams::default(), &event).await {
-        tracing::debug!(error = %e, "cannot record event");
-    }
+    recorder.record(&pod_reference(pod), "Normal", "Scheduled", &message);
 }
 
 #[cfg(test)]

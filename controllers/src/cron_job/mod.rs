@@ -34,17 +34,18 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, PostParams, PropagationPolicy};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Client, Resource};
+use rkube_runtime::store::Store;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::api_errors::{message, namespace_terminating};
 use crate::controller_ref::{controller_of, owner_reference};
-use crate::events::Recorder;
-use crate::informer::{self, Change};
-use crate::workqueue::WorkQueue;
+use rkube_runtime::events::Recorder;
+use rkube_runtime::informer::{self, Change};
+use rkube_runtime::workqueue::WorkQueue;
 
 use schedule::{most_recent, requeue_after};
 
@@ -181,14 +182,12 @@ impl Watch {
             }
             Err(e) => {
                 tracing::debug!(key, error = e, "unparseable schedule");
-                let (recorder, target) = (self.ctl.recorder.clone(), reference(&cj));
                 let note = format!(
                     "unparseable schedule for cronjob: {}",
                     cj.spec.as_ref().map_or("", |s| s.schedule.as_str())
                 );
-                tokio::spawn(async move {
-                    recorder.record(&target, "Warning", "UnParseableCronJobSchedule", &note).await
-                });
+                let target = reference(&cj);
+                self.ctl.recorder.record(&target, "Warning", "UnParseableCronJobSchedule", &note);
             }
         }
     }
@@ -234,7 +233,8 @@ impl Controller {
         };
         let uid = cached.metadata.uid.clone().unwrap_or_default();
         // Jobs whose controller is this CronJob, labels or not.
-        let jobs = self.jobs.state_filter(|j| {
+        let mut jobs = self.jobs.owned_by(&uid);
+        jobs.retain(|j| {
             j.metadata.namespace.as_deref() == Some(namespace)
                 && controller_of(&j.metadata)
                     .is_some_and(|c| c.kind == "CronJob" && c.name == name && c.uid == uid)
@@ -489,7 +489,7 @@ impl Controller {
     }
 
     async fn event(&self, cj: &CronJob, kind: &str, reason: &str, message: &str) {
-        self.recorder.record(&reference(cj), kind, reason, message).await;
+        self.recorder.record(&reference(cj), kind, reason, message);
     }
 }
 

@@ -20,14 +20,14 @@
 //! daemon pod has, and a required node affinity `metadata.name In [<node>]` that the scheduler
 //! honours. Failed pods are deleted (and made anew) with a per-node back-off.
 //!
-//! [expectations]: crate::expectations
+//! [expectations]: rkube_runtime::expectations
 //! [`controller_history`]: crate::controller_history
 
 pub mod nodes;
 pub mod plan;
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, DaemonSet, DaemonSetStatus};
@@ -35,26 +35,28 @@ use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Client, Resource};
 use rkube_apis::selectors::{LabelSelector, SelectorError};
+use rkube_runtime::store::Store;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::api_errors::message;
 use crate::controller_history::{self, REVISION_HASH_LABEL};
 use crate::controller_ref::{self, ClaimError};
-use crate::events::Recorder;
-use crate::expectations::Expectations;
-use crate::expectations::OwnerUids;
-use crate::informer::{self, Change};
 use crate::pod_control::{self, CreateError};
 use crate::pod_events::{Owned, PodEvents, PodOwners};
 use crate::status_write::write_status;
-use crate::workqueue::WorkQueue;
 use nodes::Placement;
 use plan::{Counts, NodePods, TEMPLATE_GENERATION_LABEL};
+use rkube_runtime::backoff::Backoff;
+use rkube_runtime::events::Recorder;
+use rkube_runtime::expectations::Expectations;
+use rkube_runtime::expectations::OwnerUids;
+use rkube_runtime::informer::{self, Change};
+use rkube_runtime::workqueue::WorkQueue;
 
 pub use plan::{is_available, is_ready};
 
@@ -167,39 +169,6 @@ async fn work(ctl: Arc<Controller>) {
     ctl.queue.work(COMPONENT, SYNC_TIMEOUT, sync, |_: &SyncError| false).await
 }
 
-/// A per-key exponential back-off as client-go's `flowcontrol.Backoff`: each step doubles the
-/// delay up to the maximum; a key untouched for twice the maximum starts over.
-struct Backoff {
-    initial: Duration,
-    max: Duration,
-    entries: Mutex<HashMap<String, (Duration, Instant)>>,
-}
-
-impl Backoff {
-    fn new(initial: Duration, max: Duration) -> Backoff {
-        Backoff { initial, max, entries: Mutex::new(HashMap::new()) }
-    }
-
-    /// The current delay, when `key` stepped less than that long ago.
-    fn waiting(&self, key: &str, now: Instant) -> Option<Duration> {
-        let entries = self.entries.lock().expect("backoff");
-        let (delay, since) = entries.get(key)?;
-        (now.saturating_duration_since(*since) < *delay).then_some(*delay)
-    }
-
-    /// Steps `key`'s back-off.
-    fn step(&self, key: &str, now: Instant) {
-        let mut entries = self.entries.lock().expect("backoff");
-        let expired = |since: Instant| now.saturating_duration_since(since) > 2 * self.max;
-        entries.retain(|_, (_, since)| !expired(*since));
-        let delay = match entries.get(key) {
-            Some((delay, _)) => (*delay * 2).min(self.max),
-            None => self.initial,
-        };
-        entries.insert(key.to_string(), (delay, now));
-    }
-}
-
 fn key_of(meta: &ObjectMeta) -> String {
     format!("{}/{}", meta.namespace.as_deref().unwrap_or(""), meta.name.as_deref().unwrap_or(""))
 }
@@ -296,7 +265,7 @@ impl Controller {
         };
         if selector.is_empty() {
             let note = "This daemon set is selecting all pods. A non-empty selector is required.";
-            self.recorder.record(&reference(&ds), "Warning", "SelectingAll", note).await;
+            self.recorder.record(&reference(&ds), "Warning", "SelectingAll", note);
             return Ok(());
         }
         // Its pods and revisions may be going already (garbage collection), so a status would
@@ -330,8 +299,8 @@ impl Controller {
 
         // Read before listing pods: pods seen after this point are in the list.
         let needs_sync = self.expectations.satisfied(key);
-        let candidates =
-            self.pods.state_filter(|p| p.metadata.namespace.as_deref() == Some(namespace));
+        // Every pod of the namespace, not only the owned ones: orphans may be adopted.
+        let candidates = self.pods.in_namespace(namespace);
         let claimed = controller_ref::claim(&ds_api, ds.as_ref(), &pod_api, candidates, |p| {
             selector.matches(labels_of(&p.metadata))
         })
@@ -419,7 +388,7 @@ impl Controller {
                     pod.metadata.namespace.as_deref().unwrap_or(""),
                     pod.metadata.name.as_deref().unwrap_or("")
                 );
-                self.recorder.record(&target, "Normal", "SucceededDaemonPod", &note).await;
+                self.recorder.record(&target, "Normal", "SucceededDaemonPod", &note);
                 delete.push(pod);
             }
             for pod in work.failed {
@@ -429,18 +398,20 @@ impl Controller {
                     ds.metadata.uid.as_deref().unwrap_or(""),
                     ds.status.as_ref().and_then(|s| s.observed_generation).unwrap_or(0)
                 );
-                if let Some(delay) = self.failed_pods.waiting(&backoff_key, Instant::now()) {
+                if let Some(delay) =
+                    self.failed_pods.in_backoff_since_update(&backoff_key, Instant::now())
+                {
                     tracing::debug!(daemonset = key, node, ?delay, "failed pod: backing off");
                     self.queue.add_after(key.to_string(), delay);
                     continue;
                 }
-                self.failed_pods.step(&backoff_key, Instant::now());
+                self.failed_pods.next(&backoff_key, Instant::now());
                 let note = format!(
                     "Found failed daemon pod {}/{} on node {node}, will try to kill it",
                     pod.metadata.namespace.as_deref().unwrap_or(""),
                     pod.metadata.name.as_deref().unwrap_or("")
                 );
-                self.recorder.record(&target, "Warning", "FailedDaemonPod", &note).await;
+                self.recorder.record(&target, "Warning", "FailedDaemonPod", &note);
                 delete.push(pod);
             }
         }
@@ -510,7 +481,7 @@ impl Controller {
                 Ok(_) => {
                     tracing::debug!(daemonset = key, pod = name, "deleted pod");
                     let note = format!("Deleted pod: {name}");
-                    self.recorder.record(&target, "Normal", "SuccessfulDelete", &note).await;
+                    self.recorder.record(&target, "Normal", "SuccessfulDelete", &note);
                     Ok(())
                 }
                 Err(e) => {
@@ -520,7 +491,7 @@ impl Controller {
                         return Ok(());
                     }
                     let note = format!("Error deleting: {}", message(&e));
-                    self.recorder.record(&target, "Warning", "FailedDelete", &note).await;
+                    self.recorder.record(&target, "Warning", "FailedDelete", &note);
                     Err(format!("deleting pod {name}: {}", message(&e)))
                 }
             }
@@ -602,11 +573,9 @@ impl Controller {
             return Vec::new();
         }
         self.daemon_sets
-            .state_filter(|ds| {
-                ds.metadata.namespace.as_deref() == Some(namespace)
-                    && selector(ds).is_ok_and(|s| !s.is_empty() && s.matches(labels))
-            })
+            .in_namespace(namespace)
             .iter()
+            .filter(|ds| selector(ds).is_ok_and(|s| !s.is_empty() && s.matches(labels)))
             .map(|ds| key_of(&ds.metadata))
             .collect()
     }
@@ -817,30 +786,5 @@ mod tests {
         assert_eq!(grouped.keys().collect::<Vec<_>>(), ["a", "c"]);
         assert_eq!(grouped["a"].len(), 1, "finished and going: left out");
         assert_eq!(grouped["c"].len(), 1);
-    }
-
-    #[test]
-    fn failed_pod_backoff_doubles_and_resets() {
-        let b = Backoff::new(Duration::from_secs(1), Duration::from_secs(4));
-        let t0 = Instant::now();
-        assert_eq!(b.waiting("k", t0), None);
-        b.step("k", t0);
-        assert_eq!(b.waiting("k", t0), Some(Duration::from_secs(1)));
-        assert_eq!(b.waiting("k", t0 + Duration::from_secs(1)), None);
-        b.step("k", t0 + Duration::from_secs(1));
-        assert_eq!(b.waiting("k", t0 + Duration::from_secs(2)), Some(Duration::from_secs(2)));
-        b.step("k", t0 + Duration::from_secs(3));
-        b.step("k", t0 + Duration::from_secs(7));
-        assert_eq!(
-            b.waiting("k", t0 + Duration::from_secs(8)),
-            Some(Duration::from_secs(4)),
-            "capped"
-        );
-        b.step("k", t0 + Duration::from_secs(20));
-        assert_eq!(
-            b.waiting("k", t0 + Duration::from_secs(20)),
-            Some(Duration::from_secs(1)),
-            "reset"
-        );
     }
 }

@@ -30,17 +30,18 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use kube::api::Api;
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::Client;
 use rkube_apis::selectors::labels::LabelSelector;
+use rkube_runtime::store::Store;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::controller_ref::{self, controller_of, ClaimError};
-use crate::events::Recorder;
-use crate::informer::{self, Change};
-use crate::workqueue::WorkQueue;
+use rkube_runtime::events::Recorder;
+use rkube_runtime::informer::{self, Change};
+use rkube_runtime::workqueue::WorkQueue;
 
 mod annotations;
 mod hash;
@@ -362,12 +363,8 @@ impl Controller {
         if rollout.selector.is_empty() {
             return rollout.selecting_all().await;
         }
-        let candidates: Vec<Arc<ReplicaSet>> = self
-            .replica_sets
-            .state()
-            .into_iter()
-            .filter(|rs| rs.metadata.namespace.as_deref() == Some(namespace))
-            .collect();
+        // Every ReplicaSet of the namespace, not only the owned ones: orphans may be adopted.
+        let candidates: Vec<Arc<ReplicaSet>> = self.replica_sets.in_namespace(namespace);
         let claimed = controller_ref::claim(
             &rollout.deployments,
             &rollout.d,
@@ -421,7 +418,7 @@ impl Rollout<'_> {
     }
 
     async fn event(&self, kind: &str, reason: &str, message: &str) {
-        self.ctl.recorder.record(&deployment_reference(&self.d), kind, reason, message).await;
+        self.ctl.recorder.record(&deployment_reference(&self.d), kind, reason, message);
     }
 
     /// Replaces the cached copy of a ReplicaSet just written (or adds one just created).
@@ -455,13 +452,16 @@ impl Rollout<'_> {
         let namespace = self.d.metadata.namespace.as_deref();
         let uids: std::collections::HashSet<&str> =
             self.rss.iter().map(replica_sets::uid).collect();
-        self.ctl
-            .pods
-            .state()
-            .into_iter()
+        // The pods each ReplicaSet controls, by owner uid (a pod has one controller: each is
+        // found once).
+        let controlled = uids.iter().flat_map(|uid| {
+            let pods = self.ctl.pods.owned_by(uid);
+            pods.into_iter()
+                .filter(move |p| controller_of(&p.metadata).is_some_and(|r| r.uid == *uid))
+        });
+        controlled
             .filter(|p| p.metadata.namespace.as_deref() == namespace)
             .filter(|p| self.selector.matches(labels(&p.metadata)))
-            .filter(|p| controller_of(&p.metadata).is_some_and(|r| uids.contains(r.uid.as_str())))
             .collect()
     }
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
+use rkube_runtime::backoff::exponential;
 
 /// The back-off after the first failure.
 pub const DEFAULT_POD_FAILURE_BACKOFF: Duration = Duration::from_secs(10);
@@ -53,14 +54,8 @@ impl Record {
 /// `last_failure`.
 pub fn remaining(failures: i32, last_failure: Option<Timestamp>, now: Timestamp) -> Duration {
     let Some(last) = last_failure.filter(|_| failures > 0) else { return Duration::ZERO };
-    let mut backoff = DEFAULT_POD_FAILURE_BACKOFF;
-    for _ in 1..failures {
-        backoff = backoff.saturating_mul(2);
-        if backoff >= MAX_POD_FAILURE_BACKOFF {
-            backoff = MAX_POD_FAILURE_BACKOFF;
-            break;
-        }
-    }
+    let failures = u32::try_from(failures).unwrap_or(0);
+    let backoff = exponential(DEFAULT_POD_FAILURE_BACKOFF, MAX_POD_FAILURE_BACKOFF, failures);
     let elapsed_ms = now.as_millisecond().saturating_sub(last.as_millisecond());
     let elapsed = Duration::from_millis(u64::try_from(elapsed_ms).unwrap_or(0));
     backoff.saturating_sub(elapsed)

@@ -51,21 +51,22 @@ use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{OwnerReference, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Client, Resource};
 use rkube_apis::selectors::{LabelSelector, SelectorError};
+use rkube_runtime::store::Store;
 use serde_json::json;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::api_errors::message;
 use crate::controller_ref::{self, controller_of, ClaimError};
-use crate::events::Recorder;
-use crate::expectations::Expectations;
-use crate::informer::{self, Change};
 use crate::pod_control::{self, CreateError};
-use crate::workqueue::WorkQueue;
+use rkube_runtime::events::Recorder;
+use rkube_runtime::expectations::Expectations;
+use rkube_runtime::informer::{self, Change};
+use rkube_runtime::workqueue::WorkQueue;
 
 use conditions::{
     COMPLETE, FAILED, FAILURE_TARGET, REASON_BACKOFF_LIMIT_EXCEEDED, REASON_COMPLETIONS_REACHED,
@@ -567,9 +568,7 @@ impl Controller {
         if let Some(mode) = shared.spec.as_ref().and_then(|s| s.completion_mode.as_deref()) {
             if mode != "NonIndexed" && mode != "Indexed" {
                 let note = "Skipped Job sync because completion mode is unknown";
-                self.recorder
-                    .record(&reference(&shared), "Warning", "UnknownCompletionMode", note)
-                    .await;
+                self.recorder.record(&reference(&shared), "Warning", "UnknownCompletionMode", note);
                 return Ok(());
             }
         }
@@ -782,7 +781,7 @@ impl Controller {
                 // The deadline counts the time a Job is continuously active.
                 ctx.status().start_time = Some(Time(now));
             }
-            self.recorder.record(&reference(&ctx.job), "Normal", event, note).await;
+            self.recorder.record(&reference(&ctx.job), "Normal", event, note);
         }
         changed
     }
@@ -796,8 +795,8 @@ impl Controller {
         selector: &LabelSelector,
     ) -> Result<Vec<Arc<Pod>>, SyncError> {
         let namespace = job.metadata.namespace.as_deref().unwrap_or("");
-        let candidates =
-            self.pods.state_filter(|p| p.metadata.namespace.as_deref() == Some(namespace));
+        // Every pod of the namespace, not only the owned ones: orphans may be adopted.
+        let candidates = self.pods.in_namespace(namespace);
         let orphans: HashSet<String> = candidates
             .iter()
             .filter(|p| controller_of(&p.metadata).is_none())
@@ -1160,13 +1159,13 @@ impl Controller {
             Ok(_) => {
                 tracing::debug!(job = ?target.name, pod = name, "deleted pod");
                 let note = format!("Deleted pod: {name}");
-                self.recorder.record(target, "Normal", "SuccessfulDelete", &note).await;
+                self.recorder.record(target, "Normal", "SuccessfulDelete", &note);
                 Ok(())
             }
             Err(e) if not_found(&e) => Err(e),
             Err(e) => {
                 let note = format!("Error deleting: {}", message(&e));
-                self.recorder.record(target, "Warning", "FailedDelete", &note).await;
+                self.recorder.record(target, "Warning", "FailedDelete", &note);
                 Err(e)
             }
         }
@@ -1519,13 +1518,13 @@ impl Controller {
             let succeeded = ctx.job.status.as_ref().and_then(|s| s.succeeded).unwrap_or(0);
             if completions.is_some_and(|c| succeeded > c) {
                 let note = "Too many succeeded pods running after completion count reached";
-                self.recorder.record(&target, "Warning", "TooManySucceededPods", note).await;
+                self.recorder.record(&target, "Warning", "TooManySucceededPods", note);
             }
-            self.recorder.record(&target, "Normal", "Completed", "Job completed").await;
+            self.recorder.record(&target, "Normal", "Completed", "Job completed");
         } else if finished.type_ == FAILED {
             let reason = finished.reason.as_deref().unwrap_or("");
             let note = finished.message.as_deref().unwrap_or("");
-            self.recorder.record(&target, "Warning", reason, note).await;
+            self.recorder.record(&target, "Warning", reason, note);
         }
     }
 
@@ -1552,11 +1551,12 @@ impl Controller {
     fn release_finished_pods(&self, job: &Job) {
         let uid = job.metadata.uid.as_deref().unwrap_or("");
         let namespace = job.metadata.namespace.as_deref();
-        for pod in self.pods.state_filter(|p| {
+        let owned = self.pods.owned_by(uid).into_iter().filter(|p| {
             p.metadata.namespace.as_deref() == namespace
                 && pods::has_tracking_finalizer(p)
                 && controller_of(&p.metadata).is_some_and(|c| c.uid == uid)
-        }) {
+        });
+        for pod in owned {
             let name = pod.metadata.name.as_deref().unwrap_or("");
             self.orphans.add(format!("{}/{name}", namespace.unwrap_or("")));
         }

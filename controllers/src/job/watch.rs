@@ -12,8 +12,8 @@ use kube::runtime::reflector::ObjectRef;
 
 use super::{conditions, pods, Controller, SYNC_BATCH_PERIOD};
 use crate::controller_ref::controller_of;
-use crate::informer::Change;
 use crate::pod_events::{PodEvents, PodHandler, SeenPod};
+use rkube_runtime::informer::Change;
 
 /// What the loop remembers of a Job.
 #[derive(Debug, Clone)]
@@ -102,11 +102,12 @@ impl Watch {
     /// Queues the pods of the Job with `uid` that still carry its finalizer for the orphan
     /// worker, which removes it.
     fn cleanup_pod_finalizers(&self, namespace: &str, uid: &str) {
-        for pod in self.ctl.pods.state_filter(|p| {
+        let owned = self.ctl.pods.owned_by(uid).into_iter().filter(|p| {
             p.metadata.namespace.as_deref() == Some(namespace)
                 && pods::has_tracking_finalizer(p)
                 && controller_of(&p.metadata).is_some_and(|c| c.uid == uid)
-        }) {
+        });
+        for pod in owned {
             let name = pod.metadata.name.as_deref().unwrap_or_default();
             self.ctl.orphans.add(format!("{namespace}/{name}"));
         }
@@ -213,10 +214,8 @@ impl Controller {
         if labels.is_empty() {
             return;
         }
-        let jobs = self.jobs.state_filter(|j| {
-            j.metadata.namespace.as_deref() == Some(namespace)
-                && super::selector_of(j).is_ok_and(|s| !s.is_empty() && s.matches(labels))
-        });
+        let mut jobs = self.jobs.in_namespace(namespace);
+        jobs.retain(|j| super::selector_of(j).is_ok_and(|s| !s.is_empty() && s.matches(labels)));
         if jobs.len() > 1 {
             tracing::warn!(namespace, ?labels, "more than one Job selects pods with these labels");
         }

@@ -20,7 +20,7 @@
 //! pods (quota, admission) fails once instead of hundreds of times; at most 500 pods are
 //! created or deleted per sync.
 //!
-//! [expectations]: crate::expectations
+//! [expectations]: rkube_runtime::expectations
 
 mod ranking;
 mod status;
@@ -38,23 +38,24 @@ use k8s_openapi::serde::de::DeserializeOwned;
 use k8s_openapi::serde::Serialize;
 use k8s_openapi::NamespaceResourceScope;
 use kube::api::{Api, DeleteParams};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Client, Resource};
 use rkube_apis::selectors::{LabelSelector, SelectorError};
+use rkube_runtime::store::Store;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::api_errors::message;
 use crate::controller_ref::{self, controller_of, ClaimError};
-use crate::events::Recorder;
-use crate::expectations::Expectations;
-use crate::expectations::OwnerUids;
-use crate::informer::{self, Change};
 use crate::pod_control::{self, CreateError};
 use crate::pod_events::{PodEvents, PodHandler, SeenPod};
 use crate::status_write::write_status;
-use crate::workqueue::WorkQueue;
+use rkube_runtime::events::Recorder;
+use rkube_runtime::expectations::Expectations;
+use rkube_runtime::expectations::OwnerUids;
+use rkube_runtime::informer::{self, Change};
+use rkube_runtime::workqueue::WorkQueue;
 
 pub use ranking::{pods_to_delete, DELETION_COST};
 pub use status::{Condition, Failure, ReplicaStatus, REPLICA_FAILURE};
@@ -382,9 +383,9 @@ impl<K: Replicated> Controller<K> {
                 return Ok(());
             }
         };
-        let active = self.pods.state_filter(|p| {
-            p.metadata.namespace.as_deref() == Some(namespace) && status::is_active(p)
-        });
+        // Every active pod of the namespace, not only the owned ones: orphans may be adopted.
+        let mut active = self.pods.in_namespace(namespace);
+        active.retain(|p| status::is_active(p));
         let owner_api: Api<K> = Api::namespaced(self.client.clone(), namespace);
         let pod_api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
         let owned = controller_ref::claim(&owner_api, owner.as_ref(), &pod_api, active, |p| {
@@ -534,7 +535,7 @@ impl<K: Replicated> Controller<K> {
                 Ok(_) => {
                     tracing::debug!(owner = key, pod = name, "deleted pod");
                     let note = format!("Deleted pod: {name}");
-                    self.recorder.record(&target, "Normal", "SuccessfulDelete", &note).await;
+                    self.recorder.record(&target, "Normal", "SuccessfulDelete", &note);
                     Ok(())
                 }
                 Err(e) => {
@@ -545,7 +546,7 @@ impl<K: Replicated> Controller<K> {
                     }
                     let message = message(&e);
                     let note = format!("Error deleting: {message}");
-                    self.recorder.record(&target, "Warning", "FailedDelete", &note).await;
+                    self.recorder.record(&target, "Warning", "FailedDelete", &note);
                     let message = format!("unable to delete pods: {message}");
                     Err(ManageError::Failed { reason: "FailedDelete", message })
                 }
@@ -564,19 +565,21 @@ impl<K: Replicated> Controller<K> {
             None => vec![owner.clone()],
             Some(controller) => self
                 .owners
-                .state_filter(|o| {
+                .owned_by(&controller.uid)
+                .iter()
+                .filter(|o| {
                     o.meta().namespace == namespace
                         && controller_of(o.meta()).is_some_and(|c| c.uid == controller.uid)
                 })
-                .iter()
                 .map(|o| o.as_ref().clone())
                 .collect(),
         };
         let selectors: Vec<LabelSelector> =
             siblings.iter().filter_map(|o| o.selector().ok()).collect();
-        self.pods.state_filter(|p| {
-            p.metadata.namespace == namespace && selectors.iter().any(|s| s.matches(labels_of(p)))
-        })
+        let Some(namespace) = namespace.as_deref() else { return Vec::new() };
+        let mut pods = self.pods.in_namespace(namespace);
+        pods.retain(|p| selectors.iter().any(|s| s.matches(labels_of(p))));
+        pods
     }
 
     /// The owner a pod's controller reference names, if it is one of ours (same kind, same
@@ -595,10 +598,9 @@ impl<K: Replicated> Controller<K> {
         if labels.is_empty() {
             return Vec::new();
         }
-        self.owners.state_filter(|o| {
-            o.meta().namespace.as_deref() == Some(namespace)
-                && o.selector().is_ok_and(|s| !s.is_empty() && s.matches(labels))
-        })
+        let mut owners = self.owners.in_namespace(namespace);
+        owners.retain(|o| o.selector().is_ok_and(|s| !s.is_empty() && s.matches(labels)));
+        owners
     }
 }
 

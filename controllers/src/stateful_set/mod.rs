@@ -18,7 +18,7 @@
 //! (`status.currentRevision`), the others from the update revision's; once every pod is of
 //! the update revision and ready, it becomes the current one.
 //!
-//! [expectations]: crate::expectations
+//! [expectations]: rkube_runtime::expectations
 //! [`controller_history`]: crate::controller_history
 
 pub mod plan;
@@ -34,10 +34,11 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::{Client, Resource};
 use rkube_apis::selectors::{LabelSelector, SelectorError};
+use rkube_runtime::store::Store;
 use serde_json::json;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
@@ -46,14 +47,14 @@ use crate::api_errors::message;
 use crate::controller_history;
 use crate::controller_ref::{self, ClaimError};
 use crate::daemon_set::{is_available, is_ready};
-use crate::events::Recorder;
-use crate::expectations::Expectations;
-use crate::expectations::OwnerUids;
-use crate::informer::{self, Change};
 use crate::pod_events::{Owned, PodEvents, PodOwners};
 use crate::status_write::write_status;
-use crate::workqueue::WorkQueue;
 use plan::{Finished, PodView, Revision, Step, Why};
+use rkube_runtime::events::Recorder;
+use rkube_runtime::expectations::Expectations;
+use rkube_runtime::expectations::OwnerUids;
+use rkube_runtime::informer::{self, Change};
+use rkube_runtime::workqueue::WorkQueue;
 
 /// The component on the events this controller records.
 const COMPONENT: &str = "statefulset-controller";
@@ -277,8 +278,8 @@ impl Controller {
         .await?;
         // Read before listing pods: pods seen after this point are in the list.
         let needs_sync = self.expectations.satisfied(key);
-        let candidates =
-            self.pods.state_filter(|p| p.metadata.namespace.as_deref() == Some(namespace));
+        // Every pod of the namespace, not only the owned ones: orphans may be adopted.
+        let candidates = self.pods.in_namespace(namespace);
         let claimed = controller_ref::claim(&set_api, set.as_ref(), &pod_api, candidates, |p| {
             selector.matches(labels_of(&p.metadata)) && pods::ordinal_in(&set, p).is_some()
         })
@@ -540,14 +541,14 @@ impl Controller {
         let target = reference(set);
         if let Err(e) = self.create_claims(set, &name, ordinal).await {
             let note = format!("create Pod {name} in StatefulSet {set_name} failed error: {e}");
-            self.recorder.record(&target, "Warning", "FailedCreate", &note).await;
+            self.recorder.record(&target, "Warning", "FailedCreate", &note);
             return Err(e);
         }
         match pod_api.create(&PostParams::default(), &pod).await {
             Ok(created) => {
                 tracing::info!(statefulset = set_name, pod = name, "created pod");
                 let note = format!("create Pod {name} in StatefulSet {set_name} successful");
-                self.recorder.record(&target, "Normal", "SuccessfulCreate", &note).await;
+                self.recorder.record(&target, "Normal", "SuccessfulCreate", &note);
                 self.fix_claims(set, &created, ordinal).await
             }
             // Not in the cache yet (or not ours): retried with a back-off, as upstream.
@@ -557,7 +558,7 @@ impl Controller {
                     "create Pod {name} in StatefulSet {set_name} failed error: {}",
                     message(&e)
                 );
-                self.recorder.record(&target, "Warning", "FailedCreate", &note).await;
+                self.recorder.record(&target, "Warning", "FailedCreate", &note);
                 Err(format!("creating pod {name}: {}", message(&e)))
             }
         }
@@ -601,9 +602,7 @@ impl Controller {
                     match api.create(&PostParams::default(), &claim).await {
                         Ok(_) => {
                             let note = format!("create Claim {name} Pod {pod_name} in StatefulSet {set_name} success");
-                            self.recorder
-                                .record(&target, "Normal", "SuccessfulCreate", &note)
-                                .await;
+                            self.recorder.record(&target, "Normal", "SuccessfulCreate", &note);
                         }
                         Err(e) if is_code(&e, 409) => {}
                         Err(e) => {
@@ -611,7 +610,7 @@ impl Controller {
                                 "create Claim {name} for Pod {pod_name} in StatefulSet {set_name} failed error: {}",
                                 message(&e)
                             );
-                            self.recorder.record(&target, "Warning", "FailedCreate", &note).await;
+                            self.recorder.record(&target, "Warning", "FailedCreate", &note);
                             errors.push(format!("failed to create PVC {name}: {}", message(&e)));
                         }
                     }
@@ -669,11 +668,11 @@ impl Controller {
                     "update Pod {name} in StatefulSet {set_name} failed error: {}",
                     message(&e)
                 );
-                self.recorder.record(&reference(set), "Warning", "FailedUpdate", &note).await;
+                self.recorder.record(&reference(set), "Warning", "FailedUpdate", &note);
                 return Err(format!("updating pod {name}: {}", message(&e)));
             }
             let note = format!("update Pod {name} in StatefulSet {set_name} successful");
-            self.recorder.record(&reference(set), "Normal", "SuccessfulUpdate", &note).await;
+            self.recorder.record(&reference(set), "Normal", "SuccessfulUpdate", &note);
         }
         self.fix_claims(set, pod, ordinal).await
     }
@@ -693,13 +692,13 @@ impl Controller {
             Why::Finished(Finished::Failed) => {
                 let note =
                     format!("StatefulSet {namespace}/{set_name} is recreating failed Pod {name}");
-                self.recorder.record(&target, "Warning", "RecreatingFailedPod", &note).await;
+                self.recorder.record(&target, "Warning", "RecreatingFailedPod", &note);
             }
             Why::Finished(Finished::Succeeded) => {
                 let note = format!(
                     "StatefulSet {namespace}/{set_name} is recreating terminated Pod {name}"
                 );
-                self.recorder.record(&target, "Normal", "RecreatingTerminatedPod", &note).await;
+                self.recorder.record(&target, "Normal", "RecreatingTerminatedPod", &note);
             }
             Why::ScaleDown => {
                 tracing::info!(statefulset = set_name, pod = name, "deleting pod for scale down")
@@ -711,7 +710,7 @@ impl Controller {
         match pod_api.delete(&name, &DeleteParams::default()).await {
             Ok(_) => {
                 let note = format!("delete Pod {name} in StatefulSet {set_name} successful");
-                self.recorder.record(&target, "Normal", "SuccessfulDelete", &note).await;
+                self.recorder.record(&target, "Normal", "SuccessfulDelete", &note);
                 Ok(())
             }
             Err(e) if is_code(&e, 404) => Ok(()),
@@ -720,7 +719,7 @@ impl Controller {
                     "delete Pod {name} in StatefulSet {set_name} failed error: {}",
                     message(&e)
                 );
-                self.recorder.record(&target, "Warning", "FailedDelete", &note).await;
+                self.recorder.record(&target, "Warning", "FailedDelete", &note);
                 Err(format!("deleting pod {name}: {}", message(&e)))
             }
         }
@@ -743,11 +742,9 @@ impl Controller {
             return Vec::new();
         }
         self.sets
-            .state_filter(|s| {
-                s.metadata.namespace.as_deref() == Some(namespace)
-                    && selector(s).is_ok_and(|sel| !sel.is_empty() && sel.matches(labels))
-            })
+            .in_namespace(namespace)
             .iter()
+            .filter(|s| selector(s).is_ok_and(|sel| !sel.is_empty() && sel.matches(labels)))
             .map(|s| key_of(&s.metadata))
             .collect()
     }

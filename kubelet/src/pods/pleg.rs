@@ -16,6 +16,7 @@ use std::time::Duration;
 
 use futures::stream::BoxStream;
 use futures::StreamExt;
+use rkube_runtime::backoff::exponential;
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 
@@ -113,7 +114,8 @@ async fn generate(
     let mut snapshot = relist(runtime.as_ref(), &node).await.unwrap_or_default();
     let mut events: Option<BoxStream<'static, String>> = Some(runtime.container_events(&node));
     let mut connected_at = Instant::now();
-    let mut backoff = periods.reconnect_min;
+    // Breaks of the stream in a row (one that stayed up `healthy` long starts over).
+    let mut breaks = 0;
     let mut reconnect_at = Instant::now();
     // Relist fast until then.
     let mut fast_until = Instant::now();
@@ -134,14 +136,16 @@ async fn generate(
                 None => {
                     events = None;
                     if connected_at.elapsed() >= periods.healthy {
-                        backoff = periods.reconnect_min;
+                        breaks = 0;
                     }
+                    breaks += 1;
+                    let backoff =
+                        exponential(periods.reconnect_min, periods.reconnect_max, breaks);
                     tracing::warn!(
                         node, retry_in = ?backoff,
                         "the container event stream ended; relisting meanwhile"
                     );
                     reconnect_at = Instant::now() + backoff;
-                    backoff = (backoff * 2).min(periods.reconnect_max);
                     next_relist = next_relist.min(Instant::now() + periods.relist_fast);
                 }
             },

@@ -19,8 +19,8 @@ use k8s_openapi::api::core::v1::{Container, Pod, Probe};
 use tokio::sync::{watch, Notify};
 
 use super::handlers::{self, Outcome};
-use crate::events::Recorder;
 use crate::runtime::{ContainerRecord, ContainerState, Runtime};
+use rkube_runtime::events::{pod_reference, Recorder};
 
 /// Upstream's retries of a probe that errored (could not run at all).
 const MAX_PROBE_RETRIES: usize = 3;
@@ -395,17 +395,17 @@ impl Worker {
             Outcome::Success(_) => Some(Verdict::Success),
             Outcome::Warning(output) => {
                 let message = format!("{name} probe warning: {output}");
-                recorder.pod_event_repeated(&self.pod, "Warning", "ProbeWarning", &message);
+                recorder.record(&pod_reference(&self.pod), "Warning", "ProbeWarning", &message);
                 Some(Verdict::Success)
             }
             Outcome::Failure(output) => {
                 let message = format!("{name} probe failed: {output}");
-                recorder.pod_event_repeated(&self.pod, "Warning", "Unhealthy", &message);
+                recorder.record(&pod_reference(&self.pod), "Warning", "Unhealthy", &message);
                 Some(Verdict::Failure)
             }
             Outcome::Error(e) => {
                 let message = format!("{name} probe errored and resulted in unknown state: {e}");
-                recorder.pod_event_repeated(&self.pod, "Warning", "Unhealthy", &message);
+                recorder.record(&pod_reference(&self.pod), "Warning", "Unhealthy", &message);
                 None
             }
         }
@@ -538,7 +538,7 @@ mod tests {
         let client = kube::Client::try_from(config).unwrap();
         Context {
             runtime: Arc::new(crate::runtime::sim::SimulatedRuntime::new()),
-            recorder: Recorder::new(client, "probe-test"),
+            recorder: Recorder::on_host(client, "kubelet", "probe-test"),
             pod_ip: "127.0.0.1".into(),
             simulated: false,
         }

@@ -25,14 +25,17 @@ use tokio::sync::{watch, Notify};
 use super::spec::{self, pod_ref, Context, Lookup};
 use super::status::{self, ContainerView, PodFacts};
 use super::{hooks, probes, volumes};
-use crate::events::Recorder;
 use crate::runtime::{
     labels, ContainerRecord, ContainerState, Credentials, HostPort, PodRef, Runtime, SandboxSpec,
 };
 use crate::Config;
+use rkube_runtime::backoff::Backoff;
+use rkube_runtime::events::{pod_reference, Recorder};
 
 mod ephemeral;
 
+/// The crash-loop and image-pull back-offs (upstream's flowcontrol back-off): the first retry
+/// is at once, then 10 s doubling to 5 min; forgotten after twice the maximum without failures.
 const INITIAL_BACKOFF: Duration = Duration::from_secs(10);
 /// How often a pod is synced when nothing wakes its worker: what refreshes its configMap and
 /// secret volumes, and catches a runtime event that was missed.
@@ -40,43 +43,6 @@ const RESYNC: Duration = Duration::from_secs(10);
 /// The same while containers are being started (their start or exit is an event too).
 const BUSY_RESYNC: Duration = Duration::from_secs(3);
 const MAX_BACKOFF: Duration = Duration::from_secs(300);
-
-/// Upstream's flowcontrol back-off: the first retry is at once, then 10 s doubling to 5 min;
-/// forgotten after twice the maximum without failures.
-#[derive(Default)]
-pub struct Backoff {
-    entries: HashMap<String, (Duration, Instant)>,
-}
-
-impl Backoff {
-    /// Whether `key` must still wait, counting from `since`.
-    pub fn waiting(&self, key: &str, since: Instant) -> Option<Duration> {
-        let (delay, _) = self.entries.get(key)?;
-        let elapsed = since.elapsed();
-        (elapsed < *delay).then_some(*delay)
-    }
-
-    /// Records a retry: the next one waits twice as long.
-    pub fn next(&mut self, key: &str) {
-        let now = Instant::now();
-        let entry = self.entries.entry(key.to_string()).or_insert((Duration::ZERO, now));
-        if now.duration_since(entry.1) > 2 * MAX_BACKOFF {
-            entry.0 = Duration::ZERO;
-        }
-        entry.0 = if entry.0.is_zero() { INITIAL_BACKOFF } else { (entry.0 * 2).min(MAX_BACKOFF) };
-        entry.1 = now;
-    }
-
-    /// How much longer `key` must wait, counting from `since`.
-    pub fn remaining(&self, key: &str, since: Instant) -> Option<Duration> {
-        let (delay, _) = self.entries.get(key)?;
-        delay.checked_sub(since.elapsed()).filter(|d| !d.is_zero())
-    }
-
-    pub fn delay(&self, key: &str) -> Duration {
-        self.entries.get(key).map(|e| e.0).unwrap_or(INITIAL_BACKOFF)
-    }
-}
 
 /// What starting a container needs from the sync that starts it.
 struct StartInputs<'a> {
@@ -128,8 +94,8 @@ impl Default for PodState {
     fn default() -> Self {
         PodState {
             start_time: status::time(&Utc::now()),
-            crash_backoff: Backoff::default(),
-            image_backoff: Backoff::default(),
+            crash_backoff: Backoff::new(INITIAL_BACKOFF, MAX_BACKOFF),
+            image_backoff: Backoff::new(INITIAL_BACKOFF, MAX_BACKOFF),
             image_failures: HashMap::new(),
             recorded: Default::default(),
             last_status: None,
@@ -214,7 +180,7 @@ async fn stop_instance(
             let run = hooks::run(runtime.as_ref(), pod, container, &id, &pod_ip, hook);
             match tokio::time::timeout(grace, run).await {
                 Ok(Err(message)) => {
-                    recorder.pod_event(pod, "Warning", "FailedPreStopHook", &message);
+                    recorder.record(&pod_reference(pod), "Warning", "FailedPreStopHook", &message);
                 }
                 Ok(Ok(())) => {}
                 Err(_) => {
@@ -362,7 +328,7 @@ impl Syncer {
         }
         volumes::clean_up(&self.config.root_dir, uid);
         self.tokens.forget_pod(uid);
-        self.recorder.forget_pod(uid);
+        self.recorder.forget(uid);
     }
 
     /// The pod's IP: as its status says, else its running sandbox's.
@@ -404,8 +370,8 @@ impl Syncer {
             },
             _ = deletion(state.updates.clone()) => return,
         };
-        self.recorder.pod_event(pod, "Warning", "FailedPostStartHook", &message);
-        self.recorder.pod_event(pod, "Normal", "Killing", "FailedPostStartHook");
+        self.recorder.record(&pod_reference(pod), "Warning", "FailedPostStartHook", &message);
+        self.recorder.record(&pod_reference(pod), "Normal", "Killing", "FailedPostStartHook");
         stop_instance(
             self.runtime.clone(),
             self.recorder.clone(),
@@ -437,7 +403,7 @@ impl Syncer {
         if restart {
             message.push_str(", will be restarted");
         }
-        self.recorder.pod_event(pod, "Normal", "Killing", &message);
+        self.recorder.record(&pod_reference(pod), "Normal", "Killing", &message);
         let probe = match kind {
             probes::Kind::Startup => container.startup_probe.as_ref(),
             _ => container.liveness_probe.as_ref(),
@@ -516,14 +482,19 @@ impl Syncer {
                 let message =
                     format!("Container image \"{image}\" is not present with pull policy of Never");
                 if state.recorded.insert(event_key("never")) {
-                    self.recorder.pod_event(pod, "Warning", "ErrImageNeverPull", &message);
+                    self.recorder.record(
+                        &pod_reference(pod),
+                        "Warning",
+                        "ErrImageNeverPull",
+                        &message,
+                    );
                 }
                 return Err(("ErrImageNeverPull".into(), message));
             }
             "Never" | "IfNotPresent" if present => {
                 if state.recorded.insert(event_key("present")) {
-                    self.recorder.pod_event(
-                        pod,
+                    self.recorder.record(
+                        &pod_reference(pod),
                         "Normal",
                         "Pulled",
                         &format!("Container image \"{image}\" already present on machine"),
@@ -534,7 +505,9 @@ impl Syncer {
             _ => {}
         }
         if let Some((failed_at, _)) = state.image_failures.get(&image) {
-            if let Some(left) = state.image_backoff.remaining(&image, *failed_at) {
+            if let Some(left) =
+                state.image_backoff.remaining_since(&image, *failed_at, Instant::now())
+            {
                 state.wake_within(left);
                 return Err((
                     "ImagePullBackOff".into(),
@@ -542,14 +515,19 @@ impl Syncer {
                 ));
             }
         }
-        self.recorder.pod_event(pod, "Normal", "Pulling", &format!("Pulling image \"{image}\""));
+        self.recorder.record(
+            &pod_reference(pod),
+            "Normal",
+            "Pulling",
+            &format!("Pulling image \"{image}\""),
+        );
         let started = Instant::now();
         let credentials = self.credentials(pod, &image).await;
         match self.runtime.pull_image(&image, credentials).await {
             Ok(()) => {
                 state.image_failures.remove(&image);
-                self.recorder.pod_event(
-                    pod,
+                self.recorder.record(
+                    &pod_reference(pod),
                     "Normal",
                     "Pulled",
                     &format!(
@@ -561,9 +539,14 @@ impl Syncer {
             }
             Err(e) => {
                 let message = format!("Failed to pull image \"{image}\": {e}");
-                self.recorder.pod_event(pod, "Warning", "Failed", &message);
-                self.recorder.pod_event(pod, "Warning", "Failed", "Error: ErrImagePull");
-                state.image_backoff.next(&image);
+                self.recorder.record(&pod_reference(pod), "Warning", "Failed", &message);
+                self.recorder.record(
+                    &pod_reference(pod),
+                    "Warning",
+                    "Failed",
+                    "Error: ErrImagePull",
+                );
+                state.image_backoff.next(&image, Instant::now());
                 state.image_failures.insert(image.clone(), (Instant::now(), message.clone()));
                 Err(("ErrImagePull".into(), message))
             }
@@ -589,12 +572,12 @@ impl Syncer {
         let init = how.init;
         let key = if init { format!("init/{}", container.name) } else { container.name.clone() };
         let after_exit = current.and_then(finished_at);
-        if let Some(delay) =
-            after_exit.and_then(|t| state.crash_backoff.waiting(&key, instant_of(t)))
+        if let Some(delay) = after_exit
+            .and_then(|t| state.crash_backoff.in_backoff_since(&key, instant_of(t), Instant::now()))
         {
-            if let Some(left) =
-                after_exit.and_then(|t| state.crash_backoff.remaining(&key, instant_of(t)))
-            {
+            if let Some(left) = after_exit.and_then(|t| {
+                state.crash_backoff.remaining_since(&key, instant_of(t), Instant::now())
+            }) {
                 state.wake_within(left);
             }
             let pod_key = inputs.pod_key;
@@ -603,7 +586,7 @@ impl Syncer {
                     "Back-off restarting failed container {} in pod {pod_key}",
                     container.name
                 );
-                self.recorder.pod_event(pod, "Warning", "BackOff", &message);
+                self.recorder.record(&pod_reference(pod), "Warning", "BackOff", &message);
             }
             view.waiting = Some((
                 "CrashLoopBackOff".into(),
@@ -616,7 +599,7 @@ impl Syncer {
             return;
         }
         if after_exit.is_some() {
-            state.crash_backoff.next(&key);
+            state.crash_backoff.next(&key, Instant::now());
         }
         match self.start(pod, container, init, attempt, lookup, inputs, state).await {
             Err(waiting) => view.waiting = Some(waiting),
@@ -693,24 +676,34 @@ impl Syncer {
             Ok(id) => id,
             Err(e) => {
                 let message = e.to_string();
-                self.recorder.pod_event(pod, "Warning", "Failed", &format!("Error: {message}"));
+                self.recorder.record(
+                    &pod_reference(pod),
+                    "Warning",
+                    "Failed",
+                    &format!("Error: {message}"),
+                );
                 return Err(("CreateContainerError".into(), message));
             }
         };
-        self.recorder.pod_event(
-            pod,
+        self.recorder.record(
+            &pod_reference(pod),
             "Normal",
             "Created",
             &format!("Created container {}", container.name),
         );
         if let Err(e) = self.runtime.start_container(&id).await {
             let message = e.to_string();
-            self.recorder.pod_event(pod, "Warning", "Failed", &format!("Error: {message}"));
+            self.recorder.record(
+                &pod_reference(pod),
+                "Warning",
+                "Failed",
+                &format!("Error: {message}"),
+            );
             // The container exists and has exited: its status shows the error.
             return Ok(id);
         }
-        self.recorder.pod_event(
-            pod,
+        self.recorder.record(
+            &pod_reference(pod),
             "Normal",
             "Started",
             &format!("Started container {}", container.name),
@@ -831,8 +824,8 @@ impl Syncer {
         for record in first.into_iter().chain(last) {
             let name = record.label(labels::CONTAINER_NAME).to_string();
             if let Some(pod) = pod {
-                self.recorder.pod_event(
-                    pod,
+                self.recorder.record(
+                    &pod_reference(pod),
                     "Normal",
                     "Killing",
                     &format!("Stopping container {name}"),
@@ -934,7 +927,12 @@ impl Syncer {
             Err(e) => {
                 let message = format!("Failed to create pod sandbox: {e}");
                 if state.recorded.insert(format!("sandbox/{message}")) {
-                    self.recorder.pod_event(pod, "Warning", "FailedCreatePodSandBox", &message);
+                    self.recorder.record(
+                        &pod_reference(pod),
+                        "Warning",
+                        "FailedCreatePodSandBox",
+                        &message,
+                    );
                 }
                 return Next::After(Duration::from_secs(2));
             }
@@ -959,7 +957,7 @@ impl Syncer {
             Ok(v) => v,
             Err(e) => {
                 if state.recorded.insert(format!("mount/{}", e.0)) {
-                    self.recorder.pod_event(pod, "Warning", "FailedMount", &e.0);
+                    self.recorder.record(&pod_reference(pod), "Warning", "FailedMount", &e.0);
                 }
                 Default::default()
             }
@@ -1272,23 +1270,6 @@ pub fn pods_dir(config: &Config) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn backoff_doubles_from_ten_seconds_to_five_minutes() {
-        let mut b = Backoff::default();
-        assert!(b.waiting("c", Instant::now()).is_none(), "the first restart is at once");
-        b.next("c");
-        assert_eq!(b.delay("c"), Duration::from_secs(10));
-        assert!(b.waiting("c", Instant::now()).is_some());
-        b.next("c");
-        assert_eq!(b.delay("c"), Duration::from_secs(20));
-        for _ in 0..10 {
-            b.next("c");
-        }
-        assert_eq!(b.delay("c"), MAX_BACKOFF);
-        let long_ago = Instant::now().checked_sub(Duration::from_secs(400)).unwrap();
-        assert!(b.waiting("c", long_ago).is_none());
-    }
 
     #[test]
     fn restart_policies() {

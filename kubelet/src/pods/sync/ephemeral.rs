@@ -50,8 +50,8 @@ impl Syncer {
                                 .recorded
                                 .insert(format!("ephemeral/{}/{message}", ephemeral.name))
                             {
-                                self.recorder.pod_event(
-                                    pod,
+                                self.recorder.record(
+                                    &pod_reference(pod),
                                     "Warning",
                                     "Failed",
                                     &format!("Error: {message}"),

@@ -1,6 +1,6 @@
-//! A shared informer, as client-go's: one watch per resource feeding a local cache (a
-//! kube-runtime reflector store) that several controllers read, each told which objects
-//! changed through its own channel.
+//! A shared informer, as client-go's: one watch per resource feeding a local, indexed cache
+//! ([`Store`]) that several controllers read, each told which objects changed through its own
+//! channel. The cache is updated before the subscribers hear of a change.
 
 use std::fmt::Debug;
 use std::hash::Hash;
@@ -8,11 +8,13 @@ use std::hash::Hash;
 use futures::StreamExt;
 use k8s_openapi::serde::de::DeserializeOwned;
 use kube::api::Api;
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
 use kube::Resource;
 use tokio::sync::mpsc;
+
+use crate::store::{self, Indexers, Store};
 
 /// What a subscriber hears.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,7 +44,8 @@ impl Change {
     }
 }
 
-/// Starts watching `api` into a store; every change is sent to each subscriber.
+/// Starts watching `api` into a cache with the indexes every cache has (namespace, owner
+/// uid); every change is sent to each subscriber.
 pub fn start<K>(
     api: Api<K>,
     config: watcher::Config,
@@ -52,11 +55,28 @@ where
     K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
     K::DynamicType: Eq + Hash + Clone,
 {
-    let (store, writer) = reflector::store();
+    start_indexed(api, config, Indexers::default(), subscribers)
+}
+
+/// [`start`], keeping `indexers` (which should extend [`Indexers::default`]).
+pub fn start_indexed<K>(
+    api: Api<K>,
+    config: watcher::Config,
+    indexers: Indexers<K>,
+    subscribers: Vec<mpsc::UnboundedSender<Change>>,
+) -> (Store<K>, Watch)
+where
+    K: Resource<DynamicType = ()> + Clone + Debug + DeserializeOwned + Send + Sync + 'static,
+    K::DynamicType: Eq + Hash + Clone,
+{
+    let (store, mut writer) = store::store(indexers);
     let task = tokio::spawn(async move {
-        let stream = watcher::watcher(api, config).default_backoff().reflect(writer);
+        let stream = watcher::watcher(api, config).default_backoff();
         futures::pin_mut!(stream);
         while let Some(event) = stream.next().await {
+            if let Ok(event) = &event {
+                writer.apply(event);
+            }
             let change = match event {
                 Ok(Event::Apply(o) | Event::Delete(o) | Event::InitApply(o)) => Change::Object {
                     namespace: o.meta().namespace.clone(),

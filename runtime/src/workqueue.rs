@@ -93,8 +93,7 @@ impl<K: Clone + Eq + Hash + Ord> WorkQueue<K> {
     }
 
     fn backoff(&self, failures: u32) -> Duration {
-        let factor = 1u32.checked_shl(failures.saturating_sub(1)).unwrap_or(u32::MAX);
-        BASE_DELAY.saturating_mul(factor).min(self.max_delay)
+        crate::backoff::exponential(BASE_DELAY, self.max_delay, failures)
     }
 
     /// Clears `key`'s back-off.

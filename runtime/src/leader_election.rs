@@ -1,15 +1,20 @@
 //! Leader election over a `coordination.k8s.io/v1` Lease, as client-go's `leaderelection`
-//! runs it for kube-scheduler: only the holder of the Lease schedules.
+//! runs it for kube-scheduler and kube-controller-manager: only the holder of the Lease works
+//! (`kube-system/kube-scheduler` schedules, `kube-system/kube-controller-manager` runs the
+//! controllers); the others wait to take over.
 //!
-//! Start at [`run_as_leader`]. A contender reads the Lease every `retryPeriod` (jittered);
+//! Start at [`run_as_leader`] with the [`LeaderElection`] settings (component-base's
+//! `LeaderElectionConfiguration`) and an identity ([`default_identity`]: upstream's
+//! `<hostname>_<uuid>`). A contender reads the Lease every `retryPeriod` (jittered);
 //! it creates the Lease when there is none, and takes it over when the holder has not
 //! changed it for `leaseDurationSeconds` *as measured on the contender's own clock* since
 //! it last saw the Lease change (client-go's rule, which makes clock skew between machines
 //! harmless). Every write is a `replace` carrying the `resourceVersion` that was read, so
 //! when two contenders race the API server lets one win and answers the other 409.
 //! The leader renews every `retryPeriod`; when it has failed to renew for `renewDeadline`
-//! it stops the work (kube-scheduler then exits) — before anyone else can take the Lease,
-//! since `renewDeadline < leaseDuration`.
+//! it stops the work (the component then exits) — before anyone else can take the Lease,
+//! since `renewDeadline < leaseDuration`. Work that ends by itself gives the Lease up
+//! (client-go's `ReleaseOnCancel`), so a successor need not wait out its duration.
 //!
 //! [`decide`] and [`next_spec`] are the pure rules; the rest is the loop around them.
 
@@ -22,10 +27,81 @@ use kube::api::{Api, PostParams};
 use kube::Client;
 use tokio::time::Instant;
 
-use crate::config::LeaderElection;
-
 /// client-go's `JitterFactor`: acquire retries wait `retryPeriod * (1 + rand * 1.2)`.
 pub const JITTER_FACTOR: f64 = 1.2;
+
+/// Whether to elect a leader and with what timing (component-base's
+/// `LeaderElectionConfiguration`, the `leaderElection` of kube-scheduler's configuration and
+/// kube-controller-manager's `--leader-elect*` flags).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaderElection {
+    pub leader_elect: bool,
+    /// How long a non-leader waits, from when it last saw the lease change, before taking it.
+    pub lease_duration: Duration,
+    /// How long the leader keeps retrying a renewal before it gives up leadership.
+    pub renew_deadline: Duration,
+    /// How long to wait between tries to acquire or renew.
+    pub retry_period: Duration,
+    pub resource_name: String,
+    pub resource_namespace: String,
+}
+
+impl LeaderElection {
+    /// Election through the Lease `namespace/name`, with upstream's default timing: a 15 s
+    /// lease, renewed within 10 s, tried every 2 s.
+    pub fn new(namespace: &str, name: &str) -> LeaderElection {
+        LeaderElection {
+            leader_elect: true,
+            lease_duration: Duration::from_secs(15),
+            renew_deadline: Duration::from_secs(10),
+            retry_period: Duration::from_secs(2),
+            resource_name: name.to_string(),
+            resource_namespace: namespace.to_string(),
+        }
+    }
+
+    /// Checks the settings as upstream does (nothing when not electing).
+    pub fn validate(&self) -> Result<(), InvalidLeaderElection> {
+        if !self.leader_elect {
+            return Ok(());
+        }
+        for (field, d) in [
+            ("leaseDuration", self.lease_duration),
+            ("renewDeadline", self.renew_deadline),
+            ("retryPeriod", self.retry_period),
+        ] {
+            if d.is_zero() {
+                return Err(InvalidLeaderElection::NotPositive(field));
+            }
+        }
+        if self.lease_duration <= self.renew_deadline {
+            return Err(InvalidLeaderElection::LeaseNotLongerThanRenew);
+        }
+        if self.renew_deadline.as_secs_f64() <= self.retry_period.as_secs_f64() * JITTER_FACTOR {
+            return Err(InvalidLeaderElection::RenewWithinJitter);
+        }
+        if self.resource_name.is_empty() {
+            return Err(InvalidLeaderElection::Required("resourceName"));
+        }
+        if self.resource_namespace.is_empty() {
+            return Err(InvalidLeaderElection::Required("resourceNamespace"));
+        }
+        Ok(())
+    }
+}
+
+/// Leader-election settings that cannot work, by the field at fault.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum InvalidLeaderElection {
+    #[error("{0}: must be greater than zero")]
+    NotPositive(&'static str),
+    #[error("leaseDuration: must be greater than renewDeadline")]
+    LeaseNotLongerThanRenew,
+    #[error("renewDeadline: must be greater than retryPeriod*1.2 (client-go's jitter)")]
+    RenewWithinJitter,
+    #[error("{0}: required")]
+    Required(&'static str),
+}
 
 /// What a contender may do with the Lease it just read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -128,32 +204,35 @@ pub enum LeaderError {
     Lost { namespace: String, name: String, deadline: Duration },
 }
 
-/// kube-scheduler's identity: the host name and a random UUID.
+/// The identity upstream's components elect with: the host name and a random UUID,
+/// `<hostname>_<uuid>`.
 pub fn default_identity() -> String {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+    format!("{}_{}", hostname(), random_uuid())
+}
+
+/// This machine's host name (`rkube` when it has none).
+pub fn hostname() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|h| h.trim().to_string())
         .filter(|h| !h.is_empty())
         .or_else(|| std::env::var("HOSTNAME").ok())
-        .unwrap_or_else(|| "rkube-scheduler".to_string());
+        .unwrap_or_else(|| "rkube".to_string())
+}
+
+/// A random (version 4) UUID in its usual text form.
+pub fn random_uuid() -> String {
     let mut b: [u8; 16] = rand::random();
     b[6] = (b[6] & 0x0f) | 0x40;
     b[8] = (b[8] & 0x3f) | 0x80;
     let hex: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{host}_{}-{}-{}-{}-{}",
-        &hex[0..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..32]
-    )
+    format!("{}-{}-{}-{}-{}", &hex[0..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..32])
 }
 
 /// Runs `work` only while holding the Lease `settings` names: waits to acquire it, then
 /// runs the work while renewing. Returns the work's output if it finishes (giving the
 /// Lease up), or [`LeaderError::Lost`] — with the work dropped — once renewal has failed
-/// for `renewDeadline`; the caller should then exit, as kube-scheduler does. With
+/// for `renewDeadline`; the caller should then exit, as upstream's components do. With
 /// `leaderElect: false` the work simply runs.
 pub async fn run_as_leader<F: Future>(
     client: Client,
@@ -161,8 +240,30 @@ pub async fn run_as_leader<F: Future>(
     identity: String,
     work: F,
 ) -> Result<F::Output, LeaderError> {
+    let never = std::future::pending::<()>();
+    match run_as_leader_until(client, settings, identity, work, never).await? {
+        Some(out) => Ok(out),
+        None => unreachable!("a pending future never stops the work"),
+    }
+}
+
+/// [`run_as_leader`] until `stop` completes (a component shutting down): while still
+/// waiting for the Lease it stops waiting; while leading it drops the work and gives the
+/// Lease up at once (client-go's `ReleaseOnCancel`), so that another instance takes over
+/// without waiting out the lease. `Ok(None)` when stopped.
+pub async fn run_as_leader_until<F: Future, S: Future>(
+    client: Client,
+    settings: &LeaderElection,
+    identity: String,
+    work: F,
+    stop: S,
+) -> Result<Option<F::Output>, LeaderError> {
+    tokio::pin!(stop);
     if !settings.leader_elect {
-        return Ok(work.await);
+        return Ok(tokio::select! {
+            out = work => Some(out),
+            _ = &mut stop => None,
+        });
     }
     let mut elector = Elector {
         api: Api::namespaced(client, &settings.resource_namespace),
@@ -170,35 +271,47 @@ pub async fn run_as_leader<F: Future>(
         identity,
         observed: None,
     };
-    elector.acquire().await;
+    tokio::select! {
+        () = elector.acquire() => {}
+        _ = &mut stop => return Ok(None),
+    }
     // Renewal runs in a task of its own so that busy work (a scheduler with a long queue)
     // cannot starve it: a leader that stops renewing loses its Lease.
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let renewer = tokio::spawn(async move {
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
+    let mut renewing = tokio::spawn(async move {
         let lost = tokio::select! {
             () = elector.keep_renewing() => true,
-            _ = stopped => false,
+            _ = released => false,
         };
         if lost {
             tracing::error!(lease = %elector.settings.resource_name, "leader election lost");
         } else {
             elector.release().await;
         }
-        lost
     });
-    tokio::pin!(renewer);
+    let _abort = AbortOnDrop(renewing.abort_handle());
     let lost = LeaderError::Lost {
         namespace: settings.resource_namespace.clone(),
         name: settings.resource_name.clone(),
         deadline: settings.renew_deadline,
     };
-    tokio::select! {
-        out = work => {
-            let _ = stop.send(());
-            let _ = (&mut renewer).await;
-            Ok(out)
-        }
-        _ = &mut renewer => Err(lost),
+    let out = tokio::select! {
+        out = work => Some(out),
+        _ = &mut stop => None,
+        _ = &mut renewing => return Err(lost),
+    };
+    let _ = release.send(());
+    let _ = renewing.await;
+    Ok(out)
+}
+
+/// Stops the renewal task when the election is dropped (the component's task aborted), so
+/// that no one renews a Lease for work that no longer runs.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
@@ -489,7 +602,37 @@ mod tests {
     fn identities_are_unique() {
         let (a, b) = (default_identity(), default_identity());
         assert_ne!(a, b);
-        assert!(a.contains('_'), "{a}");
+        let (host, uuid) = a.rsplit_once('_').unwrap();
+        assert_eq!(host, hostname());
+        let groups: Vec<usize> = uuid.split('-').map(str::len).collect();
+        assert_eq!(groups, [8, 4, 4, 4, 12], "{uuid}");
+        assert_eq!(&uuid[14..15], "4", "version 4: {uuid}");
+    }
+
+    #[test]
+    fn settings_are_checked_as_upstream() {
+        let ok = LeaderElection::new("kube-system", "kube-controller-manager");
+        assert_eq!(ok.validate(), Ok(()));
+        let bad = |f: fn(&mut LeaderElection)| {
+            let mut s = ok.clone();
+            f(&mut s);
+            s.validate().unwrap_err().to_string()
+        };
+        assert_eq!(
+            bad(|s| s.lease_duration = Duration::from_secs(10)),
+            "leaseDuration: must be greater than renewDeadline"
+        );
+        assert_eq!(
+            bad(|s| s.retry_period = Duration::from_secs(9)),
+            "renewDeadline: must be greater than retryPeriod*1.2 (client-go's jitter)"
+        );
+        assert_eq!(
+            bad(|s| s.retry_period = Duration::ZERO),
+            "retryPeriod: must be greater than zero"
+        );
+        assert_eq!(bad(|s| s.resource_name.clear()), "resourceName: required");
+        let off = LeaderElection { leader_elect: false, lease_duration: Duration::ZERO, ..ok };
+        assert_eq!(off.validate(), Ok(()));
     }
 
     #[test]
@@ -505,8 +648,13 @@ mod tests {
         // A client that would fail if used: election is off, so it never is.
         let config = kube::Config::new("http://127.0.0.1:9".parse().unwrap());
         let client = Client::try_from(config).unwrap();
-        let settings = LeaderElection { leader_elect: false, ..LeaderElection::default() };
-        let out = run_as_leader(client, &settings, "me".into(), async { 42 }).await.unwrap();
-        assert_eq!(out, 42);
+        let settings = LeaderElection { leader_elect: false, ..LeaderElection::new("ns", "l") };
+        let out = run_as_leader(client.clone(), &settings, "me".into(), async { 42 }).await;
+        assert_eq!(out.unwrap(), 42);
+        // Stopped: the work is dropped.
+        let work = std::future::pending::<()>();
+        let stop = async {};
+        let out = run_as_leader_until(client, &settings, "me".into(), work, stop).await;
+        assert_eq!(out.unwrap(), None);
     }
 }
