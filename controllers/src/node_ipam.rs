@@ -14,12 +14,11 @@
 //! IPv4 only: an IPv6 or dual-stack `--cluster-cidr` is refused with a clear error.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt;
 use std::net::Ipv4Addr;
-use std::str::FromStr;
 use std::time::Duration;
 
 use futures::StreamExt;
+pub use ipnet::Ipv4Net;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::watcher::{self, Event};
@@ -39,7 +38,7 @@ pub enum CidrError {
     #[error(
         "--node-cidr-mask-size {mask} does not fit in --cluster-cidr {cluster}: it must be between \
          {} and 32",
-        .cluster.prefix
+        .cluster.prefix_len()
     )]
     MaskSize { cluster: Ipv4Net, mask: u8 },
     #[error("CIDR {cidr} is outside the cluster CIDR {cluster}")]
@@ -48,65 +47,15 @@ pub enum CidrError {
     Exhausted(Ipv4Net),
 }
 
-/// An IPv4 network: an address with its host bits cleared and a prefix length.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Ipv4Net {
-    network: u32,
-    prefix: u8,
-}
-
-impl Ipv4Net {
-    /// The network containing `addr` with `prefix` bits (host bits are cleared, as Go's
-    /// `net.ParseCIDR` does).
-    pub fn new(addr: Ipv4Addr, prefix: u8) -> Option<Ipv4Net> {
-        (prefix <= 32).then(|| Ipv4Net { network: u32::from(addr) & mask(prefix), prefix })
+/// Reads an IPv4 CIDR as Go's `net.ParseCIDR` does for these flags: the host bits are
+/// cleared, and an IPv6 or dual-stack value gets its own error.
+pub fn parse_ipv4_net(s: &str) -> Result<Ipv4Net, CidrError> {
+    let s = s.trim();
+    if s.contains(':') {
+        return Err(CidrError::Ipv6(s.to_string()));
     }
-
-    pub fn network(&self) -> Ipv4Addr {
-        Ipv4Addr::from(self.network)
-    }
-
-    pub fn prefix(&self) -> u8 {
-        self.prefix
-    }
-
-    /// The last address of the network.
-    fn last(&self) -> u32 {
-        self.network | !mask(self.prefix)
-    }
-}
-
-fn mask(prefix: u8) -> u32 {
-    if prefix == 0 {
-        0
-    } else {
-        u32::MAX << (32 - u32::from(prefix))
-    }
-}
-
-impl fmt::Display for Ipv4Net {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.network(), self.prefix)
-    }
-}
-
-impl FromStr for Ipv4Net {
-    type Err = CidrError;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let s = s.trim();
-        if s.contains(':') {
-            return Err(CidrError::Ipv6(s.to_string()));
-        }
-        let invalid = || CidrError::Invalid(s.to_string());
-        let (addr, prefix) = s.split_once('/').ok_or_else(invalid)?;
-        let addr: Ipv4Addr = addr.parse().map_err(|_| invalid())?;
-        if prefix.is_empty() || !prefix.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(invalid());
-        }
-        let prefix: u8 = prefix.parse().map_err(|_| invalid())?;
-        Ipv4Net::new(addr, prefix).ok_or_else(invalid)
-    }
+    let net: Ipv4Net = s.parse().map_err(|_| CidrError::Invalid(s.to_string()))?;
+    Ok(net.trunc())
 }
 
 /// Parses `--cluster-cidr` (for clap's `value_parser`).
@@ -114,10 +63,12 @@ pub fn parse_cluster_cidr(s: &str) -> Result<Ipv4Net, CidrError> {
     if s.contains(',') {
         return Err(CidrError::Ipv6(s.to_string()));
     }
-    s.parse()
+    parse_ipv4_net(s)
 }
 
-/// The subnets of a cluster CIDR, each given out at most once.
+/// The subnets of a cluster CIDR, each given out at most once. Subnets are known by their
+/// index in the cluster CIDR (the order `Ipv4Net::subnets` lists them), so a large range costs
+/// nothing until its subnets are taken.
 #[derive(Debug, Clone)]
 pub struct CidrSet {
     cluster: Ipv4Net,
@@ -132,13 +83,12 @@ pub struct CidrSet {
 impl CidrSet {
     /// Subnets of `mask` bits in `cluster`.
     pub fn new(cluster: Ipv4Net, mask: u8) -> Result<CidrSet, CidrError> {
-        if mask < cluster.prefix || mask > 32 {
-            return Err(CidrError::MaskSize { cluster, mask });
-        }
+        let cluster = cluster.trunc();
+        cluster.subnets(mask).map_err(|_| CidrError::MaskSize { cluster, mask })?;
         Ok(CidrSet {
             cluster,
             mask,
-            max: 1u64 << (mask - cluster.prefix),
+            max: 1u64 << (mask - cluster.prefix_len()),
             used: BTreeSet::new(),
             next_candidate: 0,
         })
@@ -153,12 +103,15 @@ impl CidrSet {
         self.used.len() as u64
     }
 
+    /// The size of one subnet, as a power of two.
+    fn host_bits(&self) -> u32 {
+        32 - u32::from(self.mask)
+    }
+
     fn subnet(&self, index: u64) -> Ipv4Net {
-        let step = 1u64 << (32 - u32::from(self.mask));
-        Ipv4Net {
-            network: (u64::from(self.cluster.network) + index * step) as u32,
-            prefix: self.mask,
-        }
+        let base = u64::from(u32::from(self.cluster.network()));
+        let network = Ipv4Addr::from((base + (index << self.host_bits())) as u32);
+        Ipv4Net::new(network, self.mask).expect("the mask was checked in CidrSet::new")
     }
 
     /// The next free subnet, marked as taken.
@@ -190,14 +143,14 @@ impl CidrSet {
 
     /// The indexes of the subnets `cidr` overlaps.
     fn indexes(&self, cidr: Ipv4Net) -> Result<std::ops::RangeInclusive<u64>, CidrError> {
-        let (first, last) =
-            (cidr.network.max(self.cluster.network), cidr.last().min(self.cluster.last()));
+        let first = cidr.network().max(self.cluster.network());
+        let last = cidr.broadcast().min(self.cluster.broadcast());
         if first > last {
             return Err(CidrError::OutOfRange { cidr, cluster: self.cluster });
         }
-        let shift = 32 - u32::from(self.mask);
-        let base = u64::from(self.cluster.network);
-        Ok(((u64::from(first) - base) >> shift)..=((u64::from(last) - base) >> shift))
+        let base = u64::from(u32::from(self.cluster.network()));
+        let index = |addr: Ipv4Addr| (u64::from(u32::from(addr)) - base) >> self.host_bits();
+        Ok(index(first)..=index(last))
     }
 
     /// Marks the subnets `cidr` overlaps as taken (a node that already has its CIDR).
@@ -232,7 +185,7 @@ fn node_cidr(node: &Node) -> Option<Result<Ipv4Net, CidrError>> {
         .and_then(|c| c.first())
         .or(spec.pod_cidr.as_ref())
         .filter(|c| !c.is_empty())?;
-    Some(cidr.parse())
+    Some(parse_ipv4_net(cidr))
 }
 
 fn node_name(node: &Node) -> String {
@@ -429,7 +382,7 @@ mod tests {
     use super::*;
 
     fn net(s: &str) -> Ipv4Net {
-        s.parse().unwrap()
+        parse_ipv4_net(s).unwrap()
     }
 
     #[test]

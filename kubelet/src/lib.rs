@@ -15,6 +15,7 @@
 //!
 //! Start at [`start`]; one pod's life is in [`pods::sync`], its probes in [`pods::probes`].
 
+pub mod error;
 pub mod httpstream;
 pub mod net;
 pub mod node;
@@ -36,6 +37,8 @@ use std::time::Duration;
 
 use kube::Client;
 use rkube_runtime::events::Recorder;
+
+pub use error::{Error, Result};
 
 /// The version the kubelet reports (`nodeInfo.kubeletVersion`).
 pub const KUBELET_VERSION: &str = "v1.33.0";
@@ -127,7 +130,7 @@ pub async fn start(
     client: Client,
     config: Config,
     runtime: Arc<dyn runtime::Runtime>,
-) -> anyhow::Result<Kubelet> {
+) -> Result<Kubelet> {
     // Secret, ConfigMap and token volumes live under the root: only root may look in. The
     // containers see their volumes through bind mounts, which the parents' mode does not gate.
     rkube_certs::ensure_private_dir(&config.root_dir)?;

@@ -1,55 +1,27 @@
-//! Pod addresses: a node's pod CIDR ([`Cidr`]) and the addresses handed out of it ([`Ipam`]),
-//! shared by the Docker runtime's pod network and the simulated runtime.
+//! Pod addresses: a node's pod CIDR (an [`Ipv4Net`], read by [`parse_pod_cidr`]) and the
+//! addresses handed out of it ([`Ipam`]), shared by the Docker runtime's pod network and the
+//! simulated runtime.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::net::Ipv4Addr;
 
-/// An IPv4 network, `10.42.3.0/24`, held as its network address and prefix length.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Cidr {
-    pub network: Ipv4Addr,
-    pub prefix: u8,
+pub use ipnet::Ipv4Net;
+
+/// `10.42.3.7/24` is read as `10.42.3.0/24`. Prefixes from /8 to /30: a pod network needs a
+/// gateway and at least one pod address.
+pub fn parse_pod_cidr(text: &str) -> Option<Ipv4Net> {
+    let cidr: Ipv4Net = text.parse().ok()?;
+    (8..=30).contains(&cidr.prefix_len()).then(|| cidr.trunc())
 }
 
-impl Cidr {
-    /// `10.42.3.7/24` is read as `10.42.3.0/24`. Prefixes from /8 to /30: a pod network
-    /// needs a gateway and at least one pod address.
-    pub fn parse(text: &str) -> Option<Cidr> {
-        let (addr, bits) = text.split_once('/')?;
-        let addr: Ipv4Addr = addr.parse().ok()?;
-        let prefix: u8 = bits.parse().ok()?;
-        if !(8..=30).contains(&prefix) {
-            return None;
-        }
-        let network = Ipv4Addr::from(u32::from(addr) & Self::mask(prefix));
-        Some(Cidr { network, prefix })
-    }
-
-    fn mask(prefix: u8) -> u32 {
-        u32::MAX << (32 - u32::from(prefix))
-    }
-
-    /// The first usable address, the bridge's own (a pod's default gateway).
-    pub fn gateway(&self) -> Ipv4Addr {
-        Ipv4Addr::from(u32::from(self.network) + 1)
-    }
-
-    /// The addresses pods may have: after the gateway, before the broadcast address.
-    fn pod_range(&self) -> (u32, u32) {
-        let network = u32::from(self.network);
-        (network + 2, network + !Self::mask(self.prefix) - 1)
-    }
-
-    pub fn contains(&self, ip: Ipv4Addr) -> bool {
-        u32::from(ip) & Self::mask(self.prefix) == u32::from(self.network)
-    }
+/// The first usable address, the bridge's own (a pod's default gateway).
+pub fn gateway(cidr: Ipv4Net) -> Ipv4Addr {
+    Ipv4Addr::from(u32::from(cidr.network()) + 1)
 }
 
-impl fmt::Display for Cidr {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.network, self.prefix)
-    }
+/// The addresses pods may have: after the gateway, before the broadcast address.
+fn pod_range(cidr: Ipv4Net) -> (u32, u32) {
+    (u32::from(cidr.network()) + 2, u32::from(cidr.broadcast()) - 1)
 }
 
 /// The pod addresses of one node, each with its owner (a sandbox). Addresses are handed out
@@ -58,24 +30,24 @@ impl fmt::Display for Cidr {
 /// connections).
 #[derive(Debug)]
 pub struct Ipam {
-    cidr: Cidr,
+    cidr: Ipv4Net,
     /// The next address to try.
     next: u32,
     owners: HashMap<Ipv4Addr, String>,
 }
 
 impl Ipam {
-    pub fn new(cidr: Cidr) -> Ipam {
-        Ipam { cidr, next: cidr.pod_range().0, owners: HashMap::new() }
+    pub fn new(cidr: Ipv4Net) -> Ipam {
+        Ipam { cidr, next: pod_range(cidr).0, owners: HashMap::new() }
     }
 
-    pub fn cidr(&self) -> Cidr {
+    pub fn cidr(&self) -> Ipv4Net {
         self.cidr
     }
 
     /// A free address for `owner`, or None when every one is taken.
     pub fn allocate(&mut self, owner: &str) -> Option<Ipv4Addr> {
-        let (first, last) = self.cidr.pod_range();
+        let (first, last) = pod_range(self.cidr);
         let count = last - first + 1;
         for step in 0..count {
             let candidate = first + (self.next - first + step) % count;
@@ -92,7 +64,7 @@ impl Ipam {
     /// Marks an address as `owner`'s (one found in use at start, or one allocated under a
     /// provisional owner). False when it is outside the pod range or another owner's.
     pub fn claim(&mut self, ip: Ipv4Addr, owner: &str) -> bool {
-        let (first, last) = self.cidr.pod_range();
+        let (first, last) = pod_range(self.cidr);
         if !(first..=last).contains(&u32::from(ip)) {
             return false;
         }
@@ -128,19 +100,19 @@ impl Ipam {
 mod tests {
     use super::*;
 
-    fn cidr(text: &str) -> Cidr {
-        Cidr::parse(text).unwrap()
+    fn cidr(text: &str) -> Ipv4Net {
+        parse_pod_cidr(text).unwrap()
     }
 
     #[test]
     fn cidrs() {
         assert_eq!(cidr("10.42.3.7/24").to_string(), "10.42.3.0/24");
-        assert_eq!(cidr("10.42.3.0/24").gateway(), Ipv4Addr::new(10, 42, 3, 1));
-        assert!(cidr("10.42.3.0/24").contains(Ipv4Addr::new(10, 42, 3, 255)));
-        assert!(!cidr("10.42.3.0/24").contains(Ipv4Addr::new(10, 42, 4, 1)));
-        assert_eq!(Cidr::parse("10.42.0.0/31"), None);
-        assert_eq!(Cidr::parse("10.42.0.0/33"), None);
-        assert_eq!(Cidr::parse("nonsense"), None);
+        assert_eq!(gateway(cidr("10.42.3.0/24")), Ipv4Addr::new(10, 42, 3, 1));
+        assert_eq!(pod_range(cidr("10.42.3.0/24")), (0x0a2a0302, 0x0a2a03fe));
+        assert_eq!(parse_pod_cidr("10.42.0.0/31"), None);
+        assert_eq!(parse_pod_cidr("10.42.0.0/33"), None);
+        assert_eq!(parse_pod_cidr("10.42.0.0/7"), None);
+        assert_eq!(parse_pod_cidr("nonsense"), None);
     }
 
     #[test]

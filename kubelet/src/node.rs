@@ -347,7 +347,7 @@ pub async fn register(
     client: &Client,
     config: &Config,
     runtime: &dyn Runtime,
-) -> anyhow::Result<()> {
+) -> crate::Result<()> {
     let nodes: Api<Node> = Api::all(client.clone());
     let node: Node = serde_json::from_value(json!({
         "apiVersion": "v1",
@@ -381,7 +381,7 @@ pub async fn report_status(
     config: &Config,
     runtime: &dyn Runtime,
     network_ready: bool,
-) -> anyhow::Result<()> {
+) -> crate::Result<()> {
     let nodes: Api<Node> = Api::all(client.clone());
     let current = nodes.get_status(&config.node_name).await?;
     let previous = current
@@ -407,7 +407,7 @@ fn micro_now() -> MicroTime {
 }
 
 /// Creates or renews the node's Lease: the heartbeat the node lifecycle controller watches.
-pub async fn renew_lease(client: &Client, config: &Config) -> anyhow::Result<()> {
+pub async fn renew_lease(client: &Client, config: &Config) -> crate::Result<()> {
     let leases: Api<Lease> = Api::namespaced(client.clone(), NODE_LEASE_NAMESPACE);
     match leases.get_opt(&config.node_name).await? {
         Some(mut lease) => {

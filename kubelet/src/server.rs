@@ -113,7 +113,7 @@ pub(crate) fn text_error(code: StatusCode, message: impl Into<String>) -> Respon
 pub fn self_signed_certificate(
     node_name: &str,
     node_ip: IpAddr,
-) -> anyhow::Result<(Vec<u8>, Vec<u8>)> {
+) -> Result<(Vec<u8>, Vec<u8>), rkube_certs::CertError> {
     let cn = format!("{node_name}@{}", Utc::now().timestamp());
     let mut sans = vec![node_ip.to_string()];
     if node_name.parse::<IpAddr>().is_err() {
@@ -129,22 +129,20 @@ pub fn acceptor(
     cert_pem: &[u8],
     key_pem: &[u8],
     client_ca_pem: &[u8],
-) -> anyhow::Result<SslAcceptor> {
-    Ok(rkube_certs::tls::acceptor(cert_pem, key_pem, client_ca_pem, b"rkube-kubelet")?)
+) -> Result<SslAcceptor, rkube_certs::CertError> {
+    rkube_certs::tls::acceptor(cert_pem, key_pem, client_ca_pem, b"rkube-kubelet")
 }
 
 /// Binds the kubelet's port on every address (upstream's `--address` default), so that the
 /// API server reaches it at the node's InternalIP.
-pub async fn bind(config: &Config) -> anyhow::Result<TcpListener> {
+pub async fn bind(config: &Config) -> crate::Result<TcpListener> {
     let any: IpAddr = if config.node_ip.is_ipv6() {
         std::net::Ipv6Addr::UNSPECIFIED.into()
     } else {
         std::net::Ipv4Addr::UNSPECIFIED.into()
     };
     let addr = SocketAddr::new(any, config.port);
-    TcpListener::bind(addr)
-        .await
-        .map_err(|e| anyhow::anyhow!("cannot listen on {addr} for the kubelet API: {e}"))
+    TcpListener::bind(addr).await.map_err(|error| crate::Error::Listen { addr, error })
 }
 
 /// Accepts connections until the task is aborted; requests without a verified client

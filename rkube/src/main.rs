@@ -447,20 +447,6 @@ fn parse_port_range(s: &str) -> Result<(u16, u16), String> {
     Ok((low, high))
 }
 
-/// The first usable address of a CIDR (the `kubernetes` service IP).
-fn first_service_ip(cidr: &str) -> anyhow::Result<IpAddr> {
-    let (addr, bits) = cidr.split_once('/').with_context(|| format!("invalid CIDR {cidr:?}"))?;
-    let addr: std::net::Ipv4Addr =
-        addr.parse().with_context(|| format!("invalid CIDR {cidr:?}"))?;
-    let bits: u32 = bits.parse().with_context(|| format!("invalid CIDR {cidr:?}"))?;
-    anyhow::ensure!(
-        (8..=30).contains(&bits),
-        "service CIDR {cidr:?} must have a prefix between /8 and /30"
-    );
-    let network = u32::from(addr) & (u32::MAX << (32 - bits));
-    Ok(IpAddr::V4(std::net::Ipv4Addr::from(network + 1)))
-}
-
 #[tokio::main]
 async fn main() {
     tracing_subscriber::fmt()
@@ -511,7 +497,11 @@ async fn server(args: ServerArgs) -> anyhow::Result<()> {
     let _compactor = Compactor::spawn(store.clone(), args.etcd_compaction_interval);
 
     let mut pki_options = PkiOptions::new(args.data_dir.join("pki"));
-    pki_options.service_ip = first_service_ip(&args.service_cluster_ip_range)?;
+    let service_ranges = rkube_server::services::ServiceRanges::parse(
+        &args.service_cluster_ip_range,
+        args.service_node_port_range,
+    )?;
+    pki_options.service_ip = IpAddr::V4(service_ranges.first());
     pki_options.extra_sans = args.tls_san.clone();
     if !args.advertise_address.is_loopback() {
         pki_options.extra_sans.push(args.advertise_address.to_string());
@@ -538,10 +528,7 @@ async fn server(args: ServerArgs) -> anyhow::Result<()> {
             client_ca_pem: pki.ca_cert_pem().as_bytes().to_vec(),
         },
         store,
-        service_ranges: rkube_server::services::ServiceRanges::parse(
-            &args.service_cluster_ip_range,
-            args.service_node_port_range,
-        )?,
+        service_ranges,
         admission,
         kubelet_client: Some(rkube_server::KubeletClientConfig {
             // As k3s: node names need not resolve, so the InternalIP comes first.

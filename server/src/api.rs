@@ -137,7 +137,6 @@ pub async fn handle(State(state): State<Arc<ApiState>>, request: http::Request<B
     result.unwrap_or_else(IntoResponse::into_response)
 }
 
-
 fn discovery_response(
     headers: &HeaderMap,
     legacy: impl FnOnce() -> Option<Value>,

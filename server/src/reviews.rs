@@ -14,7 +14,6 @@ use rkube_apis::resources::ResourceInfo;
 
 const GROUP: &str = "authorization.k8s.io";
 
-
 /// The review with its `status` filled in; `namespace` is the request's (for
 /// `LocalSubjectAccessReview`).
 pub fn answer(

@@ -7,6 +7,7 @@
 use std::net::Ipv4Addr;
 
 use bytes::Bytes;
+use ipnet::Ipv4Net;
 use rand::RngExt;
 use rkube_store::{Error as StoreError, Store};
 use serde_json::{json, Value};
@@ -17,44 +18,38 @@ use crate::write_hooks::{Held, WriteHooks};
 /// The service CIDR and NodePort range.
 #[derive(Clone, Debug)]
 pub struct ServiceRanges {
-    pub network: Ipv4Addr,
-    pub prefix: u32,
+    /// The service CIDR, its host bits cleared.
+    pub network: Ipv4Net,
     pub node_ports: (u16, u16),
 }
 
 impl ServiceRanges {
     /// Parses `10.43.0.0/16`.
     pub fn parse(cidr: &str, node_ports: (u16, u16)) -> anyhow::Result<ServiceRanges> {
-        let (addr, bits) =
-            cidr.split_once('/').ok_or_else(|| anyhow::anyhow!("invalid service CIDR {cidr:?}"))?;
-        let addr: Ipv4Addr =
-            addr.parse().map_err(|_| anyhow::anyhow!("invalid service CIDR {cidr:?}"))?;
-        let prefix: u32 =
-            bits.parse().map_err(|_| anyhow::anyhow!("invalid service CIDR {cidr:?}"))?;
+        let network: Ipv4Net =
+            cidr.parse().map_err(|_| anyhow::anyhow!("invalid service CIDR {cidr:?}"))?;
         anyhow::ensure!(
-            (8..=30).contains(&prefix),
+            (8..=30).contains(&network.prefix_len()),
             "service CIDR {cidr:?} must have a prefix between /8 and /30"
         );
-        let network = Ipv4Addr::from(u32::from(addr) & (u32::MAX << (32 - prefix)));
-        Ok(ServiceRanges { network, prefix, node_ports })
+        Ok(ServiceRanges { network: network.trunc(), node_ports })
     }
 
     pub fn cidr(&self) -> String {
-        format!("{}/{}", self.network, self.prefix)
+        self.network.to_string()
     }
 
     /// The first usable address: the `kubernetes` service's.
     pub fn first(&self) -> Ipv4Addr {
-        Ipv4Addr::from(u32::from(self.network) + 1)
+        Ipv4Addr::from(u32::from(self.network.network()) + 1)
     }
 
     fn contains(&self, ip: Ipv4Addr) -> bool {
-        let mask = u32::MAX << (32 - self.prefix);
-        u32::from(ip) & mask == u32::from(self.network)
+        self.network.contains(&ip)
     }
 
     fn size(&self) -> u32 {
-        1u32 << (32 - self.prefix)
+        1u32 << (32 - u32::from(self.network.prefix_len()))
     }
 }
 
@@ -177,7 +172,7 @@ impl Allocator {
         }
         // Random probing, then a scan: the range is large and mostly free in practice.
         let size = self.ranges.size();
-        let base = u32::from(self.ranges.network);
+        let base = u32::from(self.ranges.network.network());
         let probes: Vec<u32> = {
             let mut rng = rand::rng();
             (0..64).map(|_| rng.random_range(2..size - 1)).collect()

@@ -5,8 +5,9 @@
 //! host bits set; newer fields (an IPAddress's name, a ServiceCIDR's ranges) use the strict
 //! ones, which also want the canonical form.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr};
 
+use ipnet::IpNet;
 use serde_json::Value;
 
 use super::FieldError;
@@ -98,20 +99,6 @@ fn parse_cidr_sloppy(s: &str) -> Option<(IpAddr, u8, bool)> {
     Some((addr, prefix, strict))
 }
 
-/// The network of `ip/prefix`: the address with the bits beyond the prefix cleared.
-fn masked(ip: IpAddr, prefix: u8) -> IpAddr {
-    match ip {
-        IpAddr::V4(v4) => {
-            let mask = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
-            IpAddr::V4(Ipv4Addr::from(u32::from(v4) & mask))
-        }
-        IpAddr::V6(v6) => {
-            let mask = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
-            IpAddr::V6(Ipv6Addr::from(u128::from(v6) & mask))
-        }
-    }
-}
-
 /// `IsValidCIDRForLegacyField` as v1.33 calls it: any CIDR `ParseCIDRSloppy` reads.
 pub fn cidr_legacy(field: &str, value: &str) -> Vec<FieldError> {
     match parse_cidr_sloppy(value) {
@@ -140,7 +127,7 @@ pub fn cidr_strict(field: &str, value: &str) -> Vec<FieldError> {
             "must not have an IPv4-mapped IPv6 address",
         )];
     }
-    let network = masked(ip, prefix);
+    let network = IpNet::new(ip, prefix).map_or(ip, |net| net.network());
     if network != ip {
         return vec![FieldError::invalid(
             field,

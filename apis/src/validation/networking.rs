@@ -10,6 +10,9 @@
 //! annotation). Fields upstream defaults (a NetworkPolicy port's protocol, policyTypes, an
 //! IngressClass parameters' scope) are never an error when absent.
 
+use std::net::IpAddr;
+
+use ipnet::{IpNet, Ipv4Net};
 use serde_json::{json, Value};
 
 use super::net::{cidr_legacy, cidr_strict, family};
@@ -541,17 +544,17 @@ fn ip_block(block: &Value, at: &str) -> Vec<FieldError> {
         errors.push(FieldError::required(format!("{at}.cidr"), ""));
         return errors;
     }
-    let Some(net) = Cidr::parse_sloppy(cidr) else {
+    let Some(net) = parse_cidr_sloppy(cidr) else {
         errors.push(FieldError::invalid(format!("{at}.cidr"), &text(cidr), CIDR_MSG));
         return errors;
     };
     for (i, except) in block["except"].as_array().into_iter().flatten().enumerate() {
         let field = format!("{at}.except[{i}]");
         let value = str_of(except);
-        match Cidr::parse_sloppy(value) {
+        match parse_cidr_sloppy(value) {
             None => errors.push(FieldError::invalid(&field, &text(value), CIDR_MSG)),
             Some(inner) => {
-                if !net.contains(&inner.ip) || net.prefix_len() >= inner.prefix_len() {
+                if !go_contains(&net, inner.network()) || net.prefix_len() >= inner.prefix_len() {
                     errors.push(FieldError::invalid(
                         &field,
                         &text(value),
@@ -653,61 +656,35 @@ fn parse_ip_sloppy(s: &str) -> Option<Vec<u8>> {
     }
 }
 
-/// An IPv4 address in either form as 4 bytes (Go's `To4`).
-fn to4(ip: &[u8]) -> Option<&[u8]> {
-    match ip.len() {
-        4 => Some(ip),
-        16 if ip[..10].iter().all(|b| *b == 0) && ip[10] == 0xff && ip[11] == 0xff => {
-            Some(&ip[12..])
-        }
-        _ => None,
-    }
+/// A CIDR as `ParseCIDRSloppy` reads it, host bits cleared (Go's `net.IPNet`). An IPv4
+/// address written in IPv6 form stays IPv6 with its full prefix length, as Go keeps it.
+fn parse_cidr_sloppy(s: &str) -> Option<IpNet> {
+    let (addr, prefix) = s.split_once('/')?;
+    let ip = match parse_ipv4_sloppy(addr) {
+        Some(v4) => IpAddr::from(v4),
+        None => IpAddr::from(parse_ipv6_sloppy(addr)?),
+    };
+    let prefix = u8::try_from(decimal(prefix)?).ok()?;
+    IpNet::new(ip, prefix).ok().map(|net| net.trunc())
 }
 
-/// A parsed CIDR as Go's `net.IPNet`: the masked address and the mask, both 4 or 16 bytes.
-struct Cidr {
-    ip: Vec<u8>,
-    mask: Vec<u8>,
-}
-
-impl Cidr {
-    fn parse_sloppy(s: &str) -> Option<Cidr> {
-        let (addr, prefix) = s.split_once('/')?;
-        let ip = match parse_ipv4_sloppy(addr) {
-            Some(v4) => v4.to_vec(),
-            None => parse_ipv6_sloppy(addr)?.to_vec(),
-        };
-        let bits = ip.len() * 8;
-        let prefix = decimal(prefix)? as usize;
-        if prefix > bits {
-            return None;
-        }
-        let mask: Vec<u8> = (0..ip.len())
-            .map(|i| {
-                let ones = prefix.saturating_sub(i * 8).min(8);
-                (0xFFu16 << (8 - ones)) as u8
-            })
-            .collect();
-        let ip = ip.iter().zip(&mask).map(|(a, m)| a & m).collect();
-        Some(Cidr { ip, mask })
-    }
-
-    fn prefix_len(&self) -> u32 {
-        self.mask.iter().map(|m| m.count_ones()).sum()
-    }
-
-    /// Go's `IPNet.Contains`, IPv4-mapped addresses and all.
-    fn contains(&self, ip: &[u8]) -> bool {
-        let net = to4(&self.ip).unwrap_or(&self.ip);
-        let mask = match (self.mask.len(), net.len()) {
-            (4, 4) => &self.mask[..],
-            (16, 4) => &self.mask[12..],
-            (16, 16) => &self.mask[..],
-            _ => return false,
-        };
-        let ip = to4(ip).unwrap_or(ip);
-        ip.len() == net.len() && ip.iter().zip(net).zip(mask).all(|((a, n), m)| a & m == n & m)
-    }
+/// Go's `IPNet.Contains`: an IPv4-mapped network or address counts as IPv4 (the network's
+/// mask then being its last 32 bits), and the families must match.
+fn go_contains(net: &IpNet, ip: IpAddr) -> bool {
+    let net = match net {
+        IpNet::V6(v6) => match v6.network().to_ipv4_mapped() {
+            Some(v4) => IpNet::from(
+                Ipv4Net::new(v4, v6.prefix_len() - 96).expect("a mapped network keeps 96 bits"),
+            ),
+            None => *net,
+        },
+        v4 => *v4,
+    };
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    };
+    net.contains(&ip)
 }
 
 // ---------------------------------------------------------------------------------------
@@ -1305,12 +1282,17 @@ mod tests {
         assert!(parse_ip_sloppy("1:2:3").is_none());
         assert!(parse_ip_sloppy("fe80::1%eth0").is_none());
         assert!(parse_ip_sloppy("example.com").is_none());
-        let net = Cidr::parse_sloppy("::ffff:10.0.0.0/104").unwrap();
+        let net = parse_cidr_sloppy("::ffff:10.0.0.0/104").unwrap();
         assert_eq!(net.prefix_len(), 104);
-        assert!(net.contains(&[10, 0, 1, 0]));
-        assert!(Cidr::parse_sloppy("10.0.0.0/08").is_some());
-        assert!(Cidr::parse_sloppy("10.0.0.0/").is_none());
-        assert!(Cidr::parse_sloppy("::/129").is_none());
+        assert!(go_contains(&net, IpAddr::from([10, 0, 1, 0])));
+        assert!(!go_contains(&net, IpAddr::from([11, 0, 1, 0])));
+        // Go's quirk: `::/80` holds no IPv4-mapped address.
+        let net = parse_cidr_sloppy("::/80").unwrap();
+        assert!(!go_contains(&net, "::ffff:1.2.3.4".parse().unwrap()));
+        assert!(go_contains(&net, "::1".parse().unwrap()));
+        assert!(parse_cidr_sloppy("10.0.0.0/08").is_some());
+        assert!(parse_cidr_sloppy("10.0.0.0/").is_none());
+        assert!(parse_cidr_sloppy("::/129").is_none());
     }
 
     #[test]

@@ -859,7 +859,7 @@ impl Syncer {
         &self,
         pod: &Pod,
         records: &[ContainerRecord],
-    ) -> anyhow::Result<(String, String, bool)> {
+    ) -> crate::runtime::Result<(String, String, bool)> {
         let mut sandboxes: Vec<&ContainerRecord> =
             records.iter().filter(|r| r.is_sandbox()).collect();
         sandboxes.sort_by_key(|r| r.attempt());

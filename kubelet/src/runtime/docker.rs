@@ -385,7 +385,7 @@ impl Runtime for DockerRuntime {
     }
 
     async fn ensure_network(&self, node: &str, cidr: &str) -> Result<()> {
-        let cidr = crate::net::Cidr::parse(cidr)
+        let cidr = crate::net::parse_pod_cidr(cidr)
             .ok_or_else(|| RuntimeError::Other(format!("invalid pod CIDR {cidr:?}")))?;
         if self.network(node).is_ok_and(|n| n.cidr() == cidr) {
             return Ok(());

@@ -27,7 +27,7 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 
 use super::{HostPort, Result, RuntimeError};
-use crate::net::{Cidr, Ipam};
+use crate::net::{gateway, Ipam, Ipv4Net};
 
 /// The comment on the node-wide rules.
 const COMMENT: &str = "rkube-pod-network";
@@ -115,7 +115,11 @@ async fn iptables<T: Send + 'static>(
 }
 
 /// The node-wide rules: (table, chain, rule).
-fn node_rules(bridge: &str, cidr: Cidr, chain: &str) -> Vec<(&'static str, &'static str, String)> {
+fn node_rules(
+    bridge: &str,
+    cidr: Ipv4Net,
+    chain: &str,
+) -> Vec<(&'static str, &'static str, String)> {
     let tag = format!("-m comment --comment {COMMENT}");
     vec![
         ("filter", "FORWARD", format!("-i {bridge} {tag} -j ACCEPT")),
@@ -178,26 +182,26 @@ fn write_sysctl(path: &str, value: &str) -> Result<()> {
 pub struct PodNetwork {
     bridge: String,
     chain: String,
-    cidr: Cidr,
+    cidr: Ipv4Net,
     ipam: Mutex<Ipam>,
 }
 
 impl PodNetwork {
     /// Makes (or makes right) the bridge and the node's rules for `cidr`. The hostPort chain
     /// starts empty: [`PodNetwork::add_host_ports`] fills it for running sandboxes.
-    pub async fn ensure(node: &str, cidr: Cidr) -> Result<PodNetwork> {
+    pub async fn ensure(node: &str, cidr: Ipv4Net) -> Result<PodNetwork> {
         let bridge = bridge_name(node);
         let chain = hostport_chain(node);
-        let gateway = format!("{}/{}", cidr.gateway(), cidr.prefix);
+        let bridge_addr = format!("{}/{}", gateway(cidr), cidr.prefix_len());
         let exists = std::path::Path::new(&format!("/sys/class/net/{bridge}")).exists();
         let mut commands = Vec::new();
         if !exists {
             commands.push(format!("link add {bridge} type bridge"));
         }
-        if bridge_addresses(&bridge) != [gateway.clone()] {
+        if bridge_addresses(&bridge) != [bridge_addr.clone()] {
             // A bridge of an earlier CIDR loses its old address.
             commands.push(format!("address flush dev {bridge}"));
-            commands.push(format!("address add {gateway} dev {bridge}"));
+            commands.push(format!("address add {bridge_addr} dev {bridge}"));
         }
         commands.push(format!("link set {bridge} up"));
         ip_batch(&commands).await.map_err(|e| {
@@ -227,7 +231,7 @@ impl PodNetwork {
         Ok(PodNetwork { bridge, chain, cidr, ipam: Mutex::new(Ipam::new(cidr)) })
     }
 
-    pub fn cidr(&self) -> Cidr {
+    pub fn cidr(&self) -> Ipv4Net {
         self.cidr
     }
 
@@ -265,14 +269,14 @@ impl PodNetwork {
             format!("link set {veth} master {bridge} up"),
         ])
         .await?;
-        let prefix = self.cidr.prefix;
+        let prefix = self.cidr.prefix_len();
         ip_batch_in(
             pid,
             &[
                 format!("address add {ip}/{prefix} dev eth0"),
                 "link set eth0 up".into(),
                 "link set lo up".into(),
-                format!("route add default via {}", self.cidr.gateway()),
+                format!("route add default via {}", gateway(self.cidr)),
             ],
         )
         .await
@@ -363,7 +367,7 @@ mod tests {
 
     #[test]
     fn node_rules_name_the_bridge_and_chain() {
-        let cidr = Cidr::parse("10.9.0.0/24").unwrap();
+        let cidr = crate::net::parse_pod_cidr("10.9.0.0/24").unwrap();
         let rules = node_rules("rkbr00000001", cidr, "RKUBE-HP-00000001");
         assert!(rules.iter().any(|(t, c, r)| *t == "nat"
             && *c == "POSTROUTING"

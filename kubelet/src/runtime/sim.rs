@@ -19,7 +19,7 @@ use chrono::Utc;
 use futures::stream::{self, BoxStream, StreamExt};
 use tokio::sync::broadcast;
 
-use crate::net::{Cidr, Ipam};
+use crate::net::{parse_pod_cidr, Ipam};
 
 use super::{
     labels, ContainerRecord, ContainerSpec, ContainerState, Credentials, ExecSession, ImageRecord,
@@ -168,7 +168,7 @@ impl Runtime for SimulatedRuntime {
     }
 
     async fn ensure_network(&self, node: &str, cidr: &str) -> Result<()> {
-        let cidr = Cidr::parse(cidr)
+        let cidr = parse_pod_cidr(cidr)
             .ok_or_else(|| RuntimeError::Other(format!("invalid pod CIDR {cidr:?}")))?;
         let mut state = self.lock();
         if state.networks.get(node).is_some_and(|n| n.cidr() == cidr) {
