@@ -76,15 +76,8 @@ fn match_resources(m: &mut Value) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::defaulted;
     use super::*;
-    use crate::defaults::apply;
-    use crate::resources::Resources;
-
-    fn defaulted(group: &str, plural: &str, mut obj: Value) -> Value {
-        let info = Resources::builtin().get(group, "v1", plural).unwrap();
-        apply(info, &mut obj);
-        obj
-    }
 
     const ADMISSION: &str = "admissionregistration.k8s.io";
 

@@ -53,15 +53,8 @@ pub fn custom_resource_definition(crd: &mut Value) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::defaulted;
     use super::*;
-    use crate::defaults::apply;
-    use crate::resources::Resources;
-
-    fn defaulted(group: &str, plural: &str, mut obj: Value) -> Value {
-        let info = Resources::builtin().get(group, "v1", plural).unwrap();
-        apply(info, &mut obj);
-        obj
-    }
 
     #[test]
     fn crds_get_names_conversion_and_stored_versions() {

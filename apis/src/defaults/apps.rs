@@ -110,19 +110,8 @@ fn claim_template(claim: &mut Value) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::defaulted;
     use super::*;
-    use crate::defaults::apply;
-    use crate::resources::ResourceInfo;
-    use crate::resources::Resources;
-
-    fn info(group: &str, plural: &str) -> &'static ResourceInfo {
-        Resources::builtin().get(group, "v1", plural).unwrap()
-    }
-
-    fn defaulted(group: &str, plural: &str, mut obj: Value) -> Value {
-        apply(info(group, plural), &mut obj);
-        obj
-    }
 
     #[test]
     fn stateful_sets_get_upstream_defaults() {

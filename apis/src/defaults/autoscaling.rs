@@ -124,14 +124,8 @@ fn scaling_rules(given: Option<Value>, defaults: Value) -> Value {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::defaulted_in as defaulted;
     use super::*;
-    use crate::defaults::apply;
-    use crate::resources::Resources;
-
-    fn defaulted(group: &str, version: &str, plural: &str, mut obj: Value) -> Value {
-        apply(Resources::builtin().get(group, version, plural).unwrap(), &mut obj);
-        obj
-    }
 
     fn cpu(utilization: i64) -> Value {
         json!({"type": "Resource", "resource": {"name": "cpu",

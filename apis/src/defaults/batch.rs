@@ -83,19 +83,8 @@ fn job_labels(job: &mut Value) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::defaulted;
     use super::*;
-    use crate::defaults::apply;
-    use crate::resources::ResourceInfo;
-    use crate::resources::Resources;
-
-    fn info(group: &str, plural: &str) -> &'static ResourceInfo {
-        Resources::builtin().get(group, "v1", plural).unwrap()
-    }
-
-    fn defaulted(group: &str, plural: &str, mut obj: Value) -> Value {
-        apply(info(group, plural), &mut obj);
-        obj
-    }
 
     #[test]
     fn a_job_gets_every_default() {

@@ -14,14 +14,8 @@ pub fn endpoint_slice(obj: &mut Value) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::defaulted_in as defaulted;
     use super::*;
-    use crate::defaults::apply;
-    use crate::resources::Resources;
-
-    fn defaulted(group: &str, version: &str, plural: &str, mut obj: Value) -> Value {
-        apply(Resources::builtin().get(group, version, plural).unwrap(), &mut obj);
-        obj
-    }
 
     #[test]
     fn endpoint_slice_ports_get_a_name_and_protocol() {

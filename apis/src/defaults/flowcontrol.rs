@@ -41,15 +41,8 @@ fn exempt_priority_level(exempt: &mut Value) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::defaulted;
     use super::*;
-    use crate::defaults::apply;
-    use crate::resources::Resources;
-
-    fn defaulted(group: &str, plural: &str, mut obj: Value) -> Value {
-        let info = Resources::builtin().get(group, "v1", plural).unwrap();
-        apply(info, &mut obj);
-        obj
-    }
 
     const FLOW: &str = "flowcontrol.apiserver.k8s.io";
 

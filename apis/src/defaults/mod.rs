@@ -64,6 +64,25 @@ pub fn apply(info: &ResourceInfo, obj: &mut Value) {
     info.strategy.default(obj);
 }
 
+/// What the defaulting tests of every group share.
+#[cfg(test)]
+pub(super) mod test_support {
+    use serde_json::Value;
+
+    use crate::resources::Resources;
+
+    /// `obj` as `group`/`version`/`plural`'s strategy defaults it.
+    pub fn defaulted_in(group: &str, version: &str, plural: &str, mut obj: Value) -> Value {
+        super::apply(Resources::builtin().get(group, version, plural).unwrap(), &mut obj);
+        obj
+    }
+
+    /// [`defaulted_in`] version `v1`.
+    pub fn defaulted(group: &str, plural: &str, obj: Value) -> Value {
+        defaulted_in(group, "v1", plural, obj)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

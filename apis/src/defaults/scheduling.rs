@@ -13,14 +13,8 @@ pub fn priority_class(obj: &mut Value) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::defaulted_in as defaulted;
     use super::*;
-    use crate::defaults::apply;
-    use crate::resources::Resources;
-
-    fn defaulted(group: &str, version: &str, plural: &str, mut obj: Value) -> Value {
-        apply(Resources::builtin().get(group, version, plural).unwrap(), &mut obj);
-        obj
-    }
 
     #[test]
     fn priority_classes_api_services_and_groups_without_defaults() {

@@ -46,14 +46,8 @@ fn csi_driver_spec(spec: &mut Value) {
 
 #[cfg(test)]
 mod tests {
+    use super::super::test_support::defaulted_in as defaulted;
     use super::*;
-    use crate::defaults::apply;
-    use crate::resources::Resources;
-
-    fn defaulted(group: &str, version: &str, plural: &str, mut obj: Value) -> Value {
-        apply(Resources::builtin().get(group, version, plural).unwrap(), &mut obj);
-        obj
-    }
 
     #[test]
     fn storage_classes_and_csi_drivers() {
