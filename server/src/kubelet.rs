@@ -239,18 +239,11 @@ pub fn pod_stream<'a>(
     Box::pin(async move {
         let (ns, name, params) = target(r, &raw)?;
         let sub = r.subresource.as_deref().unwrap_or("");
-        let (method, headers) = (&raw.method.clone(), &raw.headers.clone());
-        if !matches!(*method, Method::GET | Method::POST) {
-            return Err(method_not_allowed());
-        }
-        let pod = get_pod(state, ns, name).await?;
+        let pod = upgradable_pod(state, ns, name, &raw.method).await?;
         let container = choose_container(&pod, params.first("container"))?;
-        let node = assigned_node(&pod, name)?;
-        let endpoint = kubelet_endpoint(state, node).await?;
         let path = format!("/{sub}/{}/{}/{}", segment(ns), segment(name), segment(&container));
         let query = stream_query(&params, sub == "exec");
-        let tls = state.kubelet.kubelet_tls(node, false).map(Some);
-        upgrade(method, headers, &endpoint, tls, &with_query(path, &query), raw).await
+        upgrade_to_kubelet(state, &pod, name, with_query(path, &query), raw).await
     })
 }
 
@@ -262,14 +255,8 @@ pub fn pod_port_forward<'a>(
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ApiResult<Response>> + Send + 'a>> {
     Box::pin(async move {
         let (ns, name, params) = target(r, &raw)?;
-        let (method, headers) = (&raw.method.clone(), &raw.headers.clone());
-        if !matches!(*method, Method::GET | Method::POST) {
-            return Err(method_not_allowed());
-        }
         let ports = forward_ports(&params)?;
-        let pod = get_pod(state, ns, name).await?;
-        let node = assigned_node(&pod, name)?;
-        let endpoint = kubelet_endpoint(state, node).await?;
+        let pod = upgradable_pod(state, ns, name, &raw.method).await?;
         let path = format!("/portForward/{}/{}", segment(ns), segment(name));
         let query = if ports.is_empty() {
             String::new()
@@ -277,9 +264,36 @@ pub fn pod_port_forward<'a>(
             let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
             go_encode(vec![("port", ports.join(","))])
         };
-        let tls = state.kubelet.kubelet_tls(node, false).map(Some);
-        upgrade(method, headers, &endpoint, tls, &with_query(path, &query), raw).await
+        upgrade_to_kubelet(state, &pod, name, with_query(path, &query), raw).await
     })
+}
+
+/// The pod of an exec, attach or port-forward (asked with GET or POST).
+async fn upgradable_pod(
+    state: &ApiState,
+    ns: &str,
+    name: &str,
+    method: &Method,
+) -> ApiResult<Value> {
+    if !matches!(*method, Method::GET | Method::POST) {
+        return Err(method_not_allowed());
+    }
+    get_pod(state, ns, name).await
+}
+
+/// The request upgraded through to `path` on the kubelet of the pod's node.
+async fn upgrade_to_kubelet(
+    state: &ApiState,
+    pod: &Value,
+    name: &str,
+    path: String,
+    raw: RawRequest,
+) -> ApiResult<Response> {
+    let node = assigned_node(pod, name)?;
+    let endpoint = kubelet_endpoint(state, node).await?;
+    let tls = state.kubelet.kubelet_tls(node, false).map(Some);
+    let (method, headers) = (raw.method.clone(), raw.headers.clone());
+    upgrade(&method, &headers, &endpoint, tls, &path, raw).await
 }
 
 /// `nodes/proxy`: any request, passed on to the node's kubelet.
