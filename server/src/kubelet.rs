@@ -113,7 +113,7 @@ pub struct KubeletClient {
 
 impl KubeletClient {
     /// `None`: no kubelet access (requests that need a kubelet get a 503 saying so).
-    pub fn new(config: Option<&KubeletClientConfig>) -> anyhow::Result<KubeletClient> {
+    pub fn new(config: Option<&KubeletClientConfig>) -> crate::error::StartResult<KubeletClient> {
         let kubelet_tls = match config {
             Some(c) => {
                 let ca = match &c.server_verification {
@@ -122,9 +122,7 @@ impl KubeletClient {
                 };
                 Some(
                     proxy::tls_connector(Some((&c.client_cert_pem, &c.client_key_pem)), ca)
-                        .map_err(|e| {
-                            anyhow::anyhow!("cannot use the kubelet client certificate: {e}")
-                        })?,
+                        .map_err(|e| crate::error::StartError::KubeletClient(Box::new(e)))?,
                 )
             }
             None => None,

@@ -25,6 +25,7 @@ pub mod component_status;
 pub mod custom_resources;
 pub mod discovery;
 pub mod duplicates;
+pub mod error;
 pub mod handlers;
 pub mod inflight;
 pub mod kubelet;
@@ -60,6 +61,7 @@ use axum::Router;
 use rkube_store::Store;
 use serde_json::json;
 
+pub use error::{StartError, StartResult};
 pub use kubelet::{KubeletClientConfig, KubeletServerVerification};
 pub use listener::TlsMaterial;
 pub use rkube_admission;
@@ -130,24 +132,21 @@ struct Health {
 
 impl Server {
     /// Binds, bootstraps the cluster's default objects and starts serving.
-    pub async fn start(mut config: ServerConfig) -> anyhow::Result<Server> {
+    pub async fn start(mut config: ServerConfig) -> StartResult<Server> {
         let mut registry =
             registry::Registry::new(config.store.clone(), config.service_ranges.clone());
         registry.admission = std::mem::take(&mut config.admission);
-        registry
-            .start_caches()
-            .await
-            .map_err(|e| anyhow::anyhow!("cannot start the watch caches: {}", e.message))?;
+        registry.start_caches().await.map_err(|e| StartError::Caches(e.message))?;
         let registry = Arc::new(registry);
         bootstrap(&registry, &config).await?;
         custom_resources::start(registry.clone());
         let acceptor = listener::acceptor(&config.tls)?;
         let kubelet = kubelet::KubeletClient::new(config.kubelet_client.as_ref())?;
         let tokens = authn::ServiceAccountTokens::new(&config.service_account_tokens)
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+            .map_err(|e| StartError::Tokens(e.to_string()))?;
         let tcp = tokio::net::TcpListener::bind(config.bind)
             .await
-            .map_err(|e| anyhow::anyhow!("cannot listen on {}: {e}", config.bind))?;
+            .map_err(|error| StartError::Listen { addr: config.bind, error })?;
         let local_addr = tcp.local_addr()?;
         let health = Arc::new(Health {
             ready: AtomicBool::new(true),
@@ -202,7 +201,7 @@ impl Server {
 
 /// What every cluster has: the default namespaces, and the `kubernetes` Service in
 /// `default` with its Endpoints and EndpointSlice pointing at this API server.
-async fn bootstrap(registry: &registry::Registry, config: &ServerConfig) -> anyhow::Result<()> {
+async fn bootstrap(registry: &registry::Registry, config: &ServerConfig) -> StartResult<()> {
     let resources = registry.resources();
     let options = registry::WriteOptions {
         field_manager: Some("kube-apiserver".to_string()),
@@ -225,7 +224,7 @@ async fn bootstrap(registry: &registry::Registry, config: &ServerConfig) -> anyh
                     Ok(())
                 }
                 Err(e) if e.reason == "AlreadyExists" => Ok(()),
-                Err(e) => Err(anyhow::anyhow!("cannot create {plural} {name}: {}", e.message)),
+                Err(e) => Err(StartError::Bootstrap { resource: plural, name, message: e.message }),
             }
         }
     };

@@ -20,7 +20,7 @@ pub struct TlsMaterial {
 /// Builds the TLS acceptor: our serving certificate, client certificates requested (not
 /// required: bearer tokens and anonymous requests come without one) and verified against the
 /// cluster CA.
-pub fn acceptor(tls: &TlsMaterial) -> anyhow::Result<SslAcceptor> {
+pub fn acceptor(tls: &TlsMaterial) -> crate::error::StartResult<SslAcceptor> {
     Ok(rkube_certs::tls::acceptor(
         &tls.cert_pem,
         &tls.key_pem,

@@ -162,14 +162,13 @@ fn dial_error(authority: &str, e: &std::io::Error) -> String {
 pub fn tls_connector(
     client: Option<(&[u8], &[u8])>,
     ca: Option<&[u8]>,
-) -> anyhow::Result<SslConnector> {
+) -> crate::error::StartResult<SslConnector> {
     use openssl::ssl::SslMethod;
     use openssl::x509::X509;
     let mut builder = SslConnector::builder(SslMethod::tls_client())?;
     if let Some((cert_pem, key_pem)) = client {
         let mut chain = X509::stack_from_pem(cert_pem)?.into_iter();
-        let leaf =
-            chain.next().ok_or_else(|| anyhow::anyhow!("no client certificate in the PEM"))?;
+        let leaf = chain.next().ok_or(crate::error::StartError::NoClientCertificate)?;
         builder.set_certificate(&leaf)?;
         for extra in chain {
             builder.add_extra_chain_cert(extra)?;

@@ -12,6 +12,7 @@ use rand::RngExt;
 use rkube_store::{Error as StoreError, Store};
 use serde_json::{json, Value};
 
+use crate::error::{StartError, StartResult};
 use crate::status::{ApiError, ApiResult, Cause};
 use crate::write_hooks::{Held, WriteHooks};
 
@@ -25,13 +26,12 @@ pub struct ServiceRanges {
 
 impl ServiceRanges {
     /// Parses `10.43.0.0/16`.
-    pub fn parse(cidr: &str, node_ports: (u16, u16)) -> anyhow::Result<ServiceRanges> {
+    pub fn parse(cidr: &str, node_ports: (u16, u16)) -> StartResult<ServiceRanges> {
         let network: Ipv4Net =
-            cidr.parse().map_err(|_| anyhow::anyhow!("invalid service CIDR {cidr:?}"))?;
-        anyhow::ensure!(
-            (8..=30).contains(&network.prefix_len()),
-            "service CIDR {cidr:?} must have a prefix between /8 and /30"
-        );
+            cidr.parse().map_err(|_| StartError::ServiceCidr(cidr.to_string()))?;
+        if !(8..=30).contains(&network.prefix_len()) {
+            return Err(StartError::ServiceCidrPrefix(cidr.to_string()));
+        }
         Ok(ServiceRanges { network: network.trunc(), node_ports })
     }
 
