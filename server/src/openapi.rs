@@ -17,14 +17,14 @@ use crate::{negotiate, status};
 /// The documents of the newest resource table.
 pub struct OpenApi {
     registry: Arc<Registry>,
-    /// The documents and the table generation they were built from.
-    built: tokio::sync::Mutex<(u64, Arc<Documents>)>,
+    /// The documents and the table generation they were built from; none until first asked
+    /// (building them takes a while, and the server is ready before).
+    built: tokio::sync::Mutex<Option<(u64, Arc<Documents>)>>,
 }
 
 impl OpenApi {
     pub fn new(registry: Arc<Registry>) -> OpenApi {
-        let builtin = Arc::new(Documents::builtin().clone());
-        OpenApi { registry, built: tokio::sync::Mutex::new((0, builtin)) }
+        OpenApi { registry, built: tokio::sync::Mutex::new(None) }
     }
 
     /// The documents of the resources served now.
@@ -32,14 +32,22 @@ impl OpenApi {
         let generation = *self.registry.table_changes().borrow();
         // One build at a time: requests during a build wait for it rather than build again.
         let mut built = self.built.lock().await;
-        if built.0 != generation {
-            let resources = self.registry.resources();
-            let docs = tokio::task::spawn_blocking(move || Documents::build(&resources))
-                .await
-                .expect("building the OpenAPI documents does not panic");
-            *built = (generation, Arc::new(docs));
+        match &*built {
+            Some((g, docs)) if *g == generation => return docs.clone(),
+            _ => {}
         }
-        built.1.clone()
+        let resources = self.registry.resources();
+        let docs = tokio::task::spawn_blocking(move || match generation {
+            // The built-in resources' documents are built once per process (and started at
+            // server start, in the background).
+            0 => Documents::builtin().clone(),
+            _ => Documents::build(&resources),
+        })
+        .await
+        .expect("building the OpenAPI documents does not panic");
+        let docs = Arc::new(docs);
+        *built = Some((generation, docs.clone()));
+        docs
     }
 }
 
