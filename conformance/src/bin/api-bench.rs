@@ -4,7 +4,7 @@
 //! ```text
 //! cargo build --release -p rkube -p rkube-conformance
 //! target/release/api-bench [--quick] [--output FILE]
-//! target/release/api-bench --profile-creates SECONDS [--http2]
+//! target/release/api-bench --profile-creates SECONDS [--http2 | --pods]
 //! ```
 //!
 //! It starts `rkube server` (the binary next to this one, or `$RKUBE_BIN`) on a free loopback
@@ -822,7 +822,7 @@ async fn bench(config: &Config) -> Result<Figures> {
     })
 }
 
-async fn profile_creates(duration: Duration, http2: bool) -> Result<()> {
+async fn profile_creates(duration: Duration, http2: bool, pods: bool) -> Result<()> {
     let server = tokio::task::spawn_blocking(start_server)
         .await
         .context("the rkube server did not start")?;
@@ -837,7 +837,10 @@ async fn profile_creates(duration: Duration, http2: bool) -> Result<()> {
             cpu.summary()
         );
     };
-    if http2 {
+    if pods {
+        let (r, cpu) = with_log(&server, bench_pod_creates(&client, server.pid(), duration)).await?;
+        report("Pod creates", &r, &cpu);
+    } else if http2 {
         let (r, cpu) = with_log(&server, bench_configmap_creates_h2(&server, duration)).await?;
         report("ConfigMap creates, HTTP/2", &r, &cpu);
     } else {
@@ -858,14 +861,17 @@ async fn profile_creates(duration: Duration, http2: bool) -> Result<()> {
 struct Cli {
     #[command(flatten)]
     common: report::Args,
-    /// Only ConfigMap creates for SECONDS against a server whose pid is printed first (for
+    /// Only ConfigMap (or, with --pods, Pod) creates for SECONDS against a server whose pid is printed first (for
     /// `perf record -p PID`); nothing is written
     #[arg(long, value_name = "SECONDS")]
     profile_creates: Option<u64>,
     /// With --profile-creates: send the creates over one HTTP/2 connection, as client-go does,
     /// instead of with kube-rs
-    #[arg(long, requires = "profile_creates")]
+    #[arg(long, requires = "profile_creates", conflicts_with = "pods")]
     http2: bool,
+    /// With --profile-creates: create Pods (one busybox container) instead of ConfigMaps
+    #[arg(long, requires = "profile_creates")]
+    pods: bool,
 }
 
 #[tokio::main]
@@ -890,7 +896,7 @@ async fn main() -> Result<()> {
         }
     };
     if let Some(seconds) = cli.profile_creates {
-        return profile_creates(Duration::from_secs(seconds), cli.http2).await;
+        return profile_creates(Duration::from_secs(seconds), cli.http2, cli.pods).await;
     }
     let started = Instant::now();
     let figures = bench(&config).await?;
