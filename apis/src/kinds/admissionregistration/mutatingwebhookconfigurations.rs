@@ -21,7 +21,7 @@ impl Strategy for MutatingWebhookConfigurations {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::admission::mutating_webhook_configuration(obj, old)
+        validation::admissionregistration::mutating_webhook_configuration(obj, old)
     }
 
     fn printer(&self) -> Printer {

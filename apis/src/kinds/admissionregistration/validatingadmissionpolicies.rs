@@ -21,7 +21,7 @@ impl Strategy for ValidatingAdmissionPolicies {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::admission::validating_admission_policy(obj, old)
+        validation::admissionregistration::validating_admission_policy(obj, old)
     }
 
     fn printer(&self) -> Printer {

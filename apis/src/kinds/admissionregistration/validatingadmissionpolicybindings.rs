@@ -21,7 +21,7 @@ impl Strategy for ValidatingAdmissionPolicyBindings {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::admission::validating_admission_policy_binding(obj, old)
+        validation::admissionregistration::validating_admission_policy_binding(obj, old)
     }
 
     fn printer(&self) -> Printer {

@@ -21,7 +21,7 @@ impl Strategy for ValidatingWebhookConfigurations {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::admission::validating_webhook_configuration(obj, old)
+        validation::admissionregistration::validating_webhook_configuration(obj, old)
     }
 
     fn printer(&self) -> Printer {

@@ -22,7 +22,7 @@ impl Strategy for CustomResourceDefinitions {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::extensions::custom_resource_definition(obj, old)
+        validation::apiextensions::custom_resource_definition(obj, old)
     }
 
     /// Its objects are deleted before it is (apiextensions-apiserver's cleanup finalizer).

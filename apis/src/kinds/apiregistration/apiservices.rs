@@ -21,7 +21,7 @@ impl Strategy for ApiServices {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::extensions::api_service(obj, old)
+        validation::apiregistration::api_service(obj, old)
     }
 
     fn printer(&self) -> Printer {

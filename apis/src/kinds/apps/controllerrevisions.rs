@@ -13,7 +13,7 @@ pub struct ControllerRevisions;
 
 impl Strategy for ControllerRevisions {
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::nodes::controller_revision(obj, old)
+        validation::apps::controller_revision(obj, old)
     }
 
     fn printer(&self) -> Printer {

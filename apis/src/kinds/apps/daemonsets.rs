@@ -25,7 +25,7 @@ impl Strategy for DaemonSets {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::workloads::daemon_set(obj, old)
+        validation::apps::daemon_set(obj, old)
     }
 
     fn printer(&self) -> Printer {

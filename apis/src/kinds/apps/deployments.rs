@@ -34,7 +34,7 @@ impl Strategy for Deployments {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::workloads::deployment(obj, old)
+        validation::apps::deployment(obj, old)
     }
 
     fn printer(&self) -> Printer {

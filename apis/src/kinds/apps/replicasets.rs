@@ -25,7 +25,7 @@ impl Strategy for ReplicaSets {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::workloads::replica_set(obj, old)
+        validation::apps::replica_set(obj, old)
     }
 
     fn selectable_fields(&self) -> &'static [SelectableField] {

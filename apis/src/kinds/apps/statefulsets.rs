@@ -25,7 +25,7 @@ impl Strategy for StatefulSets {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::workloads::stateful_set(obj, old)
+        validation::apps::stateful_set(obj, old)
     }
 
     fn printer(&self) -> Printer {

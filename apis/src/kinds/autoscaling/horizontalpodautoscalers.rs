@@ -17,7 +17,7 @@ impl Strategy for HorizontalPodAutoscalers {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::cluster::horizontal_pod_autoscaler(obj, old)
+        validation::autoscaling::horizontal_pod_autoscaler(obj, old)
     }
 
     fn printer(&self) -> Printer {

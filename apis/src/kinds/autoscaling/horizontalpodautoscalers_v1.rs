@@ -26,7 +26,7 @@ impl Strategy for HorizontalPodAutoscalersV1 {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::cluster::horizontal_pod_autoscaler(obj, old)
+        validation::autoscaling::horizontal_pod_autoscaler(obj, old)
     }
 
     fn printer(&self) -> Printer {

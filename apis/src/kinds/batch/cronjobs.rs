@@ -25,7 +25,7 @@ impl Strategy for CronJobs {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::workloads::cron_job(obj, old)
+        validation::batch::cron_job(obj, old)
     }
 
     fn printer(&self) -> Printer {

@@ -31,7 +31,7 @@ impl Strategy for Jobs {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::workloads::job(obj, old)
+        validation::batch::job(obj, old)
     }
 
     fn selectable_fields(&self) -> &'static [SelectableField] {

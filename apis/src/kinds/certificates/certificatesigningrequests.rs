@@ -43,7 +43,7 @@ impl Strategy for CertificateSigningRequests {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::control::certificate_signing_request(obj, old)
+        validation::certificates::certificate_signing_request(obj, old)
     }
 
     fn selectable_fields(&self) -> &'static [SelectableField] {

@@ -18,7 +18,7 @@ impl Strategy for Leases {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::discovery::lease(obj, old)
+        validation::coordination::lease(obj, old)
     }
 
     fn printer(&self) -> Printer {

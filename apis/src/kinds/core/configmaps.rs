@@ -13,7 +13,7 @@ pub struct ConfigMaps;
 
 impl Strategy for ConfigMaps {
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::config::config_map(obj, old)
+        validation::core::config::config_map(obj, old)
     }
 
     fn printer(&self) -> Printer {

@@ -17,7 +17,7 @@ impl Strategy for Endpoints {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::discovery::endpoints(obj, old)
+        validation::core::endpoints::endpoints(obj, old)
     }
 
     fn printer(&self) -> Printer {

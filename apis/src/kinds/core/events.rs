@@ -14,7 +14,7 @@ pub struct Events;
 
 impl Strategy for Events {
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::discovery::core_event(obj, old)
+        validation::core::event::core_event(obj, old)
     }
 
     fn selectable_fields(&self) -> &'static [SelectableField] {

@@ -17,7 +17,7 @@ impl Strategy for LimitRanges {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::cluster::limit_range(obj, old)
+        validation::core::limit_range::limit_range(obj, old)
     }
 
     fn printer(&self) -> Printer {

@@ -41,7 +41,7 @@ impl Strategy for Namespaces {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::cluster::namespace(obj, old)
+        validation::core::namespace::namespace(obj, old)
     }
 
     fn selectable_fields(&self) -> &'static [SelectableField] {

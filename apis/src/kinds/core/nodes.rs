@@ -21,7 +21,7 @@ impl Strategy for Nodes {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::nodes::node(obj, old)
+        validation::core::node::node(obj, old)
     }
 
     fn selectable_fields(&self) -> &'static [SelectableField] {

@@ -17,7 +17,7 @@ impl Strategy for PersistentVolumeClaims {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::storage::persistent_volume_claim(obj, old)
+        validation::core::persistent_volume::persistent_volume_claim(obj, old)
     }
 
     fn printer(&self) -> Printer {

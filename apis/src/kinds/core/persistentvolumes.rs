@@ -21,7 +21,7 @@ impl Strategy for PersistentVolumes {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::storage::persistent_volume(obj, old)
+        validation::core::persistent_volume::persistent_volume(obj, old)
     }
 
     fn printer(&self) -> Printer {

@@ -46,10 +46,10 @@ impl Strategy for Pods {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        let mut errors = validation::pod::pod_spec(&obj["spec"], "spec");
+        let mut errors = validation::core::pod::pod_spec(&obj["spec"], "spec");
         match old {
-            Some(old) => errors.extend(validation::pod::pod_update(obj, old)),
-            None => errors.extend(validation::pod::pod_create(obj)),
+            Some(old) => errors.extend(validation::core::pod::pod_update(obj, old)),
+            None => errors.extend(validation::core::pod::pod_create(obj)),
         }
         errors
     }

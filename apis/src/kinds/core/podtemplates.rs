@@ -25,7 +25,7 @@ impl Strategy for PodTemplates {
     }
 
     fn validate(&self, obj: &Value, _old: Option<&Value>) -> Vec<FieldError> {
-        validation::pod::pod_spec(&obj["template"]["spec"], "template.spec")
+        validation::core::pod::pod_spec(&obj["template"]["spec"], "template.spec")
     }
 
     fn printer(&self) -> Printer {

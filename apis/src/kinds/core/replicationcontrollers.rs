@@ -25,7 +25,7 @@ impl Strategy for ReplicationControllers {
     }
 
     fn validate(&self, obj: &Value, _old: Option<&Value>) -> Vec<FieldError> {
-        validation::workloads::replication_controller(obj)
+        validation::core::replication_controller::replication_controller(obj)
     }
 
     fn selectable_fields(&self) -> &'static [SelectableField] {

@@ -17,7 +17,7 @@ impl Strategy for ResourceQuotas {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::cluster::resource_quota(obj, old)
+        validation::core::resource_quota::resource_quota(obj, old)
     }
 
     fn printer(&self) -> Printer {

@@ -22,7 +22,7 @@ impl Strategy for Secrets {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::config::secret(obj, old)
+        validation::core::config::secret(obj, old)
     }
 
     fn selectable_fields(&self) -> &'static [SelectableField] {

@@ -13,7 +13,7 @@ pub struct ServiceAccounts;
 
 impl Strategy for ServiceAccounts {
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::nodes::service_account(obj, old)
+        validation::core::service_account::service_account(obj, old)
     }
 
     fn printer(&self) -> Printer {

@@ -23,7 +23,7 @@ impl Strategy for Services {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::service::service(obj, old)
+        validation::core::service::service(obj, old)
     }
 
     fn selectable_fields(&self) -> &'static [SelectableField] {

@@ -14,7 +14,7 @@ pub struct Events;
 
 impl Strategy for Events {
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::discovery::event(obj, old)
+        validation::core::event::event(obj, old)
     }
 
     fn field_label_conversions(&self) -> Option<&'static [(&'static str, &'static str)]> {

@@ -21,7 +21,7 @@ impl Strategy for FlowSchemas {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::control::flow_schema(obj, old)
+        validation::flowcontrol::flow_schema(obj, old)
     }
 
     fn printer(&self) -> Printer {

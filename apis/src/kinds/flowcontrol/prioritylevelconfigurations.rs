@@ -21,7 +21,7 @@ impl Strategy for PriorityLevelConfigurations {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::control::priority_level_configuration(obj, old)
+        validation::flowcontrol::priority_level_configuration(obj, old)
     }
 
     fn printer(&self) -> Printer {

@@ -13,7 +13,7 @@ pub struct RuntimeClasses;
 
 impl Strategy for RuntimeClasses {
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::nodes::runtime_class(obj, old)
+        validation::node::runtime_class(obj, old)
     }
 
     fn printer(&self) -> Printer {

@@ -17,7 +17,7 @@ impl Strategy for PodDisruptionBudgets {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::cluster::pod_disruption_budget(obj, old)
+        validation::policy::pod_disruption_budget(obj, old)
     }
 
     fn printer(&self) -> Printer {

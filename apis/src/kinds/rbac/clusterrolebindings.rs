@@ -21,7 +21,7 @@ impl Strategy for ClusterRoleBindings {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::cluster::cluster_role_binding(obj, old)
+        validation::rbac::cluster_role_binding(obj, old)
     }
 
     fn printer(&self) -> Printer {

@@ -17,7 +17,7 @@ impl Strategy for ClusterRoles {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::cluster::cluster_role(obj, old)
+        validation::rbac::cluster_role(obj, old)
     }
 
     fn printer(&self) -> Printer {

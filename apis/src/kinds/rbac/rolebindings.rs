@@ -21,7 +21,7 @@ impl Strategy for RoleBindings {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::cluster::role_binding(obj, old)
+        validation::rbac::role_binding(obj, old)
     }
 
     fn printer(&self) -> Printer {

@@ -17,7 +17,7 @@ impl Strategy for Roles {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::cluster::role(obj, old)
+        validation::rbac::role(obj, old)
     }
 
     fn printer(&self) -> Printer {

@@ -26,7 +26,7 @@ impl Strategy for PriorityClasses {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::cluster::priority_class(obj, old)
+        validation::scheduling::priority_class(obj, old)
     }
 
     fn printer(&self) -> Printer {

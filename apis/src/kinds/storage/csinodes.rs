@@ -13,7 +13,7 @@ pub struct CsiNodes;
 
 impl Strategy for CsiNodes {
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::nodes::csi_node(obj, old)
+        validation::storage::csi_node(obj, old)
     }
 
     fn printer(&self) -> Printer {

@@ -13,7 +13,7 @@ pub struct CsiStorageCapacities;
 
 impl Strategy for CsiStorageCapacities {
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::nodes::csi_storage_capacity(obj, old)
+        validation::storage::csi_storage_capacity(obj, old)
     }
 
     fn printer(&self) -> Printer {
