@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use crate::strategy::Strategy;
-use crate::tables::Printer;
+use crate::tables::TablePrinter;
 use crate::validation::FieldError;
 use crate::{defaults, validation};
 
@@ -24,7 +24,7 @@ impl Strategy for MutatingWebhookConfigurations {
         validation::admissionregistration::mutating_webhook_configuration(obj, old)
     }
 
-    fn printer(&self) -> Printer {
-        Printer::MutatingWebhook
+    fn printer(&self) -> &'static TablePrinter {
+        &super::WEBHOOK_PRINTER
     }
 }

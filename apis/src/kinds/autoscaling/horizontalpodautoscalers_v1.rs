@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::strategy::Strategy;
-use crate::tables::Printer;
+use crate::tables::TablePrinter;
 use crate::validation::FieldError;
 use crate::{convert, defaults, validation};
 
@@ -29,8 +29,8 @@ impl Strategy for HorizontalPodAutoscalersV1 {
         validation::autoscaling::horizontal_pod_autoscaler(obj, old)
     }
 
-    fn printer(&self) -> Printer {
-        Printer::HorizontalPodAutoscaler
+    fn printer(&self) -> &'static TablePrinter {
+        &super::horizontalpodautoscalers::PRINTER
     }
 
     fn convert_from(&self, obj: Value, from: &str) -> Value {
