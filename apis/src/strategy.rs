@@ -1,9 +1,9 @@
 //! What the generic registry does with a resource's objects, in the manner of kube-apiserver's
 //! REST strategies: the [`Strategy`] trait every resource implements (its name rule, what a
 //! create or update resets, defaults, validation, the fields a field selector may use, its
-//! table printer, conversion between its served versions), and the generic steps around it
-//! that every resource shares ([`prepare_for_create`], [`prepare_for_update`], [`validate`],
-//! [`field_values`], ...).
+//! table's columns and cells, conversion between its served versions), and the generic steps
+//! around it that every resource shares ([`prepare_for_create`], [`prepare_for_update`],
+//! [`validate`], [`field_values`], ...).
 //!
 //! Each built-in resource's strategy is in `crate::kinds::<group>::<resource>`; the table in
 //! `crate::resources` maps resources to strategies. Nothing outside those matches on a kind's
@@ -14,7 +14,7 @@ use std::fmt::Debug;
 use serde_json::Value;
 
 use crate::resources::ResourceInfo;
-use crate::tables::Printer;
+use crate::tables::{TablePrinter, NAME_AGE};
 use crate::validation::{validate_object_meta, FieldError, NameRule};
 
 /// A field a field selector may name, and where its value is read: `("spec.nodeName",
@@ -97,9 +97,10 @@ pub trait Strategy: Debug + Send + Sync {
         None
     }
 
-    /// How `kubectl get` prints the kind (see `crate::tables`).
-    fn printer(&self) -> Printer {
-        Printer::NameAge
+    /// How `kubectl get` prints the kind: its table's columns and the function building an
+    /// object's row (see `crate::tables`); name and age by default.
+    fn printer(&self) -> &'static TablePrinter {
+        &NAME_AGE
     }
 
     /// `obj`, an object of the same resource in the served form `from` (its `apiVersion`),

@@ -1,8 +1,10 @@
 //! One strategy per built-in resource ([`crate::strategy::Strategy`]), in a module named for
 //! its group and resource: everything rkube does differently for Deployments is in
-//! `apps/deployments.rs`, and so on. The functions they call for defaults and validation live
-//! in `crate::defaults` and `crate::validation`; the table in `crate::resources` maps each
-//! resource to its strategy. Resources with nothing of their own (the reviews, bindings) use
+//! `apps/deployments.rs`, and so on, their `kubectl get` table (columns and row cells, with
+//! the shared cell formatting of `crate::tables`) included. The functions they call for
+//! defaults and validation live in `crate::defaults` and `crate::validation`, in modules
+//! named for the same API groups; the table in `crate::resources` maps each resource to its
+//! strategy. Resources with nothing of their own (the reviews, bindings) use
 //! [`crate::strategy::Generic`].
 //!
 //! Adding a built-in kind: one module here and one row in that table.

@@ -1,15 +1,18 @@
-//! Checks of single values that many kinds share (ports, port names, counts, enums, label
-//! and annotation maps, label selectors, config keys, resource names and quantities), each
-//! giving upstream's field error.
+//! Checks of single values that many kinds share (ports, port names and protocols, counts,
+//! percents, enums, names used as field values, label and annotation maps, label selectors,
+//! config keys, resource names and quantities), each giving upstream's field error.
 //! Each takes the field path first, then the value.
 
 use serde_json::Value;
 
-use super::{label_value_problems, qualified_name_problems, FieldError};
-use crate::gofmt::go_quantity;
+use super::{label_value_problems, name_problems, qualified_name_problems, FieldError, NameRule};
+use crate::gofmt::{go_int_or_string, go_quantity};
 use crate::quantity::Quantity;
 
 const CONFIG_KEY_MSG: &str = "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')";
+
+/// The message of every "may not change" error.
+pub const IMMUTABLE: &str = "field is immutable";
 
 /// Upstream's `InclusiveRangeError`: "must be between `lo` and `hi`, inclusive".
 pub fn range_msg(lo: i64, hi: i64) -> String {
@@ -328,6 +331,140 @@ pub fn container_resource_name(name: &str, at: &str, errors: &mut Vec<FieldError
             "doesn't follow extended resource name standard",
         ));
     }
+}
+
+// ---------------------------------------------------------------------------------------
+// Names and protocols as field values.
+
+/// One `Invalid` error per problem upstream's name check found.
+pub fn problems_at(field: &str, value: &str, problems: Vec<String>) -> Vec<FieldError> {
+    problems.iter().map(|p| FieldError::invalid(field, &text(value), p)).collect()
+}
+
+/// `ValidateDNS1123Label`.
+pub fn dns_label(field: &str, value: &str) -> Vec<FieldError> {
+    problems_at(field, value, name_problems(value, NameRule::Label))
+}
+
+/// `ValidateNodeName`: a DNS subdomain.
+pub fn node_name(field: &str, value: &str) -> Vec<FieldError> {
+    problems_at(field, value, name_problems(value, NameRule::Subdomain))
+}
+
+/// `ValidateQualifiedName`.
+pub fn qualified_name(field: &str, value: &str) -> Vec<FieldError> {
+    problems_at(field, value, qualified_name_problems(value))
+}
+
+/// An `appProtocol` when set: a qualified name.
+pub fn app_protocol(field: &str, value: &Value) -> Vec<FieldError> {
+    match value {
+        Value::Null => Vec::new(),
+        v => qualified_name(field, str_of(v)),
+    }
+}
+
+pub fn invalid_each(problems: Vec<String>, at: &str, value: &str, errors: &mut Vec<FieldError>) {
+    for p in problems {
+        errors.push(FieldError::invalid(at, &text(value), &p));
+    }
+}
+
+/// `field.Required(path, "")` when empty, else one `Invalid` per path-segment problem (the
+/// rule for object references' kinds and names and RBAC role names).
+pub fn path_segment(at: &str, v: &Value, errors: &mut Vec<FieldError>) {
+    let s = str_of(v);
+    if s.is_empty() {
+        errors.push(FieldError::required(at, ""));
+    } else {
+        for p in name_problems(s, NameRule::PathSegment) {
+            errors.push(FieldError::invalid(at, v, &p));
+        }
+    }
+}
+
+pub const PROTOCOLS: [&str; 3] = ["SCTP", "TCP", "UDP"];
+
+/// A port's protocol: required, and TCP, UDP or SCTP.
+pub fn protocol(field: &str, value: &Value) -> Option<FieldError> {
+    if str_of(value).is_empty() {
+        return Some(FieldError::required(field, ""));
+    }
+    one_of(field, value, &PROTOCOLS)
+}
+
+// ---------------------------------------------------------------------------------------
+// Lists of strings.
+
+pub fn strings(v: &Value) -> Option<Vec<&str>> {
+    v.as_array().map(|a| a.iter().map(str_of).collect())
+}
+
+// ---------------------------------------------------------------------------------------
+// Resource names of quotas and limit ranges.
+
+pub fn is_hugepages(name: &str) -> bool {
+    name.starts_with("hugepages-")
+}
+
+/// Upstream's `IsStandardQuotaResourceName`: the integer resources, these, and hugepages.
+pub fn is_standard_quota_resource(name: &str) -> bool {
+    const STANDARD: [&str; 10] = [
+        "cpu",
+        "memory",
+        "ephemeral-storage",
+        "requests.cpu",
+        "requests.memory",
+        "requests.storage",
+        "requests.ephemeral-storage",
+        "limits.cpu",
+        "limits.memory",
+        "limits.ephemeral-storage",
+    ];
+    STANDARD.contains(&name)
+        || INTEGER_RESOURCES.contains(&name)
+        || is_hugepages(name)
+        || name.starts_with("requests.hugepages-")
+}
+
+// ---------------------------------------------------------------------------------------
+// Percents (int-or-string counts).
+
+/// `IsValidPercent`: the number of a `NN%` string.
+pub fn percent(s: &str) -> Option<i64> {
+    let digits = s.strip_suffix('%')?;
+    let ok = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
+    ok.then(|| digits.parse().unwrap_or(i64::MAX))
+}
+
+/// `getIntOrPercentValue`: a percent's number, else the value as an integer (a string that
+/// is no number counts as 0).
+pub fn int_or_percent_value(v: &Value) -> i64 {
+    match v {
+        Value::String(s) => percent(s).unwrap_or_else(|| s.parse().unwrap_or(0)),
+        other => other.as_i64().unwrap_or(0),
+    }
+}
+
+pub const PERCENT_MSG: &str = "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')";
+
+/// `ValidatePositiveIntOrPercent`.
+pub fn positive_int_or_percent(field: &str, v: &Value) -> Option<FieldError> {
+    match v {
+        Value::String(s) if percent(s).is_none() => {
+            Some(FieldError::invalid_shown(field, &go_int_or_string(v), PERCENT_MSG))
+        }
+        Value::String(_) => None,
+        other => non_negative(field, other),
+    }
+}
+
+/// `IsNotMoreThan100Percent`.
+pub fn not_over_100_percent(field: &str, v: &Value) -> Option<FieldError> {
+    let over = v.as_str().and_then(percent).is_some_and(|p| p > 100);
+    over.then(|| {
+        FieldError::invalid_shown(field, &go_int_or_string(v), "must not be greater than 100%")
+    })
 }
 
 #[cfg(test)]

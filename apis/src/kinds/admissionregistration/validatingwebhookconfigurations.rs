@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use crate::strategy::Strategy;
-use crate::tables::Printer;
+use crate::tables::TablePrinter;
 use crate::validation::FieldError;
 use crate::{defaults, validation};
 
@@ -21,10 +21,10 @@ impl Strategy for ValidatingWebhookConfigurations {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::admission::validating_webhook_configuration(obj, old)
+        validation::admissionregistration::validating_webhook_configuration(obj, old)
     }
 
-    fn printer(&self) -> Printer {
-        Printer::ValidatingWebhook
+    fn printer(&self) -> &'static TablePrinter {
+        &super::WEBHOOK_PRINTER
     }
 }

@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::strategy::Strategy;
-use crate::tables::Printer;
+use crate::tables::{TablePrinter, CREATED_AT};
 use crate::validation::FieldError;
 use crate::{defaults, validation};
 
@@ -22,7 +22,7 @@ impl Strategy for CustomResourceDefinitions {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::extensions::custom_resource_definition(obj, old)
+        validation::apiextensions::custom_resource_definition(obj, old)
     }
 
     /// Its objects are deleted before it is (apiextensions-apiserver's cleanup finalizer).
@@ -30,7 +30,7 @@ impl Strategy for CustomResourceDefinitions {
         &["customresourcecleanup.apiextensions.k8s.io"]
     }
 
-    fn printer(&self) -> Printer {
-        Printer::CreatedAt
+    fn printer(&self) -> &'static TablePrinter {
+        &CREATED_AT
     }
 }

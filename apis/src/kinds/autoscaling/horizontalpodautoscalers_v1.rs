@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use crate::strategy::Strategy;
-use crate::tables::Printer;
+use crate::tables::TablePrinter;
 use crate::validation::FieldError;
 use crate::{convert, defaults, validation};
 
@@ -26,11 +26,11 @@ impl Strategy for HorizontalPodAutoscalersV1 {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::cluster::horizontal_pod_autoscaler(obj, old)
+        validation::autoscaling::horizontal_pod_autoscaler(obj, old)
     }
 
-    fn printer(&self) -> Printer {
-        Printer::HorizontalPodAutoscaler
+    fn printer(&self) -> &'static TablePrinter {
+        &super::horizontalpodautoscalers::PRINTER
     }
 
     fn convert_from(&self, obj: Value, from: &str) -> Value {

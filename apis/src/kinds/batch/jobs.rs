@@ -1,9 +1,13 @@
 //! Jobs (`batch/v1`): unless `manualSelector`, a Job selects its pods by its own uid.
 
+use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
 use crate::strategy::{SelectableField, Strategy};
-use crate::tables::Printer;
+use crate::tables::{
+    arr, at, containers, format_label_selector, human_duration, int, opt_int, since, st, text,
+    time, wide, TablePrinter, AGE, CONTAINERS, IMAGES, NAME,
+};
 use crate::validation::FieldError;
 use crate::{defaults, disabled_fields, validation};
 
@@ -31,15 +35,15 @@ impl Strategy for Jobs {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::workloads::job(obj, old)
+        validation::batch::job(obj, old)
     }
 
     fn selectable_fields(&self) -> &'static [SelectableField] {
         &[("status.successful", &["status", "successful"])]
     }
 
-    fn printer(&self) -> Printer {
-        Printer::Job
+    fn printer(&self) -> &'static TablePrinter {
+        &PRINTER
     }
 }
 
@@ -73,3 +77,72 @@ fn generate_selector(job: &mut Value) {
     let match_labels = selector["matchLabels"].as_object_mut().expect("matchLabels object");
     match_labels.entry("batch.kubernetes.io/controller-uid").or_insert(uid);
 }
+
+/// The table `kubectl get` prints: upstream's columns (wide ones included) and each object's
+/// row of cells.
+const PRINTER: TablePrinter = TablePrinter {
+    columns: &[
+        NAME,
+        text("Status", "Status of the job."),
+        text("Completions", D_JOB_SUCCEEDED),
+        text("Duration", "Time required to complete the job."),
+        AGE,
+        CONTAINERS,
+        IMAGES,
+        wide("Selector", "string", D_JOB_SELECTOR),
+    ],
+    row,
+};
+
+fn row(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
+    let succeeded = int(obj, &["status", "succeeded"]);
+    let completions = match opt_int(obj, &["spec", "completions"]) {
+        Some(c) => format!("{succeeded}/{c}"),
+        None => match int(obj, &["spec", "parallelism"]) {
+            p if p > 1 => format!("{succeeded}/1 of {p}"),
+            _ => format!("{succeeded}/1"),
+        },
+    };
+    let duration =
+        match (time(obj, &["status", "startTime"]), time(obj, &["status", "completionTime"])) {
+            (None, _) => String::new(),
+            (Some(start), None) => human_duration(now - start),
+            (Some(start), Some(end)) => human_duration(end - start),
+        };
+    // The first condition of a type decides whether the job has it.
+    let conditions = arr(obj, &["status", "conditions"]);
+    let has = |kind: &str| {
+        conditions
+            .iter()
+            .find(|c| st(c, &["type"]) == kind)
+            .is_some_and(|c| st(c, &["status"]) == "True")
+    };
+    let status = if has("Complete") {
+        "Complete"
+    } else if has("Failed") {
+        "Failed"
+    } else if at(obj, &["metadata", "deletionTimestamp"]).is_some_and(|d| !d.is_null()) {
+        "Terminating"
+    } else if has("Suspended") {
+        "Suspended"
+    } else if has("FailureTarget") {
+        "FailureTarget"
+    } else {
+        "Running"
+    };
+    let (names, images) = containers(at(obj, &["spec", "template", "spec", "containers"]));
+    vec![
+        st(obj, &["metadata", "name"]).into(),
+        status.into(),
+        completions.into(),
+        duration.into(),
+        since(time(obj, &["metadata", "creationTimestamp"]), now).into(),
+        names.into(),
+        images.into(),
+        format_label_selector(at(obj, &["spec", "selector"])).into(),
+    ]
+}
+
+// Column descriptions: the API field documentation upstream takes them from.
+const D_JOB_SUCCEEDED: &str = "The number of pods which reached phase Succeeded. The value increases monotonically for a given spec. However, it may decrease in reaction to scale down of elastic indexed jobs.";
+pub(super) const D_JOB_SELECTOR: &str = "A label query over pods that should match the pod count. Normally, the system sets this field for you. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#label-selectors";

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use crate::strategy::Strategy;
-use crate::tables::Printer;
+use crate::tables::{TablePrinter, CREATED_AT};
 use crate::validation::FieldError;
 use crate::{defaults, validation};
 
@@ -17,10 +17,10 @@ impl Strategy for LimitRanges {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::cluster::limit_range(obj, old)
+        validation::core::limit_range::limit_range(obj, old)
     }
 
-    fn printer(&self) -> Printer {
-        Printer::CreatedAt
+    fn printer(&self) -> &'static TablePrinter {
+        &CREATED_AT
     }
 }

@@ -21,6 +21,7 @@ pub use componentstatuses::ComponentStatuses;
 pub use configmaps::ConfigMaps;
 pub use endpoints::Endpoints;
 pub use events::Events;
+pub(crate) use events::{event_row, EVENT_COLUMNS};
 pub use limitranges::LimitRanges;
 pub use namespaces::Namespaces;
 pub use nodes::Nodes;

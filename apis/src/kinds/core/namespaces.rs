@@ -2,10 +2,11 @@
 //! `spec.finalizers` change only through `/finalize` and hold the deletion, which marks the
 //! namespace `Terminating`.
 
+use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
 use crate::strategy::{SelectableField, Strategy};
-use crate::tables::Printer;
+use crate::tables::{age, name, or, st, text, TablePrinter, AGE, NAME};
 use crate::validation::{FieldError, NameRule};
 use crate::{defaults, validation};
 
@@ -41,15 +42,15 @@ impl Strategy for Namespaces {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::cluster::namespace(obj, old)
+        validation::core::namespace::namespace(obj, old)
     }
 
     fn selectable_fields(&self) -> &'static [SelectableField] {
         &[("status.phase", &["status", "phase"])]
     }
 
-    fn printer(&self) -> Printer {
-        Printer::Namespace
+    fn printer(&self) -> &'static TablePrinter {
+        &PRINTER
     }
 
     fn returns_deleted_object(&self) -> bool {
@@ -63,4 +64,13 @@ impl Strategy for Namespaces {
     fn mark_for_deletion(&self, obj: &mut Value) {
         obj["status"]["phase"] = json!("Terminating");
     }
+}
+
+/// The table `kubectl get` prints: upstream's columns (wide ones included) and each object's
+/// row of cells.
+const PRINTER: TablePrinter =
+    TablePrinter { columns: &[NAME, text("Status", "The status of the namespace"), AGE], row };
+
+fn row(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
+    vec![name(obj), or(st(obj, &["status", "phase"]), "Active").into(), age(obj, now)]
 }

@@ -1,9 +1,10 @@
 //! PodTemplates (`v1`).
 
+use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use crate::strategy::Strategy;
-use crate::tables::Printer;
+use crate::tables::{at, containers, format_labels, name, text, TablePrinter, NAME};
 use crate::validation::FieldError;
 use crate::{defaults, disabled_fields, validation};
 
@@ -25,10 +26,32 @@ impl Strategy for PodTemplates {
     }
 
     fn validate(&self, obj: &Value, _old: Option<&Value>) -> Vec<FieldError> {
-        validation::pod::pod_spec(&obj["template"]["spec"], "template.spec")
+        validation::core::pod::pod_spec(&obj["template"]["spec"], "template.spec")
     }
 
-    fn printer(&self) -> Printer {
-        Printer::PodTemplate
+    fn printer(&self) -> &'static TablePrinter {
+        &PRINTER
     }
+}
+
+/// The table `kubectl get` prints: upstream's columns (wide ones included) and each object's
+/// row of cells.
+const PRINTER: TablePrinter = TablePrinter {
+    columns: &[
+        NAME,
+        text("Containers", "Names of each container in the template."),
+        text("Images", "Images referenced by each container in the template."),
+        text("Pod Labels", "The labels for the pod template."),
+    ],
+    row,
+};
+
+fn row(obj: &Value, _now: DateTime<Utc>) -> Vec<Value> {
+    let (names, images) = containers(at(obj, &["template", "spec", "containers"]));
+    vec![
+        name(obj),
+        names.into(),
+        images.into(),
+        format_labels(at(obj, &["template", "metadata", "labels"])).into(),
+    ]
 }

@@ -1,10 +1,11 @@
 //! Secrets (`v1`): `stringData` is merged into `data` on every write, as upstream decodes it;
 //! keys, size, immutability and a fixed type.
 
+use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
 use crate::strategy::{SelectableField, Strategy};
-use crate::tables::Printer;
+use crate::tables::{age, len, name, or, st, text, TablePrinter, AGE, NAME};
 use crate::validation::FieldError;
 use crate::{defaults, validation};
 
@@ -22,15 +23,15 @@ impl Strategy for Secrets {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::config::secret(obj, old)
+        validation::core::config::secret(obj, old)
     }
 
     fn selectable_fields(&self) -> &'static [SelectableField] {
         &[("type", &["type"])]
     }
 
-    fn printer(&self) -> Printer {
-        Printer::Secret
+    fn printer(&self) -> &'static TablePrinter {
+        &PRINTER
     }
 }
 
@@ -50,3 +51,23 @@ fn merge_string_data(obj: &mut Value) {
         obj["data"][key] = json!(base64::engine::general_purpose::STANDARD.encode(text));
     }
 }
+
+/// The table `kubectl get` prints: upstream's columns (wide ones included) and each object's
+/// row of cells.
+const PRINTER: TablePrinter = TablePrinter {
+    columns: &[NAME, text("Type", D_SECRET_TYPE), text("Data", D_SECRET_DATA), AGE],
+    row,
+};
+
+fn row(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
+    vec![
+        name(obj),
+        or(st(obj, &["type"]), "Opaque").into(),
+        (len(obj, &["data"]) as i64).into(),
+        age(obj, now),
+    ]
+}
+
+// Column descriptions: the API field documentation upstream takes them from.
+const D_SECRET_TYPE: &str = "Used to facilitate programmatic handling of secret data. More info: https://kubernetes.io/docs/concepts/configuration/secret/#secret-types";
+const D_SECRET_DATA: &str = "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'. The serialized form of the secret data is a base64 encoded string, representing the arbitrary (possibly non-string) data value here. Described in https://tools.ietf.org/html/rfc4648#section-4";

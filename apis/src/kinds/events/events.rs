@@ -3,8 +3,9 @@
 
 use serde_json::Value;
 
+use crate::kinds::core;
 use crate::strategy::Strategy;
-use crate::tables::Printer;
+use crate::tables::TablePrinter;
 use crate::validation::FieldError;
 use crate::{convert, validation};
 
@@ -14,7 +15,7 @@ pub struct Events;
 
 impl Strategy for Events {
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::discovery::event(obj, old)
+        validation::core::event::event(obj, old)
     }
 
     fn field_label_conversions(&self) -> Option<&'static [(&'static str, &'static str)]> {
@@ -35,11 +36,16 @@ impl Strategy for Events {
         ])
     }
 
-    fn printer(&self) -> Printer {
-        Printer::EventsV1
+    fn printer(&self) -> &'static TablePrinter {
+        &PRINTER
     }
 
     fn convert_from(&self, obj: Value, from: &str) -> Value {
         convert::event_from_core(obj, from)
     }
 }
+
+/// The table `kubectl get` prints: core Events' columns, with the cells read from this API's
+/// field names.
+const PRINTER: TablePrinter =
+    TablePrinter { columns: core::EVENT_COLUMNS, row: |obj, now| core::event_row(true, obj, now) };

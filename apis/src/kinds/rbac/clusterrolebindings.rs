@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use crate::strategy::Strategy;
-use crate::tables::Printer;
+use crate::tables::{text, wide, TablePrinter, AGE, NAME};
 use crate::validation::{FieldError, NameRule};
 use crate::{defaults, validation};
 
@@ -21,10 +21,27 @@ impl Strategy for ClusterRoleBindings {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::cluster::cluster_role_binding(obj, old)
+        validation::rbac::cluster_role_binding(obj, old)
     }
 
-    fn printer(&self) -> Printer {
-        Printer::ClusterRoleBinding
+    fn printer(&self) -> &'static TablePrinter {
+        &PRINTER
     }
 }
+
+/// The table `kubectl get` prints: upstream's columns (wide ones included) and each object's
+/// row of cells.
+const PRINTER: TablePrinter = TablePrinter {
+    columns: &[
+        NAME,
+        text("Role", D_CRB_ROLE),
+        AGE,
+        wide("Users", "string", "Users in the clusterRoleBinding"),
+        wide("Groups", "string", "Groups in the clusterRoleBinding"),
+        wide("ServiceAccounts", "string", "ServiceAccounts in the clusterRoleBinding"),
+    ],
+    row: super::rolebindings::row,
+};
+
+// Column descriptions: the API field documentation upstream takes them from.
+const D_CRB_ROLE: &str = "RoleRef can only reference a ClusterRole in the global namespace. If the RoleRef cannot be resolved, the Authorizer must return an error. This field is immutable.";

@@ -3,7 +3,7 @@
 use serde_json::Value;
 
 use crate::strategy::Strategy;
-use crate::tables::Printer;
+use crate::tables::{TablePrinter, CREATED_AT};
 use crate::validation;
 use crate::validation::{FieldError, NameRule};
 
@@ -17,10 +17,10 @@ impl Strategy for Roles {
     }
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        validation::cluster::role(obj, old)
+        validation::rbac::role(obj, old)
     }
 
-    fn printer(&self) -> Printer {
-        Printer::CreatedAt
+    fn printer(&self) -> &'static TablePrinter {
+        &CREATED_AT
     }
 }

@@ -6,8 +6,8 @@
 //! merges a pod's `matchLabelKeys` of affinity terms into their selectors before validating,
 //! which rkube does not, so the "exists in both" check here sees only what the user wrote.
 
-use super::super::values::label_selector;
 use super::*;
+use crate::validation::values::label_selector;
 
 const SPREAD_ACTIONS: [&str; 2] = ["DoNotSchedule", "ScheduleAnyway"];
 const INCLUSION_POLICIES: [&str; 2] = ["Honor", "Ignore"];
@@ -310,8 +310,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    const LABEL: &str = super::super::super::LABEL_MSG;
-    const SUBDOMAIN: &str = super::super::super::SUBDOMAIN_MSG;
+    const LABEL: &str = crate::validation::meta::LABEL_MSG;
+    const SUBDOMAIN: &str = crate::validation::meta::SUBDOMAIN_MSG;
     const NAME_PART: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
     const LABEL_VALUE: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
 

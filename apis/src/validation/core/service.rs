@@ -16,10 +16,12 @@ use std::collections::HashSet;
 
 use serde_json::{json, Value};
 
-use super::net::{cidr_legacy, family, ip_legacy, non_special_ip};
-use super::values::{items, label_map, one_of, port_name_problems, port_number, str_of};
-use super::{name_problems, qualified_name_problems, FieldError, NameRule};
 use crate::gofmt::{go_int_or_string, go_pointee, go_quote, go_string_slice};
+use crate::validation::net::{cidr_legacy, family, ip_legacy, non_special_ip};
+use crate::validation::values::{
+    items, label_map, one_of, port_name_problems, port_number, str_of,
+};
+use crate::validation::{name_problems, qualified_name_problems, FieldError, NameRule};
 
 /// The kubelet's port, which no LoadBalancer may expose.
 const KUBELET_PORT: i64 = 10250;

@@ -1,13 +1,8 @@
-//! Validation of nodes and what describes them: Nodes, RuntimeClasses, CSINodes,
-//! CSIStorageCapacities, and the objects the control plane keeps per workload or account
-//! (ServiceAccounts, ControllerRevisions), with upstream's (v1.33) messages and field paths:
-//! `ValidateNode` and `ValidateNodeUpdate` (core), `ValidateRuntimeClass[Update]` (node),
-//! `ValidateCSINode[Update]` and `ValidateCSIStorageCapacity[Update]` (storage),
-//! `ValidateServiceAccount[Update]` (core) and `ValidateControllerRevision[Update]` (apps).
-//!
-//! Updates get what upstream's strategies run on them: for Nodes, RuntimeClasses, CSINodes and
-//! CSIStorageCapacities the create checks of the new object and then the update checks (so a
-//! spec error shows twice where upstream's does). Metadata is checked by the caller.
+//! Nodes, with upstream's (v1.33) messages and field paths (`ValidateNode` and
+//! `ValidateNodeUpdate`): taints, pod CIDRs, provider ID, config source, status quantities
+//! and the alpha annotations upstream still decodes; an update gets the create checks of the
+//! new object and then the update checks, as upstream's strategy runs them (so a spec error
+//! shows twice where upstream's does). Metadata is checked by the caller.
 //!
 //! Upstream validates the internal form of a Node, where `podCIDR` and `podCIDRs` are one
 //! list: `podCIDRs`, unless `podCIDR` is set and differs from its first entry (then
@@ -17,35 +12,21 @@ use std::collections::BTreeSet;
 
 use serde_json::{json, Map, Value};
 
-use super::net::cidr_legacy;
-use super::pod::go_toleration;
-use super::values::{
-    config_key_problems, container_resource_name, items, label_map, label_selector, non_negative,
-    quantity_value, str_of, text,
+use crate::gofmt::{go_json_kind, go_pointer, go_quote, go_string_slice};
+use crate::validation::net::cidr_legacy;
+use crate::validation::values::{
+    config_key_problems, invalid_each, items, quantity_value, str_of, text,
 };
-use super::{label_value_problems, name_problems, qualified_name_problems, FieldError, NameRule};
-use crate::gofmt::{go_json_kind, go_label_selector, go_pointer, go_quote, go_string_slice};
-use crate::quantity::Quantity;
+use crate::validation::{
+    label_value_problems, name_problems, qualified_name_problems, FieldError, NameRule,
+};
 
-const IMMUTABLE: &str = "field is immutable";
-const NEGATIVE: &str = "must be greater than or equal to 0";
 const TAINT_EFFECTS: [&str; 3] = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
 /// The alpha annotations upstream still validates on Nodes.
 const TAINTS_ANNOTATION: &str = "scheduler.alpha.kubernetes.io/taints";
 const AVOID_PODS_ANNOTATION: &str = "scheduler.alpha.kubernetes.io/preferAvoidPods";
 const POD_CIDR_CHANGE: &str = "node updates may not change podCIDR except from \"\" to valid";
 const PROVIDER_ID_CHANGE: &str = "node updates may not change providerID except from \"\" to valid";
-/// A CSINode driver's node ID, with `AllowLongNodeID` (always on since v1.22).
-const CSI_NODE_ID_MAX: usize = 192;
-
-fn invalid_each(problems: Vec<String>, at: &str, value: &str, errors: &mut Vec<FieldError>) {
-    for p in problems {
-        errors.push(FieldError::invalid(at, &text(value), &p));
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// core/v1 Node.
 
 /// `ValidateNode`, and on update `ValidateNodeUpdate` after it (the Node strategy runs both).
 pub fn node(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
@@ -169,7 +150,8 @@ fn pod_cidrs(cidrs: &[String], errors: &mut Vec<FieldError>) {
             field: at.to_string(),
         });
     }
-    let families: BTreeSet<u8> = cidrs.iter().filter_map(|c| super::net::family(c)).collect();
+    let families: BTreeSet<u8> =
+        cidrs.iter().filter_map(|c| crate::validation::net::family(c)).collect();
     let dual_stack = bad.is_none() && families.len() == 2;
     if !dual_stack || cidrs.len() > 2 {
         errors.push(FieldError::invalid_shown(
@@ -673,282 +655,6 @@ impl GoScan<'_> {
     }
 }
 
-// ---------------------------------------------------------------------------------------
-// node.k8s.io/v1 RuntimeClass.
-
-/// `ValidateRuntimeClass`: the handler a DNS label, the pod overhead as a container's limits,
-/// the scheduling node selector and tolerations; on update the handler is fixed.
-pub fn runtime_class(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-    let mut errors = Vec::new();
-    let handler = str_of(&obj["handler"]);
-    invalid_each(name_problems(handler, NameRule::Label), "handler", handler, &mut errors);
-    let overhead = &obj["overhead"];
-    if !overhead.is_null() {
-        overhead_limits(&overhead["podFixed"], "overhead", &mut errors);
-    }
-    let scheduling = &obj["scheduling"];
-    if !scheduling.is_null() {
-        if !scheduling["nodeSelector"].is_null() {
-            errors.extend(label_map("scheduling.nodeSelector", &scheduling["nodeSelector"]));
-        }
-        tolerations(items(&scheduling["tolerations"]), "scheduling.tolerations", &mut errors);
-    }
-    if let Some(old) = old {
-        if handler != str_of(&old["handler"]) {
-            errors.push(FieldError::invalid("handler", &text(handler), IMMUTABLE));
-        }
-    }
-    errors
-}
-
-/// Upstream checks a RuntimeClass's `podFixed` as a container's limits (so the errors are
-/// at `overhead.limits[<name>]`): names, quantities, whole hugepages, hugepages with cpu or
-/// memory.
-fn overhead_limits(list: &Value, at: &str, errors: &mut Vec<FieldError>) {
-    let (mut hugepages, mut cpu_or_memory) = (false, false);
-    for (name, q) in list.as_object().into_iter().flatten() {
-        let field = format!("{at}.limits[{name}]");
-        container_resource_name(name, &field, errors);
-        quantity_value(name, q, &field, errors);
-        if let Some(page) = name.strip_prefix("hugepages-") {
-            hugepages = true;
-            if let Some(q) = Quantity::parse(q).filter(|q| !divides(page, q.nanos)) {
-                let shown = q.canonical();
-                let detail = format!("{shown} is not positive integer multiple of {name}");
-                errors.push(FieldError::invalid(&field, &text(&shown), &detail));
-            }
-        }
-        cpu_or_memory |= name == "cpu" || name == "memory";
-    }
-    if hugepages && !cpu_or_memory {
-        errors.push(FieldError::forbidden(at, "HugePages require cpu or memory"));
-    }
-}
-
-/// `IsHugePageResourceValueDivisible`: the amount (rounded up to a whole number) a multiple
-/// of the page size named after `hugepages-`.
-fn divides(page: &str, nanos: i128) -> bool {
-    const NANO: i128 = 1_000_000_000;
-    let Some(size) = Quantity::parse(&text(page)).map(|p| p.nanos) else { return false };
-    if size <= 0 || size % NANO != 0 {
-        return false;
-    }
-    let whole = nanos.div_euclid(NANO) + i128::from(nanos.rem_euclid(NANO) != 0);
-    whole % (size / NANO) == 0
-}
-
-/// A RuntimeClass's tolerations: core's `ValidateTolerations` (which v1.33 is handed the path
-/// `<at>.tolerations`), then one toleration per key, operator, value and effect.
-fn tolerations(list: &[Value], at: &str, errors: &mut Vec<FieldError>) {
-    super::pod::tolerations(&Value::from(list.to_vec()), &format!("{at}.tolerations"), errors);
-    let mut seen = BTreeSet::new();
-    for (i, t) in list.iter().enumerate() {
-        let key = ["key", "operator", "value", "effect"].map(|f| str_of(&t[f]));
-        if !seen.insert(key) {
-            errors.push(FieldError::duplicate_shown(format!("{at}[{i}]"), &go_toleration(t)));
-        }
-    }
-}
-
-// ---------------------------------------------------------------------------------------
-// storage.k8s.io/v1 CSINode.
-
-/// `ValidateCSINode`; on update the strategy runs it, then `ValidateCSINodeUpdate` (which
-/// runs it again, then refuses any change to a driver that keeps its name).
-pub fn csi_node(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-    let mut errors = csi_node_drivers(obj);
-    if let Some(old) = old {
-        errors.extend(csi_node_drivers(obj));
-        for was in items(&old["spec"]["drivers"]) {
-            for now in items(&obj["spec"]["drivers"]) {
-                if str_of(&was["name"]) == str_of(&now["name"]) && !same_driver(was, now) {
-                    errors.push(FieldError::invalid_shown(
-                        "spec.drivers",
-                        &go_csi_node_driver(now),
-                        IMMUTABLE,
-                    ));
-                }
-            }
-        }
-    }
-    errors
-}
-
-/// Each driver: a CSI driver name, used once; a node ID; a non-negative volume count;
-/// topology keys that are qualified names, each once.
-fn csi_node_drivers(obj: &Value) -> Vec<FieldError> {
-    let mut errors = Vec::new();
-    let mut names = BTreeSet::new();
-    for (i, d) in items(&obj["spec"]["drivers"]).iter().enumerate() {
-        let at = format!("spec.drivers[{i}]");
-        let name = str_of(&d["name"]);
-        csi_driver_name(name, &format!("{at}.name"), &mut errors);
-        let node_id = str_of(&d["nodeID"]);
-        if node_id.is_empty() {
-            errors.push(FieldError::required(format!("{at}.nodeID"), ""));
-        }
-        if node_id.len() > CSI_NODE_ID_MAX {
-            errors.push(FieldError::invalid(
-                format!("{at}.nodeID"),
-                &text(node_id),
-                &format!("must be {CSI_NODE_ID_MAX} characters or less"),
-            ));
-        }
-        errors.extend(non_negative(&format!("{at}.allocatable.count"), &d["allocatable"]["count"]));
-        if !names.insert(name) {
-            errors.push(FieldError::duplicate(format!("{at}.name"), &text(name)));
-        }
-        let mut keys = BTreeSet::new();
-        for key in items(&d["topologyKeys"]).iter().map(str_of) {
-            if key.is_empty() {
-                errors.push(FieldError::required(&at, ""));
-            }
-            if !keys.insert(key) {
-                errors.push(FieldError::duplicate(&at, &text(key)));
-            }
-            invalid_each(qualified_name_problems(key), &at, key, &mut errors);
-        }
-    }
-    errors
-}
-
-/// Core's `ValidateCSIDriverName`: required, at most 63 characters, and (lower cased) a DNS
-/// subdomain.
-fn csi_driver_name(name: &str, at: &str, errors: &mut Vec<FieldError>) {
-    if name.is_empty() {
-        errors.push(FieldError::required(at, ""));
-    }
-    if name.len() > 63 {
-        errors.push(FieldError::too_long(at, 63));
-    }
-    invalid_each(name_problems(&name.to_lowercase(), NameRule::Subdomain), at, name, errors);
-}
-
-/// Two drivers as `Semantic.DeepEqual` compares them: an empty key list is an absent one,
-/// but an empty `allocatable` is not an absent one (it is a pointer).
-fn same_driver(a: &Value, b: &Value) -> bool {
-    let keys = |d: &Value| -> Vec<String> {
-        items(&d["topologyKeys"]).iter().map(|k| str_of(k).to_string()).collect()
-    };
-    let allocatable = |d: &Value| {
-        let a = &d["allocatable"];
-        (!a.is_null()).then(|| a["count"].as_i64())
-    };
-    str_of(&a["nodeID"]) == str_of(&b["nodeID"])
-        && keys(a) == keys(b)
-        && allocatable(a) == allocatable(b)
-}
-
-/// A `storage.CSINodeDriver` as `%#v` prints it.
-fn go_csi_node_driver(d: &Value) -> String {
-    let keys: Option<Vec<&str>> =
-        d["topologyKeys"].as_array().map(|list| list.iter().map(str_of).collect());
-    format!(
-        "storage.CSINodeDriver{{Name:{}, NodeID:{}, TopologyKeys:{}, Allocatable:{}}}",
-        go_quote(str_of(&d["name"])),
-        go_quote(str_of(&d["nodeID"])),
-        go_string_slice(keys.as_deref()),
-        go_pointer("storage.VolumeNodeResources", &d["allocatable"])
-    )
-}
-
-// ---------------------------------------------------------------------------------------
-// storage.k8s.io/v1 CSIStorageCapacity.
-
-/// `ValidateCSIStorageCapacity` (the node topology a label selector, the class name a DNS
-/// subdomain, the capacity not negative); on update also `ValidateCSIStorageCapacityUpdate`
-/// (topology and class fixed). An update may keep label values in the selector's expressions
-/// that are invalid when the stored selector already has an error.
-pub fn csi_storage_capacity(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-    let topology = &obj["nodeTopology"];
-    let mut errors = label_selector("nodeTopology", topology);
-    if old.is_some_and(|o| !label_selector("nodeTopology", &o["nodeTopology"]).is_empty()) {
-        let value_check = |e: &FieldError| {
-            e.field.starts_with("nodeTopology.matchExpressions[") && e.field.contains("].values[")
-        };
-        errors.retain(|e| !value_check(e));
-    }
-    let class = str_of(&obj["storageClassName"]);
-    invalid_each(name_problems(class, NameRule::Subdomain), "storageClassName", class, &mut errors);
-    if let Some(q) = Quantity::parse(&obj["capacity"]).filter(|q| q.nanos < 0) {
-        errors.push(FieldError::invalid("capacity", &text(&q.canonical()), NEGATIVE));
-    }
-    if let Some(old) = old {
-        if semantic_selector(topology) != semantic_selector(&old["nodeTopology"]) {
-            errors.push(FieldError::invalid_shown(
-                "nodeTopology",
-                &go_label_selector(topology),
-                IMMUTABLE,
-            ));
-        }
-        if class != str_of(&old["storageClassName"]) {
-            errors.push(FieldError::invalid("storageClassName", &text(class), IMMUTABLE));
-        }
-    }
-    errors
-}
-
-/// A label selector as `Semantic.DeepEqual` compares it: `None` when absent, and empty maps
-/// and lists the same as absent ones inside.
-fn semantic_selector(sel: &Value) -> Option<Value> {
-    if sel.is_null() {
-        return None;
-    }
-    let labels = sel["matchLabels"].as_object().filter(|m| !m.is_empty()).cloned();
-    let expressions: Vec<Value> = items(&sel["matchExpressions"])
-        .iter()
-        .map(|e| {
-            let values: Vec<&str> = items(&e["values"]).iter().map(str_of).collect();
-            json!([str_of(&e["key"]), str_of(&e["operator"]), values])
-        })
-        .collect();
-    Some(json!([labels, expressions]))
-}
-
-// ---------------------------------------------------------------------------------------
-// core/v1 ServiceAccount.
-
-/// `ValidateServiceAccount[Update]` checks the metadata only (done by the caller): upstream
-/// leaves `secrets` and `imagePullSecrets` to warnings, not errors.
-pub fn service_account(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-    let _ = (obj, old);
-    Vec::new()
-}
-
-// ---------------------------------------------------------------------------------------
-// apps/v1 ControllerRevision.
-
-/// `ValidateControllerRevision`: data required, revision not negative; on update the data
-/// is fixed (upstream compares it, not the revision).
-pub fn controller_revision(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-    let mut errors = Vec::new();
-    let data = &obj["data"];
-    if data.is_null() {
-        errors.push(FieldError::required("data", "data is mandatory"));
-    }
-    errors.extend(non_negative("revision", &obj["revision"]));
-    if let Some(old) = old {
-        if data != &old["data"] {
-            errors.push(FieldError::invalid_shown("data", &go_raw_object(data), IMMUTABLE));
-        }
-    }
-    errors
-}
-
-/// The `runtime.Object` a ControllerRevision's `data` decodes to, as `%#v` prints it: a
-/// `runtime.Unknown` holding the JSON text (compact, keys in the order given), or `"null"`.
-fn go_raw_object(data: &Value) -> String {
-    if data.is_null() {
-        return "\"null\"".to_string();
-    }
-    let raw = serde_json::to_string(data).unwrap_or_default();
-    let bytes: Vec<String> = raw.bytes().map(|b| format!("{b:#x}")).collect();
-    format!(
-        "runtime.Unknown{{TypeMeta:runtime.TypeMeta{{APIVersion:\"\", Kind:\"\"}}, Raw:[]uint8{{{}}}, ContentEncoding:\"\", ContentType:\"application/json\"}}",
-        bytes.join(", ")
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1181,138 +887,5 @@ mod tests {
         assert_eq!(e("01"), "invalid character '1' after top-level value");
         assert_eq!(e("'a'"), "invalid character '\\'' looking for beginning of value");
         assert!(go_decode(" [ {\"a\": [true, false, null, -0.5e-3, \"\\u00e9\"]} ] ").is_ok());
-    }
-
-    #[test]
-    fn runtime_classes() {
-        let rc = json!({"handler": "runc", "overhead": {"podFixed": {"cpu": "250m", "memory": "120Mi"}},
-            "scheduling": {"nodeSelector": {"runtime": "kata"},
-                "tolerations": [{"key": "kata", "operator": "Exists", "effect": "NoSchedule"}]}});
-        assert!(runtime_class(&rc, None).is_empty());
-        assert!(runtime_class(&rc, Some(&rc)).is_empty());
-        let bad = json!({"handler": "Run_C",
-            "overhead": {"podFixed": {"pods": "1", "hugepages-2Mi": "3Mi", "memory": "-1"}},
-            "scheduling": {"nodeSelector": {"a": "-"},
-                "tolerations": [{"operator": "Equal", "value": "v"},
-                    {"key": "k", "operator": "Exists", "value": "v", "effect": "NoSchedule", "tolerationSeconds": 5},
-                    {"key": "k", "operator": "In", "effect": "Never"},
-                    {"key": "k", "operator": "In", "effect": "Never"}]}});
-        assert_eq!(
-            lines(runtime_class(&bad, Some(&rc))),
-            [
-                "handler: Invalid value: \"Run_C\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
-                "overhead.limits[pods]: Invalid value: \"pods\": must be a standard resource for containers",
-                "overhead.limits[hugepages-2Mi]: Invalid value: \"3Mi\": 3Mi is not positive integer multiple of hugepages-2Mi",
-                "overhead.limits[memory]: Invalid value: \"-1\": must be greater than or equal to 0",
-                "scheduling.nodeSelector: Invalid value: \"-\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
-                "scheduling.tolerations.tolerations[0].operator: Invalid value: \"Equal\": operator must be Exists when `key` is empty, which means \"match all values and all keys\"",
-                "scheduling.tolerations.tolerations[1].effect: Invalid value: \"NoSchedule\": effect must be 'NoExecute' when `tolerationSeconds` is set",
-                "scheduling.tolerations.tolerations[1].operator: Invalid value: core.Toleration{Key:\"k\", Operator:\"Exists\", Value:\"v\", Effect:\"NoSchedule\", TolerationSeconds:(*int64)(0xc000a1c000)}: value must be empty when `operator` is 'Exists'",
-                "scheduling.tolerations.tolerations[2].operator: Unsupported value: \"In\": supported values: \"Equal\", \"Exists\"",
-                "scheduling.tolerations.tolerations[2].effect: Unsupported value: \"Never\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"",
-                "scheduling.tolerations.tolerations[3].operator: Unsupported value: \"In\": supported values: \"Equal\", \"Exists\"",
-                "scheduling.tolerations.tolerations[3].effect: Unsupported value: \"Never\": supported values: \"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"",
-                "scheduling.tolerations[3]: Duplicate value: core.Toleration{Key:\"k\", Operator:\"In\", Value:\"\", Effect:\"Never\", TolerationSeconds:(*int64)(nil)}",
-                "handler: Invalid value: \"Run_C\": field is immutable",
-            ]
-        );
-        assert_eq!(
-            lines(runtime_class(&json!({"overhead": {"podFixed": {"hugepages-1Gi": "1Gi"}}}), None)),
-            [
-                "handler: Invalid value: \"\": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
-                "overhead: Forbidden: HugePages require cpu or memory",
-            ]
-        );
-    }
-
-    #[test]
-    fn csi_nodes() {
-        let n = json!({"spec": {"drivers": [{"name": "ebs.csi.aws.com", "nodeID": "i-1",
-            "topologyKeys": ["topology.ebs.csi.aws.com/zone"], "allocatable": {"count": 25}}]}});
-        assert!(csi_node(&n, None).is_empty());
-        assert!(csi_node(&n, Some(&n)).is_empty());
-        let bad = json!({"spec": {"drivers": [
-            {"name": "Bad_Driver", "nodeID": "x".repeat(193), "topologyKeys": ["", "a", "a"],
-                "allocatable": {"count": -1}},
-            {"name": "Bad_Driver"}]}});
-        assert_eq!(
-            lines(csi_node(&bad, None)),
-            [
-                "spec.drivers[0].name: Invalid value: \"Bad_Driver\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')".to_string(),
-                format!("spec.drivers[0].nodeID: Invalid value: \"{}\": must be 192 characters or less", "x".repeat(193)),
-                "spec.drivers[0].allocatable.count: Invalid value: -1: must be greater than or equal to 0".to_string(),
-                "spec.drivers[0]: Required value".to_string(),
-                "spec.drivers[0]: Invalid value: \"\": name part must be non-empty".to_string(),
-                "spec.drivers[0]: Invalid value: \"\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')".to_string(),
-                "spec.drivers[0]: Duplicate value: \"a\"".to_string(),
-                "spec.drivers[1].name: Invalid value: \"Bad_Driver\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')".to_string(),
-                "spec.drivers[1].nodeID: Required value".to_string(),
-                "spec.drivers[1].name: Duplicate value: \"Bad_Driver\"".to_string(),
-            ]
-        );
-        let moved = json!({"spec": {"drivers": [{"name": "ebs.csi.aws.com", "nodeID": "i-2",
-            "topologyKeys": ["topology.ebs.csi.aws.com/zone"]}]}});
-        assert_eq!(
-            lines(csi_node(&moved, Some(&n))),
-            ["spec.drivers: Invalid value: storage.CSINodeDriver{Name:\"ebs.csi.aws.com\", NodeID:\"i-2\", TopologyKeys:[]string{\"topology.ebs.csi.aws.com/zone\"}, Allocatable:(*storage.VolumeNodeResources)(nil)}: field is immutable"]
-        );
-    }
-
-    #[test]
-    fn csi_storage_capacities() {
-        let c = json!({"storageClassName": "standard", "capacity": "10Gi", "maximumVolumeSize": "1Gi",
-            "nodeTopology": {"matchLabels": {"topology.hostpath.csi/node": "n1"}}});
-        assert!(csi_storage_capacity(&c, None).is_empty());
-        assert!(csi_storage_capacity(&c, Some(&c)).is_empty());
-        let bad = json!({"storageClassName": "Std", "capacity": "-1Gi",
-            "nodeTopology": {"matchExpressions": [{"key": "k", "operator": "In", "values": ["-"]}]}});
-        assert_eq!(
-            lines(csi_storage_capacity(&bad, Some(&c))),
-            [
-                "nodeTopology.matchExpressions[0].values[0]: Invalid value: \"-\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')",
-                "storageClassName: Invalid value: \"Std\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
-                "capacity: Invalid value: \"-1Gi\": must be greater than or equal to 0",
-                "nodeTopology: Invalid value: v1.LabelSelector{MatchLabels:map[string]string(nil), MatchExpressions:[]v1.LabelSelectorRequirement{v1.LabelSelectorRequirement{Key:\"k\", Operator:\"In\", Values:[]string{\"-\"}}}}: field is immutable",
-                "storageClassName: Invalid value: \"Std\": field is immutable",
-            ]
-        );
-        // A stored selector that is already invalid lets its label values through.
-        assert_eq!(
-            lines(csi_storage_capacity(&bad, Some(&bad)))[0],
-            "storageClassName: Invalid value: \"Std\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
-        );
-        let mut dropped = c.clone();
-        dropped["nodeTopology"] = Value::Null;
-        assert_eq!(
-            lines(csi_storage_capacity(&dropped, Some(&c))),
-            ["nodeTopology: Invalid value: \"null\": field is immutable"]
-        );
-    }
-
-    #[test]
-    fn service_accounts_have_no_checks_of_their_own() {
-        let sa = json!({"secrets": [{"name": "s", "namespace": "other"}],
-            "imagePullSecrets": [{"name": ""}]});
-        assert!(service_account(&sa, None).is_empty());
-        assert!(service_account(&sa, Some(&json!({}))).is_empty());
-    }
-
-    #[test]
-    fn controller_revisions() {
-        let r = json!({"data": {"spec": {"template": {}}}, "revision": 2});
-        assert!(controller_revision(&r, None).is_empty());
-        let bumped = json!({"data": {"spec": {"template": {}}}, "revision": 3});
-        assert!(controller_revision(&bumped, Some(&r)).is_empty());
-        assert_eq!(
-            lines(controller_revision(&json!({"revision": -1}), None)),
-            [
-                "data: Required value: data is mandatory",
-                "revision: Invalid value: -1: must be greater than or equal to 0",
-            ]
-        );
-        assert_eq!(
-            lines(controller_revision(&json!({"data": {"a": 1}, "revision": 2}), Some(&r))),
-            ["data: Invalid value: runtime.Unknown{TypeMeta:runtime.TypeMeta{APIVersion:\"\", Kind:\"\"}, Raw:[]uint8{0x7b, 0x22, 0x61, 0x22, 0x3a, 0x31, 0x7d}, ContentEncoding:\"\", ContentType:\"application/json\"}: field is immutable"]
-        );
     }
 }

@@ -11,15 +11,17 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
-use super::net::ip_legacy;
-use super::values::{
+use crate::gofmt::{go_pointer, go_quote, go_string_slice};
+use crate::quantity::Quantity;
+use crate::validation::net::ip_legacy;
+use crate::validation::values::{
     config_key_problems, container_resource_name, is_native_resource, items, label_map,
     no_backsteps, non_negative, one_of, one_of_or_empty, port_name, port_name_problems, range_msg,
     str_of, HOST_PATH_TYPES,
 };
-use super::{label_value_problems, name_problems, qualified_name_problems, FieldError, NameRule};
-use crate::gofmt::{go_pointer, go_quote, go_string_slice};
-use crate::quantity::Quantity;
+use crate::validation::{
+    label_value_problems, name_problems, qualified_name_problems, FieldError, NameRule,
+};
 
 mod container;
 mod ephemeral;
@@ -573,11 +575,11 @@ mod tests {
             [
                 format!(
                     "spec.containers[0].name: Invalid value: \"Web_1\": {}",
-                    super::super::LABEL_MSG
+                    crate::validation::meta::LABEL_MSG
                 ),
                 format!(
                     "spec.initContainers[0].name: Invalid value: \"Web_1\": {}",
-                    super::super::LABEL_MSG
+                    crate::validation::meta::LABEL_MSG
                 ),
                 "spec.initContainers[0].name: Duplicate value: \"Web_1\"".to_string(),
             ]
@@ -631,7 +633,7 @@ mod tests {
               "envFrom": [{"prefix": "1=", "configMapRef": {"name": "Cfg"}}, {}]}),
             json!({}),
         );
-        let subdomain = super::super::SUBDOMAIN_MSG;
+        let subdomain = crate::validation::meta::SUBDOMAIN_MSG;
         assert_eq!(
             lines(spec),
             [
@@ -669,7 +671,7 @@ mod tests {
                 {"name": "n", "nfs": {"server": "s", "path": "rel"}},
                 {"name": "c", "configMap": {"defaultMode": 1000, "items": [{"key": "k", "path": "/abs"}]}}]}),
         );
-        let label = super::super::LABEL_MSG;
+        let label = crate::validation::meta::LABEL_MSG;
         assert_eq!(
             lines(spec),
             [
@@ -811,8 +813,8 @@ mod tests {
                 "priorityClassName": "High",
                 "dnsPolicy": "None"}),
         );
-        let label = super::super::LABEL_MSG;
-        let subdomain = super::super::SUBDOMAIN_MSG;
+        let label = crate::validation::meta::LABEL_MSG;
+        let subdomain = crate::validation::meta::SUBDOMAIN_MSG;
         assert_eq!(
             lines(spec),
             [
@@ -895,7 +897,7 @@ mod tests {
                     "searches": ["svc.cluster.local.", "_tcp.example.com", ".", "Bad.Example", "a..b"],
                     "options": [{"name": "ndots", "value": "2"}]}}),
         );
-        let subdomain = super::super::SUBDOMAIN_MSG;
+        let subdomain = crate::validation::meta::SUBDOMAIN_MSG;
         let ip_msg = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)";
         assert_eq!(
             lines(spec),

@@ -2,8 +2,8 @@
 
 use serde_json::Value;
 
-use super::values::config_key_problems;
-use super::FieldError;
+use crate::validation::values::config_key_problems;
+use crate::validation::FieldError;
 
 /// A ConfigMap: its keys, its size, and on update its immutability.
 pub fn config_map(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {

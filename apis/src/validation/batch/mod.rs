@@ -1,14 +1,25 @@
-//! Jobs and CronJobs: counts, completion modes, the pod failure and success policies,
-//! `managedBy`, the template's restart policy, schedules and time zones, and what an update
+//! Validation of batch/v1: Jobs and CronJobs, with upstream's (v1.33) messages and field
+//! paths: counts, completion modes, the pod failure and success policies, `managedBy`, the
+//! template's restart policy, schedules (parsed in `cron`) and time zones, and what an update
 //! may change.
+//!
+//! Where upstream shows a Go struct or map as the bad value (`map[string]string{...}`,
+//! `v1.LabelSelector{...}`), [`crate::gofmt`] prints it the way Go's `%#v` does. A field
+//! upstream defaults is never an error when absent (it is read as its default), whether or
+//! not rkube's defaulting (`crate::defaults`, on every write) filled it.
 
 use std::collections::HashSet;
 
-use super::super::networking::domain_prefixed_path;
-use super::super::qualified_name_problems;
-use super::super::values::{items, str_of};
-use super::*;
-use crate::gofmt::go_slice;
+use serde_json::Value;
+
+use super::networking::domain_prefixed_path;
+use super::templates::{pod_template, push, selector_matches, selector_parses, template_mismatch};
+use super::values::{items, label_selector, non_negative, str_of, IMMUTABLE};
+use super::{name_problems, qualified_name_problems, FieldError, NameRule};
+use crate::gofmt::{go_label_selector, go_pointee, go_pointer, go_quote, go_slice};
+use cron::parse_schedule;
+
+mod cron;
 
 /// `validateJobSpec`: what a job and a cron job's job template share. `path` is `spec` or
 /// `spec.jobTemplate.spec`.
@@ -696,13 +707,45 @@ fn time_zone(tz: &Value) -> Vec<FieldError> {
 mod tests {
     use super::*;
     use crate::resources::Resources;
+    use serde_json::json;
 
     fn lines(errors: Vec<FieldError>) -> Vec<String> {
         errors.iter().map(FieldError::line).collect()
     }
 
-    fn jobs() -> &'static crate::resources::ResourceInfo {
-        Resources::builtin().get("batch", "v1", "jobs").unwrap()
+    fn info(group: &str, plural: &str) -> &'static crate::resources::ResourceInfo {
+        Resources::builtin().get(group, "v1", plural).unwrap()
+    }
+
+    fn job_obj() -> Value {
+        let mut j = json!({"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "pi", "namespace": "default"},
+            "spec": {"template": {"spec": {"restartPolicy": "Never",
+                "containers": [{"name": "pi", "image": "perl:5.34.0", "command": ["perl", "-e", "print 1"]}]}}}});
+        crate::defaults::apply(info("batch", "jobs"), &mut j);
+        j
+    }
+
+    fn cron_job_obj() -> Value {
+        let mut c = json!({"apiVersion": "batch/v1", "kind": "CronJob",
+            "metadata": {"name": "hello", "namespace": "default"},
+            "spec": {"schedule": "*/5 * * * *", "jobTemplate": {"spec": {"template": {"spec": {
+                "restartPolicy": "OnFailure",
+                "containers": [{"name": "hello", "image": "busybox:1.36", "command": ["date"]}]}}}}}});
+        crate::defaults::apply(info("batch", "cronjobs"), &mut c);
+        c
+    }
+
+    #[test]
+    fn realistic_jobs_are_valid() {
+        let j = job_obj();
+        assert_eq!(lines(job(&j, None)), Vec::<String>::new());
+        let mut replaced = j.clone();
+        replaced["spec"].as_object_mut().unwrap().remove("completions");
+        replaced["spec"].as_object_mut().unwrap().remove("parallelism");
+        assert_eq!(lines(job(&replaced, Some(&j))), Vec::<String>::new());
+        let c = cron_job_obj();
+        assert_eq!(lines(cron_job(&c, None)), Vec::<String>::new());
     }
 
     /// A defaulted job with `spec` merged into its spec.
@@ -715,7 +758,7 @@ mod tests {
         for (k, v) in spec.as_object().unwrap() {
             j["spec"][k] = v.clone();
         }
-        crate::defaults::apply(jobs(), &mut j);
+        crate::defaults::apply(info("batch", "jobs"), &mut j);
         j
     }
 
@@ -878,6 +921,116 @@ mod tests {
             [
                 format!("spec.parallelism: Invalid value: 20000: {detail}"),
                 format!("spec.maxFailedIndexes: Invalid value: 20000: {detail}"),
+            ]
+        );
+    }
+
+    #[test]
+    fn jobs() {
+        let mut j = job_obj();
+        j["spec"]["parallelism"] = json!(-1);
+        j["spec"]["backoffLimit"] = json!(-2);
+        j["spec"]["ttlSecondsAfterFinished"] = json!(-3);
+        j["spec"]["completionMode"] = json!("Sometimes");
+        j["spec"]["template"]["spec"]["restartPolicy"] = json!("Always");
+        assert_eq!(
+            lines(job(&j, None)),
+            [
+                "spec.parallelism: Invalid value: -1: must be greater than or equal to 0",
+                "spec.backoffLimit: Invalid value: -2: must be greater than or equal to 0",
+                "spec.ttlSecondsAfterFinished: Invalid value: -3: must be greater than or equal to 0",
+                "spec.completionMode: Unsupported value: \"Sometimes\": supported values: \"NonIndexed\", \"Indexed\"",
+                "spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\"",
+            ]
+        );
+        let mut j = job_obj();
+        j["spec"]["selector"] = json!({"matchLabels": {"app": "x"}});
+        j["spec"]["backoffLimitPerIndex"] = json!(1);
+        assert_eq!(
+            lines(job(&j, None)),
+            [
+                "spec.backoffLimitPerIndex: Invalid value: 1: requires indexed completion mode",
+                "spec.template.metadata.labels: Invalid value: map[string]string(nil): `selector` does not match template `labels`",
+            ]
+        );
+        let mut j = job_obj();
+        j["metadata"]["name"] = json!("a".repeat(62));
+        j["spec"]["completionMode"] = json!("Indexed");
+        j["spec"]["completions"] = json!(10);
+        assert_eq!(
+            lines(job(&j, None)),
+            [format!("metadata.name: Invalid value: \"{0}\": will not able to create pod with invalid DNS label: {0}-9", "a".repeat(62))]
+        );
+        // Updates: completions and the template are fixed.
+        let old = job_obj();
+        let mut j = job_obj();
+        j["spec"]["completions"] = json!(3);
+        j["spec"]["template"]["spec"]["containers"][0]["image"] = json!("perl:5.36");
+        let got = lines(job(&j, Some(&old)));
+        assert_eq!(got[0], "spec.completions: Invalid value: 3: field is immutable");
+        assert!(
+            got[1].starts_with("spec.template: Invalid value: ")
+                && got[1].ends_with(": field is immutable")
+        );
+        // A suspended job that never started may change its scheduling directives.
+        let mut old = job_obj();
+        old["spec"]["suspend"] = json!(true);
+        let mut j = old.clone();
+        j["spec"]["template"]["spec"]["nodeSelector"] = json!({"disk": "ssd"});
+        assert_eq!(lines(job(&j, Some(&old))), Vec::<String>::new());
+    }
+
+    #[test]
+    fn cron_jobs() {
+        let schedule = |s: &str| {
+            let mut c = cron_job_obj();
+            c["spec"]["schedule"] = json!(s);
+            lines(cron_job(&c, None))
+        };
+        assert_eq!(
+            schedule("*/5 * * *"),
+            ["spec.schedule: Invalid value: \"*/5 * * *\": expected exactly 5 fields, found 4: [*/5 * * *]"]
+        );
+        assert_eq!(
+            schedule("61 * * * *"),
+            ["spec.schedule: Invalid value: \"61 * * * *\": end of range (61) above maximum (59): 61"]
+        );
+        assert_eq!(
+            schedule("x * * * *"),
+            ["spec.schedule: Invalid value: \"x * * * *\": failed to parse int from x: strconv.Atoi: parsing \"x\": invalid syntax"]
+        );
+        assert_eq!(
+            schedule("@often"),
+            ["spec.schedule: Invalid value: \"@often\": unrecognized descriptor: @often"]
+        );
+        assert_eq!(
+            schedule("@every 1d"),
+            ["spec.schedule: Invalid value: \"@every 1d\": failed to parse duration @every 1d: time: unknown unit \"d\" in duration \"1d\""]
+        );
+        assert_eq!(
+            schedule("CRON_TZ=UTC * * * * *"),
+            ["spec.schedule: Invalid value: \"CRON_TZ=UTC * * * * *\": cannot use TZ or CRON_TZ in schedule, use timeZone field instead"]
+        );
+        assert_eq!(schedule(""), ["spec.schedule: Required value"]);
+
+        let mut c = cron_job_obj();
+        c["spec"]["concurrencyPolicy"] = json!("Never");
+        c["spec"]["startingDeadlineSeconds"] = json!(-1);
+        c["spec"]["successfulJobsHistoryLimit"] = json!(-1);
+        c["spec"]["timeZone"] = json!("Local");
+        c["spec"]["jobTemplate"]["spec"]["template"]["spec"]["restartPolicy"] = json!("Always");
+        c["spec"]["jobTemplate"]["spec"]["selector"] = json!({"matchLabels": {"a": "b"}});
+        c["metadata"]["name"] = json!("n".repeat(53));
+        assert_eq!(
+            lines(cron_job(&c, None)),
+            [
+                "spec.startingDeadlineSeconds: Invalid value: -1: must be greater than or equal to 0",
+                "spec.timeZone: Invalid value: \"Local\": timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones",
+                "spec.concurrencyPolicy: Unsupported value: \"Never\": supported values: \"Allow\", \"Forbid\", \"Replace\"",
+                "spec.jobTemplate.spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\"",
+                "spec.jobTemplate.spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{\"a\":\"b\"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: `selector` will be auto-generated",
+                "spec.successfulJobsHistoryLimit: Invalid value: -1: must be greater than or equal to 0",
+                &format!("metadata.name: Invalid value: \"{}\": must be no more than 52 characters", "n".repeat(53)),
             ]
         );
     }

@@ -1,125 +1,332 @@
-//! Workloads (deployments, replica sets, stateful sets, daemon sets, replication controllers,
-//! jobs, cron jobs): counts, strategies, selectors against their pod templates, and what an
-//! update may change, with upstream's (v1.33) messages and field paths.
+//! Validation of apps/v1: Deployments, ReplicaSets, StatefulSets, DaemonSets and
+//! ControllerRevisions, with upstream's (v1.33) messages and field paths: their counts,
+//! strategies, selectors against their pod templates (`super::templates`), and what an
+//! update may change.
 //!
 //! Where upstream shows a Go struct or map as the bad value (`map[string]string{...}`,
 //! `v1.LabelSelector{...}`, `intstr.IntOrString{...}`), [`crate::gofmt`] prints it the way
-//! Go's `%#v` does, so the line reads the same as against a real cluster. Cron schedules are
-//! parsed in `super::cron`.
+//! Go's `%#v` does, so the line reads the same as against a real cluster.
 //!
 //! A field upstream defaults is never an error when absent (it is read as its default),
 //! whether or not rkube's defaulting (`crate::defaults`, on every write) filled it.
 
 use serde_json::{json, Value};
 
-use super::cron::parse_schedule;
-use super::pod::pod_spec;
-use super::values::{annotation_map, label_map, label_selector, non_negative};
-use super::{name_problems, FieldError, NameRule};
-use crate::gofmt::{
-    go_int_or_string, go_label_selector, go_pointee, go_pointer, go_quote, go_string_map,
+use super::templates::{
+    always_restarts, pod_template, push, selector_is_empty, selector_matches, selector_parses,
+    template_mismatch,
 };
+use super::values::{
+    int_or_percent_value, label_selector, non_negative, not_over_100_percent,
+    positive_int_or_percent, IMMUTABLE,
+};
+use super::FieldError;
+use crate::gofmt::{go_int_or_string, go_label_selector, go_pointer, go_quote};
 
-mod apps;
-mod batch;
-
-pub use apps::{daemon_set, deployment, replica_set, replication_controller, stateful_set};
-pub use batch::{cron_job, job};
-
-pub(super) const IMMUTABLE: &str = "field is immutable";
-
-// ---------------------------------------------------------------------------------------
-// Shared pieces.
-
-pub(super) fn push(errors: &mut Vec<FieldError>, error: Option<FieldError>) {
-    errors.extend(error);
-}
-
-/// `ValidatePodTemplateSpec`: the template's labels and annotations and its pod spec.
-pub(super) fn pod_template(template: &Value, path: &str) -> Vec<FieldError> {
-    let mut errors = label_map(&format!("{path}.labels"), &template["metadata"]["labels"]);
-    errors.extend(annotation_map(
-        &format!("{path}.annotations"),
-        &template["metadata"]["annotations"],
-    ));
-    errors.extend(pod_spec(&template["spec"], &format!("{path}.spec")));
-    if template["spec"]["ephemeralContainers"].as_array().is_some_and(|e| !e.is_empty()) {
-        errors.push(FieldError::forbidden(
-            format!("{path}.spec.ephemeralContainers"),
-            "ephemeral containers not allowed in pod template",
-        ));
-    }
-    errors
-}
-
-/// Controllers whose pods run forever: restartPolicy `Always` (the default when absent),
-/// and no activeDeadlineSeconds.
-pub(super) fn always_restarts(template: &Value, path: &str, kind: &str) -> Vec<FieldError> {
+/// `ValidateDeploymentSpec` plus the apps/v1 selector immutability.
+pub fn deployment(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let spec = &obj["spec"];
     let mut errors = Vec::new();
-    let policy = &template["spec"]["restartPolicy"];
-    if policy.as_str().is_some_and(|p| p != "Always") {
-        errors.push(FieldError::unsupported(
-            format!("{path}.spec.restartPolicy"),
-            policy,
-            &["Always"],
-        ));
+    push(&mut errors, non_negative("spec.replicas", &spec["replicas"]));
+    errors.extend(required_selector(spec, "empty selector is invalid for deployment"));
+    errors.extend(replica_set_template(spec));
+    errors.extend(deployment_strategy(&spec["strategy"]));
+    push(&mut errors, non_negative("spec.minReadySeconds", &spec["minReadySeconds"]));
+    push(&mut errors, non_negative("spec.revisionHistoryLimit", &spec["revisionHistoryLimit"]));
+    let deadline = &spec["progressDeadlineSeconds"];
+    if let Some(seconds) = deadline.as_i64() {
+        push(&mut errors, non_negative("spec.progressDeadlineSeconds", deadline));
+        if seconds <= spec["minReadySeconds"].as_i64().unwrap_or(0) {
+            errors.push(FieldError::invalid(
+                "spec.progressDeadlineSeconds",
+                deadline,
+                "must be greater than minReadySeconds",
+            ));
+        }
     }
-    if !template["spec"]["activeDeadlineSeconds"].is_null() {
-        errors.push(FieldError::forbidden(
-            format!("{path}.spec.activeDeadlineSeconds"),
-            &format!("activeDeadlineSeconds in {kind} is not Supported"),
-        ));
+    push(&mut errors, immutable_selector(obj, old));
+    errors
+}
+
+/// `ValidateDeploymentStrategy`; an absent type or rolling-update field reads as upstream's
+/// default (RollingUpdate, 25%, 25%).
+fn deployment_strategy(strategy: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let rolling = &strategy["rollingUpdate"];
+    match strategy["type"].as_str().unwrap_or("") {
+        "Recreate" => {
+            if !rolling.is_null() {
+                errors.push(FieldError::forbidden(
+                    "spec.strategy.rollingUpdate",
+                    "may not be specified when strategy `type` is 'Recreate'",
+                ));
+            }
+        }
+        "RollingUpdate" | "" => {
+            let default = json!("25%");
+            let unavailable = or_default(&rolling["maxUnavailable"], &default);
+            let surge = or_default(&rolling["maxSurge"], &default);
+            let path = "spec.strategy.rollingUpdate";
+            push(
+                &mut errors,
+                positive_int_or_percent(&format!("{path}.maxUnavailable"), unavailable),
+            );
+            push(&mut errors, positive_int_or_percent(&format!("{path}.maxSurge"), surge));
+            if int_or_percent_value(unavailable) == 0 && int_or_percent_value(surge) == 0 {
+                errors.push(FieldError::invalid_shown(
+                    format!("{path}.maxUnavailable"),
+                    &go_int_or_string(unavailable),
+                    "may not be 0 when `maxSurge` is 0",
+                ));
+            }
+            push(&mut errors, not_over_100_percent(&format!("{path}.maxUnavailable"), unavailable));
+        }
+        other => {
+            let shown = format!(
+                "apps.DeploymentStrategy{{Type:{}, RollingUpdate:{}}}",
+                go_quote(other),
+                go_pointer("apps.RollingUpdateDeployment", rolling)
+            );
+            errors.push(FieldError::unsupported_shown(
+                "spec.strategy",
+                &shown,
+                &["Recreate", "RollingUpdate"],
+            ));
+        }
     }
     errors
 }
 
-/// Whether `LabelSelectorAsSelector` accepts the selector: exactly when it validates (a null
-/// selector is "nothing", which it accepts).
-pub(super) fn selector_parses(sel: &Value) -> bool {
-    label_selector("", sel).is_empty()
+/// `ValidateReplicaSetSpec` plus the apps/v1 selector immutability. (Upstream's message for
+/// an empty selector says "deployment" for replica sets too.)
+pub fn replica_set(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let spec = &obj["spec"];
+    let mut errors = Vec::new();
+    push(&mut errors, non_negative("spec.replicas", &spec["replicas"]));
+    push(&mut errors, non_negative("spec.minReadySeconds", &spec["minReadySeconds"]));
+    errors.extend(required_selector(spec, "empty selector is invalid for deployment"));
+    errors.extend(replica_set_template(spec));
+    push(&mut errors, immutable_selector(obj, old));
+    errors
 }
 
-pub(super) fn selector_is_empty(sel: &Value) -> bool {
-    sel["matchLabels"].as_object().is_none_or(|m| m.is_empty())
-        && sel["matchExpressions"].as_array().is_none_or(|e| e.is_empty())
-}
-
-/// Whether a parsed selector selects `labels`: null selects nothing, empty selects all.
-pub(super) fn selector_matches(sel: &Value, labels: &Value) -> bool {
-    if sel.is_null() {
-        return false;
+/// `ValidateStatefulSetSpec`, and on update `ValidateStatefulSetUpdate` (only a few spec
+/// fields may change).
+pub fn stateful_set(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let spec = &obj["spec"];
+    let mut errors = Vec::new();
+    let policy = &spec["podManagementPolicy"];
+    if policy.as_str().is_some_and(|p| !matches!(p, "" | "OrderedReady" | "Parallel")) {
+        errors.push(FieldError::invalid(
+            "spec.podManagementPolicy",
+            policy,
+            "must be 'OrderedReady' or 'Parallel'",
+        ));
     }
-    let label = |k: &str| labels.get(k).and_then(Value::as_str);
-    let by_labels = sel["matchLabels"]
-        .as_object()
-        .into_iter()
-        .flatten()
-        .all(|(k, v)| label(k).is_some_and(|l| Some(l) == v.as_str()));
-    let by_expressions = sel["matchExpressions"].as_array().into_iter().flatten().all(|e| {
-        let have = label(e["key"].as_str().unwrap_or_default());
-        let listed =
-            |l: &str| e["values"].as_array().into_iter().flatten().any(|v| v.as_str() == Some(l));
-        match e["operator"].as_str() {
-            Some("In") => have.is_some_and(listed),
-            Some("NotIn") => !have.is_some_and(listed),
-            Some("Exists") => have.is_some(),
-            Some("DoesNotExist") => have.is_none(),
-            _ => false,
+    errors.extend(stateful_set_strategy(&spec["updateStrategy"]));
+    let retention = &spec["persistentVolumeClaimRetentionPolicy"];
+    for when in ["whenDeleted", "whenScaled"] {
+        let v = &retention[when];
+        if v.as_str().is_some_and(|p| !matches!(p, "Retain" | "Delete")) {
+            errors.push(FieldError::unsupported(
+                format!("spec.persistentVolumeClaimRetentionPolicy.{when}"),
+                v,
+                &["Retain", "Delete"],
+            ));
         }
-    });
-    by_labels && by_expressions
+    }
+    push(&mut errors, non_negative("spec.replicas", &spec["replicas"]));
+    push(&mut errors, non_negative("spec.minReadySeconds", &spec["minReadySeconds"]));
+    push(&mut errors, non_negative("spec.ordinals.start", &spec["ordinals"]["start"]));
+    errors.extend(required_selector(spec, "empty selector is invalid for statefulset"));
+    let (sel, template) = (&spec["selector"], &spec["template"]);
+    if !selector_parses(sel) {
+        errors.push(FieldError::invalid_shown("spec.selector", &go_label_selector(sel), ""));
+    } else {
+        if !selector_matches(sel, &template["metadata"]["labels"]) {
+            errors.push(template_mismatch(template, "spec.template"));
+        }
+        // Upstream checks only the template's metadata here; rkube also checks the pod spec
+        // so that a broken template is refused rather than failing pod by pod, with the
+        // volumes each pod gets from `volumeClaimTemplates` (which its mounts may name).
+        errors.extend(pod_template(&with_claim_volumes(template, spec), "spec.template"));
+    }
+    errors.extend(always_restarts(template, "spec.template", "StatefulSet"));
+    if let Some(old) = old {
+        errors.extend(stateful_set_update(obj, old));
+    }
+    errors
 }
 
-pub(super) fn template_mismatch(template: &Value, path: &str) -> FieldError {
-    FieldError::invalid_shown(
-        format!("{path}.metadata.labels"),
-        &go_string_map(&template["metadata"]["labels"]),
-        "`selector` does not match template `labels`",
-    )
+/// The template as the StatefulSet's pods get it: a `persistentVolumeClaim` volume for each
+/// claim template not already among its volumes.
+fn with_claim_volumes(template: &Value, spec: &Value) -> Value {
+    let mut template = template.clone();
+    for claim in spec["volumeClaimTemplates"].as_array().into_iter().flatten() {
+        let Some(name) = claim["metadata"]["name"].as_str() else { continue };
+        if !template["spec"]["volumes"].is_array() {
+            template["spec"]["volumes"] = serde_json::json!([]);
+        }
+        let volumes = template["spec"]["volumes"].as_array_mut().expect("an array");
+        if !volumes.iter().any(|v| v["name"] == name) {
+            volumes.push(
+                serde_json::json!({"name": name, "persistentVolumeClaim": {"claimName": name}}),
+            );
+        }
+    }
+    template
+}
+
+fn stateful_set_strategy(strategy: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let rolling = &strategy["rollingUpdate"];
+    let path = "spec.updateStrategy";
+    match strategy["type"].as_str().unwrap_or("") {
+        "OnDelete" => {
+            if !rolling.is_null() {
+                let shown = format!(
+                    "apps.RollingUpdateStatefulSetStrategy{{Partition:{}, MaxUnavailable:{}}}",
+                    rolling["partition"].as_i64().unwrap_or(0),
+                    go_pointer("intstr.IntOrString", &rolling["maxUnavailable"])
+                );
+                errors.push(FieldError::invalid_shown(
+                    format!("{path}.rollingUpdate"),
+                    &shown,
+                    "only allowed for updateStrategy 'RollingUpdate'",
+                ));
+            }
+        }
+        "RollingUpdate" | "" => {
+            let at = format!("{path}.rollingUpdate");
+            push(&mut errors, non_negative(&format!("{at}.partition"), &rolling["partition"]));
+            let unavailable = &rolling["maxUnavailable"];
+            if !unavailable.is_null() {
+                let field = format!("{at}.maxUnavailable");
+                push(&mut errors, positive_int_or_percent(&field, unavailable));
+                if int_or_percent_value(unavailable) == 0 {
+                    errors.push(FieldError::invalid_shown(
+                        &field,
+                        &go_int_or_string(unavailable),
+                        "cannot be 0",
+                    ));
+                }
+                push(&mut errors, not_over_100_percent(&field, unavailable));
+            }
+        }
+        other => {
+            let shown = format!(
+                "apps.StatefulSetUpdateStrategy{{Type:{}, RollingUpdate:{}}}",
+                go_quote(other),
+                go_pointer("apps.RollingUpdateStatefulSetStrategy", rolling)
+            );
+            errors.push(FieldError::invalid_shown(
+                path,
+                &shown,
+                "must be 'RollingUpdate' or 'OnDelete'",
+            ));
+        }
+    }
+    errors
+}
+
+fn stateful_set_update(obj: &Value, old: &Value) -> Vec<FieldError> {
+    // Compare with defaults filled in on both sides, as upstream compares decoded objects:
+    // a replace that leaves out a defaulted field changes nothing.
+    let mut specs = [obj.clone(), old.clone()];
+    for o in &mut specs {
+        crate::defaults::apps::stateful_set(o);
+        if let Some(m) = o["spec"].as_object_mut() {
+            for f in [
+                "replicas",
+                "ordinals",
+                "template",
+                "updateStrategy",
+                "persistentVolumeClaimRetentionPolicy",
+                "minReadySeconds",
+            ] {
+                m.remove(f);
+            }
+        }
+    }
+    if specs[0]["spec"] == specs[1]["spec"] {
+        return Vec::new();
+    }
+    vec![FieldError::forbidden("spec", "updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden")]
+}
+
+/// `ValidateDaemonSetSpec` plus the apps/v1 selector immutability.
+pub fn daemon_set(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let spec = &obj["spec"];
+    let (sel, template) = (&spec["selector"], &spec["template"]);
+    let mut errors = label_selector("spec.selector", sel);
+    // An empty selector matches everything; a missing one nothing.
+    if selector_parses(sel) && !selector_matches(sel, &template["metadata"]["labels"]) {
+        errors.push(template_mismatch(template, "spec.template"));
+    }
+    if !sel.is_null() && selector_is_empty(sel) {
+        errors.push(FieldError::invalid_shown(
+            "spec.selector",
+            &go_label_selector(sel),
+            "empty selector is invalid for daemonset",
+        ));
+    }
+    errors.extend(pod_template(template, "spec.template"));
+    errors.extend(always_restarts(template, "spec.template", "DaemonSet"));
+    push(&mut errors, non_negative("spec.minReadySeconds", &spec["minReadySeconds"]));
+    push(&mut errors, non_negative("spec.templateGeneration", &spec["templateGeneration"]));
+    errors.extend(daemon_set_strategy(&spec["updateStrategy"]));
+    push(&mut errors, non_negative("spec.revisionHistoryLimit", &spec["revisionHistoryLimit"]));
+    push(&mut errors, immutable_selector(obj, old));
+    errors
+}
+
+/// `ValidateDaemonSetUpdateStrategy`; absent fields read as upstream's defaults
+/// (RollingUpdate, maxUnavailable 1, maxSurge 0).
+fn daemon_set_strategy(strategy: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let rolling = &strategy["rollingUpdate"];
+    match strategy["type"].as_str().unwrap_or("") {
+        "OnDelete" => {}
+        "RollingUpdate" | "" => {
+            let (one, zero) = (json!(1), json!(0));
+            let unavailable = or_default(&rolling["maxUnavailable"], &one);
+            let surge = or_default(&rolling["maxSurge"], &zero);
+            let path = "spec.updateStrategy.rollingUpdate";
+            let (u_path, s_path) = (format!("{path}.maxUnavailable"), format!("{path}.maxSurge"));
+            push(&mut errors, positive_int_or_percent(&u_path, unavailable));
+            push(&mut errors, positive_int_or_percent(&s_path, surge));
+            push(&mut errors, not_over_100_percent(&u_path, unavailable));
+            push(&mut errors, not_over_100_percent(&s_path, surge));
+            let has_unavailable = int_or_percent_value(unavailable) != 0;
+            let has_surge = int_or_percent_value(surge) != 0;
+            if has_unavailable && has_surge {
+                errors.push(FieldError::invalid_shown(
+                    s_path,
+                    &go_int_or_string(surge),
+                    "may not be set when maxUnavailable is non-zero",
+                ));
+            } else if !has_unavailable && !has_surge {
+                errors.push(FieldError::required(u_path, "cannot be 0 when maxSurge is 0"));
+            }
+        }
+        other => {
+            let shown = format!(
+                "apps.DaemonSetUpdateStrategy{{Type:{}, RollingUpdate:{}}}",
+                go_quote(other),
+                go_pointer("apps.RollingUpdateDaemonSet", rolling)
+            );
+            errors.push(FieldError::unsupported_shown(
+                "spec.updateStrategy",
+                &shown,
+                &["RollingUpdate", "OnDelete"],
+            ));
+        }
+    }
+    errors
 }
 
 /// `selector` (required) with its syntax and the kind's message for an empty one.
-pub(super) fn required_selector(spec: &Value, empty_message: &str) -> Vec<FieldError> {
+fn required_selector(spec: &Value, empty_message: &str) -> Vec<FieldError> {
     let sel = &spec["selector"];
     if sel.is_null() {
         return vec![FieldError::required("spec.selector", "")];
@@ -137,7 +344,7 @@ pub(super) fn required_selector(spec: &Value, empty_message: &str) -> Vec<FieldE
 
 /// `ValidatePodTemplateSpecForReplicaSet` (deployments and replica sets), after the
 /// selector has parsed.
-pub(super) fn replica_set_template(spec: &Value) -> Vec<FieldError> {
+fn replica_set_template(spec: &Value) -> Vec<FieldError> {
     let (sel, template) = (&spec["selector"], &spec["template"]);
     if !selector_parses(sel) {
         return vec![FieldError::invalid_shown(
@@ -155,45 +362,8 @@ pub(super) fn replica_set_template(spec: &Value) -> Vec<FieldError> {
     errors
 }
 
-/// `IsValidPercent`: the number of a `NN%` string.
-pub(super) fn percent(s: &str) -> Option<i64> {
-    let digits = s.strip_suffix('%')?;
-    let ok = !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit());
-    ok.then(|| digits.parse().unwrap_or(i64::MAX))
-}
-
-/// `getIntOrPercentValue`: a percent's number, else the value as an integer (a string that
-/// is no number counts as 0).
-pub(super) fn int_or_percent_value(v: &Value) -> i64 {
-    match v {
-        Value::String(s) => percent(s).unwrap_or_else(|| s.parse().unwrap_or(0)),
-        other => other.as_i64().unwrap_or(0),
-    }
-}
-
-pub(super) const PERCENT_MSG: &str = "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')";
-
-/// `ValidatePositiveIntOrPercent`.
-pub(super) fn positive_int_or_percent(field: &str, v: &Value) -> Option<FieldError> {
-    match v {
-        Value::String(s) if percent(s).is_none() => {
-            Some(FieldError::invalid_shown(field, &go_int_or_string(v), PERCENT_MSG))
-        }
-        Value::String(_) => None,
-        other => non_negative(field, other),
-    }
-}
-
-/// `IsNotMoreThan100Percent`.
-pub(super) fn not_over_100_percent(field: &str, v: &Value) -> Option<FieldError> {
-    let over = v.as_str().and_then(percent).is_some_and(|p| p > 100);
-    over.then(|| {
-        FieldError::invalid_shown(field, &go_int_or_string(v), "must not be greater than 100%")
-    })
-}
-
 /// The value of a field, or the default upstream fills in when it is absent.
-pub(super) fn or_default<'a>(v: &'a Value, default: &'a Value) -> &'a Value {
+fn or_default<'a>(v: &'a Value, default: &'a Value) -> &'a Value {
     if v.is_null() {
         default
     } else {
@@ -203,11 +373,45 @@ pub(super) fn or_default<'a>(v: &'a Value, default: &'a Value) -> &'a Value {
 
 /// The update forbids changes to the selector (apps/v1 deployments, replica sets, daemon
 /// sets).
-pub(super) fn immutable_selector(obj: &Value, old: Option<&Value>) -> Option<FieldError> {
+fn immutable_selector(obj: &Value, old: Option<&Value>) -> Option<FieldError> {
     let old = old?;
     let sel = &obj["spec"]["selector"];
     (sel != &old["spec"]["selector"])
         .then(|| FieldError::invalid_shown("spec.selector", &go_label_selector(sel), IMMUTABLE))
+}
+
+// ---------------------------------------------------------------------------------------
+// ControllerRevision
+
+/// `ValidateControllerRevision`: data required, revision not negative; on update the data
+/// is fixed (upstream compares it, not the revision).
+pub fn controller_revision(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let data = &obj["data"];
+    if data.is_null() {
+        errors.push(FieldError::required("data", "data is mandatory"));
+    }
+    errors.extend(non_negative("revision", &obj["revision"]));
+    if let Some(old) = old {
+        if data != &old["data"] {
+            errors.push(FieldError::invalid_shown("data", &go_raw_object(data), IMMUTABLE));
+        }
+    }
+    errors
+}
+
+/// The `runtime.Object` a ControllerRevision's `data` decodes to, as `%#v` prints it: a
+/// `runtime.Unknown` holding the JSON text (compact, keys in the order given), or `"null"`.
+fn go_raw_object(data: &Value) -> String {
+    if data.is_null() {
+        return "\"null\"".to_string();
+    }
+    let raw = serde_json::to_string(data).unwrap_or_default();
+    let bytes: Vec<String> = raw.bytes().map(|b| format!("{b:#x}")).collect();
+    format!(
+        "runtime.Unknown{{TypeMeta:runtime.TypeMeta{{APIVersion:\"\", Kind:\"\"}}, Raw:[]uint8{{{}}}, ContentEncoding:\"\", ContentType:\"application/json\"}}",
+        bytes.join(", ")
+    )
 }
 
 #[cfg(test)]
@@ -235,25 +439,6 @@ mod tests {
         d
     }
 
-    fn job_obj() -> Value {
-        let mut j = json!({"apiVersion": "batch/v1", "kind": "Job",
-            "metadata": {"name": "pi", "namespace": "default"},
-            "spec": {"template": {"spec": {"restartPolicy": "Never",
-                "containers": [{"name": "pi", "image": "perl:5.34.0", "command": ["perl", "-e", "print 1"]}]}}}});
-        crate::defaults::apply(info("batch", "jobs"), &mut j);
-        j
-    }
-
-    fn cron_job_obj() -> Value {
-        let mut c = json!({"apiVersion": "batch/v1", "kind": "CronJob",
-            "metadata": {"name": "hello", "namespace": "default"},
-            "spec": {"schedule": "*/5 * * * *", "jobTemplate": {"spec": {"template": {"spec": {
-                "restartPolicy": "OnFailure",
-                "containers": [{"name": "hello", "image": "busybox:1.36", "command": ["date"]}]}}}}}});
-        crate::defaults::apply(info("batch", "cronjobs"), &mut c);
-        c
-    }
-
     #[test]
     fn realistic_workloads_are_valid() {
         // `kubectl create deployment` sends an empty strategy object.
@@ -278,17 +463,6 @@ mod tests {
             "selector": {"matchLabels": {"app": "web"}}, "template": d["spec"]["template"].clone()}});
         crate::defaults::apply(info("apps", "daemonsets"), &mut ds);
         assert_eq!(lines(daemon_set(&ds, None)), Vec::<String>::new());
-        let mut rc = json!({"metadata": {"name": "old"}, "spec": {"template": d["spec"]["template"].clone()}});
-        crate::defaults::apply(info("", "replicationcontrollers"), &mut rc);
-        assert_eq!(lines(replication_controller(&rc)), Vec::<String>::new());
-        let j = job_obj();
-        assert_eq!(lines(job(&j, None)), Vec::<String>::new());
-        let mut replaced = j.clone();
-        replaced["spec"].as_object_mut().unwrap().remove("completions");
-        replaced["spec"].as_object_mut().unwrap().remove("parallelism");
-        assert_eq!(lines(job(&replaced, Some(&j))), Vec::<String>::new());
-        let c = cron_job_obj();
-        assert_eq!(lines(cron_job(&c, None)), Vec::<String>::new());
     }
 
     #[test]
@@ -396,27 +570,13 @@ mod tests {
     }
 
     #[test]
-    fn replica_sets_and_controllers() {
+    fn replica_sets() {
         let mut rs = deployment_obj();
         rs["spec"]["selector"] = json!({"matchLabels": {}});
         assert_eq!(
             lines(replica_set(&rs, None)),
             ["spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: empty selector is invalid for deployment"]
         );
-        let rc = json!({"spec": {"replicas": -1, "selector": {"app": "x"},
-            "template": {"metadata": {"labels": {"app": "web"}},
-                "spec": {"restartPolicy": "OnFailure", "containers": [{"name": "c", "image": "i"}]}}}});
-        assert_eq!(
-            lines(replication_controller(&rc)),
-            [
-                "spec.replicas: Invalid value: -1: must be greater than or equal to 0",
-                "spec.template.metadata.labels: Invalid value: map[string]string{\"app\":\"web\"}: `selector` does not match template `labels`",
-                "spec.template.spec.restartPolicy: Unsupported value: \"OnFailure\": supported values: \"Always\"",
-            ]
-        );
-        let rc =
-            json!({"spec": {"template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}});
-        assert_eq!(lines(replication_controller(&rc)), ["spec.selector: Required value"]);
     }
 
     #[test]
@@ -511,112 +671,21 @@ mod tests {
     }
 
     #[test]
-    fn jobs() {
-        let mut j = job_obj();
-        j["spec"]["parallelism"] = json!(-1);
-        j["spec"]["backoffLimit"] = json!(-2);
-        j["spec"]["ttlSecondsAfterFinished"] = json!(-3);
-        j["spec"]["completionMode"] = json!("Sometimes");
-        j["spec"]["template"]["spec"]["restartPolicy"] = json!("Always");
+    fn controller_revisions() {
+        let r = json!({"data": {"spec": {"template": {}}}, "revision": 2});
+        assert!(controller_revision(&r, None).is_empty());
+        let bumped = json!({"data": {"spec": {"template": {}}}, "revision": 3});
+        assert!(controller_revision(&bumped, Some(&r)).is_empty());
         assert_eq!(
-            lines(job(&j, None)),
+            lines(controller_revision(&json!({"revision": -1}), None)),
             [
-                "spec.parallelism: Invalid value: -1: must be greater than or equal to 0",
-                "spec.backoffLimit: Invalid value: -2: must be greater than or equal to 0",
-                "spec.ttlSecondsAfterFinished: Invalid value: -3: must be greater than or equal to 0",
-                "spec.completionMode: Unsupported value: \"Sometimes\": supported values: \"NonIndexed\", \"Indexed\"",
-                "spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\"",
+                "data: Required value: data is mandatory",
+                "revision: Invalid value: -1: must be greater than or equal to 0",
             ]
         );
-        let mut j = job_obj();
-        j["spec"]["selector"] = json!({"matchLabels": {"app": "x"}});
-        j["spec"]["backoffLimitPerIndex"] = json!(1);
         assert_eq!(
-            lines(job(&j, None)),
-            [
-                "spec.backoffLimitPerIndex: Invalid value: 1: requires indexed completion mode",
-                "spec.template.metadata.labels: Invalid value: map[string]string(nil): `selector` does not match template `labels`",
-            ]
-        );
-        let mut j = job_obj();
-        j["metadata"]["name"] = json!("a".repeat(62));
-        j["spec"]["completionMode"] = json!("Indexed");
-        j["spec"]["completions"] = json!(10);
-        assert_eq!(
-            lines(job(&j, None)),
-            [format!("metadata.name: Invalid value: \"{0}\": will not able to create pod with invalid DNS label: {0}-9", "a".repeat(62))]
-        );
-        // Updates: completions and the template are fixed.
-        let old = job_obj();
-        let mut j = job_obj();
-        j["spec"]["completions"] = json!(3);
-        j["spec"]["template"]["spec"]["containers"][0]["image"] = json!("perl:5.36");
-        let got = lines(job(&j, Some(&old)));
-        assert_eq!(got[0], "spec.completions: Invalid value: 3: field is immutable");
-        assert!(
-            got[1].starts_with("spec.template: Invalid value: ")
-                && got[1].ends_with(": field is immutable")
-        );
-        // A suspended job that never started may change its scheduling directives.
-        let mut old = job_obj();
-        old["spec"]["suspend"] = json!(true);
-        let mut j = old.clone();
-        j["spec"]["template"]["spec"]["nodeSelector"] = json!({"disk": "ssd"});
-        assert_eq!(lines(job(&j, Some(&old))), Vec::<String>::new());
-    }
-
-    #[test]
-    fn cron_jobs() {
-        let schedule = |s: &str| {
-            let mut c = cron_job_obj();
-            c["spec"]["schedule"] = json!(s);
-            lines(cron_job(&c, None))
-        };
-        assert_eq!(
-            schedule("*/5 * * *"),
-            ["spec.schedule: Invalid value: \"*/5 * * *\": expected exactly 5 fields, found 4: [*/5 * * *]"]
-        );
-        assert_eq!(
-            schedule("61 * * * *"),
-            ["spec.schedule: Invalid value: \"61 * * * *\": end of range (61) above maximum (59): 61"]
-        );
-        assert_eq!(
-            schedule("x * * * *"),
-            ["spec.schedule: Invalid value: \"x * * * *\": failed to parse int from x: strconv.Atoi: parsing \"x\": invalid syntax"]
-        );
-        assert_eq!(
-            schedule("@often"),
-            ["spec.schedule: Invalid value: \"@often\": unrecognized descriptor: @often"]
-        );
-        assert_eq!(
-            schedule("@every 1d"),
-            ["spec.schedule: Invalid value: \"@every 1d\": failed to parse duration @every 1d: time: unknown unit \"d\" in duration \"1d\""]
-        );
-        assert_eq!(
-            schedule("CRON_TZ=UTC * * * * *"),
-            ["spec.schedule: Invalid value: \"CRON_TZ=UTC * * * * *\": cannot use TZ or CRON_TZ in schedule, use timeZone field instead"]
-        );
-        assert_eq!(schedule(""), ["spec.schedule: Required value"]);
-
-        let mut c = cron_job_obj();
-        c["spec"]["concurrencyPolicy"] = json!("Never");
-        c["spec"]["startingDeadlineSeconds"] = json!(-1);
-        c["spec"]["successfulJobsHistoryLimit"] = json!(-1);
-        c["spec"]["timeZone"] = json!("Local");
-        c["spec"]["jobTemplate"]["spec"]["template"]["spec"]["restartPolicy"] = json!("Always");
-        c["spec"]["jobTemplate"]["spec"]["selector"] = json!({"matchLabels": {"a": "b"}});
-        c["metadata"]["name"] = json!("n".repeat(53));
-        assert_eq!(
-            lines(cron_job(&c, None)),
-            [
-                "spec.startingDeadlineSeconds: Invalid value: -1: must be greater than or equal to 0",
-                "spec.timeZone: Invalid value: \"Local\": timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones",
-                "spec.concurrencyPolicy: Unsupported value: \"Never\": supported values: \"Allow\", \"Forbid\", \"Replace\"",
-                "spec.jobTemplate.spec.template.spec.restartPolicy: Required value: valid values: \"OnFailure\", \"Never\"",
-                "spec.jobTemplate.spec.selector: Invalid value: v1.LabelSelector{MatchLabels:map[string]string{\"a\":\"b\"}, MatchExpressions:[]v1.LabelSelectorRequirement(nil)}: `selector` will be auto-generated",
-                "spec.successfulJobsHistoryLimit: Invalid value: -1: must be greater than or equal to 0",
-                &format!("metadata.name: Invalid value: \"{}\": must be no more than 52 characters", "n".repeat(53)),
-            ]
+            lines(controller_revision(&json!({"data": {"a": 1}, "revision": 2}), Some(&r))),
+            ["data: Invalid value: runtime.Unknown{TypeMeta:runtime.TypeMeta{APIVersion:\"\", Kind:\"\"}, Raw:[]uint8{0x7b, 0x22, 0x61, 0x22, 0x3a, 0x31, 0x7d}, ContentEncoding:\"\", ContentType:\"application/json\"}: field is immutable"]
         );
     }
 }
