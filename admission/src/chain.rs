@@ -141,7 +141,7 @@ fn build(name: &str, settings: &Settings) -> Halves {
             (Some(Arc::new(namespace_lifecycle::NamespaceLifecycle::default())), None)
         }
         priority::NAME => {
-            let plugin = Arc::new(priority::Priority);
+            let plugin = Arc::new(priority::Priority::default());
             (Some(plugin.clone()), Some(plugin))
         }
         default_toleration_seconds::NAME => {

@@ -6,6 +6,9 @@
 //!
 //! The built-in classes every cluster has are [`SYSTEM_CLASSES`].
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
 use rkube_apis::selectors::LabelSelector;
 use serde_json::{json, Value};
 
@@ -23,69 +26,122 @@ pub const SYSTEM_CLASSES: &[(&str, i64)] =
 const PRIORITY_CLASSES: GroupResource<'static> =
     GroupResource::new("scheduling.k8s.io", "priorityclasses");
 
+/// The plugin, with what it has read of each PriorityClass: a pod create reads the
+/// classes from the cache (all of them, to find the global default) and decodes only those
+/// that changed since it last did.
 #[derive(Default)]
-pub struct Priority;
-
-/// The global default class: of several (a race can make more than one), the lowest.
-async fn default_class(state: &dyn ClusterState) -> Result<Option<Value>, AdmissionError> {
-    let classes =
-        state.list(PRIORITY_CLASSES, None, &LabelSelector::everything(), Freshness::Cached).await?;
-    Ok(classes
-        .iter()
-        .map(|c| c.value())
-        .filter(|c| c["globalDefault"] == json!(true))
-        .min_by_key(|c| c["value"].as_i64().unwrap_or(0)))
+pub struct Priority {
+    classes: Mutex<HashMap<String, Arc<Class>>>,
 }
 
-async fn admit_new_pod(
-    a: &mut Attributes<'_>,
-    state: &dyn ClusterState,
-) -> Result<(), AdmissionError> {
-    let Some(pod) = a.object() else { return Ok(()) };
-    let name = pod["spec"]["priorityClassName"].as_str().filter(|n| !n.is_empty());
-    let (class_name, class) = match name {
-        Some(name) => {
-            let class = state.get(PRIORITY_CLASSES, None, name, Freshness::Cached).await?;
-            let Some(class) = class.as_deref().map(Object::value) else {
-                let reason = format!("no PriorityClass with name {name} was found");
-                return Err(AdmissionError::forbidden(a, reason));
-            };
-            (Some(name.to_string()), Some(class))
+/// What admission needs of a PriorityClass.
+#[derive(Debug)]
+struct Class {
+    resource_version: String,
+    name: String,
+    value: i64,
+    global_default: bool,
+    preemption_policy: Option<String>,
+}
+
+impl Class {
+    fn read(object: &dyn Object) -> Class {
+        let class = object.value();
+        Class {
+            resource_version: object.resource_version(),
+            name: object.name().to_string(),
+            value: class["value"].as_i64().unwrap_or(0),
+            global_default: class["globalDefault"] == json!(true),
+            preemption_policy: class["preemptionPolicy"].as_str().map(String::from),
         }
-        None => {
-            let class = default_class(state).await?;
-            (class.as_ref().and_then(|c| c["metadata"]["name"].as_str()).map(String::from), class)
-        }
-    };
-    let priority = class.as_ref().and_then(|c| c["value"].as_i64()).unwrap_or(0);
-    // Without a class (no default), pods preempt lower priorities, as upstream; a class's
-    // policy is defaulted to that too.
-    let policy = class
-        .as_ref()
-        .and_then(|c| c["preemptionPolicy"].as_str())
-        .unwrap_or("PreemptLowerPriority")
-        .to_string();
-    if let Some(given) = pod["spec"]["priority"].as_i64().filter(|&p| p != priority) {
-        let reason = format!("the integer value of priority ({given}) must not be provided in pod spec; priority admission controller computed {priority} from the given PriorityClass name");
-        return Err(AdmissionError::forbidden(a, reason));
     }
-    if let Some(given) = pod["spec"]["preemptionPolicy"].as_str() {
-        if given != policy {
-            let reason = format!("the string value of PreemptionPolicy ({given}) must not be provided in pod spec; priority admission controller computed {policy} from the given PriorityClass name");
+}
+
+impl Priority {
+    /// `object` as a [`Class`], decoded only when it changed since the last read.
+    fn class(&self, object: &dyn Object) -> Arc<Class> {
+        let mut classes = self.classes.lock().unwrap_or_else(|e| e.into_inner());
+        let resource_version = object.resource_version();
+        if resource_version.is_empty() {
+            // Nothing tells a change apart (a reader without versions): read it every time.
+            return Arc::new(Class::read(object));
+        }
+        match classes.get(object.name()) {
+            Some(class) if class.resource_version == resource_version => class.clone(),
+            _ => {
+                let class = Arc::new(Class::read(object));
+                classes.insert(class.name.clone(), class.clone());
+                class
+            }
+        }
+    }
+
+    /// The global default class: of several (a race can make more than one), the lowest.
+    async fn default_class(
+        &self,
+        state: &dyn ClusterState,
+    ) -> Result<Option<Arc<Class>>, AdmissionError> {
+        let objects = state
+            .list(PRIORITY_CLASSES, None, &LabelSelector::everything(), Freshness::Cached)
+            .await?;
+        let classes: Vec<Arc<Class>> = objects.iter().map(|o| self.class(o.as_ref())).collect();
+        // What is no longer listed is forgotten, so the memo holds at most the classes there are.
+        let mut memo = self.classes.lock().unwrap_or_else(|e| e.into_inner());
+        if memo.len() > classes.len() {
+            memo.retain(|name, _| classes.iter().any(|c| &c.name == name));
+        }
+        drop(memo);
+        Ok(classes.into_iter().filter(|c| c.global_default).min_by_key(|c| c.value))
+    }
+
+    async fn admit_new_pod(
+        &self,
+        a: &mut Attributes<'_>,
+        state: &dyn ClusterState,
+    ) -> Result<(), AdmissionError> {
+        let Some(pod) = a.object() else { return Ok(()) };
+        let name = pod["spec"]["priorityClassName"].as_str().filter(|n| !n.is_empty());
+        let class = match name {
+            Some(name) => {
+                let found = state.get(PRIORITY_CLASSES, None, name, Freshness::Cached).await?;
+                let Some(object) = found else {
+                    let reason = format!("no PriorityClass with name {name} was found");
+                    return Err(AdmissionError::forbidden(a, reason));
+                };
+                Some(self.class(object.as_ref()))
+            }
+            None => self.default_class(state).await?,
+        };
+        let priority = class.as_ref().map_or(0, |c| c.value);
+        // Without a class (no default), pods preempt lower priorities, as upstream; a class's
+        // policy is defaulted to that too.
+        let policy = class
+            .as_ref()
+            .and_then(|c| c.preemption_policy.as_deref())
+            .unwrap_or("PreemptLowerPriority")
+            .to_string();
+        if let Some(given) = pod["spec"]["priority"].as_i64().filter(|&p| p != priority) {
+            let reason = format!("the integer value of priority ({given}) must not be provided in pod spec; priority admission controller computed {priority} from the given PriorityClass name");
             return Err(AdmissionError::forbidden(a, reason));
         }
+        if let Some(given) = pod["spec"]["preemptionPolicy"].as_str() {
+            if given != policy {
+                let reason = format!("the string value of PreemptionPolicy ({given}) must not be provided in pod spec; priority admission controller computed {policy} from the given PriorityClass name");
+                return Err(AdmissionError::forbidden(a, reason));
+            }
+        }
+        let Some(spec) =
+            a.object.as_deref_mut().and_then(|p| p.get_mut("spec")).and_then(Value::as_object_mut)
+        else {
+            return Ok(());
+        };
+        if let Some(class) = &class {
+            spec.insert("priorityClassName".into(), json!(class.name));
+        }
+        spec.insert("priority".into(), json!(priority));
+        spec.insert("preemptionPolicy".into(), json!(policy));
+        Ok(())
     }
-    let Some(spec) =
-        a.object.as_deref_mut().and_then(|p| p.get_mut("spec")).and_then(Value::as_object_mut)
-    else {
-        return Ok(());
-    };
-    if let Some(class_name) = class_name {
-        spec.insert("priorityClassName".into(), json!(class_name));
-    }
-    spec.insert("priority".into(), json!(priority));
-    spec.insert("preemptionPolicy".into(), json!(policy));
-    Ok(())
 }
 
 /// An update that leaves out the priority (or the policy) the pod was given keeps it:
@@ -119,7 +175,7 @@ impl MutatingPlugin for Priority {
             return Ok(());
         }
         match a.operation {
-            Operation::Create => admit_new_pod(a, state).await,
+            Operation::Create => self.admit_new_pod(a, state).await,
             Operation::Update => {
                 keep_priority(a);
                 Ok(())
@@ -149,9 +205,9 @@ impl ValidatingPlugin for Priority {
         let Some(class) = a.object().filter(|c| c["globalDefault"] == json!(true)) else {
             return Ok(());
         };
-        let Some(default) = default_class(state).await? else { return Ok(()) };
-        let default_name = default["metadata"]["name"].as_str().unwrap_or("");
-        if a.operation == Operation::Create || default_name != class["metadata"]["name"] {
+        let Some(default) = self.default_class(state).await? else { return Ok(()) };
+        let default_name = default.name.as_str();
+        if a.operation == Operation::Create || class["metadata"]["name"] != default_name {
             let reason = format!(
                 "PriorityClass {default_name} is already marked as default. Only one default can exist"
             );
@@ -195,7 +251,9 @@ mod tests {
     }
 
     async fn admit(state: &Snapshot, pod: &mut Value) -> Result<(), AdmissionError> {
-        Priority.admit(&mut attributes(Operation::Create, "pods", pod, None), state).await
+        Priority::default()
+            .admit(&mut attributes(Operation::Create, "pods", pod, None), state)
+            .await
     }
 
     fn classes(list: &[Value]) -> Snapshot {
@@ -250,7 +308,7 @@ mod tests {
         let mut new = json!({"spec": {"containers": []}});
         let state = Snapshot::default();
         let mut a = attributes(Operation::Update, "pods", &mut new, Some(&old));
-        Priority.admit(&mut a, &state).await.unwrap();
+        Priority::default().admit(&mut a, &state).await.unwrap();
         assert_eq!(
             new["spec"],
             json!({"containers": [], "priority": 7, "preemptionPolicy": "Never"})
@@ -258,7 +316,7 @@ mod tests {
         let mut status = json!({"spec": {}});
         let mut a = attributes(Operation::Create, "pods", &mut status, None);
         a.subresource = "binding";
-        Priority.admit(&mut a, &state).await.unwrap();
+        Priority::default().admit(&mut a, &state).await.unwrap();
         assert_eq!(status, json!({"spec": {}}));
     }
 
@@ -268,7 +326,9 @@ mod tests {
         let validate = |op, mut c: Value| {
             let state = &state;
             async move {
-                Priority.validate(&attributes(op, "priorityclasses", &mut c, None), state).await
+                Priority::default()
+                    .validate(&attributes(op, "priorityclasses", &mut c, None), state)
+                    .await
             }
         };
         let second = validate(Operation::Create, class("other", 5, true)).await.unwrap_err();
@@ -280,5 +340,31 @@ mod tests {
         validate(Operation::Update, class("normal", 11, true)).await.unwrap();
         validate(Operation::Create, class("other", 5, false)).await.unwrap();
         validate(Operation::Create, class("other", 5, true)).await.expect_err("a second default");
+    }
+
+    /// The plugin keeps what it read of each class until the class changes.
+    #[tokio::test]
+    async fn a_changed_class_is_read_again() {
+        let versioned = |value: i64, default: bool, rv: &str| {
+            let mut c = class("normal", value, default);
+            c["metadata"]["resourceVersion"] = json!(rv);
+            c
+        };
+        let plugin = Priority::default();
+        let priority_of = |state: Snapshot| {
+            let plugin = &plugin;
+            async move {
+                let mut pod = json!({"metadata": {"name": "p"}, "spec": {}});
+                let mut a = attributes(Operation::Create, "pods", &mut pod, None);
+                plugin.admit(&mut a, &state).await.unwrap();
+                pod["spec"]["priority"].as_i64()
+            }
+        };
+        assert_eq!(priority_of(classes(&[versioned(10, true, "5")])).await, Some(10));
+        assert_eq!(priority_of(classes(&[versioned(20, true, "6")])).await, Some(20));
+        assert_eq!(priority_of(classes(&[versioned(20, false, "7")])).await, Some(0));
+        // A class that is gone is forgotten.
+        assert_eq!(priority_of(Snapshot::default()).await, Some(0));
+        assert!(plugin.classes.lock().unwrap().is_empty());
     }
 }

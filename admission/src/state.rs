@@ -32,6 +32,9 @@ pub trait Object: Send + Sync {
     /// The value at a dotted path of string fields (`status.phase`, `spec.nodeName`); the
     /// server answers the kind's field-selector fields without decoding the object.
     fn field(&self, path: &str) -> Option<String>;
+    /// `metadata.resourceVersion`: it changes whenever the object does, so plugins that
+    /// keep what they read of an object across requests know when to read it again.
+    fn resource_version(&self) -> String;
     /// The whole object (decoded on each call: prefer [`Object::field`] where it does).
     fn value(&self) -> Value;
 }
@@ -120,6 +123,9 @@ impl Object for JsonObject {
     }
     fn field(&self, path: &str) -> Option<String> {
         field_of(&self.value, path)
+    }
+    fn resource_version(&self) -> String {
+        field_of(&self.value, "metadata.resourceVersion").unwrap_or_default()
     }
     fn value(&self) -> Value {
         self.value.clone()

@@ -261,6 +261,10 @@ impl Object for CachedObject {
         }
     }
 
+    fn resource_version(&self) -> String {
+        self.revision.to_string()
+    }
+
     fn value(&self) -> Value {
         CachedObject::value(self)
     }

@@ -838,7 +838,8 @@ async fn profile_creates(duration: Duration, http2: bool, pods: bool) -> Result<
         );
     };
     if pods {
-        let (r, cpu) = with_log(&server, bench_pod_creates(&client, server.pid(), duration)).await?;
+        let (r, cpu) =
+            with_log(&server, bench_pod_creates(&client, server.pid(), duration)).await?;
         report("Pod creates", &r, &cpu);
     } else if http2 {
         let (r, cpu) = with_log(&server, bench_configmap_creates_h2(&server, duration)).await?;
