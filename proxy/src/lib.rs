@@ -1,4 +1,12 @@
-//! The rkube service proxy (iptables chains written with one iptables-restore call per sync)
-//! and the cluster DNS server.
-//!
-//! It reaches the API server only through its public API. Not implemented yet.
+//! The rkube service proxy: kube-proxy's iptables mode. It watches Services and
+//! EndpointSlices through the API server's public API ([`proxier`], reading them with
+//! [`model`]), writes the nat and filter chains ([`rules`]) with one `iptables-restore` call
+//! per sync ([`iptables`]), and routes the service CIDR to a local dummy device
+//! ([`device`]) so that a packet to a cluster IP without rules never leaves the machine.
+//! The cluster DNS server will live here too.
+
+pub mod device;
+pub mod iptables;
+pub mod model;
+pub mod proxier;
+pub mod rules;

@@ -1,0 +1,155 @@
+//! The rules written into the real iptables of this machine (root needed, as the proxy
+//! needs it), under a chain prefix of the test's own so that nothing else's rules are
+//! touched, with a service CIDR routed to the test's own dummy device: a cluster IP with an
+//! endpoint on loopback is reached through the rules, one without endpoints refuses at
+//! once, a removed Service's chains go, and the clean-up leaves nothing behind.
+
+use std::collections::BTreeSet;
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use rkube_proxy::device;
+use rkube_proxy::iptables::{self, Writer};
+use rkube_proxy::model::{Endpoint, Protocol, ServicePort, ServicePortName};
+use rkube_proxy::rules::{self, RuleConfig};
+
+fn port(name: &str, cluster_ip: Ipv4Addr, endpoints: Vec<Endpoint>) -> ServicePort {
+    ServicePort {
+        name: ServicePortName { namespace: "test".into(), name: name.into(), port: String::new() },
+        protocol: Protocol::Tcp,
+        port: 80,
+        cluster_ip: Some(cluster_ip),
+        node_port: None,
+        external_ips: Vec::new(),
+        load_balancer_ips: Vec::new(),
+        affinity_seconds: None,
+        external_local: false,
+        internal_local: false,
+        endpoints,
+    }
+}
+
+fn save() -> String {
+    let out = Command::new("iptables-save").output().expect("iptables-save");
+    assert!(out.status.success(), "iptables-save: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Fails unless `ip route get` sends `addr` to our own dummy device.
+fn assert_routed_locally(addr: Ipv4Addr, dev: &str) {
+    let out = Command::new("ip").args(["route", "get", &addr.to_string()]).output().unwrap();
+    let route = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        route.contains(&format!("dev {dev}")) && !route.contains(" via "),
+        "{addr} is not routed to {dev}: {route}"
+    );
+}
+
+struct Cleanup(RuleConfig, String);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let _ = iptables::cleanup(&self.0);
+        let _ = device::remove(&self.1);
+    }
+}
+
+#[test]
+fn rules_are_written_used_and_removed() {
+    let id = std::process::id() % 100_000;
+    let prefix = format!("RK{id:05}");
+    let config = RuleConfig::new(&prefix, None).unwrap();
+    let dev = device::device_name(&prefix);
+    let _cleanup = Cleanup(config.clone(), dev.clone());
+    // A /24 of its own in 10.254.0.0/16, by pid, routed to the test's dummy device.
+    let third = (id % 250) as u8;
+    let cidr = format!("10.254.{third}.0/24").parse().unwrap();
+    device::route_to_dummy(&dev, cidr).expect("dummy device");
+    let served = Ipv4Addr::new(10, 254, third, 10);
+    let empty = Ipv4Addr::new(10, 254, third, 11);
+    assert_routed_locally(served, &dev);
+    assert_routed_locally(empty, &dev);
+
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let backend = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(4) {
+            let Ok(mut stream) = stream else { continue };
+            let _ = stream.write_all(b"hello from the endpoint\n");
+        }
+    });
+    let endpoint = Endpoint {
+        ip: Ipv4Addr::LOCALHOST,
+        port: backend,
+        ready: true,
+        serving: true,
+        terminating: false,
+        local: true,
+    };
+    let ports = vec![port("web", served, vec![endpoint]), port("nobody", empty, Vec::new())];
+    let mut writer = Writer::new(config.clone());
+    let stats = writer.sync(&rules::render(&config, &ports), false).expect("first sync");
+    assert_eq!(stats.stale_chains, 0);
+    let saved = save();
+    for jump in [
+        format!("-A PREROUTING -m comment --comment \"kubernetes service portals\" -j {prefix}-SERVICES"),
+        format!("-A OUTPUT -m comment --comment \"kubernetes service portals\" -j {prefix}-SERVICES"),
+        format!("-A POSTROUTING -m comment --comment \"kubernetes postrouting rules\" -j {prefix}-POSTROUTING"),
+    ] {
+        assert!(saved.contains(&jump), "no {jump} in\n{saved}");
+    }
+    assert!(saved.contains(&format!(
+        "-d {served}/32 -p tcp -m comment --comment \"test/web cluster IP\" -m tcp --dport 80 -j {prefix}-SVC-"
+    )));
+    assert!(saved.contains(&format!("-j DNAT --to-destination 127.0.0.1:{backend}")));
+    assert!(saved.contains("\"test/nobody has no endpoints\""));
+
+    // Through the rules to the endpoint.
+    let mut stream =
+        TcpStream::connect_timeout(&SocketAddr::from((served, 80)), Duration::from_secs(3))
+            .expect("connect through the cluster IP");
+    stream.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    assert_eq!(answer, "hello from the endpoint\n");
+
+    // No endpoints: refused at once, not left to time out.
+    let started = Instant::now();
+    let refused =
+        TcpStream::connect_timeout(&SocketAddr::from((empty, 80)), Duration::from_secs(3));
+    let error = refused.expect_err("a port without endpoints must refuse");
+    assert_eq!(error.kind(), std::io::ErrorKind::ConnectionRefused, "{error}");
+    assert!(started.elapsed() < Duration::from_secs(1), "took {:?}", started.elapsed());
+
+    // The second Service goes; its rules go with it. A second writer (a restarted proxy)
+    // finds what the first one wrote.
+    let before: BTreeSet<String> = chains_of(&save(), &prefix);
+    let mut restarted = Writer::new(config.clone());
+    let stats = restarted.sync(&rules::render(&config, &ports[..1]), false).unwrap();
+    assert_eq!(stats.stale_chains, 0, "nobody had no chains of its own");
+    let mut with_one = ports[..1].to_vec();
+    with_one[0].endpoints.clear();
+    let stats = restarted.sync(&rules::render(&config, &with_one), false).unwrap();
+    assert_eq!(stats.stale_chains, 2, "web's SVC and SEP chains");
+    let after = chains_of(&save(), &prefix);
+    assert_eq!(before.difference(&after).count(), 2);
+    assert!(!save().contains("nobody has no endpoints"));
+
+    // Clean-up removes every chain and jump.
+    let removed = iptables::cleanup(&config).unwrap();
+    assert!(removed.iter().any(|r| r.contains("PREROUTING")), "{removed:?}");
+    assert!(!save().contains(&prefix), "left behind:\n{}", save());
+    assert!(device::remove(&dev).unwrap());
+}
+
+fn chains_of(saved: &str, prefix: &str) -> BTreeSet<String> {
+    saved
+        .lines()
+        .filter_map(|l| l.strip_prefix(':'))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| c.starts_with(prefix))
+        .map(String::from)
+        .collect()
+}
