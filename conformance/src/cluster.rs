@@ -407,12 +407,19 @@ fn launch(
         // that servers running side by side do not answer for each other.
         .args(health_ports(extra_args))
         .args(extra_args)
-        // Only the tests that ask for a node (with --node-name) get a kubelet on Docker.
-        .args(if extra_args.iter().any(|a| a == "--node-name") {
-            &[][..]
-        } else {
-            &["--disable", "kubelet"][..]
-        })
+        // Only the tests that ask for a node (with --node-name) get a kubelet on Docker, and
+        // only those that name chains of their own (--iptables-chain-prefix) a service
+        // proxy: servers running side by side must not write each other's chains.
+        .args(
+            match (
+                extra_args.iter().any(|a| a == "--node-name"),
+                extra_args.iter().any(|a| a == "--iptables-chain-prefix"),
+            ) {
+                (true, true) => &[][..],
+                (true, false) => &["--disable", "proxy"][..],
+                (false, _) => &["--disable", "kubelet,proxy"][..],
+            },
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(log_file)

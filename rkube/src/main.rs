@@ -40,6 +40,47 @@ enum Command {
     ControllerManager(Box<ControllerManagerCommandArgs>),
     /// Run a node: the kubelet on the local Docker engine, against an API server.
     Kubelet(KubeletArgs),
+    /// Run the service proxy (kube-proxy's iptables mode) against an API server; with
+    /// `--cleanup`, remove its rules and routes and exit.
+    Proxy(ProxyCommandArgs),
+}
+
+/// The proxy's flags (kube-proxy's names), shared by `rkube proxy` and the local node of
+/// `rkube server`.
+#[derive(clap::Args, Clone)]
+struct ProxyArgs {
+    /// The least time between two rewrites of the rules; changes in between are batched.
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    iptables_min_sync_period: Duration,
+    /// The longest time between two full rewrites of the rules.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    iptables_sync_period: Duration,
+    /// The prefix of the proxy's iptables chains (`KUBE`: kube-proxy's names). Another one
+    /// lets several rkube nodes share one host's tables (tests); 1 to 7 of A-Z, 0-9.
+    #[arg(long, default_value = "KUBE")]
+    iptables_chain_prefix: String,
+}
+
+#[derive(clap::Args)]
+struct ProxyCommandArgs {
+    /// The kubeconfig to reach the API server with.
+    #[arg(long, required_unless_present = "cleanup")]
+    kubeconfig: Option<PathBuf>,
+    /// The node this proxy runs on (default: the host name).
+    #[arg(long)]
+    hostname_override: Option<String>,
+    /// The pods' addresses: traffic to a cluster IP from elsewhere is masqueraded.
+    #[arg(long)]
+    cluster_cidr: Option<rkube_controllers::node_ipam::Ipv4Net>,
+    /// The service CIDR, routed to a local dummy device so that packets to cluster IPs
+    /// never leave the machine.
+    #[arg(long, default_value = "10.43.0.0/16")]
+    service_cluster_ip_range: rkube_controllers::node_ipam::Ipv4Net,
+    /// Remove every rule, chain and route the proxy made, say what was removed, and exit.
+    #[arg(long)]
+    cleanup: bool,
+    #[command(flatten)]
+    proxy: ProxyArgs,
 }
 
 /// The kubelet's flags, shared by `rkube kubelet` and the local node of `rkube server`.
@@ -161,7 +202,8 @@ struct ServerArgs {
     /// Extra names or IPs for the serving certificate (comma-separated).
     #[arg(long, value_delimiter = ',')]
     tls_san: Vec<String>,
-    /// Components not to run here (comma-separated): `controllers`, `scheduler`, `kubelet`.
+    /// Components not to run here (comma-separated): `controllers`, `scheduler`, `kubelet`,
+    /// `proxy`.
     #[arg(long, value_delimiter = ',')]
     disable: Vec<String>,
     /// How long a pod tolerates its node being not ready, unless it says: the
@@ -202,6 +244,9 @@ struct ServerArgs {
     /// The local node (when a Docker engine is reachable).
     #[command(flatten)]
     node: NodeArgs,
+    /// The local node's service proxy.
+    #[command(flatten)]
+    proxy: ProxyArgs,
 }
 
 /// kube-apiserver's serving limits (its flag names, defaults and meaning of 0), and the
@@ -427,12 +472,13 @@ fn server_controller_manager_identity(data_dir: &std::path::Path) -> anyhow::Res
 fn parse_duration(s: &str) -> Result<Duration, String> {
     let (number, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
     let n: u64 =
-        number.parse().map_err(|_| format!("invalid duration {s:?} (e.g. 30s, 5m, 1h)"))?;
+        number.parse().map_err(|_| format!("invalid duration {s:?} (e.g. 500ms, 30s, 5m, 1h)"))?;
     match unit {
+        "ms" => Ok(Duration::from_millis(n)),
         "s" | "" => Ok(Duration::from_secs(n)),
         "m" => Ok(Duration::from_secs(n * 60)),
         "h" => Ok(Duration::from_secs(n * 3600)),
-        _ => Err(format!("invalid duration {s:?} (e.g. 30s, 5m, 1h)")),
+        _ => Err(format!("invalid duration {s:?} (e.g. 500ms, 30s, 5m, 1h)")),
     }
 }
 
@@ -462,6 +508,7 @@ async fn main() {
         Command::Scheduler(args) => scheduler(args).await,
         Command::ControllerManager(args) => controller_manager(*args).await,
         Command::Kubelet(args) => kubelet(args).await,
+        Command::Proxy(args) => proxy(args).await,
     };
     if let Err(e) = result {
         eprintln!("rkube: {e:#}");
@@ -626,6 +673,24 @@ async fn server(args: ServerArgs) -> anyhow::Result<()> {
             }
         }
     };
+    let _proxy = match (&_kubelet, disabled("proxy")) {
+        (Some(_), false) => {
+            let config = proxy_config(
+                node_name(&args.node)?,
+                &args.proxy,
+                Some(args.controller_manager.cluster_cidr),
+                args.service_cluster_ip_range.parse().ok(),
+            )?;
+            match rkube_proxy::proxier::start(client.clone(), config).await {
+                Ok(proxy) => Some(proxy),
+                Err(e) => {
+                    eprintln!("rkube: no service proxy on the local node: {e}");
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
     println!("export KUBECONFIG={}", kubeconfig.display());
 
     shutdown_signal().await;
@@ -718,6 +783,69 @@ async fn kubelet(args: KubeletArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The node's name: `--node-name`, or the host name.
+fn node_name(node: &NodeArgs) -> anyhow::Result<String> {
+    match &node.node_name {
+        Some(name) => Ok(name.clone()),
+        None => host_name().context("cannot read the host name: pass --node-name"),
+    }
+}
+
+fn host_name() -> std::io::Result<String> {
+    std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_ascii_lowercase())
+}
+
+fn proxy_config(
+    node_name: String,
+    args: &ProxyArgs,
+    cluster_cidr: Option<rkube_controllers::node_ipam::Ipv4Net>,
+    service_cidr: Option<rkube_controllers::node_ipam::Ipv4Net>,
+) -> anyhow::Result<rkube_proxy::proxier::Config> {
+    Ok(rkube_proxy::proxier::Config {
+        node_name,
+        rules: rkube_proxy::rules::RuleConfig::new(&args.iptables_chain_prefix, cluster_cidr)?,
+        service_cidr,
+        min_sync_period: args.iptables_min_sync_period,
+        sync_period: args.iptables_sync_period,
+    })
+}
+
+/// `rkube proxy`: the service proxy alone, or (`--cleanup`) the removal of what it made.
+async fn proxy(args: ProxyCommandArgs) -> anyhow::Result<()> {
+    let node = match args.hostname_override.clone() {
+        Some(name) => name,
+        None => host_name().context("cannot read the host name: pass --hostname-override")?,
+    };
+    let config =
+        proxy_config(node, &args.proxy, args.cluster_cidr, Some(args.service_cluster_ip_range))?;
+    if args.cleanup {
+        let rules = config.rules.clone();
+        let removed = tokio::task::spawn_blocking(move || -> anyhow::Result<Vec<String>> {
+            let mut removed = rkube_proxy::iptables::cleanup(&rules)?;
+            let device = rkube_proxy::device::device_name(&rules.prefix);
+            if rkube_proxy::device::remove(&device)? {
+                removed.push(format!("device: {device} (and its route)"));
+            }
+            Ok(removed)
+        })
+        .await??;
+        for line in &removed {
+            println!("removed {line}");
+        }
+        if removed.is_empty() {
+            println!("nothing to remove");
+        }
+        return Ok(());
+    }
+    let kubeconfig = args.kubeconfig.expect("clap requires --kubeconfig without --cleanup");
+    let client = client_from(&kubeconfig).await?;
+    let _proxy = rkube_proxy::proxier::start(client, config).await?;
+    eprintln!("rkube: proxy running against the API server in {}", kubeconfig.display());
+    shutdown_signal().await;
+    eprintln!("rkube: shutting down");
+    Ok(())
+}
+
 /// Starts the kubelet on the local Docker engine, or says why it cannot.
 async fn start_kubelet(
     client: kube::Client,
@@ -728,12 +856,7 @@ async fn start_kubelet(
     let docker = rkube_kubelet::runtime::docker::DockerRuntime::connect().await?;
     eprintln!("rkube: preparing the pause image");
     docker.ensure_pause_image().await?;
-    let name = match node.node_name {
-        Some(name) => name,
-        None => std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .map(|h| h.trim().to_ascii_lowercase())
-            .context("cannot read the host name: pass --node-name")?,
-    };
+    let name = node_name(&node)?;
     let mut config = rkube_kubelet::Config::new(
         &name,
         node.node_ip.unwrap_or(default_ip),
