@@ -67,6 +67,9 @@ pub fn assert_route_is_local(ip: &str) {
     let local = route.starts_with("local ")
         || (!route.contains(" via ")
             && (route.contains(" dev rkbr")
+                // A service proxy's own device (`kube-svc`, `rk12345-svc`).
+                || (route.contains(" dev rk") && route.contains("-svc "))
+                || route.contains(" dev kube-svc ")
                 || route.contains(" dev docker")
                 || route.contains(" dev lo")));
     assert!(local, "refusing to connect to {ip}: its route is not local ({})", route.trim());
@@ -161,6 +164,8 @@ impl Drop for SimulatedNodes {
 pub struct NodeServer {
     pub server: RkubeServer,
     pub node: String,
+    /// The chain prefix of the node's service proxy, when it runs one.
+    pub proxy_prefix: Option<String>,
 }
 
 impl NodeServer {
@@ -171,10 +176,22 @@ impl NodeServer {
     }
 
     pub fn start_with(extra: &[&str]) -> NodeServer {
+        Self::start_node(extra, false)
+    }
+
+    /// [`NodeServer::start_with`], with the node's service proxy: its chains named with a
+    /// prefix (`RK` and five digits) and its service CIDR (a /24 in 10.250.0.0/13) that no
+    /// other running test has, so that proxies side by side keep to their own. Its rules,
+    /// chains and device are removed when dropped.
+    pub fn start_with_proxy(extra: &[&str]) -> NodeServer {
+        Self::start_node(extra, true)
+    }
+
+    fn start_node(extra: &[&str], proxy: bool) -> NodeServer {
         ensure_busybox_image();
         // The kubelet's free port can be taken before it binds it: then other ports.
         for _ in 0..3 {
-            let this = Self::start_once(extra);
+            let this = Self::start_once(extra, proxy);
             if !this.server.log().contains("for the kubelet API") {
                 this.wait_ready(Duration::from_secs(60));
                 return this;
@@ -183,7 +200,7 @@ impl NodeServer {
         panic!("the kubelet found no free port in 3 tries");
     }
 
-    fn start_once(extra: &[&str]) -> NodeServer {
+    fn start_once(extra: &[&str], proxy: bool) -> NodeServer {
         let kubelet_port = rkube_store::testing::free_port();
         let node = format!("rkube-test-{kubelet_port}");
         // Free ports are unique among running tests, so the CIDR is too.
@@ -202,8 +219,22 @@ impl NodeServer {
             "--eviction-hard",
             "memory.available<100Mi,nodefs.available<100Mi",
         ];
+        let prefix = format!("RK{:05}", kubelet_port as u32 % 100_000);
+        let service_cidr =
+            format!("10.{}.{}.0/24", 250 + (kubelet_port / 256) % 5, kubelet_port % 256);
+        if proxy {
+            args.extend_from_slice(&[
+                "--iptables-chain-prefix",
+                &prefix,
+                "--service-cluster-ip-range",
+                &service_cidr,
+                "--iptables-min-sync-period",
+                "100ms",
+            ]);
+        }
         args.extend_from_slice(extra);
-        NodeServer { server: RkubeServer::start_with(&args), node }
+        let server = RkubeServer::start_with(&args);
+        NodeServer { server, node, proxy_prefix: proxy.then_some(prefix) }
     }
 
     fn wait_ready(&self, timeout: Duration) {
@@ -274,5 +305,10 @@ impl Drop for NodeServer {
             let _ = docker(&args);
         }
         rkube_kubelet::runtime::podnet::remove(&self.node);
+        if let Some(prefix) = &self.proxy_prefix {
+            let _ = Command::new(crate::cluster::rkube_binary())
+                .args(["proxy", "--cleanup", "--iptables-chain-prefix", prefix])
+                .output();
+        }
     }
 }

@@ -22,6 +22,8 @@ use crate::iptables::{self, IptablesError, SyncStats, Writer};
 use crate::model::{self, ServicePort, SERVICE_NAME_LABEL};
 use crate::rules::{self, RuleConfig};
 
+const BRIDGE_NF_CALL_IPTABLES: &str = "/proc/sys/net/bridge/bridge-nf-call-iptables";
+
 /// How a proxy runs.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -63,6 +65,14 @@ pub async fn start(client: Client, config: Config) -> Result<Proxy, StartError> 
     tokio::task::spawn_blocking(iptables::check_available)
         .await
         .map_err(|e| IptablesError::Failed { program: "iptables", message: e.to_string() })??;
+    // Replies between pods on one bridge must pass the nat table to be translated back
+    // (a pod reaching another through a cluster IP); k3s turns this on too.
+    let bridged = std::path::Path::new(BRIDGE_NF_CALL_IPTABLES);
+    if bridged.exists() && std::fs::read_to_string(bridged).is_ok_and(|v| v.trim() == "0") {
+        if let Err(e) = std::fs::write(bridged, "1") {
+            tracing::warn!(error = %e, "cannot set {BRIDGE_NF_CALL_IPTABLES}: pods may not reach Services on their own node");
+        }
+    }
     if let Some(cidr) = config.service_cidr {
         let name = device::device_name(&config.rules.prefix);
         tokio::task::spawn_blocking(move || device::route_to_dummy(&name, cidr))
