@@ -115,11 +115,24 @@ fn bench(config: &RuleConfig, services: usize, runs: usize) -> Result<Figures> {
     })
 }
 
+/// Service proxy benchmark: full syncs of the proxy's iptables rules against
+/// `iptables-restore` alone on the same input.
+#[derive(clap::Parser)]
+#[command(name = "proxy-bench")]
+struct Cli {
+    #[command(flatten)]
+    common: report::Args,
+    /// The numbers of Services (10 endpoints each) to sync, comma-separated
+    #[arg(long, value_delimiter = ',', default_values_t = [1000, 10_000])]
+    services: Vec<usize>,
+}
+
 fn main() -> Result<()> {
-    let report::Args { quick, output } = report::Args::parse();
+    let cli = <Cli as clap::Parser>::parse();
+    let report::Args { quick, output } = cli.common;
     let prefix = format!("RKB{:04}", std::process::id() % 10_000);
     let config = RuleConfig::new(&prefix, Some("10.42.0.0/16".parse()?))?;
-    let sizes: &[usize] = if quick { &[100, 1000] } else { &[1000, 10_000] };
+    let sizes: &[usize] = if quick { &[100, 1000] } else { &cli.services };
     let runs = if quick { 1 } else { 3 };
     let mut results = Vec::new();
     for &n in sizes {
@@ -127,7 +140,16 @@ fn main() -> Result<()> {
         let result = bench(&config, n, runs);
         let removed = iptables::cleanup(&config)?;
         eprintln!("  removed {} chains and jumps", removed.len());
-        results.push(result?);
+        let f = result?;
+        eprintln!(
+            "  {} rules, first sync {}, full sync {} (building {}), iptables-restore alone {}",
+            f.rules,
+            report::ms(f.first),
+            report::ms(f.full),
+            report::ms(f.build),
+            report::ms(f.restore_alone)
+        );
+        results.push(f);
     }
     let mut table = Table::new(&[
         "Services x endpoints",
