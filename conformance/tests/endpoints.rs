@@ -404,8 +404,10 @@ spec:
 
 #[test]
 fn hand_written_endpoints_of_a_selectorless_service_are_mirrored() {
-    // The two pod-reading controllers off (`--controllers`, as kube-controller-manager's).
-    let s = RkubeServer::start_with(&["--controllers", "*,-endpointslice,-endpoint"]);
+    // The two pod-reading controllers off, by `--controllers` (kube-controller-manager's) and
+    // by `--disable`.
+    let s =
+        RkubeServer::start_with(&["--controllers", "*,-endpointslice", "--disable", "endpoint"]);
     // Documentation addresses (TEST-NET-1): nothing is ever sent to them.
     let manifest = r#"
 apiVersion: v1

@@ -110,6 +110,11 @@ pub const CONTROLLERS: [(&str, &str); 16] = [
     ("ttl-after-finished-controller", "ttl-after-finished"),
 ];
 
+/// Whether `name` is one of [`CONTROLLERS`], by either of its names.
+pub fn is_controller(name: &str) -> bool {
+    CONTROLLERS.iter().any(|(n, a)| name == *n || name == *a)
+}
+
 /// Everything the controllers are configured with.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -513,6 +518,20 @@ mod tests {
         assert!(with(&["garbage-collector-controller"]).validate().is_ok());
         assert!(!only.enabled("taint-eviction-controller"));
         assert!(with(&["*"]).validate().is_ok());
+        let endpoints = with(&["*", "-endpointslicemirroring", "-endpoint"]);
+        assert!(!endpoints.enabled("endpointslice-mirroring-controller"));
+        assert!(!endpoints.enabled("endpoints-controller"));
+        assert!(endpoints.enabled("endpointslice-controller"));
+        assert!(is_controller("endpointslice") && is_controller("endpoints-controller"));
+        assert!(!is_controller("controllers") && !is_controller("kubelet"));
+        let too_many = Config {
+            endpoint_slice: endpoint_slice::Config { workers: 1, max_endpoints_per_slice: 1001 },
+            ..Config::default()
+        };
+        assert_eq!(
+            too_many.validate().unwrap_err().to_string(),
+            "--max-endpoints-per-slice must be between 1 and 1000, got 1001"
+        );
         let err = with(&["*", "-nosuch"]).validate().unwrap_err();
         assert!(
             err.to_string().starts_with("--controllers: unknown controller \"-nosuch\""),

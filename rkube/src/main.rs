@@ -161,7 +161,8 @@ struct ServerArgs {
     /// Extra names or IPs for the serving certificate (comma-separated).
     #[arg(long, value_delimiter = ',')]
     tls_san: Vec<String>,
-    /// Components not to run here (comma-separated): `controllers`, `scheduler`, `kubelet`.
+    /// Components not to run here (comma-separated): `controllers`, `scheduler`, `kubelet`,
+    /// or one controller by its `--controllers` name (e.g. `endpointslice`).
     #[arg(long, value_delimiter = ',')]
     disable: Vec<String>,
     /// How long a pod tolerates its node being not ready, unless it says: the
@@ -494,8 +495,12 @@ async fn main() {
     }
 }
 
-async fn server(args: ServerArgs) -> anyhow::Result<()> {
+async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
+    // `--disable NAME` of one controller (by its `--controllers` name) turns just it off.
+    let off = args.disable.iter().filter(|d| rkube_controllers::is_controller(d));
+    let off: Vec<String> = off.map(|d| format!("-{d}")).collect();
+    args.controller_manager.controllers.extend(off);
     let authorization_modes = rkube_server::authz::Mode::parse_list(&args.authorization_mode)?;
     // Checked before anything starts, as kube-apiserver validates its flags.
     let admission = rkube_server::rkube_admission::Chain::from_flags(
