@@ -161,8 +161,7 @@ struct ServerArgs {
     /// Extra names or IPs for the serving certificate (comma-separated).
     #[arg(long, value_delimiter = ',')]
     tls_san: Vec<String>,
-    /// Components not to run here (comma-separated): `controllers`, `scheduler`, `kubelet`,
-    /// or one controller by its `--controllers` name (e.g. `endpointslice`).
+    /// Components not to run here (comma-separated): `controllers`, `scheduler`, `kubelet`.
     #[arg(long, value_delimiter = ',')]
     disable: Vec<String>,
     /// How long a pod tolerates its node being not ready, unless it says: the
@@ -255,7 +254,7 @@ struct ControllerManagerArgs {
     /// garbage-collector-controller, job-controller, namespace-controller,
     /// node-ipam-controller, node-lifecycle-controller, replicaset-controller,
     /// replicationcontroller-controller, statefulset-controller, taint-eviction-controller,
-    /// ttl-after-finished-controller).
+    /// ttl-after-finished-controller). `rkube server --disable NAME` turns one off too.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// The CIDR nodes' pod CIDRs come from (IPv4).
