@@ -31,6 +31,11 @@
 //!   ControllerRevisions.
 //! - `statefulset-controller` ([`stateful_set`]): ordered, stably named pods with their claims,
 //!   rolled by ControllerRevisions.
+//! - `endpointslice-controller` ([`endpoint_slice`]): EndpointSlices of the pods each Service
+//!   selects, with their readiness, ports, nodes and zones.
+//! - `endpoints-controller` ([`endpoints`]): the same as core/v1 Endpoints.
+//! - `endpointslice-mirroring-controller` ([`endpoint_slice_mirroring`]): EndpointSlices
+//!   mirroring the hand-written Endpoints of Services without a selector.
 //!
 //! The controllers are built on [`rkube_runtime`], rkube's client runtime: they share one
 //! Node and one Pod informer, whose caches are indexed (pods by owner uid, namespace and node,
@@ -50,7 +55,7 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use kube::api::Api;
 use kube::runtime::watcher;
 use rkube_runtime::informer;
@@ -65,6 +70,9 @@ pub mod cron_job;
 pub mod daemon_set;
 pub mod deployment;
 pub mod discovery;
+pub mod endpoint_slice;
+pub mod endpoint_slice_mirroring;
+pub mod endpoints;
 pub mod garbage_collector;
 pub mod job;
 pub mod namespace;
@@ -74,17 +82,22 @@ pub mod pod_control;
 pub mod pod_events;
 pub mod pod_state;
 pub mod replica_set;
+pub mod service_pods;
 pub mod stateful_set;
 pub mod status_write;
 pub mod taint_eviction;
+pub mod trigger_time;
 pub mod ttl_after_finished;
 
 /// The controllers, by upstream's names, with the older short names `--controllers` also
 /// accepts.
-pub const CONTROLLERS: [(&str, &str); 13] = [
+pub const CONTROLLERS: [(&str, &str); 16] = [
     ("cronjob-controller", "cronjob"),
     ("daemonset-controller", "daemonset"),
     ("deployment-controller", "deployment"),
+    ("endpoints-controller", "endpoint"),
+    ("endpointslice-controller", "endpointslice"),
+    ("endpointslice-mirroring-controller", "endpointslicemirroring"),
     ("garbage-collector-controller", "garbagecollector"),
     ("job-controller", "job"),
     ("namespace-controller", "namespace"),
@@ -96,6 +109,11 @@ pub const CONTROLLERS: [(&str, &str); 13] = [
     ("taint-eviction-controller", "taint-eviction-controller"),
     ("ttl-after-finished-controller", "ttl-after-finished"),
 ];
+
+/// Whether `name` is one of [`CONTROLLERS`], by either of its names.
+pub fn is_controller(name: &str) -> bool {
+    CONTROLLERS.iter().any(|(n, a)| name == *n || name == *a)
+}
 
 /// Everything the controllers are configured with.
 #[derive(Debug, Clone)]
@@ -126,6 +144,14 @@ pub struct Config {
     pub concurrent_daemonset_syncs: usize,
     /// `--concurrent-statefulset-syncs`: StatefulSets synced at once.
     pub concurrent_statefulset_syncs: usize,
+    /// `--concurrent-endpoint-syncs`: Services whose Endpoints are synced at once.
+    pub concurrent_endpoint_syncs: usize,
+    /// `--concurrent-service-endpoint-syncs` and `--max-endpoints-per-slice`: the
+    /// EndpointSlice controller's.
+    pub endpoint_slice: endpoint_slice::Config,
+    /// `--mirroring-concurrent-service-endpoint-syncs` and
+    /// `--mirroring-max-endpoints-per-subset`: the mirroring controller's.
+    pub endpoint_slice_mirroring: endpoint_slice_mirroring::Config,
 }
 
 impl Default for Config {
@@ -144,6 +170,9 @@ impl Default for Config {
             concurrent_ttl_after_finished_syncs: 5,
             concurrent_daemonset_syncs: 2,
             concurrent_statefulset_syncs: 5,
+            concurrent_endpoint_syncs: 5,
+            endpoint_slice: endpoint_slice::Config::default(),
+            endpoint_slice_mirroring: endpoint_slice_mirroring::Config::default(),
         }
     }
 }
@@ -157,6 +186,8 @@ pub enum ConfigError {
     UnknownController { name: String, known: String },
     #[error("--{flag} must be more than zero")]
     Zero { flag: &'static str },
+    #[error("--{flag} must be between 1 and 1000, got {value}")]
+    OutOfRange { flag: &'static str, value: usize },
 }
 
 impl Config {
@@ -211,9 +242,23 @@ impl Config {
             ("concurrent-ttl-after-finished-syncs", self.concurrent_ttl_after_finished_syncs),
             ("concurrent-daemonset-syncs", self.concurrent_daemonset_syncs),
             ("concurrent-statefulset-syncs", self.concurrent_statefulset_syncs),
+            ("concurrent-endpoint-syncs", self.concurrent_endpoint_syncs),
+            ("concurrent-service-endpoint-syncs", self.endpoint_slice.workers),
+            ("mirroring-concurrent-service-endpoint-syncs", self.endpoint_slice_mirroring.workers),
         ] {
             if value == 0 {
                 return Err(ConfigError::Zero { flag });
+            }
+        }
+        for (flag, value) in [
+            ("max-endpoints-per-slice", self.endpoint_slice.max_endpoints_per_slice),
+            (
+                "mirroring-max-endpoints-per-subset",
+                self.endpoint_slice_mirroring.max_endpoints_per_subset,
+            ),
+        ] {
+            if !(1..=1000).contains(&value) {
+                return Err(ConfigError::OutOfRange { flag, value });
             }
         }
         Ok(())
@@ -308,6 +353,38 @@ fn controllers(
         let job_rx = jobs.then(|| channel(&mut pod_txs));
         let daemon_set_rx = daemon_sets.then(|| (channel(&mut node_txs), channel(&mut pod_txs)));
         let stateful_set_rx = stateful_sets.then(|| channel(&mut pod_txs));
+        // The endpoint controllers share a Service informer too.
+        let mut service_txs = Vec::new();
+        let endpoints_rx = config
+            .enabled("endpoints-controller")
+            .then(|| (channel(&mut service_txs), channel(&mut pod_txs)));
+        let endpoint_slice_rx = config
+            .enabled("endpointslice-controller")
+            .then(|| (channel(&mut service_txs), channel(&mut pod_txs)));
+        let mirroring_rx =
+            config.enabled("endpointslice-mirroring-controller").then(|| channel(&mut service_txs));
+        let services = (!service_txs.is_empty()).then(|| {
+            let (services, watch) = informer::start(
+                Api::<Service>::all(client.clone()),
+                watcher::Config::default(),
+                service_txs,
+            );
+            _informers.push(watch);
+            services
+        });
+        if let Some(services) = &services {
+            if services.wait_until_ready().await.is_err() {
+                return;
+            }
+        }
+        if let (Some(services), Some(service_rx)) = (&services, mirroring_rx) {
+            tasks.spawn(endpoint_slice_mirroring::run(
+                client.clone(),
+                config.endpoint_slice_mirroring.clone(),
+                services.clone(),
+                service_rx,
+            ));
+        }
         if !node_txs.is_empty() || !pod_txs.is_empty() {
             let (nodes, node_watch) = informer::start(
                 Api::<Node>::all(client.clone()),
@@ -386,7 +463,28 @@ fn controllers(
             }
             if let Some(pod_rx) = stateful_set_rx {
                 let workers = config.concurrent_statefulset_syncs;
-                tasks.spawn(stateful_set::run(client.clone(), workers, pods, pod_rx));
+                tasks.spawn(stateful_set::run(client.clone(), workers, pods.clone(), pod_rx));
+            }
+            if let (Some(services), Some((service_rx, pod_rx))) = (&services, endpoints_rx) {
+                tasks.spawn(endpoints::run(
+                    client.clone(),
+                    config.concurrent_endpoint_syncs,
+                    services.clone(),
+                    service_rx,
+                    pods.clone(),
+                    pod_rx,
+                ));
+            }
+            if let (Some(services), Some((service_rx, pod_rx))) = (&services, endpoint_slice_rx) {
+                tasks.spawn(endpoint_slice::run(
+                    client.clone(),
+                    config.endpoint_slice.clone(),
+                    services.clone(),
+                    service_rx,
+                    pods,
+                    pod_rx,
+                    nodes,
+                ));
             }
         }
         while tasks.join_next().await.is_some() {}
@@ -420,6 +518,20 @@ mod tests {
         assert!(with(&["garbage-collector-controller"]).validate().is_ok());
         assert!(!only.enabled("taint-eviction-controller"));
         assert!(with(&["*"]).validate().is_ok());
+        let endpoints = with(&["*", "-endpointslicemirroring", "-endpoint"]);
+        assert!(!endpoints.enabled("endpointslice-mirroring-controller"));
+        assert!(!endpoints.enabled("endpoints-controller"));
+        assert!(endpoints.enabled("endpointslice-controller"));
+        assert!(is_controller("endpointslice") && is_controller("endpoints-controller"));
+        assert!(!is_controller("controllers") && !is_controller("kubelet"));
+        let too_many = Config {
+            endpoint_slice: endpoint_slice::Config { workers: 1, max_endpoints_per_slice: 1001 },
+            ..Config::default()
+        };
+        assert_eq!(
+            too_many.validate().unwrap_err().to_string(),
+            "--max-endpoints-per-slice must be between 1 and 1000, got 1001"
+        );
         let err = with(&["*", "-nosuch"]).validate().unwrap_err();
         assert!(
             err.to_string().starts_with("--controllers: unknown controller \"-nosuch\""),

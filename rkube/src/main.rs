@@ -295,10 +295,11 @@ impl ServingArgs {
 struct ControllerManagerArgs {
     /// The controllers to run (comma-separated): `*` for all, `name` to enable one, `-name`
     /// to disable one (cronjob-controller, daemonset-controller, deployment-controller,
+    /// endpoints-controller, endpointslice-controller, endpointslice-mirroring-controller,
     /// garbage-collector-controller, job-controller, namespace-controller,
     /// node-ipam-controller, node-lifecycle-controller, replicaset-controller,
     /// replicationcontroller-controller, statefulset-controller, taint-eviction-controller,
-    /// ttl-after-finished-controller).
+    /// ttl-after-finished-controller). `rkube server --disable NAME` turns one off too.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// The CIDR nodes' pod CIDRs come from (IPv4).
@@ -344,6 +345,21 @@ struct ControllerManagerArgs {
     /// How many StatefulSets are synced at once.
     #[arg(long, default_value_t = 5)]
     concurrent_statefulset_syncs: usize,
+    /// How many Services' Endpoints are synced at once.
+    #[arg(long, default_value_t = 5)]
+    concurrent_endpoint_syncs: usize,
+    /// How many Services' EndpointSlices are synced at once.
+    #[arg(long, default_value_t = 5)]
+    concurrent_service_endpoint_syncs: usize,
+    /// The most endpoints an EndpointSlice holds (1 to 1000).
+    #[arg(long, default_value_t = 100)]
+    max_endpoints_per_slice: usize,
+    /// How many Services' Endpoints are mirrored to EndpointSlices at once.
+    #[arg(long, default_value_t = 5)]
+    mirroring_concurrent_service_endpoint_syncs: usize,
+    /// The most addresses of one Endpoints subset mirrored to an EndpointSlice (1 to 1000).
+    #[arg(long, default_value_t = 1000)]
+    mirroring_max_endpoints_per_subset: usize,
     /// Run the controllers only while holding the leader Lease, so that of several
     /// controller managers one acts (`--leader-elect=false`: always act).
     #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
@@ -386,6 +402,15 @@ impl ControllerManagerArgs {
             concurrent_ttl_after_finished_syncs: self.concurrent_ttl_after_finished_syncs,
             concurrent_daemonset_syncs: self.concurrent_daemonset_syncs,
             concurrent_statefulset_syncs: self.concurrent_statefulset_syncs,
+            concurrent_endpoint_syncs: self.concurrent_endpoint_syncs,
+            endpoint_slice: rkube_controllers::endpoint_slice::Config {
+                workers: self.concurrent_service_endpoint_syncs,
+                max_endpoints_per_slice: self.max_endpoints_per_slice,
+            },
+            endpoint_slice_mirroring: rkube_controllers::endpoint_slice_mirroring::Config {
+                workers: self.mirroring_concurrent_service_endpoint_syncs,
+                max_endpoints_per_subset: self.mirroring_max_endpoints_per_subset,
+            },
         }
     }
 
@@ -516,8 +541,12 @@ async fn main() {
     }
 }
 
-async fn server(args: ServerArgs) -> anyhow::Result<()> {
+async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
+    // `--disable NAME` of one controller (by its `--controllers` name) turns just it off.
+    let off = args.disable.iter().filter(|d| rkube_controllers::is_controller(d));
+    let off: Vec<String> = off.map(|d| format!("-{d}")).collect();
+    args.controller_manager.controllers.extend(off);
     let authorization_modes = rkube_server::authz::Mode::parse_list(&args.authorization_mode)?;
     // Checked before anything starts, as kube-apiserver validates its flags.
     let admission = rkube_server::rkube_admission::Chain::from_flags(

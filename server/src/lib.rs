@@ -273,7 +273,7 @@ async fn bootstrap(registry: &registry::Registry, config: &ServerConfig) -> Star
     .await?;
     ensure("discovery.k8s.io", "v1", "endpointslices", json!({
         "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-        "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"kubernetes.io/service-name": "kubernetes", "endpointslice.kubernetes.io/managed-by": "endpointslicemirroring-controller.k8s.io"}},
+        "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"kubernetes.io/service-name": "kubernetes"}},
         "addressType": "IPv4",
         "endpoints": [{"addresses": [host], "conditions": {"ready": true}}],
         "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
