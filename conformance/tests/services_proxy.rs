@@ -141,6 +141,38 @@ fn cluster_ips_reach_their_endpoints_and_refuse_without_them() {
     assert_eq!(error.kind(), std::io::ErrorKind::ConnectionRefused, "{error}");
     assert!(started.elapsed() < Duration::from_secs(1), "took {:?}", started.elapsed());
 
+    // A Deployment exposed the usual way: the endpoint controllers fill its slices and
+    // the proxy sends its cluster IP's traffic to them.
+    server.ok(&[
+        "create",
+        "deployment",
+        "echo",
+        "--image",
+        "busybox:1.36",
+        "--replicas",
+        "2",
+        "--",
+        "sh",
+        "-c",
+        "while true; do echo reply-from-echo | nc -l -p 8080; done",
+    ]);
+    server.ok(&["expose", "deployment", "echo", "--port", "80", "--target-port", "8080"]);
+    let echo = cluster_ip("echo");
+    assert_route_is_local(&echo);
+    let addr: SocketAddr = format!("{echo}:80").parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if ask(addr).is_ok_and(|answer| answer == "reply-from-echo") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the exposed Deployment never answered on {echo}:\n{}",
+            server.ok(&["get", "pods,endpointslices", "-o", "wide"])
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
     // Deleting the Service removes its rules.
     let before = iptables_save();
     assert!(before.contains("\"default/web cluster IP\""));
