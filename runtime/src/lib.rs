@@ -5,7 +5,7 @@
 //!
 //! | module | what it holds | upstream's counterpart |
 //! |---|---|---|
-//! | [`informer`] | one watch per resource feeding a shared cache, changes fanned out to subscribers | `SharedInformer` |
+//! | [`informer`] | one watch per resource (or per selector: the kubelet's own pods) feeding a shared cache, changes fanned out to subscribers as names or as [`store::Delta`]s with the objects | `SharedInformer` |
 //! | [`store`] | the informer's cache, indexed by namespace, owner uid and any [`store::Indexers`] (pods by node) | `cache.Indexer` |
 //! | [`workqueue`] | keys queued once, never worked on twice at a time, retried after a back-off | `workqueue` |
 //! | [`expectations`] | creates and deletes a controller waits to see before acting again | `ControllerExpectations` |
@@ -13,8 +13,8 @@
 //! | [`backoff`] | exponential back-off, by failure count or per key | `flowcontrol.Backoff` |
 //! | [`leader_election`] | one active instance through a `coordination.k8s.io` Lease | `leaderelection` |
 //!
-//! Start at [`informer::start`] and [`store::Store`] for reading the cluster, and
-//! [`workqueue::WorkQueue::work`] for a controller's workers.
+//! Start at [`informer::start`] (or [`informer::Informer`]) and [`store::Store`] for reading
+//! the cluster, and [`workqueue::WorkQueue::work`] for a controller's workers.
 
 pub mod backoff;
 pub mod events;

@@ -6,7 +6,8 @@
 //!
 //! [`Store`] is the read side that controllers share; the informer's task holds the only
 //! [`Writer`], which applies watch events (a relist is built apart and swapped in whole, so
-//! readers never see half a list).
+//! readers never see half a list) and tells what each did to the cache as [`Delta`]s, with
+//! the objects, for subscribers that need an object's previous state or its last one.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::hash::Hash;
@@ -52,11 +53,17 @@ impl<K: Resource + 'static> Default for Indexers<K> {
             uids.dedup();
             uids
         };
-        Indexers { by_name: BTreeMap::new() }.with(NAMESPACE, namespace).with(OWNER_UID, owners)
+        Indexers::none().with(NAMESPACE, namespace).with(OWNER_UID, owners)
     }
 }
 
 impl<K> Indexers<K> {
+    /// No index at all: for a cache only looked up by key, or only kept for the old objects
+    /// its [`Delta`]s carry (each index costs memory per object).
+    pub fn none() -> Indexers<K> {
+        Indexers { by_name: BTreeMap::new() }
+    }
+
     /// Adds (or replaces) the index `name`.
     pub fn with(
         mut self,
@@ -86,6 +93,21 @@ pub struct InformerStopped;
 
 type Key<K> = ObjectRef<K>;
 
+/// What applying a watch event did to the cache, with the objects (client-go's handler
+/// `OnAdd`/`OnUpdate`/`OnDelete`). A subscriber hears these after the cache holds them.
+#[derive(Debug, Clone)]
+pub enum Delta<K> {
+    /// `new` is in the cache now, in place of `old` (None: new to the cache). An object of
+    /// another uid under the same name is another object: the old one is reported
+    /// [`Delta::Deleted`] first and the new one comes with no `old`.
+    Upserted { old: Option<Arc<K>>, new: Arc<K> },
+    /// The object is gone: deleted (its final state, as the watch sent it) or missing from a
+    /// relist (its last state in the cache).
+    Deleted(Arc<K>),
+    /// A (re)list is complete and the cache holds it whole; the deltas it made came before.
+    Synced,
+}
+
 /// The objects and, for each index, each value's objects.
 struct Contents<K: Lookup + 'static>
 where
@@ -105,9 +127,11 @@ where
         Contents { objects: HashMap::new(), indexes }
     }
 
-    fn insert(&mut self, indexers: &Indexers<K>, key: Key<K>, object: Arc<K>) {
-        if let Some(old) = self.objects.insert(key.clone(), object.clone()) {
-            self.unindex(indexers, &key, &old);
+    /// Files `object` under `key`; returns what it replaced.
+    fn insert(&mut self, indexers: &Indexers<K>, key: Key<K>, object: Arc<K>) -> Option<Arc<K>> {
+        let old = self.objects.insert(key.clone(), object.clone());
+        if let Some(old) = &old {
+            self.unindex(indexers, &key, old);
         }
         for (name, index) in &indexers.by_name {
             let values = self.indexes.entry(name.clone()).or_default();
@@ -115,12 +139,16 @@ where
                 values.entry(value).or_default().insert(key.clone());
             }
         }
+        old
     }
 
-    fn remove(&mut self, indexers: &Indexers<K>, key: &Key<K>) {
-        if let Some(old) = self.objects.remove(key) {
-            self.unindex(indexers, key, &old);
+    /// Takes the object at `key` out; returns it.
+    fn remove(&mut self, indexers: &Indexers<K>, key: &Key<K>) -> Option<Arc<K>> {
+        let old = self.objects.remove(key);
+        if let Some(old) = &old {
+            self.unindex(indexers, key, old);
         }
+        old
     }
 
     fn unindex(&mut self, indexers: &Indexers<K>, key: &Key<K>, old: &K) {
@@ -273,28 +301,98 @@ where
 {
     /// Applies one watch event.
     pub fn apply(&mut self, event: &watcher::Event<K>) {
-        let key = |o: &K| o.to_object_ref(self.dyntype.clone());
+        self.apply_owned(event.clone(), None);
+    }
+
+    /// Applies one watch event, keeping its object (no copy), and hands what it changed to
+    /// `deltas` when given, after the cache holds the change.
+    pub fn apply_owned(
+        &mut self,
+        event: watcher::Event<K>,
+        deltas: Option<&mut dyn FnMut(Delta<K>)>,
+    ) {
         match event {
             watcher::Event::Apply(o) => {
-                let mut contents = self.contents.write().unwrap_or_else(|e| e.into_inner());
-                contents.insert(&self.indexers, key(o), Arc::new(o.clone()));
+                let key = self.key(&o);
+                let new = Arc::new(o);
+                let old = self.write().insert(&self.indexers, key, new.clone());
+                if let Some(emit) = deltas {
+                    upserted(old, new, emit);
+                }
             }
             watcher::Event::Delete(o) => {
-                let mut contents = self.contents.write().unwrap_or_else(|e| e.into_inner());
-                contents.remove(&self.indexers, &key(o));
+                let key = self.key(&o);
+                let old = self.write().remove(&self.indexers, &key);
+                if let Some(emit) = deltas {
+                    let gone = Arc::new(o);
+                    // Missed events left another object under this name: it is gone too.
+                    if let Some(old) = old.filter(|old| !same_uid(&**old, &*gone)) {
+                        emit(Delta::Deleted(old));
+                    }
+                    emit(Delta::Deleted(gone));
+                }
             }
             watcher::Event::Init => self.relist = Some(Contents::new(&self.indexers)),
             watcher::Event::InitApply(o) => {
-                let k = key(o);
+                let key = self.key(&o);
                 let relist = self.relist.get_or_insert_with(|| Contents::new(&self.indexers));
-                relist.insert(&self.indexers, k, Arc::new(o.clone()));
+                relist.insert(&self.indexers, key, Arc::new(o));
             }
             watcher::Event::InitDone => {
                 let relist = self.relist.take().unwrap_or_else(|| Contents::new(&self.indexers));
-                *self.contents.write().unwrap_or_else(|e| e.into_inner()) = relist;
+                let old = std::mem::replace(&mut *self.write(), relist);
                 self.ready.send_replace(true);
+                let Some(emit) = deltas else { return };
+                // As client-go's Replace: what the list no longer has is deleted, the rest
+                // is added or updated.
+                let contents = self.contents.read().unwrap_or_else(|e| e.into_inner());
+                for (key, gone) in &old.objects {
+                    if !contents.objects.contains_key(key) {
+                        emit(Delta::Deleted(gone.clone()));
+                    }
+                }
+                for (key, new) in &contents.objects {
+                    upserted(old.objects.get(key).cloned(), new.clone(), &mut *emit);
+                }
+                emit(Delta::Synced);
             }
         }
+    }
+
+    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Contents<K>> {
+        // A writer that panicked left whole entries (each change is applied under one lock).
+        self.contents.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The cache's key: namespace and name only (a reference's resourceVersion and uid would
+    /// be kept again in every index the object is in).
+    fn key(&self, o: &K) -> Key<K> {
+        let name = o.name().unwrap_or_default();
+        let key = ObjectRef::new_with(&name, self.dyntype.clone());
+        match o.namespace() {
+            Some(namespace) => key.within(&namespace),
+            None => key,
+        }
+    }
+}
+
+fn same_uid<K: Lookup>(a: &K, b: &K) -> bool {
+    match (a.uid(), b.uid()) {
+        (Some(a), Some(b)) => a == b,
+        // An object without a uid (a test's, or a partial one) is taken to be the same.
+        _ => true,
+    }
+}
+
+/// Reports `new` replacing `old` in the cache: as an update when they are one object, as a
+/// deletion and an addition when the name now belongs to an object of another uid.
+fn upserted<K: Lookup>(old: Option<Arc<K>>, new: Arc<K>, emit: &mut dyn FnMut(Delta<K>)) {
+    match old {
+        Some(old) if !same_uid(&*old, &*new) => {
+            emit(Delta::Deleted(old));
+            emit(Delta::Upserted { old: None, new });
+        }
+        old => emit(Delta::Upserted { old, new }),
     }
 }
 

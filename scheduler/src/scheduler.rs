@@ -1,4 +1,5 @@
-//! The scheduling loop: watches nodes and pods through the API, keeps a cache of nodes with
+//! The scheduling loop: watches nodes and pods through the API (with
+//! [`rkube_runtime::informer`]s, whose deltas it applies), keeps a cache of nodes with
 //! the pods on them, queues the pods waiting for a node, and for each runs the profile's
 //! filters and scores, binds it through `pods/{name}/binding`, and records the outcome the
 //! way kube-scheduler does (`PodScheduled` condition, `Scheduled` / `FailedScheduling`
@@ -8,15 +9,15 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod, Taint};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::runtime::watcher::{self, Event as WatchEvent};
 use kube::Client;
 use rand::seq::IndexedRandom;
 use rkube_runtime::events::{pod_reference, Recorder, Source};
+use rkube_runtime::informer::{Delta, Informer};
+use rkube_runtime::store::Indexers;
 use serde_json::json;
 
 use crate::framework::{
@@ -40,12 +41,8 @@ struct Cache {
     pending: HashMap<PodKey, Arc<Pod>>,
     /// Pods whose binding is in flight: assumed on their node, not to be scheduled again.
     binding: std::collections::HashSet<PodKey>,
-    /// PodDisruptionBudgets by namespace and name.
-    budgets: BTreeMap<(String, String), Arc<PodDisruptionBudget>>,
     /// Claims with the ReadWriteOncePod access mode, by namespace and name.
     exclusive_claims: std::collections::HashSet<(String, String)>,
-    /// The selectors of Services, ReplicationControllers, ReplicaSets and StatefulSets.
-    workloads: crate::workloads::Workloads,
 }
 
 /// A stand-in for a node known only from the pods bound to it.
@@ -99,9 +96,8 @@ impl Cache {
 
     /// A node was added or changed. Returns whether that may let a pod that fit nowhere fit
     /// now: a new node, or a change to what scheduling looks at (not a heartbeat).
-    fn set_node(&mut self, node: Node) -> bool {
+    fn set_node(&mut self, node: Arc<Node>) -> bool {
         let name = node.metadata.name.clone().unwrap_or_default();
-        let node = Arc::new(node);
         if let Some(info) = self.nodes.get_mut(&name) {
             let changed = scheduling_properties_changed(&info.node, &node);
             info.set_node(node);
@@ -192,18 +188,29 @@ const COMPONENT: &str = "default-scheduler";
 
 /// Runs the scheduler until the task is aborted.
 pub async fn run(client: Client, profile: Profile) {
-    let nodes: Api<Node> = Api::all(client.clone());
-    let pods: Api<Pod> = Api::all(client.clone());
-    let mut node_events = watcher::watcher(nodes, watcher::Config::default()).boxed();
-    let mut pod_events = watcher::watcher(pods, watcher::Config::default()).boxed();
-    // PodDisruptionBudgets, which preemption respects where it can.
-    let budgets: Api<PodDisruptionBudget> = Api::all(client.clone());
-    let mut budget_events = watcher::watcher(budgets, watcher::Config::default()).boxed();
+    // The scheduler keeps its own view of nodes and pods (each node with its pods), built
+    // from the informers' deltas; their caches keep no index, as nothing looks them up.
+    let (node_tx, mut node_deltas) = tokio::sync::mpsc::unbounded_channel();
+    let (_, _node_watch) = Informer::new(Api::<Node>::all(client.clone()))
+        .indexers(Indexers::none())
+        .deltas(node_tx)
+        .start();
+    let (pod_tx, mut pod_deltas) = tokio::sync::mpsc::unbounded_channel();
+    let (_, _pod_watch) = Informer::new(Api::<Pod>::all(client.clone()))
+        .indexers(Indexers::none())
+        .deltas(pod_tx)
+        .start();
+    // PodDisruptionBudgets, which preemption respects where it can: read from the cache.
+    let (budgets, _budget_watch) =
+        Informer::new(Api::<PodDisruptionBudget>::all(client.clone())).start();
     // Claims, for the ReadWriteOncePod access mode.
-    let claims: Api<PersistentVolumeClaim> = Api::all(client.clone());
-    let mut claim_events = watcher::watcher(claims, watcher::Config::default()).boxed();
+    let (claim_tx, mut claim_deltas) = tokio::sync::mpsc::unbounded_channel();
+    let (_, _claim_watch) = Informer::new(Api::<PersistentVolumeClaim>::all(client.clone()))
+        .indexers(Indexers::none())
+        .deltas(claim_tx)
+        .start();
     // What selects pods, for the default topology spread constraints.
-    let mut workload_events = crate::workloads::watch(&client);
+    let workloads = crate::workloads::Workloads::start(&client);
     // Events name the scheduler as upstream's does (`reportingInstance` too).
     let source =
         Source { component: COMPONENT.into(), host: None, instance: Some(COMPONENT.into()) };
@@ -219,35 +226,25 @@ pub async fn run(client: Client, profile: Profile) {
     loop {
         tokio::select! {
             biased;
-            event = node_events.next() => match event {
-                Some(Ok(e)) => {
-                    if on_node_event(&mut cache, e) {
+            delta = node_deltas.recv() => match delta {
+                Some(delta) => {
+                    if on_node_delta(&mut cache, delta) {
                         // A node appeared, went or changed: pods that fit nowhere may fit now.
                         queue.cluster_changed();
                     }
                 }
-                Some(Err(e)) => tracing::warn!(error = %e, "node watch"),
                 None => return,
             },
-            event = pod_events.next() => match event {
-                Some(Ok(e)) => on_pod_event(&mut cache, &mut queue, &profile.scheduler_name, e),
-                Some(Err(e)) => tracing::warn!(error = %e, "pod watch"),
+            delta = pod_deltas.recv() => match delta {
+                Some(delta) => on_pod_delta(&mut cache, &mut queue, &profile.scheduler_name, delta),
                 None => return,
             },
-            Some(event) = budget_events.next() => match event {
-                Ok(e) => on_budget_event(&mut cache, e),
-                Err(e) => tracing::warn!(error = %e, "PodDisruptionBudget watch"),
-            },
-            Some(event) = claim_events.next() => match event {
-                Ok(e) => {
-                    if on_claim_event(&mut cache, e) {
-                        // A claim changed access modes or went: pods waiting on it may fit.
-                        queue.cluster_changed();
-                    }
+            Some(delta) = claim_deltas.recv() => {
+                if on_claim_delta(&mut cache, delta) {
+                    // A claim changed access modes or went: pods waiting on it may fit.
+                    queue.cluster_changed();
                 }
-                Err(e) => tracing::warn!(error = %e, "PersistentVolumeClaim watch"),
-            },
-            Some(update) = workload_events.next() => cache.workloads.apply(update),
+            }
             Some(result) = bound_rx.recv() => {
                 cache.binding.remove(&result.key);
                 if let Some(error) = result.error {
@@ -264,7 +261,7 @@ pub async fn run(client: Client, profile: Profile) {
                 let Some(pod) = cache.pending.get(&key).cloned() else { continue };
                 let mut info = PodInfo::new(pod.clone());
                 info.read_write_once_pod_claims = cache.read_write_once_pod_claims(&info);
-                info.default_spread_selector = cache.workloads.default_spread_selector(&info);
+                info.default_spread_selector = workloads.default_spread_selector(&info);
                 let nodes: Vec<&NodeInfo> = cache.nodes.values().collect();
                 match decide(&profile, &info, &nodes, &mut next_start) {
                     Ok(node) => {
@@ -289,7 +286,7 @@ pub async fn run(client: Client, profile: Profile) {
                         tracing::debug!(pod = %key, message, "unschedulable");
                         let preemption = (info.may_preempt() && info.priority() > 0)
                             .then(|| {
-                                let budgets: Vec<_> = cache.budgets.values().cloned().collect();
+                                let budgets = budgets.state();
                                 crate::preemption::find(&profile, &info, &nodes, &budgets)
                             })
                             .flatten();
@@ -311,8 +308,8 @@ pub async fn run(client: Client, profile: Profile) {
     }
 }
 
-/// Applies a claim event; true when a claim stopped being exclusive.
-fn on_claim_event(cache: &mut Cache, event: WatchEvent<PersistentVolumeClaim>) -> bool {
+/// Applies a claim delta; true when a claim stopped being exclusive.
+fn on_claim_delta(cache: &mut Cache, delta: Delta<PersistentVolumeClaim>) -> bool {
     let key = |c: &PersistentVolumeClaim| {
         (
             c.metadata.namespace.clone().unwrap_or_default(),
@@ -325,8 +322,8 @@ fn on_claim_event(cache: &mut Cache, event: WatchEvent<PersistentVolumeClaim>) -
             .and_then(|s| s.access_modes.as_ref())
             .is_some_and(|m| m.iter().any(|m| m == "ReadWriteOncePod"))
     };
-    match event {
-        WatchEvent::Apply(c) | WatchEvent::InitApply(c) => {
+    match delta {
+        Delta::Upserted { new: c, .. } => {
             if exclusive(&c) {
                 cache.exclusive_claims.insert(key(&c));
                 false
@@ -334,63 +331,28 @@ fn on_claim_event(cache: &mut Cache, event: WatchEvent<PersistentVolumeClaim>) -
                 cache.exclusive_claims.remove(&key(&c))
             }
         }
-        WatchEvent::Delete(c) => cache.exclusive_claims.remove(&key(&c)),
-        WatchEvent::Init => {
-            cache.exclusive_claims.clear();
-            false
-        }
-        WatchEvent::InitDone => false,
+        Delta::Deleted(c) => cache.exclusive_claims.remove(&key(&c)),
+        Delta::Synced => false,
     }
 }
 
-fn on_budget_event(cache: &mut Cache, event: WatchEvent<PodDisruptionBudget>) {
-    let key = |b: &PodDisruptionBudget| {
-        (
-            b.metadata.namespace.clone().unwrap_or_default(),
-            b.metadata.name.clone().unwrap_or_default(),
-        )
-    };
-    match event {
-        WatchEvent::Apply(b) | WatchEvent::InitApply(b) => {
-            cache.budgets.insert(key(&b), Arc::new(b));
-        }
-        WatchEvent::Delete(b) => {
-            cache.budgets.remove(&key(&b));
-        }
-        WatchEvent::Init => cache.budgets.clear(),
-        WatchEvent::InitDone => {}
-    }
-}
-
-/// Applies a node event to the cache; true when it may let unschedulable pods fit.
-fn on_node_event(cache: &mut Cache, event: WatchEvent<Node>) -> bool {
-    match event {
-        WatchEvent::Apply(node) | WatchEvent::InitApply(node) => cache.set_node(node),
-        WatchEvent::Delete(node) => {
+/// Applies a node delta to the cache; true when it may let unschedulable pods fit. A relist
+/// comes as deltas too: nodes it no longer lists are deleted, the others updated.
+fn on_node_delta(cache: &mut Cache, delta: Delta<Node>) -> bool {
+    match delta {
+        Delta::Upserted { new: node, .. } => cache.set_node(node),
+        Delta::Deleted(node) => {
             // Fewer nodes can change topology spread domains (upstream requeues on it too).
             cache.detach_node(node.metadata.name.as_deref().unwrap_or(""));
             true
         }
-        WatchEvent::Init => {
-            // A relist: nodes it no longer lists are gone, the others come back as they are.
-            let names: Vec<String> = cache.nodes.keys().cloned().collect();
-            for name in names {
-                cache.detach_node(&name);
-            }
-            false
-        }
-        WatchEvent::InitDone => false,
+        Delta::Synced => false,
     }
 }
 
-fn on_pod_event(
-    cache: &mut Cache,
-    queue: &mut Queue,
-    scheduler_name: &str,
-    event: WatchEvent<Pod>,
-) {
-    match event {
-        WatchEvent::Apply(pod) | WatchEvent::InitApply(pod) => {
+fn on_pod_delta(cache: &mut Cache, queue: &mut Queue, scheduler_name: &str, delta: Delta<Pod>) {
+    match delta {
+        Delta::Upserted { new: pod, .. } => {
             let key = key_of(&pod);
             let node =
                 pod.spec.as_ref().and_then(|s| s.node_name.clone()).filter(|n| !n.is_empty());
@@ -402,7 +364,7 @@ fn on_pod_event(
                 Some(node) if !finished => {
                     cache.pending.remove(&key);
                     queue.done(&key);
-                    cache.assign(key, node, Arc::new(PodInfo::new(Arc::new(pod))));
+                    cache.assign(key, node, Arc::new(PodInfo::new(pod)));
                 }
                 Some(_) => {
                     // A finished pod frees its node's resources.
@@ -412,7 +374,7 @@ fn on_pod_event(
                 }
                 None if cache.binding.contains(&key) => {}
                 None if wants_scheduling(&pod, scheduler_name) => {
-                    let known = cache.pending.insert(key.clone(), Arc::new(pod)).is_some();
+                    let known = cache.pending.insert(key.clone(), pod).is_some();
                     if !known {
                         queue.add(key);
                     } else {
@@ -426,7 +388,7 @@ fn on_pod_event(
                 }
             }
         }
-        WatchEvent::Delete(pod) => {
+        Delta::Deleted(pod) => {
             let key = key_of(&pod);
             cache.pending.remove(&key);
             queue.done(&key);
@@ -435,14 +397,7 @@ fn on_pod_event(
                 queue.cluster_changed();
             }
         }
-        WatchEvent::Init => {
-            let keys: Vec<PodKey> = cache.assigned.keys().cloned().collect();
-            for key in keys {
-                cache.unassign(&key);
-            }
-            cache.pending.clear();
-        }
-        WatchEvent::InitDone => {}
+        Delta::Synced => {}
     }
 }
 
@@ -602,6 +557,9 @@ fn record_scheduled(recorder: &Recorder, pod: &Pod, node: &str) {
 mod tests {
     use serde_json::json;
 
+    use kube::runtime::watcher::Event as WatchEvent;
+    use rkube_runtime::store::{self, Writer};
+
     use super::*;
     use crate::plugins::default_profile;
     use crate::plugins::testing::{node_with, pod_requesting, small_node};
@@ -698,6 +656,37 @@ mod tests {
         .unwrap()
     }
 
+    /// A watch event as the scheduler hears it: the deltas of its informer's cache.
+    fn deltas<K>(writer: &mut Writer<K>, event: WatchEvent<K>) -> Vec<Delta<K>>
+    where
+        K: kube::runtime::reflector::Lookup + Clone + 'static,
+        K::DynamicType: Eq + std::hash::Hash + Clone,
+    {
+        let mut heard = Vec::new();
+        writer.apply_owned(event, Some(&mut |delta| heard.push(delta)));
+        heard
+    }
+
+    fn on_node_event(cache: &mut Cache, nodes: &mut Writer<Node>, event: WatchEvent<Node>) -> bool {
+        let mut may_fit = false;
+        for delta in deltas(nodes, event) {
+            may_fit |= on_node_delta(cache, delta);
+        }
+        may_fit
+    }
+
+    fn on_pod_event(
+        cache: &mut Cache,
+        queue: &mut Queue,
+        scheduler_name: &str,
+        pods: &mut Writer<Pod>,
+        event: WatchEvent<Pod>,
+    ) {
+        for delta in deltas(pods, event) {
+            on_pod_delta(cache, queue, scheduler_name, delta);
+        }
+    }
+
     fn key(name: &str) -> PodKey {
         PodKey { namespace: "default".into(), name: name.into() }
     }
@@ -706,27 +695,46 @@ mod tests {
     fn pods_stay_with_their_node_while_it_is_away() {
         let mut cache = Cache::default();
         let mut queue = Queue::default();
+        let (_, mut nodes) = store::store(Indexers::none());
+        let (_, mut pods) = store::store(Indexers::none());
         // Bound to a node the scheduler has not seen yet.
         let event = WatchEvent::Apply(bound_pod("web", "node-1", "Running"));
-        on_pod_event(&mut cache, &mut queue, "default-scheduler", event);
-        assert!(on_node_event(&mut cache, WatchEvent::Apply(node_object("node-1", json!({})))));
+        on_pod_event(&mut cache, &mut queue, "default-scheduler", &mut pods, event);
+        assert!(on_node_event(
+            &mut cache,
+            &mut nodes,
+            WatchEvent::Apply(node_object("node-1", json!({})))
+        ));
         assert_eq!(cache.nodes["node-1"].requested.milli_cpu, 500);
         // Deleted and back: its pods come back with it.
-        assert!(on_node_event(&mut cache, WatchEvent::Delete(node_object("node-1", json!({})))));
+        assert!(on_node_event(
+            &mut cache,
+            &mut nodes,
+            WatchEvent::Delete(node_object("node-1", json!({})))
+        ));
         assert!(cache.nodes.is_empty());
-        assert!(on_node_event(&mut cache, WatchEvent::Apply(node_object("node-1", json!({})))));
+        assert!(on_node_event(
+            &mut cache,
+            &mut nodes,
+            WatchEvent::Apply(node_object("node-1", json!({})))
+        ));
         assert_eq!(cache.nodes["node-1"].pods.len(), 1);
         // A relist that still lists it.
-        on_node_event(&mut cache, WatchEvent::Init);
-        on_node_event(&mut cache, WatchEvent::InitApply(node_object("node-1", json!({}))));
-        on_node_event(&mut cache, WatchEvent::InitDone);
+        on_node_event(&mut cache, &mut nodes, WatchEvent::Init);
+        on_node_event(
+            &mut cache,
+            &mut nodes,
+            WatchEvent::InitApply(node_object("node-1", json!({}))),
+        );
+        on_node_event(&mut cache, &mut nodes, WatchEvent::InitDone);
         assert_eq!(cache.nodes["node-1"].non_zero_requested.0, 500);
         // The pod goes while the node is away: nothing is left behind.
-        on_node_event(&mut cache, WatchEvent::Delete(node_object("node-1", json!({}))));
+        on_node_event(&mut cache, &mut nodes, WatchEvent::Delete(node_object("node-1", json!({}))));
         on_pod_event(
             &mut cache,
             &mut queue,
             "",
+            &mut pods,
             WatchEvent::Delete(bound_pod("web", "node-1", "Running")),
         );
         assert!(cache.detached.is_empty() && cache.assigned.is_empty());
@@ -735,7 +743,7 @@ mod tests {
     #[test]
     fn only_node_changes_that_scheduling_sees_count() {
         let mut cache = Cache::default();
-        assert!(cache.set_node(node_object("node-1", json!({}))), "a new node");
+        assert!(cache.set_node(Arc::new(node_object("node-1", json!({})))), "a new node");
         let heartbeat = node_object(
             "node-1",
             json!({"status": {
@@ -743,7 +751,7 @@ mod tests {
                 "conditions": [{"type": "Ready", "status": "True", "lastHeartbeatTime": "2025-01-01T00:00:10Z"}]
             }}),
         );
-        assert!(!cache.set_node(heartbeat));
+        assert!(!cache.set_node(Arc::new(heartbeat)));
         let not_ready = node_object(
             "node-1",
             json!({"status": {
@@ -751,50 +759,85 @@ mod tests {
                 "conditions": [{"type": "Ready", "status": "False"}]
             }}),
         );
-        assert!(cache.set_node(not_ready));
+        assert!(cache.set_node(Arc::new(not_ready)));
         let mut labelled = node_object("node-1", json!({}));
         labelled.metadata.labels.as_mut().unwrap().insert("disktype".into(), "ssd".into());
-        assert!(cache.set_node(labelled.clone()));
-        assert!(!cache.set_node(labelled.clone()));
+        assert!(cache.set_node(Arc::new(labelled.clone())));
+        assert!(!cache.set_node(Arc::new(labelled.clone())));
         let cordoned = node_object("node-1", json!({"spec": {"unschedulable": true}}));
-        assert!(cache.set_node(cordoned));
+        assert!(cache.set_node(Arc::new(cordoned)));
         let tainted = node_object(
             "node-1",
             json!({"spec": {"taints": [{"key": "dedicated", "effect": "NoSchedule"}]}}),
         );
-        assert!(cache.set_node(tainted));
+        assert!(cache.set_node(Arc::new(tainted)));
         let bigger = node_object(
             "node-1",
             json!({"status": {"allocatable": {"cpu": "4", "memory": "4Gi", "pods": "110"}}}),
         );
-        assert!(cache.set_node(bigger));
+        assert!(cache.set_node(Arc::new(bigger)));
+    }
+
+    #[test]
+    fn a_relist_forgets_what_it_no_longer_lists() {
+        let mut cache = Cache::default();
+        let mut queue = Queue::default();
+        let (_, mut nodes) = store::store(Indexers::none());
+        let (_, mut pods) = store::store(Indexers::none());
+        for name in ["node-1", "node-2"] {
+            on_node_event(
+                &mut cache,
+                &mut nodes,
+                WatchEvent::InitApply(node_object(name, json!({}))),
+            );
+        }
+        assert!(on_node_event(&mut cache, &mut nodes, WatchEvent::InitDone));
+        let event = WatchEvent::Apply(bound_pod("web", "node-1", "Running"));
+        on_pod_event(&mut cache, &mut queue, "default-scheduler", &mut pods, event);
+        queue.unschedulable(key("stuck"));
+        // The watches expired; meanwhile node-2 and the pod went.
+        on_node_event(&mut cache, &mut nodes, WatchEvent::Init);
+        on_node_event(
+            &mut cache,
+            &mut nodes,
+            WatchEvent::InitApply(node_object("node-1", json!({}))),
+        );
+        assert!(on_node_event(&mut cache, &mut nodes, WatchEvent::InitDone), "a node went");
+        assert_eq!(cache.nodes.keys().collect::<Vec<_>>(), ["node-1"]);
+        assert_eq!(cache.nodes["node-1"].pods.len(), 1, "until the pods' relist");
+        for event in [WatchEvent::Init, WatchEvent::InitDone] {
+            on_pod_event(&mut cache, &mut queue, "default-scheduler", &mut pods, event);
+        }
+        assert!(cache.assigned.is_empty() && cache.nodes["node-1"].pods.is_empty());
+        assert!(!queue.is_unschedulable(&key("stuck")), "room was freed");
     }
 
     #[test]
     fn bound_pods_coming_back_do_not_requeue_unschedulable_ones() {
         let mut cache = Cache::default();
         let mut queue = Queue::default();
-        cache.set_node(node_object("node-1", json!({})));
+        let (_, mut pods) = store::store(Indexers::none());
+        cache.set_node(Arc::new(node_object("node-1", json!({}))));
         queue.unschedulable(key("stuck"));
         // Our own binding (or anyone's) arriving through the watch.
         for phase in ["Pending", "Running"] {
             let event = WatchEvent::Apply(bound_pod("web", "node-1", phase));
-            on_pod_event(&mut cache, &mut queue, "default-scheduler", event);
+            on_pod_event(&mut cache, &mut queue, "default-scheduler", &mut pods, event);
         }
         assert!(queue.is_unschedulable(&key("stuck")));
         assert_eq!(cache.nodes["node-1"].pods.len(), 1);
         // A pod that finished frees room: try again.
         let event = WatchEvent::Apply(bound_pod("web", "node-1", "Succeeded"));
-        on_pod_event(&mut cache, &mut queue, "default-scheduler", event);
+        on_pod_event(&mut cache, &mut queue, "default-scheduler", &mut pods, event);
         assert!(!queue.is_unschedulable(&key("stuck")));
         assert!(cache.nodes["node-1"].pods.is_empty());
         // So does a deleted one.
         queue.unschedulable(key("stuck"));
         let event = WatchEvent::Apply(bound_pod("db", "node-1", "Running"));
-        on_pod_event(&mut cache, &mut queue, "default-scheduler", event);
+        on_pod_event(&mut cache, &mut queue, "default-scheduler", &mut pods, event);
         assert!(queue.is_unschedulable(&key("stuck")));
         let event = WatchEvent::Delete(bound_pod("db", "node-1", "Running"));
-        on_pod_event(&mut cache, &mut queue, "default-scheduler", event);
+        on_pod_event(&mut cache, &mut queue, "default-scheduler", &mut pods, event);
         assert!(!queue.is_unschedulable(&key("stuck")));
     }
 }

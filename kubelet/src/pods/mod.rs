@@ -1,4 +1,5 @@
-//! The pods of this node: a watch on `spec.nodeName=<node>`, one worker task per pod that
+//! The pods of this node: an informer ([`rkube_runtime::informer`]) on `spec.nodeName=<node>`,
+//! whose deltas carry each pod as it is and each deleted one, one worker task per pod that
 //! syncs it ([`sync`]) whenever the pod object changes, one of its containers starts or
 //! stops ([`pleg`]), one of its probes changes its mind ([`probes`]), or its resync period
 //! passes;
@@ -18,11 +19,12 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::Api;
-use kube::runtime::watcher::{self, Event};
-use tokio::sync::{watch, Notify};
+use kube::runtime::watcher;
+use rkube_runtime::informer::{Delta, Informer};
+use rkube_runtime::store::Indexers;
+use tokio::sync::{mpsc, watch, Notify};
 
 use crate::static_pods;
 use sync::{Next, PodState, Syncer};
@@ -172,12 +174,17 @@ pub struct StaticSource {
 /// API's mirror pods are not run (their static pods are).
 pub async fn run(syncer: Arc<Syncer>, cache: PodCache, mut statics: Option<StaticSource>) {
     let node = syncer.config.node_name.clone();
-    let pods: Api<Pod> = Api::all(syncer.client.clone());
     let config = watcher::Config::default().fields(&format!("spec.nodeName={node}"));
-    let mut events = watcher::watcher(pods, config).boxed();
+    let (delta_tx, mut deltas) = mpsc::unbounded_channel();
+    // Looked up by uid in `cache` (the pod manager, static pods too), not in the informer's
+    // cache: it needs no index.
+    let (pods, _watch) = Informer::new(Api::<Pod>::all(syncer.client.clone()))
+        .config(config)
+        .indexers(Indexers::none())
+        .deltas(delta_tx)
+        .start();
     let mut runtime_events = pleg::watch(syncer.runtime.clone(), node.clone());
     let mut workers: HashMap<String, Worker> = HashMap::new();
-    let mut listed: Option<HashSet<String>> = None;
     // The uids of the static pods now.
     let mut static_uids: HashSet<String> = HashSet::new();
     // The static pods read at start count before the API's list: their containers are not
@@ -194,37 +201,39 @@ pub async fn run(syncer: Arc<Syncer>, cache: PodCache, mut statics: Option<Stati
             }
         };
         tokio::select! {
-            event = events.next() => match event {
-                Some(Ok(Event::Apply(pod) | Event::InitApply(pod))) if static_pods::is_mirror(&pod) => {
+            delta = deltas.recv() => match delta {
+                Some(Delta::Upserted { new: pod, .. }) if static_pods::is_mirror(&pod) => {
                     if let Some(source) = &statics { source.mirror_changed.notify_one(); }
                 }
-                Some(Ok(Event::Apply(pod) | Event::InitApply(pod))) => {
-                    if let Some(seen) = listed.as_mut() { seen.insert(uid(&pod)); }
-                    let pod = Arc::new(pod);
+                Some(Delta::Upserted { new: pod, .. }) => {
                     cache.insert(pod.clone());
                     dispatch(&mut workers, &syncer, pod);
                 }
-                Some(Ok(Event::Delete(pod))) if static_pods::is_mirror(&pod) => {
+                Some(Delta::Deleted(pod)) if static_pods::is_mirror(&pod) => {
                     if let Some(source) = &statics { source.mirror_changed.notify_one(); }
                 }
-                Some(Ok(Event::Delete(pod))) => {
+                // Deleted, or missing from a relist (deleted while the watch was down).
+                Some(Delta::Deleted(pod)) => {
                     cache.remove(&uid(&pod));
                     if let Some(worker) = workers.get(&uid(&pod)) {
                         worker.pod.send_replace(None);
                     }
                 }
-                Some(Ok(Event::Init)) => listed = Some(Default::default()),
-                Some(Ok(Event::InitDone)) => {
-                    if let Some(mut seen) = listed.take() {
-                        seen.extend(static_uids.iter().cloned());
-                        cache.retain(&seen);
-                        remove_orphans(&syncer, &seen).await;
-                        for (uid, worker) in &workers {
-                            if !seen.contains(uid) { worker.pod.send_replace(None); }
-                        }
+                Some(Delta::Synced) => {
+                    // A (re)list is in: what runs for no pod it lists (nor any static pod)
+                    // belongs to pods deleted while the kubelet was down.
+                    let mut live: HashSet<String> = pods
+                        .state_filter(|p| !static_pods::is_mirror(p))
+                        .iter()
+                        .map(|p| uid(p))
+                        .collect();
+                    live.extend(static_uids.iter().cloned());
+                    cache.retain(&live);
+                    remove_orphans(&syncer, &live).await;
+                    for (uid, worker) in &workers {
+                        if !live.contains(uid) { worker.pod.send_replace(None); }
                     }
                 }
-                Some(Err(e)) => tracing::warn!(error = %e, "pod watch"),
                 None => return,
             },
             true = statics_changed => {
