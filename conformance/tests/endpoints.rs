@@ -309,7 +309,7 @@ spec:
   ports: [{port: 80, targetPort: http}]
 "#;
     s.ok_stdin(&["apply", "-f", "-"], manifest);
-    // 8 pods on 8080 in slices of 5 (5 + 3), 4 on 9090 (4): three slices.
+    // 8 pods on 8080 in slices of at most 5 (two of them), 4 on 9090 (4): three slices.
     let seen = s.wait_until("three slices for 12 pods", WAIT, || {
         let all = slices(&s, "default", "api");
         let mut shape: Vec<(i64, usize)> = all
@@ -320,7 +320,11 @@ spec:
             })
             .collect();
         shape.sort();
-        (shape == [(8080, 3), (8080, 5), (9090, 4)], format!("{shape:?}"))
+        // 5 + 3 or 4 + 4 for 8080, by the batches the pods arrive in: upstream's reconciler
+        // puts new endpoints into an existing slice only when they all fit.
+        let fits =
+            matches!(shape.as_slice(), [(8080, a), (8080, b), (9090, 4)] if a + b == 8 && *b <= 5);
+        (fits, format!("{shape:?}"))
     });
     let _ = seen;
     // Each endpoint's zone is its node's.
