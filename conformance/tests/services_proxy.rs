@@ -156,7 +156,17 @@ fn cluster_ips_reach_their_endpoints_and_refuse_without_them() {
         "-c",
         "while true; do echo reply-from-echo | nc -l -p 8080; done",
     ]);
-    server.ok(&["expose", "deployment", "echo", "--port", "80", "--target-port", "8080"]);
+    server.ok(&[
+        "expose",
+        "deployment",
+        "echo",
+        "--port",
+        "80",
+        "--target-port",
+        "8080",
+        "--type",
+        "NodePort",
+    ]);
     let echo = cluster_ip("echo");
     assert_route_is_local(&echo);
     let addr: SocketAddr = format!("{echo}:80").parse().unwrap();
@@ -170,6 +180,18 @@ fn cluster_ips_reach_their_endpoints_and_refuse_without_them() {
             "the exposed Deployment never answered on {echo}:\n{}",
             server.ok(&["get", "pods,endpointslices", "-o", "wide"])
         );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+
+    // Its NodePort answers on the node's loopback too, as upstream's proxy allows.
+    let node_port = server.ok(&["get", "svc", "echo", "-o", "jsonpath={.spec.ports[0].nodePort}"]);
+    let local: SocketAddr = format!("127.0.0.1:{node_port}").parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if ask(local).is_ok_and(|answer| answer == "reply-from-echo") {
+            break;
+        }
+        assert!(Instant::now() < deadline, "nothing answered on {local}:\n{}", iptables_save());
         std::thread::sleep(Duration::from_millis(200));
     }
 
