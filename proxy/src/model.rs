@@ -107,14 +107,13 @@ impl ServicePort {
             || !self.load_balancer_ips.is_empty()
     }
 
-    /// The endpoints traffic from inside the cluster goes to: ready ones, or (as upstream,
-    /// so that connections drain rather than fail) serving terminating ones when none is
-    /// ready; only this node's with `internalTrafficPolicy: Local`.
-    pub fn cluster_endpoints(&self) -> Vec<&Endpoint> {
-        usable(self.endpoints.iter().filter(|e| !self.internal_local || e.local))
+    /// The endpoints traffic may go to: ready ones, or (as upstream, so that connections
+    /// drain rather than fail) serving terminating ones when none is ready.
+    pub fn usable_endpoints(&self) -> Vec<&Endpoint> {
+        usable(self.endpoints.iter())
     }
 
-    /// The endpoints external traffic goes to with `externalTrafficPolicy: Local`.
+    /// [`ServicePort::usable_endpoints`] on this node (for the traffic policies `Local`).
     pub fn local_endpoints(&self) -> Vec<&Endpoint> {
         usable(self.endpoints.iter().filter(|e| e.local))
     }
@@ -284,7 +283,7 @@ mod tests {
         assert_eq!(addresses, ["10.42.0.5:8080", "10.42.0.6:8080", "10.42.1.5:8080"]);
         assert!(http.endpoints[0].local && !http.endpoints[1].local);
         // The terminating endpoint is left out while others are ready.
-        assert_eq!(http.cluster_endpoints().len(), 2);
+        assert_eq!(http.usable_endpoints().len(), 2);
         assert_eq!(ports[1].protocol, Protocol::Udp);
         assert_eq!(ports[1].endpoints[0].port, 5353);
         assert_eq!(ports[1].node_port, None);

@@ -79,55 +79,39 @@ impl RuleConfig {
     /// The jumps from the built-in chains to this proxy's, as kube-proxy inserts them:
     /// `(table, built-in chain, rule)`.
     pub fn jumps(&self) -> Vec<(&'static str, &'static str, String)> {
-        let c = |name: &str| self.chain(name);
-        let new = "-m conntrack --ctstate NEW";
-        vec![
+        // (table, built-in chain, only new connections, comment, this proxy's chain)
+        const JUMPS: &[(&str, &str, bool, &str, &str)] = &[
             (
                 "filter",
                 "INPUT",
-                format!("{new} -m comment --comment \"kubernetes externally-visible service portals\" -j {}", c("EXTERNAL-SERVICES")),
+                true,
+                "kubernetes externally-visible service portals",
+                "EXTERNAL-SERVICES",
             ),
-            (
-                "filter",
-                "INPUT",
-                format!("-m comment --comment \"kubernetes health check service ports\" -j {}", c("NODEPORTS")),
-            ),
-            (
-                "filter",
-                "FORWARD",
-                format!("{new} -m comment --comment \"kubernetes service portals\" -j {}", c("SERVICES")),
-            ),
+            ("filter", "INPUT", false, "kubernetes health check service ports", "NODEPORTS"),
+            ("filter", "FORWARD", true, "kubernetes service portals", "SERVICES"),
             (
                 "filter",
                 "FORWARD",
-                format!("{new} -m comment --comment \"kubernetes externally-visible service portals\" -j {}", c("EXTERNAL-SERVICES")),
+                true,
+                "kubernetes externally-visible service portals",
+                "EXTERNAL-SERVICES",
             ),
-            (
-                "filter",
-                "FORWARD",
-                format!("-m comment --comment \"kubernetes forwarding rules\" -j {}", c("FORWARD")),
-            ),
-            (
-                "filter",
-                "OUTPUT",
-                format!("{new} -m comment --comment \"kubernetes service portals\" -j {}", c("SERVICES")),
-            ),
-            (
-                "nat",
-                "PREROUTING",
-                format!("-m comment --comment \"kubernetes service portals\" -j {}", c("SERVICES")),
-            ),
-            (
-                "nat",
-                "OUTPUT",
-                format!("-m comment --comment \"kubernetes service portals\" -j {}", c("SERVICES")),
-            ),
-            (
-                "nat",
-                "POSTROUTING",
-                format!("-m comment --comment \"kubernetes postrouting rules\" -j {}", c("POSTROUTING")),
-            ),
-        ]
+            ("filter", "FORWARD", false, "kubernetes forwarding rules", "FORWARD"),
+            ("filter", "OUTPUT", true, "kubernetes service portals", "SERVICES"),
+            ("nat", "PREROUTING", false, "kubernetes service portals", "SERVICES"),
+            ("nat", "OUTPUT", false, "kubernetes service portals", "SERVICES"),
+            ("nat", "POSTROUTING", false, "kubernetes postrouting rules", "POSTROUTING"),
+        ];
+        JUMPS
+            .iter()
+            .map(|&(table, builtin, new, comment, target)| {
+                let new = if new { "-m conntrack --ctstate NEW " } else { "" };
+                let rule =
+                    format!("{new}-m comment --comment \"{comment}\" -j {}", self.chain(target));
+                (table, builtin, rule)
+            })
+            .collect()
     }
 
     /// Whether `chain` is one this proxy makes (top-level or per Service).
@@ -232,21 +216,33 @@ pub fn render(config: &RuleConfig, ports: &[ServicePort]) -> Tables {
         let name = port.name.to_string();
         let proto = port.protocol.lower();
         let match_proto = format!("-m {proto} -p {proto}");
-        let cluster_endpoints = port.cluster_endpoints();
-        let local_endpoints = port.local_endpoints();
-        let external_endpoints =
-            if port.external_local { &local_endpoints } else { &cluster_endpoints };
+        // Every usable endpoint, and this node's: the SVC and SVL chains spread over them.
+        let all = port.usable_endpoints();
+        let local = port.local_endpoints();
+        let internal = if port.internal_local { &local } else { &all };
+        let external = if port.external_local { &local } else { &all };
+        let mut need_svc = false;
+        let mut need_svl = false;
+        let no_endpoints = "has no endpoints";
+        let no_local = "has no local endpoints";
+        let reject = "-j REJECT --reject-with icmp-port-unreachable";
 
         // Traffic to the cluster IP.
         let comment = format!("-m comment --comment \"{name} cluster IP\"");
         let to_cluster_ip = format!("{match_proto} -d {cluster_ip}/32 --dport {}", port.port);
-        if cluster_endpoints.is_empty() {
+        if all.is_empty() {
             filter_services.push(format!(
-                "-m comment --comment \"{name} has no endpoints\" {to_cluster_ip} -j REJECT --reject-with icmp-port-unreachable"
+                "-m comment --comment \"{name} {no_endpoints}\" {to_cluster_ip} {reject}"
+            ));
+        } else if internal.is_empty() {
+            filter_services.push(format!(
+                "-m comment --comment \"{name} {no_local}\" {to_cluster_ip} -j DROP"
             ));
         } else {
-            let internal = if port.internal_local { &chains.svl } else { &chains.svc };
-            nat_services.push(format!("{comment} {to_cluster_ip} -j {internal}"));
+            let chain = if port.internal_local { &chains.svl } else { &chains.svc };
+            nat_services.push(format!("{comment} {to_cluster_ip} -j {chain}"));
+            need_svl |= port.internal_local;
+            need_svc |= !port.internal_local;
         }
 
         // Traffic from outside: external IPs, load balancers, node ports.
@@ -262,17 +258,9 @@ pub fn render(config: &RuleConfig, ports: &[ServicePort]) -> Tables {
                 )
             })
             .collect();
-        if external_endpoints.is_empty() {
-            let why = if cluster_endpoints.is_empty() {
-                "has no endpoints"
-            } else {
-                "has no local endpoints"
-            };
-            let verdict = if cluster_endpoints.is_empty() {
-                "-j REJECT --reject-with icmp-port-unreachable"
-            } else {
-                "-j DROP"
-            };
+        if external.is_empty() {
+            let (why, verdict) =
+                if all.is_empty() { (no_endpoints, reject) } else { (no_local, "-j DROP") };
             for (_, target) in &external_targets {
                 filter_external
                     .push(format!("-m comment --comment \"{name} {why}\" {target} {verdict}"));
@@ -293,21 +281,9 @@ pub fn render(config: &RuleConfig, ports: &[ServicePort]) -> Tables {
                     chains.ext
                 ));
             }
-        }
-
-        // The port's own chains.
-        if !cluster_endpoints.is_empty() {
-            let mut svc = Vec::new();
-            if let Some(cidr) = config.cluster_cidr {
-                svc.push(format!("{comment} {to_cluster_ip} ! -s {cidr} -j {}", c("MARK-MASQ")));
-            }
-            spread(config, port, &cluster_endpoints, &mut svc);
-            let internal = if port.internal_local { &chains.svl } else { &chains.svc };
-            per_port_nat.push((internal.clone(), svc));
-        }
-        if port.is_external() && !external_endpoints.is_empty() {
             let mut ext = Vec::new();
             if port.external_local {
+                // Pods and the node itself use every endpoint; others only this node's.
                 if let Some(cidr) = config.cluster_cidr {
                     ext.push(format!(
                         "-m comment --comment \"pod traffic for {name} external destinations\" -s {cidr} -j {}",
@@ -323,35 +299,41 @@ pub fn render(config: &RuleConfig, ports: &[ServicePort]) -> Tables {
                     chains.svc
                 ));
                 ext.push(format!("-j {}", chains.svl));
-                let mut svl = Vec::new();
-                spread(config, port, &local_endpoints, &mut svl);
-                per_port_nat.push((chains.svl.clone(), svl));
-                // Pods and local sources use every endpoint.
-                if !per_port_nat.iter().any(|(chain, _)| *chain == chains.svc) {
-                    let mut svc = Vec::new();
-                    spread(config, port, &cluster_endpoints, &mut svc);
-                    per_port_nat.push((chains.svc.clone(), svc));
-                }
+                need_svl = true;
             } else {
                 ext.push(format!(
                     "-m comment --comment \"masquerade traffic for {name} external destinations\" -j {}",
                     c("MARK-MASQ")
                 ));
                 ext.push(format!("-j {}", chains.svc));
-                if !per_port_nat.iter().any(|(chain, _)| *chain == chains.svc) {
-                    let mut svc = Vec::new();
-                    spread(config, port, &cluster_endpoints, &mut svc);
-                    per_port_nat.push((chains.svc.clone(), svc));
-                }
             }
+            need_svc = true;
             per_port_nat.push((chains.ext.clone(), ext));
         }
-        // Every endpoint used gets its chain once.
-        let mut seen = BTreeSet::new();
-        for endpoint in cluster_endpoints.iter().chain(&local_endpoints) {
-            if !seen.insert(endpoint.address()) {
-                continue;
+
+        // The port's own chains, each once.
+        if need_svc {
+            let mut svc = Vec::new();
+            if let Some(cidr) = config.cluster_cidr {
+                svc.push(format!("{comment} {to_cluster_ip} ! -s {cidr} -j {}", c("MARK-MASQ")));
             }
+            spread(config, port, &all, &mut svc);
+            per_port_nat.push((chains.svc.clone(), svc));
+        }
+        if need_svl {
+            let mut svl = Vec::new();
+            spread(config, port, &local, &mut svl);
+            per_port_nat.push((chains.svl.clone(), svl));
+        }
+        // Every endpoint used gets its chain once.
+        let mut used: Vec<&Endpoint> = if need_svc { all.clone() } else { Vec::new() };
+        if need_svl {
+            // Usually a subset of `all`, unless only terminating ones serve here.
+            let more: Vec<&Endpoint> =
+                local.iter().filter(|e| !used.contains(e)).copied().collect();
+            used.extend(more);
+        }
+        for endpoint in used {
             let chain = endpoint_chain(config, port, endpoint);
             let comment = format!("-m comment --comment {name}");
             let mut sep = vec![format!("{comment} -s {}/32 -j {}", endpoint.ip, c("MARK-MASQ"))];
@@ -611,5 +593,25 @@ mod tests {
             config.owns("RK1A2B-SVC-X") && !config.owns("KUBE-SVC-X") && !config.owns("RK1A2B")
         );
         assert!(config.jumps().iter().all(|(_, _, rule)| rule.contains("-j RK1A2B-")));
+    }
+
+    #[test]
+    fn internal_local_keeps_external_traffic_on_every_endpoint() {
+        let mut p = port(vec![endpoint(5, true, true), endpoint(6, true, false)]);
+        p.internal_local = true;
+        p.node_port = Some(30080);
+        let t = render(&config(), std::slice::from_ref(&p));
+        let chains = PortChains::of(&config(), &p);
+        assert!(rules(&t.nat, "KUBE-SERVICES")[0].ends_with(&format!("-j {}", chains.svl)));
+        assert_eq!(rules(&t.nat, &chains.svl).len(), 1, "this node's endpoint only");
+        assert_eq!(rules(&t.nat, &chains.svc).len(), 3, "masquerade, then both endpoints");
+        assert_eq!(t.nat.iter().filter(|(c, _)| c.starts_with("KUBE-SEP-")).count(), 2);
+        // Each chain once.
+        assert_eq!(t.chains().len(), t.filter.len() + t.nat.len());
+        // Without a local endpoint the cluster IP drops (others still serve NodePorts).
+        p.endpoints[0].local = false;
+        let t = render(&config(), &[p]);
+        assert!(rules(&t.filter, "KUBE-SERVICES")[0]
+            .contains("has no local endpoints\" -m tcp -p tcp -d 10.43.0.7/32 --dport 80 -j DROP"));
     }
 }
