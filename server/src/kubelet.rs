@@ -198,13 +198,11 @@ pub struct RawRequest {
 
 /// A connect handler of the subresource table (`crate::subresources`): serves one request
 /// that goes on to a kubelet, with its connection.
-pub type Connect = for<'a> fn(
-    &'a ApiState,
-    &'a ResourceRequest,
-    RawRequest,
-) -> std::pin::Pin<
-    Box<dyn std::future::Future<Output = ApiResult<Response>> + Send + 'a>,
->;
+pub type Connect = for<'a> fn(&'a ApiState, &'a ResourceRequest, RawRequest) -> Connected<'a>;
+
+/// What a connect handler returns: the response, once the request has been passed on.
+pub type Connected<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = ApiResult<Response>> + Send + 'a>>;
 
 /// The request's name, namespace and query.
 fn target<'a>(r: &'a ResourceRequest, raw: &RawRequest) -> ApiResult<(&'a str, &'a str, Params)> {
@@ -213,11 +211,7 @@ fn target<'a>(r: &'a ResourceRequest, raw: &RawRequest) -> ApiResult<(&'a str, &
 }
 
 /// `pods/log`: the container's log from the node's kubelet.
-pub fn pod_log<'a>(
-    state: &'a ApiState,
-    r: &'a ResourceRequest,
-    raw: RawRequest,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = ApiResult<Response>> + Send + 'a>> {
+pub fn pod_log<'a>(state: &'a ApiState, r: &'a ResourceRequest, raw: RawRequest) -> Connected<'a> {
     Box::pin(async move {
         let (ns, name, params) = target(r, &raw)?;
         if raw.method != Method::GET {
@@ -233,7 +227,7 @@ pub fn pod_stream<'a>(
     state: &'a ApiState,
     r: &'a ResourceRequest,
     raw: RawRequest,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = ApiResult<Response>> + Send + 'a>> {
+) -> Connected<'a> {
     Box::pin(async move {
         let (ns, name, params) = target(r, &raw)?;
         let sub = r.subresource.as_deref().unwrap_or("");
@@ -250,7 +244,7 @@ pub fn pod_port_forward<'a>(
     state: &'a ApiState,
     r: &'a ResourceRequest,
     raw: RawRequest,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = ApiResult<Response>> + Send + 'a>> {
+) -> Connected<'a> {
     Box::pin(async move {
         let (ns, name, params) = target(r, &raw)?;
         let ports = forward_ports(&params)?;
@@ -299,7 +293,7 @@ pub fn node_proxy_connect<'a>(
     state: &'a ApiState,
     r: &'a ResourceRequest,
     raw: RawRequest,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = ApiResult<Response>> + Send + 'a>> {
+) -> Connected<'a> {
     Box::pin(async move {
         let (_, name, _) = target(r, &raw)?;
         let (method, headers) = (&raw.method.clone(), &raw.headers.clone());
@@ -312,7 +306,7 @@ pub fn pod_proxy_connect<'a>(
     state: &'a ApiState,
     r: &'a ResourceRequest,
     raw: RawRequest,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = ApiResult<Response>> + Send + 'a>> {
+) -> Connected<'a> {
     Box::pin(async move {
         let (ns, name, _) = target(r, &raw)?;
         let (method, headers) = (&raw.method.clone(), &raw.headers.clone());
