@@ -166,6 +166,8 @@ pub struct NodeServer {
     pub node: String,
     /// The chain prefix of the node's service proxy, when it runs one.
     pub proxy_prefix: Option<String>,
+    /// The loopback port of the proxy's `/metrics`, when it runs one.
+    pub proxy_metrics_port: Option<u16>,
 }
 
 impl NodeServer {
@@ -222,6 +224,8 @@ impl NodeServer {
         let prefix = format!("RK{:05}", kubelet_port as u32 % 100_000);
         let service_cidr =
             format!("10.{}.{}.0/24", 250 + (kubelet_port / 256) % 5, kubelet_port % 256);
+        let metrics_port = rkube_store::testing::free_port();
+        let metrics = format!("--metrics-bind-address=127.0.0.1:{metrics_port}");
         if proxy {
             args.extend_from_slice(&[
                 "--iptables-chain-prefix",
@@ -230,11 +234,17 @@ impl NodeServer {
                 &service_cidr,
                 "--iptables-min-sync-period",
                 "100ms",
+                &metrics,
             ]);
         }
         args.extend_from_slice(extra);
         let server = RkubeServer::start_with(&args);
-        NodeServer { server, node, proxy_prefix: proxy.then_some(prefix) }
+        NodeServer {
+            server,
+            node,
+            proxy_prefix: proxy.then_some(prefix),
+            proxy_metrics_port: proxy.then_some(metrics_port),
+        }
     }
 
     fn wait_ready(&self, timeout: Duration) {
@@ -248,6 +258,19 @@ impl NodeServer {
             assert!(Instant::now() < deadline, "node not Ready in time: {}", self.server.log());
             std::thread::sleep(Duration::from_millis(200));
         }
+    }
+
+    /// One unlabelled sample of the proxy's metrics (None without a proxy or that sample).
+    pub fn proxy_metric(&self, name: &str) -> Option<f64> {
+        use std::io::{Read, Write};
+        let port = self.proxy_metrics_port?;
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+        stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
+        let mut text = String::new();
+        stream.read_to_string(&mut text).ok()?;
+        let line = text.lines().find(|l| l.split_whitespace().next() == Some(name))?;
+        line.split_whitespace().nth(1)?.parse().ok()
     }
 
     /// Polls a jsonpath of an object until `check` accepts it (at most `timeout`).

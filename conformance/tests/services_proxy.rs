@@ -214,4 +214,13 @@ fn cluster_ips_reach_their_endpoints_and_refuse_without_them() {
     }
     // The kubernetes Service's chain is kube-proxy's name under the prefix.
     assert!(iptables_save().contains(&format!(":{prefix}-SVC-NPX46M4PTMTKRN6Y")));
+
+    // After the first (full) sync, the changes went in as partial syncs, and each
+    // endpoint change the endpoint controller stamped was timed to its rules.
+    let metric = |name: &str| node.proxy_metric(name).unwrap_or_else(|| panic!("no {name}"));
+    assert!(metric("kubeproxy_sync_full_proxy_rules_duration_seconds_count") >= 1.0);
+    assert!(metric("kubeproxy_sync_partial_proxy_rules_duration_seconds_count") >= 2.0);
+    assert!(metric("kubeproxy_network_programming_duration_seconds_count") >= 1.0);
+    assert!(metric("kubeproxy_sync_proxy_rules_endpoint_changes_total") >= 2.0);
+    assert_eq!(metric("kubeproxy_sync_proxy_rules_iptables_restore_failures_total"), 0.0);
 }

@@ -7,6 +7,8 @@
 
 pub mod device;
 pub mod iptables;
+pub mod metrics;
 pub mod model;
 pub mod proxier;
 pub mod rules;
+pub mod ruleset;

@@ -59,6 +59,23 @@ struct ProxyArgs {
     /// lets several rkube nodes share one host's tables (tests); 1 to 7 of A-Z, 0-9.
     #[arg(long, default_value = "KUBE")]
     iptables_chain_prefix: String,
+    /// Where the proxy serves `/metrics` (kube-proxy's names), `/healthz` and `/proxyMode`;
+    /// empty: nowhere.
+    #[arg(long, default_value = "127.0.0.1:10249", value_parser = parse_optional_address)]
+    metrics_bind_address: OptionalAddress,
+}
+
+/// A socket address that may be left empty (`--metrics-bind-address ""`).
+#[derive(Clone, Copy, Debug)]
+struct OptionalAddress(Option<SocketAddr>);
+
+fn parse_optional_address(text: &str) -> Result<OptionalAddress, String> {
+    if text.is_empty() {
+        return Ok(OptionalAddress(None));
+    }
+    text.parse().map(|a| OptionalAddress(Some(a))).map_err(|_| {
+        format!("{text:?} is not an address with a port (e.g. 127.0.0.1:10249), nor empty")
+    })
 }
 
 #[derive(clap::Args)]
@@ -836,6 +853,7 @@ fn proxy_config(
         service_cidr,
         min_sync_period: args.iptables_min_sync_period,
         sync_period: args.iptables_sync_period,
+        metrics_bind_address: args.metrics_bind_address.0,
     })
 }
 
