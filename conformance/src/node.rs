@@ -15,12 +15,27 @@ fn docker(args: &[&str]) -> std::process::Output {
     Command::new("docker").args(args).output().expect("run the docker CLI")
 }
 
+/// An image for clients inside pods: busybox and this machine's `curl` with the shared
+/// libraries it loads (Debian's busybox `wget` cannot do TLS).
+pub const CURL: &str = "rkube-test-curl:1";
+
 /// Makes `busybox:1.36` with `docker import` unless it is there.
 pub fn ensure_busybox_image() {
-    if docker(&["image", "inspect", BUSYBOX]).status.success() {
+    ensure_image(BUSYBOX, &[]);
+}
+
+/// Makes [`CURL`] unless it is there.
+pub fn ensure_curl_image() {
+    ensure_image(CURL, &["/usr/bin/curl"]);
+}
+
+/// Makes `tag`: Debian's static busybox with its applets, a passwd and group file, and
+/// `binaries` of this machine with every library `ldd` says they load, at the same paths.
+fn ensure_image(tag: &str, binaries: &[&str]) {
+    if docker(&["image", "inspect", tag]).status.success() {
         return;
     }
-    let root = tempfile::Builder::new().prefix("rkube-busybox-").tempdir().expect("temp dir");
+    let root = tempfile::Builder::new().prefix("rkube-image-").tempdir().expect("temp dir");
     let bin = root.path().join("bin");
     std::fs::create_dir_all(&bin).expect("bin dir");
     std::fs::copy("/bin/busybox", bin.join("busybox")).expect("Debian's static busybox");
@@ -40,11 +55,25 @@ pub fn ensure_busybox_image() {
     .expect("passwd");
     std::fs::write(root.path().join("etc/group"), "root:x:0:\nnogroup:x:65534:\n").expect("group");
     std::fs::write(root.path().join("var/www/index.html"), "hello from busybox\n").expect("index");
+    for binary in binaries {
+        let ldd = Command::new("ldd").arg(binary).output().expect("ldd");
+        assert!(ldd.status.success(), "ldd {binary}");
+        let libraries = String::from_utf8_lossy(&ldd.stdout)
+            .lines()
+            .filter_map(|l| l.split_whitespace().find(|w| w.starts_with('/')).map(String::from))
+            .collect::<Vec<_>>();
+        for file in libraries.iter().map(String::as_str).chain([*binary]) {
+            let target = root.path().join(file.trim_start_matches('/'));
+            std::fs::create_dir_all(target.parent().expect("dir")).expect("lib dir");
+            // The file itself, not a link to it.
+            std::fs::copy(file, &target).unwrap_or_else(|e| panic!("copy {file}: {e}"));
+        }
+    }
     let tar =
         Command::new("tar").arg("-C").arg(root.path()).args(["-c", "."]).output().expect("tar");
     assert!(tar.status.success());
     let mut import = Command::new("docker")
-        .args(["import", "--change", "ENV PATH=/usr/sbin:/usr/bin:/sbin:/bin", "-", BUSYBOX])
+        .args(["import", "--change", "ENV PATH=/usr/sbin:/usr/bin:/sbin:/bin", "-", tag])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
         .spawn()

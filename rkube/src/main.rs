@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod healthz;
+mod host_address;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -596,8 +597,11 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
     )?;
     pki_options.service_ip = IpAddr::V4(service_ranges.first());
     pki_options.extra_sans = args.tls_san.clone();
-    if !args.advertise_address.is_loopback() {
-        pki_options.extra_sans.push(args.advertise_address.to_string());
+    let endpoint_address = endpoint_address(args.advertise_address, args.bind_address);
+    for address in [args.advertise_address, endpoint_address] {
+        if !address.is_loopback() && !pki_options.extra_sans.contains(&address.to_string()) {
+            pki_options.extra_sans.push(address.to_string());
+        }
     }
     if let Ok(host) = std::fs::read_to_string("/proc/sys/kernel/hostname") {
         let host = host.trim().to_ascii_lowercase();
@@ -615,6 +619,7 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
     let server = rkube_server::Server::start(rkube_server::ServerConfig {
         bind,
         advertise_address: advertise.to_string(),
+        endpoint_address,
         tls: rkube_server::TlsMaterial {
             cert_pem: pki.apiserver().cert_pem.as_bytes().to_vec(),
             key_pem: pki.apiserver().key_pem.as_bytes().to_vec(),
@@ -835,6 +840,27 @@ fn node_name(node: &NodeArgs) -> anyhow::Result<String> {
         Some(name) => Ok(name.clone()),
         None => host_name().context("cannot read the host name: pass --node-name"),
     }
+}
+
+/// The API server's address in the `kubernetes` Service's endpoints, where pods reach it:
+/// `--advertise-address` when it is not loopback, else the address it is bound to, else
+/// (bound to every address) the host's primary one. Bound to loopback only, pods cannot
+/// reach it: the endpoint is then 127.0.0.1, as before, and the log says so.
+fn endpoint_address(advertise: IpAddr, bind: IpAddr) -> IpAddr {
+    if !advertise.is_loopback() {
+        return advertise;
+    }
+    if bind.is_unspecified() {
+        if let Some(primary) = host_address::primary_ipv4() {
+            return IpAddr::V4(primary);
+        }
+        eprintln!("rkube: no default route: the kubernetes Service's endpoint is 127.0.0.1, which pods cannot reach (set --advertise-address)");
+    } else if !bind.is_loopback() {
+        return bind;
+    } else {
+        eprintln!("rkube: bound to {bind} only: pods cannot reach the API server through the kubernetes Service");
+    }
+    advertise
 }
 
 fn host_name() -> std::io::Result<String> {
