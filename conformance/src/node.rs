@@ -293,6 +293,8 @@ impl NodeServer {
     pub fn proxy_metric(&self, name: &str) -> Option<f64> {
         use std::io::{Read, Write};
         let port = self.proxy_metrics_port?;
+        // Another process may have had the port first: then it is not this proxy's.
+        assert!(!self.server.log().contains("no proxy metrics"), "{}", self.server.log());
         let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
         stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
         stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;

@@ -99,9 +99,12 @@ impl Writer {
     /// the chains it made before that are no longer wanted; `reread` reads the tables for
     /// those (a periodic full resync) instead of trusting the last sync.
     pub fn sync(&mut self, tables: &Tables, reread: bool) -> Result<SyncStats> {
-        let first = self.written.is_none();
-        let existing = match (&self.written, reread) {
-            (Some(written), false) => written.clone(),
+        // Unknown until this write succeeds: after a failure the next sync is a full one
+        // that reads the tables.
+        let written = self.written.take();
+        let first = written.is_none();
+        let existing = match (written, reread) {
+            (Some(written), false) => written,
             _ => {
                 let mut chains = owned_chains(&self.config, "filter")?;
                 chains.extend(owned_chains(&self.config, "nat")?);

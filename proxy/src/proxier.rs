@@ -116,6 +116,9 @@ const SERVICE_INDEX: &str = "service";
 /// controllers): network programming latency is measured from it.
 const TRIGGER_TIME_ANNOTATION: &str = "endpoints.kubernetes.io/last-change-trigger-time";
 
+/// How soon a sync whose `iptables-restore` failed is tried again (as a full sync).
+const RETRY_AFTER: Duration = Duration::from_secs(1);
+
 /// The most trigger times kept between two syncs (each change adds one).
 const MAX_PENDING_TRIGGERS: usize = 10_000;
 
@@ -234,6 +237,7 @@ async fn run(client: Client, config: Config, metrics: Arc<Metrics>) {
         metrics.queued(pending.service_changes, pending.endpoint_changes);
         let triggers = std::mem::take(&mut pending.triggers);
         pending = Pending::default();
+        let mut retry = false;
         let work = if full {
             Some((set.full(), Default::default()))
         } else if set.has_changes() {
@@ -267,14 +271,21 @@ async fn run(client: Client, config: Config, metrics: Arc<Metrics>) {
                 }
                 Err(e) => {
                     metrics.failed(full);
+                    // Timed when they are in place, by the full sync that follows soon.
+                    pending.triggers = triggers;
+                    retry = true;
                     tracing::warn!(error = %e, full, "proxy rules not written; a full sync follows");
                 }
             }
         }
         writer = Some(w);
-        // Wait for a change, or the next full resync.
-        let until_full =
-            config.sync_period.saturating_sub(last_full.map_or(Duration::ZERO, |t| t.elapsed()));
+        // Wait for a change, or the next full resync (soon after a failed one).
+        let until_full = match retry {
+            true => RETRY_AFTER,
+            false => {
+                config.sync_period.saturating_sub(last_full.map_or(Duration::ZERO, |t| t.elapsed()))
+            }
+        };
         tokio::select! {
             delta = service_deltas.recv() => match delta {
                 Some(delta) => pending.service(delta),

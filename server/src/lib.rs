@@ -41,6 +41,7 @@ pub mod proxy;
 pub mod registry;
 pub mod request;
 pub mod reviews;
+pub mod service_proxy;
 pub mod services;
 pub mod status;
 pub mod subresources;
