@@ -15,18 +15,19 @@ fn docker(args: &[&str]) -> std::process::Output {
     Command::new("docker").args(args).output().expect("run the docker CLI")
 }
 
-/// An image for clients inside pods: busybox and this machine's `curl` with the shared
-/// libraries it loads (Debian's busybox `wget` cannot do TLS).
-pub const CURL: &str = "rkube-test-curl:1";
+/// An image with more tools than busybox has: this machine's `curl` (Debian's busybox
+/// `wget` cannot do TLS) and `socat` (its `nc` has no UDP), with the shared libraries they
+/// load.
+pub const TOOLS: &str = "rkube-test-tools:1";
 
 /// Makes `busybox:1.36` with `docker import` unless it is there.
 pub fn ensure_busybox_image() {
     ensure_image(BUSYBOX, &[]);
 }
 
-/// Makes [`CURL`] unless it is there.
-pub fn ensure_curl_image() {
-    ensure_image(CURL, &["/usr/bin/curl"]);
+/// Makes [`TOOLS`] unless it is there.
+pub fn ensure_tools_image() {
+    ensure_image(TOOLS, &["/usr/bin/curl", "/usr/bin/socat"]);
 }
 
 /// Makes `tag`: Debian's static busybox with its applets, a passwd and group file, and

@@ -7,11 +7,11 @@
 use std::time::Duration;
 
 use rkube_conformance::cluster::jsonpath;
-use rkube_conformance::node::{assert_route_is_local, ensure_curl_image, NodeServer, CURL};
+use rkube_conformance::node::{assert_route_is_local, ensure_tools_image, NodeServer, TOOLS};
 
 #[test]
 fn a_pod_reaches_the_api_server_through_the_kubernetes_service() {
-    ensure_curl_image();
+    ensure_tools_image();
     let node = NodeServer::start_with_proxy(&["--bind-address", "0.0.0.0"]);
     let server = &node.server;
 
@@ -58,7 +58,7 @@ spec:
   volumes: [{{name: ca, configMap: {{name: ca}}}}]
   containers:
   - name: curl
-    image: "{CURL}"
+    image: "{TOOLS}"
     imagePullPolicy: IfNotPresent
     env: [{{name: TOKEN, value: "{token}"}}]
     volumeMounts: [{{name: ca, mountPath: /ca}}]

@@ -130,13 +130,15 @@ impl Writer {
     }
 
     /// Writes the chains of `tables` that changed (the per-port ones it has are taken as
-    /// changed; the shared ones are compared with what was last written) and deletes
-    /// `deleted`, in one `iptables-restore` call. After a failure the next sync must be a
-    /// full one ([`Writer::needs_full`]).
+    /// changed; the shared ones are compared with what was last written, unless
+    /// `rewrite_shared`: the periodic sync restores them whatever happened to them) and
+    /// deletes `deleted`, in one `iptables-restore` call. After a failure the next sync must
+    /// be a full one ([`Writer::needs_full`]).
     pub fn sync_partial(
         &mut self,
         tables: &Tables,
         deleted: &BTreeSet<ChainName>,
+        rewrite_shared: bool,
     ) -> Result<SyncStats> {
         let Some(mut written) = self.written.take() else {
             return self.sync(tables, true);
@@ -147,7 +149,9 @@ impl Writer {
                 .iter()
                 .filter(|(chain, rules)| {
                     let name = (table, chain.clone());
-                    !shared.contains(&name) || self.shared.get(&name) != Some(rules)
+                    rewrite_shared
+                        || !shared.contains(&name)
+                        || self.shared.get(&name) != Some(rules)
                 })
                 .cloned()
                 .collect::<Vec<_>>()

@@ -5,6 +5,7 @@
 //! ([`device`]) so that a packet to a cluster IP without rules never leaves the machine.
 //! The cluster DNS server will live here too.
 
+pub mod conntrack;
 pub mod device;
 pub mod iptables;
 pub mod metrics;

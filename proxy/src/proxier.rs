@@ -1,8 +1,10 @@
 //! The proxy's loop: informers on Services and EndpointSlices (through the API server's
-//! public API), and a sync of every rule whenever something changed, at most once per
-//! `min_sync_period` (changes in between are batched) and at least once per `sync_period`
-//! (a full resync that also rereads the tables, so rules removed behind the proxy's back
-//! come back).
+//! public API), and a sync whenever something changed, at most once per `min_sync_period`
+//! (changes in between are batched). Syncs are partial (the changed Services' chains, see
+//! [`crate::ruleset`]); at least once per `sync_period` a partial sync rewrites the shared
+//! chains too, and once per [`FULL_SYNC_PERIOD`] (and after a failure) a full sync rewrites
+//! everything and rereads the tables, so rules removed behind the proxy's back come back, as
+//! kube-proxy does.
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
@@ -20,6 +22,7 @@ use rkube_runtime::informer::{Delta, Informer};
 use rkube_runtime::store::Indexers;
 use tokio::sync::mpsc;
 
+use crate::conntrack::{self, ConntrackError};
 use crate::device;
 use crate::iptables::{self, IptablesError, SyncStats, Writer};
 use crate::metrics::{self, Metrics, SyncRecord};
@@ -116,6 +119,9 @@ const SERVICE_INDEX: &str = "service";
 /// controllers): network programming latency is measured from it.
 const TRIGGER_TIME_ANNOTATION: &str = "endpoints.kubernetes.io/last-change-trigger-time";
 
+/// How often every rule is rewritten and the tables reread (kube-proxy's `FullSyncPeriod`).
+pub const FULL_SYNC_PERIOD: Duration = Duration::from_secs(3600);
+
 /// How soon a sync whose `iptables-restore` failed is tried again (as a full sync).
 const RETRY_AFTER: Duration = Duration::from_secs(1);
 
@@ -204,6 +210,7 @@ async fn run(client: Client, config: Config, metrics: Arc<Metrics>) {
     let mut pending = Pending::default();
     let mut last_full = None::<Instant>;
     let mut last_sync = None::<Instant>;
+    let mut warned_conntrack = false;
     loop {
         if let Some(last) = last_sync {
             // Batch what comes in the minimum period.
@@ -217,8 +224,8 @@ async fn run(client: Client, config: Config, metrics: Arc<Metrics>) {
             pending.slice(delta, started);
         }
         let Some(mut w) = writer.take() else { return };
-        let periodic = last_full.is_none_or(|t: Instant| t.elapsed() >= config.sync_period);
-        let full = periodic || w.needs_full();
+        let full = w.needs_full() || last_full.is_none_or(|t| t.elapsed() >= FULL_SYNC_PERIOD);
+        let periodic = last_sync.is_none_or(|t| t.elapsed() >= config.sync_period);
         let began = Instant::now();
         let node = &config.node_name;
         for (namespace, name) in pending.services.drain() {
@@ -240,7 +247,7 @@ async fn run(client: Client, config: Config, metrics: Arc<Metrics>) {
         let mut retry = false;
         let work = if full {
             Some((set.full(), Default::default()))
-        } else if set.has_changes() {
+        } else if set.has_changes() || periodic {
             let partial = set.partial();
             Some((partial.tables, partial.deleted))
         } else {
@@ -250,8 +257,8 @@ async fn run(client: Client, config: Config, metrics: Arc<Metrics>) {
             let (filter_rules, nat_rules) = set.rule_counts();
             let synced = tokio::task::spawn_blocking(move || {
                 let result = match full {
-                    true => w.sync(&tables, periodic),
-                    false => w.sync_partial(&tables, &deleted),
+                    true => w.sync(&tables, true),
+                    false => w.sync_partial(&tables, &deleted, periodic),
                 };
                 (w, result)
             })
@@ -261,11 +268,24 @@ async fn run(client: Client, config: Config, metrics: Arc<Metrics>) {
             last_sync = Some(Instant::now());
             match result {
                 Ok(stats) => {
-                    set.synced();
+                    let took = began.elapsed();
+                    let flows = set.synced();
+                    if !flows.is_empty() {
+                        let flushed = tokio::task::spawn_blocking(move || conntrack::flush(&flows));
+                        match flushed.await {
+                            Ok(Ok(())) => {}
+                            Ok(Err(e @ ConntrackError::Missing(_))) if !warned_conntrack => {
+                                warned_conntrack = true;
+                                tracing::warn!(error = %e, "stale UDP flows not deleted");
+                            }
+                            Ok(Err(ConntrackError::Missing(_))) => {}
+                            Ok(Err(e)) => tracing::warn!(error = %e, "stale UDP flows not deleted"),
+                            Err(_) => return,
+                        }
+                    }
                     if full {
                         last_full = last_sync;
                     }
-                    let took = began.elapsed();
                     log_sync(&stats, full, took);
                     metrics.synced(SyncRecord { full, took, filter_rules, nat_rules, triggers });
                 }
@@ -279,11 +299,11 @@ async fn run(client: Client, config: Config, metrics: Arc<Metrics>) {
             }
         }
         writer = Some(w);
-        // Wait for a change, or the next full resync (soon after a failed one).
+        // Wait for a change, or the next periodic sync (soon after a failed one).
         let until_full = match retry {
             true => RETRY_AFTER,
             false => {
-                config.sync_period.saturating_sub(last_full.map_or(Duration::ZERO, |t| t.elapsed()))
+                config.sync_period.saturating_sub(last_sync.map_or(Duration::ZERO, |t| t.elapsed()))
             }
         };
         tokio::select! {

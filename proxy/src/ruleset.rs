@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use crate::conntrack::{self, Flush};
 use crate::iptables::ChainName;
 use crate::model::ServicePort;
 use crate::rules::{self, PortRules, RuleConfig, Tables};
@@ -20,6 +21,9 @@ pub struct RuleSet {
     /// Per-port nat chains written or deleted since the last sync: true when the chain
     /// exists now (write it), false when it went (delete it).
     changed: BTreeMap<String, bool>,
+    /// UDP flows the changes since the last sync left stale, to delete once the rules are
+    /// written.
+    stale_flows: BTreeSet<Flush>,
 }
 
 /// What a partial sync writes: the shared chains and the changed per-port chains, and the
@@ -31,7 +35,12 @@ pub struct Partial {
 
 impl RuleSet {
     pub fn new(config: RuleConfig) -> RuleSet {
-        RuleSet { config, services: BTreeMap::new(), changed: BTreeMap::new() }
+        RuleSet {
+            config,
+            services: BTreeMap::new(),
+            changed: BTreeMap::new(),
+            stale_flows: BTreeSet::new(),
+        }
     }
 
     pub fn config(&self) -> &RuleConfig {
@@ -58,6 +67,16 @@ impl RuleSet {
                 self.services.insert(key, old);
             }
             return false;
+        }
+        for (port, _) in &old {
+            let same = |p: &&ServicePort| (&p.name, p.protocol) == (&port.name, port.protocol);
+            self.stale_flows.extend(conntrack::stale(Some(port), ports.iter().find(same)));
+        }
+        for port in &ports {
+            let same = |p: &&ServicePort| (&p.name, p.protocol) == (&port.name, port.protocol);
+            if !old.iter().map(|(p, _)| p).any(|p| same(&p)) {
+                self.stale_flows.extend(conntrack::stale(None, Some(port)));
+            }
         }
         let mut before: BTreeMap<&str, &Vec<String>> = BTreeMap::new();
         for (_, rules) in &old {
@@ -144,9 +163,10 @@ impl RuleSet {
         !self.changed.is_empty()
     }
 
-    /// The rules are written: nothing has changed since.
-    pub fn synced(&mut self) {
+    /// The rules are written: nothing has changed since. Returns the UDP flows to delete now.
+    pub fn synced(&mut self) -> Vec<Flush> {
         self.changed.clear();
+        std::mem::take(&mut self.stale_flows).into_iter().collect()
     }
 }
 

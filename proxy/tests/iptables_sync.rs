@@ -215,7 +215,8 @@ fn a_partial_sync_rewrites_only_what_changed() {
     // chain deleted; a's chains (and their counters) and the shared chains stay as they are.
     set.update(("test".into(), "b".into()), vec![port("b", b, vec![local(b_new)])]);
     let partial = set.partial();
-    let stats = writer.sync_partial(&partial.tables, &partial.deleted).expect("partial sync");
+    let stats =
+        writer.sync_partial(&partial.tables, &partial.deleted, false).expect("partial sync");
     set.synced();
     assert_eq!(
         (stats.chains, stats.stale_chains),
@@ -231,12 +232,12 @@ fn a_partial_sync_rewrites_only_what_changed() {
 
     // Nothing changed: nothing written.
     let partial = set.partial();
-    let stats = writer.sync_partial(&partial.tables, &partial.deleted).unwrap();
+    let stats = writer.sync_partial(&partial.tables, &partial.deleted, false).unwrap();
     assert_eq!((stats.chains, stats.stale_chains, stats.restore_bytes), (0, 0, 0));
     // b goes: its chains are deleted and its jump leaves the shared chain.
     set.update(("test".into(), "b".into()), Vec::new());
     let partial = set.partial();
-    let stats = writer.sync_partial(&partial.tables, &partial.deleted).unwrap();
+    let stats = writer.sync_partial(&partial.tables, &partial.deleted, false).unwrap();
     assert_eq!(stats.stale_chains, 2, "{stats:?}");
     let saved = save();
     assert!(!saved.contains("test/b"), "{saved}");

@@ -71,6 +71,8 @@ struct Figures {
     restore_alone: Duration,
     /// Sorted: one endpoint of one Service replaced, then a partial sync.
     partials: Vec<Duration>,
+    /// `iptables-restore` alone rewriting one chain on the same tables (median).
+    one_chain: Duration,
 }
 
 fn key(service: &Service) -> ServiceKey {
@@ -107,6 +109,8 @@ fn bench(config: &RuleConfig, services: usize, runs: usize, partials: usize) -> 
     }
     // Partial syncs, as the proxy makes them: one endpoint of one Service replaced.
     let mut set = build(config, &svcs, &slices);
+    // What it holds is in the tables (the full syncs above wrote it).
+    set.synced();
     let mut times = Vec::with_capacity(partials);
     for i in 0..partials {
         let which = (i * 7919) % services;
@@ -120,24 +124,32 @@ fn bench(config: &RuleConfig, services: usize, runs: usize, partials: usize) -> 
             model::service_ports(&svcs[which], &[&slices[which]], "bench"),
         );
         let partial = set.partial();
-        writer.sync_partial(&partial.tables, &partial.deleted)?;
+        writer.sync_partial(&partial.tables, &partial.deleted, false)?;
         set.synced();
         times.push(started.elapsed());
     }
     times.sort();
+    // The partial syncs' floor: iptables-restore alone rewriting one Service's chain (its
+    // SVC chain, as it is) on the same tables.
+    let all = set.full();
+    let one = all.nat.iter().find(|(chain, _)| chain.contains("-SVC-")).expect("a SVC chain");
+    let mut small = format!("*nat\n:{} - [0:0]\n", one.0);
+    for rule in &one.1 {
+        small.push_str(&format!("-A {} {rule}\n", one.0));
+    }
+    small.push_str("COMMIT\n");
+    let mut small_times = Vec::new();
+    for _ in 0..20 {
+        let started = Instant::now();
+        restore(&small)?;
+        small_times.push(started.elapsed());
+    }
     // The anchor: the same input, straight to iptables-restore.
     let input = build(config, &svcs, &slices).full().restore_input(&Default::default());
     let mut alone = Vec::new();
     for _ in 0..runs {
         let started = Instant::now();
-        let mut child = std::process::Command::new("iptables-restore")
-            .args(["-w", "5", "--noflush", "--counters"])
-            .stdin(std::process::Stdio::piped())
-            .spawn()
-            .context("iptables-restore")?;
-        use std::io::Write;
-        child.stdin.take().expect("stdin").write_all(input.as_bytes())?;
-        anyhow::ensure!(child.wait()?.success(), "iptables-restore failed");
+        restore(&input)?;
         alone.push(started.elapsed());
     }
     Ok(Figures {
@@ -149,7 +161,21 @@ fn bench(config: &RuleConfig, services: usize, runs: usize, partials: usize) -> 
         build: median(builds),
         restore_alone: median(alone),
         partials: times,
+        one_chain: median(small_times),
     })
+}
+
+/// One `iptables-restore --noflush --counters` of `input`.
+fn restore(input: &str) -> Result<()> {
+    let mut child = std::process::Command::new("iptables-restore")
+        .args(["-w", "5", "--noflush", "--counters"])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .context("iptables-restore")?;
+    use std::io::Write;
+    child.stdin.take().expect("stdin").write_all(input.as_bytes())?;
+    anyhow::ensure!(child.wait()?.success(), "iptables-restore failed");
+    Ok(())
 }
 
 /// Network programming latency: `rkube proxy` against a real API server holding `services`
@@ -356,6 +382,7 @@ fn main() -> Result<()> {
             report::ms(report::percentile(&f.partials, 99.0)),
             report::ms(*f.partials.last().unwrap_or(&Duration::ZERO)),
         );
+        eprintln!("  iptables-restore of one chain alone: {}", report::ms(f.one_chain));
         results.push(f);
     }
     let latency = match (quick, cli.latency_services) {
@@ -385,6 +412,7 @@ fn main() -> Result<()> {
         "iptables-restore alone",
         "full sync / restore alone",
         "partial sync p50 / p99",
+        "iptables-restore of one chain alone",
     ]);
     for f in &results {
         table.row(vec![
@@ -400,6 +428,7 @@ fn main() -> Result<()> {
                 report::ms(report::percentile(&f.partials, 50.0)),
                 report::ms(report::percentile(&f.partials, 99.0))
             ),
+            report::ms(f.one_chain),
         ]);
     }
     let latency_text = match &latency {
