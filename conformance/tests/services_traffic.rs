@@ -162,4 +162,43 @@ fn affinity_readiness_and_udp_through_cluster_ips() {
         let answer = ask_udp(&socket, web_udp);
         assert!(answer.is_none() || answer.as_deref() == Some(other.as_str()), "{answer:?}");
     }
+
+    // A LoadBalancer Service gets the node's address as its ingress (as k3s's ServiceLB),
+    // and answers there. Its port is a free one: the rules catch that port on that address
+    // for the whole machine while the test runs.
+    let port = rkube_store::testing::free_port().to_string();
+    server.ok(&[
+        "expose",
+        "deployment",
+        "web",
+        "--name",
+        "lb",
+        "--type",
+        "LoadBalancer",
+        "--port",
+        &port,
+        "--target-port",
+        "8080",
+    ]);
+    let ingress = node.wait_for(
+        &["get", "svc", "lb", "-o", &jsonpath("{.status.loadBalancer.ingress[0].ip}")],
+        Duration::from_secs(30),
+        |ip| !ip.is_empty(),
+    );
+    let node_ip = server.ok(&[
+        "get",
+        "node",
+        &node.node,
+        "-o",
+        &jsonpath("{.status.addresses[?(@.type==\"InternalIP\")].address}"),
+    ]);
+    assert_eq!(ingress, node_ip.trim());
+    let columns = server.ok(&["get", "svc", "lb"]);
+    let row = columns.lines().find(|l| l.starts_with("lb ")).unwrap_or_default();
+    assert!(row.contains("LoadBalancer") && row.contains(&ingress), "{columns}");
+    assert_route_is_local(&ingress);
+    let lb: SocketAddr = format!("{ingress}:{port}").parse().unwrap();
+    eventually(Duration::from_secs(30), "the load balancer address answers", || {
+        ask_tcp(lb).as_deref() == Some(other.as_str())
+    });
 }
