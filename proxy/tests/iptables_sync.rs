@@ -258,3 +258,39 @@ fn chains_of(saved: &str, prefix: &str) -> BTreeSet<String> {
         .map(String::from)
         .collect()
 }
+
+/// SCTP and UDP ports are written as TCP ones are (this machine's kernel has no SCTP, so
+/// only the rules are checked, not traffic).
+#[test]
+fn sctp_and_udp_ports_are_written() {
+    let id = std::process::id() % 100_000;
+    let prefix = format!("RK{id:05}");
+    let config = RuleConfig::new(&prefix, None).unwrap();
+    let _cleanup = Cleanup(config.clone(), device::device_name(&prefix));
+    let third = (id % 250) as u8;
+    let ip = Ipv4Addr::new(10, 252, third, 10);
+    let endpoint = Endpoint {
+        ip: Ipv4Addr::new(10, 252, third, 20),
+        port: 9000,
+        ready: true,
+        serving: true,
+        terminating: false,
+        local: true,
+    };
+    let mut sctp = port("signal", ip, vec![endpoint.clone()]);
+    sctp.protocol = Protocol::Sctp;
+    let mut udp = port("dns", ip, vec![endpoint]);
+    udp.protocol = Protocol::Udp;
+    Writer::new(config.clone()).sync(&rules::render(&config, &[sctp, udp]), false).unwrap();
+    let saved = save();
+    assert!(saved.contains(&format!("-d {ip}/32 -p sctp -m comment --comment \"test/signal cluster IP\" -m sctp --dport 80 -j {prefix}-SVC-")), "{saved}");
+    assert!(saved.contains(&format!("-d {ip}/32 -p udp -m comment --comment \"test/dns cluster IP\" -m udp --dport 80 -j {prefix}-SVC-")), "{saved}");
+    let dnat = format!("DNAT --to-destination 10.252.{third}.20:9000");
+    assert!(
+        saved
+            .lines()
+            .any(|l| l.contains("-p sctp") && l.contains("test/signal") && l.contains(&dnat)),
+        "{saved}"
+    );
+    iptables::cleanup(&config).unwrap();
+}
