@@ -120,6 +120,29 @@ struct NodeArgs {
     /// How often the static pod manifests are read again even when no file changed.
     #[arg(long, default_value = "20s", value_parser = parse_duration)]
     file_check_frequency: Duration,
+    /// The cluster DNS servers pods with dnsPolicy ClusterFirst use (comma-separated);
+    /// `rkube server` defaults it to the 10th address of its service CIDR (10.43.0.10).
+    #[arg(long = "cluster-dns", value_delimiter = ',')]
+    kubelet_cluster_dns: Vec<IpAddr>,
+    /// The cluster's DNS domain: pods search `<ns>.svc.<domain>`, `svc.<domain>`, `<domain>`.
+    #[arg(long = "cluster-domain", default_value = "cluster.local")]
+    kubelet_cluster_domain: String,
+    /// The node's resolver file, the base of pods' resolv.conf (dnsPolicy Default, and the
+    /// search domains of ClusterFirst); "" for none.
+    #[arg(long, default_value = "/etc/resolv.conf")]
+    resolv_conf: PathBuf,
+}
+
+impl NodeArgs {
+    /// The pods' DNS settings from these flags.
+    fn dns(&self) -> rkube_kubelet::pods::dns::DnsSettings {
+        rkube_kubelet::pods::dns::DnsSettings {
+            cluster_dns: self.kubelet_cluster_dns.clone(),
+            cluster_domain: self.kubelet_cluster_domain.clone(),
+            resolv_conf: (!self.resolv_conf.as_os_str().is_empty())
+                .then(|| self.resolv_conf.clone()),
+        }
+    }
 }
 
 #[derive(clap::Args)]
@@ -691,6 +714,14 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
     } else {
         let mut node = args.node.clone();
         node.client_ca_file.get_or_insert_with(|| pki.path(rkube_certs::files::CA_CERT));
+        if node.kubelet_cluster_dns.is_empty() {
+            // As k3s: the 10th address of the service CIDR, where the kube-dns Service is.
+            let range: Option<rkube_controllers::node_ipam::Ipv4Net> =
+                args.service_cluster_ip_range.parse().ok();
+            node.kubelet_cluster_dns.extend(
+                range.map(|r| IpAddr::from(std::net::Ipv4Addr::from(u32::from(r.network()) + 10))),
+            );
+        }
         let root = node.root_dir.clone().unwrap_or_else(|| args.data_dir.join("kubelet"));
         let default_ip = args.advertise_address;
         match start_kubelet(client.clone(), node, root, default_ip).await {
@@ -892,6 +923,7 @@ async fn start_kubelet(
         node.kubelet_port,
         root_dir,
     );
+    config.dns = node.dns();
     config.pod_cidr = node.pod_cidr;
     config.eviction = node.eviction_hard;
     config.pod_manifest_path = node.pod_manifest_path;
@@ -936,6 +968,7 @@ async fn start_simulated_nodes(
         );
         config.pod_cidr = args.node.pod_cidr.clone();
         config.eviction = args.node.eviction_hard.clone();
+        config.dns = args.node.dns();
         let runtime: Arc<dyn rkube_kubelet::runtime::Runtime> = runtime.clone();
         rkube_kubelet::start(client.clone(), config, runtime)
     });
