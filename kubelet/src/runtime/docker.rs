@@ -400,6 +400,9 @@ impl Runtime for DockerRuntime {
             else {
                 continue;
             };
+            if let Err(e) = network.ensure_hairpin(&sandbox.id) {
+                tracing::warn!(error = %e, id = sandbox.id, "cannot turn hairpin on for a sandbox");
+            }
             if network.claim(ip, &sandbox.id) {
                 let ports = HostPort::decode_all(sandbox.label(labels::HOST_PORTS));
                 network.add_host_ports(&sandbox.id, ip, &ports).await?;

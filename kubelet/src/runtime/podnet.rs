@@ -267,6 +267,10 @@ impl PodNetwork {
         ip_batch(&[
             format!("link add {veth} type veth peer name eth0 netns {pid}"),
             format!("link set {veth} master {bridge} up"),
+            // Hairpin: a pod reaching itself through a Service's cluster IP is DNATed back
+            // out of the port it came in on, which a bridge drops unless the port allows it
+            // (CNI's bridge plugin sets it the same way, as kubelet's hairpin-veth did).
+            format!("link set {veth} type bridge_slave hairpin on"),
         ])
         .await?;
         let prefix = self.cidr.prefix_len();
@@ -280,6 +284,17 @@ impl PodNetwork {
             ],
         )
         .await
+    }
+
+    /// Turns hairpin on for the bridge port of a sandbox made by an earlier kubelet (which
+    /// may not have); whether its veth is there.
+    pub fn ensure_hairpin(&self, sandbox_id: &str) -> Result<bool> {
+        let path = format!("/sys/class/net/{}/brport/hairpin_mode", veth_name(sandbox_id));
+        if !std::path::Path::new(&path).exists() {
+            return Ok(false);
+        }
+        write_sysctl(&path, "1")?;
+        Ok(true)
     }
 
     /// DNATs each hostPort to the sandbox at `ip`.
