@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod healthz;
+mod killall;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -43,6 +44,9 @@ enum Command {
     /// Run the service proxy (kube-proxy's iptables mode) against an API server; with
     /// `--cleanup`, remove its rules and routes and exit.
     Proxy(ProxyCommandArgs),
+    /// Take rkube off this host (k3s's killall): stop its processes, remove its pods'
+    /// containers, the pod network and every iptables chain and rule it made.
+    Killall(killall::KillallArgs),
 }
 
 /// The proxy's flags (kube-proxy's names), shared by `rkube proxy` and the local node of
@@ -557,6 +561,7 @@ async fn main() {
         Command::ControllerManager(args) => controller_manager(*args).await,
         Command::Kubelet(args) => kubelet(args).await,
         Command::Proxy(args) => proxy(args).await,
+        Command::Killall(args) => killall::run(args, host_name().ok()).await,
     };
     if let Err(e) = result {
         eprintln!("rkube: {e:#}");
@@ -870,6 +875,18 @@ fn proxy_config(
     })
 }
 
+/// Removes everything a proxy with chain prefix `prefix` made (its rules, chains, and
+/// service device with its route); what it removed, one line each.
+fn proxy_cleanup(prefix: &str) -> anyhow::Result<Vec<String>> {
+    let rules = rkube_proxy::rules::RuleConfig::new(prefix, None)?;
+    let mut removed = rkube_proxy::iptables::cleanup(&rules)?;
+    let device = rkube_proxy::device::device_name(&rules.prefix);
+    if rkube_proxy::device::remove(&device)? {
+        removed.push(format!("device: {device} (and its route)"));
+    }
+    Ok(removed)
+}
+
 /// `rkube proxy`: the service proxy alone, or (`--cleanup`) the removal of what it made.
 async fn proxy(args: ProxyCommandArgs) -> anyhow::Result<()> {
     let node = match args.hostname_override.clone() {
@@ -879,16 +896,8 @@ async fn proxy(args: ProxyCommandArgs) -> anyhow::Result<()> {
     let config =
         proxy_config(node, &args.proxy, args.cluster_cidr, Some(args.service_cluster_ip_range))?;
     if args.cleanup {
-        let rules = config.rules.clone();
-        let removed = tokio::task::spawn_blocking(move || -> anyhow::Result<Vec<String>> {
-            let mut removed = rkube_proxy::iptables::cleanup(&rules)?;
-            let device = rkube_proxy::device::device_name(&rules.prefix);
-            if rkube_proxy::device::remove(&device)? {
-                removed.push(format!("device: {device} (and its route)"));
-            }
-            Ok(removed)
-        })
-        .await??;
+        let prefix = args.proxy.iptables_chain_prefix.clone();
+        let removed = tokio::task::spawn_blocking(move || proxy_cleanup(&prefix)).await??;
         for line in &removed {
             println!("removed {line}");
         }
