@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use rkube_conformance::node::NodeServer;
 
+/// A pod with a hostPort (`{host_port}`, a free port: its DNAT rule is in the node's
+/// hostPort chain) behind a Service.
 const OBJECTS: &str = r#"
 apiVersion: v1
 kind: Pod
@@ -20,6 +22,7 @@ spec:
     image: "busybox:1.36"
     imagePullPolicy: IfNotPresent
     command: ["sh", "-c", "while true; do echo hi | nc -l -p 8080; done"]
+    ports: [{containerPort: 8080, hostPort: {host_port}}]
 ---
 apiVersion: v1
 kind: Service
@@ -93,7 +96,8 @@ impl Footprint {
 
 /// Waits until the node's pod runs and its proxy has the Service's endpoint in its rules.
 fn ready(node: &NodeServer) {
-    node.server.ok_stdin(&["apply", "-f", "-"], OBJECTS);
+    let host_port = rkube_store::testing::free_port().to_string();
+    node.server.ok_stdin(&["apply", "-f", "-"], &OBJECTS.replace("{host_port}", &host_port));
     node.wait_for(
         &["get", "pod", "web", "-o", "jsonpath={.status.phase}"],
         Duration::from_secs(60),

@@ -185,8 +185,12 @@ fn link_names(args: &[&str]) -> Vec<String> {
         .stderr(std::process::Stdio::null())
         .output();
     let Ok(output) = output else { return Vec::new() };
-    String::from_utf8_lossy(&output.stdout)
-        .lines()
+    parse_link_names(&String::from_utf8_lossy(&output.stdout))
+}
+
+/// The link names of `ip -o link` output: `5: rkv0123@if2: <...> ...` gives `rkv0123`.
+fn parse_link_names(text: &str) -> Vec<String> {
+    text.lines()
         .filter_map(|line| line.split(": ").nth(1))
         .map(|name| name.split('@').next().unwrap_or(name).to_string())
         .collect()
@@ -484,6 +488,15 @@ mod tests {
         let chain = hostport_chain("node-a");
         assert!(chain.len() <= 28, "{chain}");
         assert_eq!(veth_name(&"0123456789abcdef".repeat(4)).len(), 15);
+    }
+
+    #[test]
+    fn link_names_are_read_from_ip_link() {
+        let text = "1686: rkbra0e5521f: <NO-CARRIER,BROADCAST,MULTICAST,UP> mtu 1500 qdisc noqueue \
+                    state DOWN mode DEFAULT group default qlen 1000\\    link/ether 00:00:00:00:00:00\n\
+                    1690: rkv5902bb52f90b@if2: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 master \
+                    rkbra0e5521f state UP\\    link/ether 6a:1f:00:00:00:01\n";
+        assert_eq!(parse_link_names(text), ["rkbra0e5521f", "rkv5902bb52f90b"]);
     }
 
     #[test]
