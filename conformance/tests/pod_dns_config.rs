@@ -2,10 +2,14 @@
 //! dnsPolicy (ClusterFirst, ClusterFirstWithHostNet, Default, and ClusterFirst on the host's
 //! network, which is Default), `dnsConfig` merged in or alone (None), the node's resolvers
 //! cut to 3 with a `DNSConfigForming` warning, and the managed hosts file with the pod's
-//! FQDN from `hostname` and `subdomain`. Read with stock kubectl exec.
+//! FQDN from `hostname` and `subdomain`; without a cluster DNS (`rkube kubelet`'s default),
+//! ClusterFirst falls back to the node's resolvers with `MissingClusterDNS` warnings. Read
+//! with stock kubectl exec.
 
-use std::time::Duration;
+use std::process::Command;
+use std::time::{Duration, Instant};
 
+use rkube_conformance::cluster::RkubeServer;
 use rkube_conformance::node::NodeServer;
 
 const PODS: &str = r#"
@@ -175,4 +179,107 @@ fn resolv_conf_and_hosts_follow_the_pods_dns_settings() {
         cat("host-net", "/etc/hosts"),
         format!("# Kubernetes-managed hosts file (host network).\n{node_hosts}")
     );
+}
+
+/// `rkube kubelet` on Docker without `--cluster-dns` (upstream's default: none), against a
+/// server with no node of its own; stopped, and its containers and pod network removed,
+/// when dropped.
+struct BareKubelet {
+    child: std::process::Child,
+    node: String,
+    log: std::path::PathBuf,
+}
+
+impl BareKubelet {
+    fn start(server: &RkubeServer, resolv_conf: &std::path::Path) -> BareKubelet {
+        let port = rkube_store::testing::free_port();
+        let node = format!("rkube-test-{port}");
+        // As NodeServer's: free ports are unique among running tests, so the CIDR is too.
+        let cidr = format!("10.{}.{}.0/24", 200 + (port / 256) % 50, port % 256);
+        let dir = server.data_dir.path();
+        let log = dir.join("kubelet.log");
+        let child = Command::new(rkube_conformance::cluster::rkube_binary())
+            .arg("kubelet")
+            .arg("--kubeconfig")
+            .arg(&server.kubeconfig)
+            .args(["--node-name", &node, "--kubelet-port", &port.to_string(), "--pod-cidr", &cidr])
+            .args(["--eviction-hard", "memory.available<100Mi,nodefs.available<100Mi"])
+            .arg("--client-ca-file")
+            .arg(dir.join("pki/ca.crt"))
+            .arg("--root-dir")
+            .arg(dir.join("kubelet"))
+            .arg("--resolv-conf")
+            .arg(resolv_conf)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("start rkube kubelet");
+        BareKubelet { child, node, log }
+    }
+}
+
+impl Drop for BareKubelet {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let label = format!("label=io.rkube.node={}", self.node);
+        let out = Command::new("docker").args(["ps", "-a", "-q", "--filter", &label]).output();
+        let ids = String::from_utf8_lossy(&out.map(|o| o.stdout).unwrap_or_default()).to_string();
+        if !ids.trim().is_empty() {
+            let _ = Command::new("docker").args(["rm", "-f", "-v"]).args(ids.lines()).output();
+        }
+        rkube_kubelet::runtime::podnet::remove(&self.node);
+    }
+}
+
+#[test]
+fn cluster_first_without_a_cluster_dns_falls_back_to_the_nodes_resolvers() {
+    rkube_conformance::node::ensure_busybox_image();
+    let dir = tempfile::tempdir().unwrap();
+    let resolv = dir.path().join("resolv.conf");
+    std::fs::write(&resolv, "nameserver 192.0.2.1\nsearch corp.example\n").unwrap();
+    let server = RkubeServer::start_with(&["--disable", "kubelet"]);
+    let kubelet = BareKubelet::start(&server, &resolv);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let ready = "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}";
+    loop {
+        let out = server.kubectl(&["get", "node", &kubelet.node, "-o", ready]);
+        if String::from_utf8_lossy(&out.stdout) == "True" {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "node not Ready: {}",
+            std::fs::read_to_string(&kubelet.log).unwrap_or_default()
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: cluster-first}\nspec:\n  containers:\n  \
+               - {name: app, image: \"busybox:1.36\", imagePullPolicy: IfNotPresent, command: [\"sleep\", \"3600\"]}\n";
+    server.ok_stdin(&["apply", "-f", "-"], pod);
+    server.ok(&["wait", "--for=condition=Ready", "pod/cluster-first", "--timeout=60s"]);
+    // The node's resolvers (dnsPolicy Default) ...
+    assert_eq!(
+        server.ok(&["exec", "cluster-first", "--", "cat", "/etc/resolv.conf"]),
+        "search corp.example\nnameserver 192.0.2.1\n"
+    );
+    // ... with upstream's warning on the pod and on the node.
+    let uid = server.ok(&["get", "pod", "cluster-first", "-o", "jsonpath={.metadata.uid}"]);
+    let why = "kubelet does not have ClusterDNS IP configured and cannot create Pod using \
+               \"ClusterFirst\" policy. Falling back to \"Default\" policy.";
+    let events = "jsonpath={range .items[*]}{.involvedObject.kind}/{.involvedObject.name} \
+                  {.type} {.reason}: {.message}{\"\\n\"}{end}";
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let seen = server.ok(&["get", "events", "-o", events]);
+        let on_pod = format!(
+            "Pod/cluster-first Warning MissingClusterDNS: pod: \"cluster-first_default({uid})\". {why}"
+        );
+        let on_node = format!("Node/{} Warning MissingClusterDNS: {why}", kubelet.node);
+        if seen.contains(&on_pod) && seen.contains(&on_node) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no MissingClusterDNS warnings in:\n{seen}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
 }
