@@ -11,6 +11,7 @@ use std::time::Duration;
 
 mod healthz;
 mod host_address;
+mod killall;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -44,6 +45,9 @@ enum Command {
     /// Run the service proxy (kube-proxy's iptables mode) against an API server; with
     /// `--cleanup`, remove its rules and routes and exit.
     Proxy(ProxyCommandArgs),
+    /// Take rkube off this host (k3s's killall): stop its processes, remove its pods'
+    /// containers, the pod network and every iptables chain and rule it made.
+    Killall(killall::KillallArgs),
 }
 
 /// The proxy's flags (kube-proxy's names), shared by `rkube proxy` and the local node of
@@ -138,6 +142,29 @@ struct NodeArgs {
     /// How often the static pod manifests are read again even when no file changed.
     #[arg(long, default_value = "20s", value_parser = parse_duration)]
     file_check_frequency: Duration,
+    /// The cluster DNS servers pods with dnsPolicy ClusterFirst use (comma-separated);
+    /// `rkube server` defaults it to the 10th address of its service CIDR (10.43.0.10).
+    #[arg(long = "cluster-dns", value_delimiter = ',')]
+    kubelet_cluster_dns: Vec<IpAddr>,
+    /// The cluster's DNS domain: pods search `<ns>.svc.<domain>`, `svc.<domain>`, `<domain>`.
+    #[arg(long = "cluster-domain", default_value = "cluster.local")]
+    kubelet_cluster_domain: String,
+    /// The node's resolver file, the base of pods' resolv.conf (dnsPolicy Default, and the
+    /// search domains of ClusterFirst); "" for none.
+    #[arg(long, default_value = "/etc/resolv.conf")]
+    resolv_conf: PathBuf,
+}
+
+impl NodeArgs {
+    /// The pods' DNS settings from these flags.
+    fn dns(&self) -> rkube_kubelet::pods::dns::DnsSettings {
+        rkube_kubelet::pods::dns::DnsSettings {
+            cluster_dns: self.kubelet_cluster_dns.clone(),
+            cluster_domain: self.kubelet_cluster_domain.clone(),
+            resolv_conf: (!self.resolv_conf.as_os_str().is_empty())
+                .then(|| self.resolv_conf.clone()),
+        }
+    }
 }
 
 #[derive(clap::Args)]
@@ -552,6 +579,7 @@ async fn main() {
         Command::ControllerManager(args) => controller_manager(*args).await,
         Command::Kubelet(args) => kubelet(args).await,
         Command::Proxy(args) => proxy(args).await,
+        Command::Killall(args) => killall::run(args, host_name().ok()).await,
     };
     if let Err(e) = result {
         eprintln!("rkube: {e:#}");
@@ -713,6 +741,14 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
     } else {
         let mut node = args.node.clone();
         node.client_ca_file.get_or_insert_with(|| pki.path(rkube_certs::files::CA_CERT));
+        if node.kubelet_cluster_dns.is_empty() {
+            // As k3s: the 10th address of the service CIDR, where the kube-dns Service is.
+            let range: Option<rkube_controllers::node_ipam::Ipv4Net> =
+                args.service_cluster_ip_range.parse().ok();
+            node.kubelet_cluster_dns.extend(
+                range.map(|r| IpAddr::from(std::net::Ipv4Addr::from(u32::from(r.network()) + 10))),
+            );
+        }
         let root = node.root_dir.clone().unwrap_or_else(|| args.data_dir.join("kubelet"));
         let default_ip = args.advertise_address;
         match start_kubelet(client.clone(), node, root, default_ip).await {
@@ -883,6 +919,18 @@ fn proxy_config(
     })
 }
 
+/// Removes everything a proxy with chain prefix `prefix` made (its rules, chains, and
+/// service device with its route); what it removed, one line each.
+fn proxy_cleanup(prefix: &str) -> anyhow::Result<Vec<String>> {
+    let rules = rkube_proxy::rules::RuleConfig::new(prefix, None)?;
+    let mut removed = rkube_proxy::iptables::cleanup(&rules)?;
+    let device = rkube_proxy::device::device_name(&rules.prefix);
+    if rkube_proxy::device::remove(&device)? {
+        removed.push(format!("device: {device} (and its route)"));
+    }
+    Ok(removed)
+}
+
 /// `rkube proxy`: the service proxy alone, or (`--cleanup`) the removal of what it made.
 async fn proxy(args: ProxyCommandArgs) -> anyhow::Result<()> {
     let node = match args.hostname_override.clone() {
@@ -892,16 +940,8 @@ async fn proxy(args: ProxyCommandArgs) -> anyhow::Result<()> {
     let config =
         proxy_config(node, &args.proxy, args.cluster_cidr, Some(args.service_cluster_ip_range))?;
     if args.cleanup {
-        let rules = config.rules.clone();
-        let removed = tokio::task::spawn_blocking(move || -> anyhow::Result<Vec<String>> {
-            let mut removed = rkube_proxy::iptables::cleanup(&rules)?;
-            let device = rkube_proxy::device::device_name(&rules.prefix);
-            if rkube_proxy::device::remove(&device)? {
-                removed.push(format!("device: {device} (and its route)"));
-            }
-            Ok(removed)
-        })
-        .await??;
+        let prefix = args.proxy.iptables_chain_prefix.clone();
+        let removed = tokio::task::spawn_blocking(move || proxy_cleanup(&prefix)).await??;
         for line in &removed {
             println!("removed {line}");
         }
@@ -936,6 +976,7 @@ async fn start_kubelet(
         node.kubelet_port,
         root_dir,
     );
+    config.dns = node.dns();
     config.pod_cidr = node.pod_cidr;
     config.eviction = node.eviction_hard;
     config.pod_manifest_path = node.pod_manifest_path;
@@ -980,6 +1021,7 @@ async fn start_simulated_nodes(
         );
         config.pod_cidr = args.node.pod_cidr.clone();
         config.eviction = args.node.eviction_hard.clone();
+        config.dns = args.node.dns();
         let runtime: Arc<dyn rkube_kubelet::runtime::Runtime> = runtime.clone();
         rkube_kubelet::start(client.clone(), config, runtime)
     });
