@@ -91,13 +91,16 @@ impl Metrics {
             true => inner.full_sync.observe(seconds),
             false => inner.partial_sync.observe(seconds),
         }
-        for trigger in record.triggers {
-            let latency = now.duration_since(trigger).unwrap_or_default();
-            inner.programming.observe(latency.as_secs_f64());
-        }
+        observe_programming(&mut inner, &record.triggers, now);
         inner.last_sync = Some(now);
         inner.filter_rules = record.filter_rules;
         inner.nat_rules = record.nat_rules;
+    }
+
+    /// Changes that needed no rule written (e.g. a slice of a Service not known yet) are in
+    /// place now.
+    pub fn programmed(&self, triggers: &[SystemTime]) {
+        observe_programming(&mut self.inner(), triggers, SystemTime::now());
     }
 
     /// A sync's `iptables-restore` failed.
@@ -195,6 +198,13 @@ impl Metrics {
         out.push_str(&format!("{name}{{table=\"filter\"}} {}\n", inner.filter_rules));
         out.push_str(&format!("{name}{{table=\"nat\"}} {}\n", inner.nat_rules));
         out
+    }
+}
+
+fn observe_programming(inner: &mut Inner, triggers: &[SystemTime], now: SystemTime) {
+    for trigger in triggers {
+        let latency = now.duration_since(*trigger).unwrap_or_default();
+        inner.programming.observe(latency.as_secs_f64());
     }
 }
 

@@ -253,6 +253,10 @@ async fn run(client: Client, config: Config, metrics: Arc<Metrics>) {
         } else {
             None
         };
+        if work.is_none() {
+            // Nothing to write: what the changes ask for is in place already.
+            metrics.programmed(&triggers);
+        }
         if let Some((tables, deleted)) = work {
             let (filter_rules, nat_rules) = set.rule_counts();
             let synced = tokio::task::spawn_blocking(move || {

@@ -24,6 +24,9 @@ pub struct RuleSet {
     /// UDP flows the changes since the last sync left stale, to delete once the rules are
     /// written.
     stale_flows: BTreeSet<Flush>,
+    /// Whether any rule changed since the last sync (also in the shared chains only, e.g. a
+    /// port that lost its last endpoint and is now rejected).
+    dirty: bool,
 }
 
 /// What a partial sync writes: the shared chains and the changed per-port chains, and the
@@ -40,6 +43,7 @@ impl RuleSet {
             services: BTreeMap::new(),
             changed: BTreeMap::new(),
             stale_flows: BTreeSet::new(),
+            dirty: false,
         }
     }
 
@@ -106,6 +110,7 @@ impl RuleSet {
         if !new.is_empty() {
             self.services.insert(key, new);
         }
+        self.dirty |= changed;
         changed
     }
 
@@ -158,14 +163,15 @@ impl RuleSet {
         (filter, nat)
     }
 
-    /// Whether a partial sync would write any per-port chain.
+    /// Whether any rule changed since the last sync.
     pub fn has_changes(&self) -> bool {
-        !self.changed.is_empty()
+        self.dirty
     }
 
     /// The rules are written: nothing has changed since. Returns the UDP flows to delete now.
     pub fn synced(&mut self) -> Vec<Flush> {
         self.changed.clear();
+        self.dirty = false;
         std::mem::take(&mut self.stale_flows).into_iter().collect()
     }
 }
@@ -264,6 +270,24 @@ mod tests {
         assert!(written(&partial).is_empty());
         assert_eq!(partial.deleted.len(), 3, "SVC and two SEP chains");
         assert_eq!(set.len(), 2);
+    }
+
+    #[test]
+    fn a_port_losing_its_last_endpoint_is_a_change() {
+        let mut set = set();
+        set.update(key("a"), vec![port("a", &[1])]);
+        set.synced();
+        assert!(!set.has_changes());
+        // Only the shared filter chain changes (a REJECT for the cluster IP), and the port's
+        // chains go.
+        assert!(set.update(key("a"), vec![port("a", &[])]));
+        assert!(set.has_changes());
+        let partial = set.partial();
+        assert!(partial.tables.filter.iter().any(|(c, r)| c == "KUBE-SERVICES" && r.len() == 1));
+        set.synced();
+        // A new Service without endpoints: no chain of its own, still a change.
+        assert!(set.update(key("b"), vec![port("b", &[])]));
+        assert!(set.has_changes());
     }
 
     #[test]
