@@ -165,6 +165,73 @@ fn bench(config: &RuleConfig, services: usize, runs: usize, partials: usize) -> 
     })
 }
 
+/// TCP connects from the node to a pod, through its Service's cluster IP and straight to
+/// its pod IP, alternating, `count` of each (each connect is closed at once): a real node
+/// (`rkube server` with its kubelet on Docker and its proxy) running one busybox httpd pod.
+fn connect_latency(count: usize) -> Result<(Vec<Duration>, Vec<Duration>)> {
+    use rkube_conformance::node::{assert_route_is_local, NodeServer};
+    let node = NodeServer::start_with_proxy(&[]);
+    let server = &node.server;
+    server.ok_stdin(
+        &["apply", "-f", "-"],
+        r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: target, labels: {app: target}}
+spec:
+  containers:
+  - {name: httpd, image: "busybox:1.36", imagePullPolicy: IfNotPresent, command: ["httpd", "-f", "-p", "8080", "-h", "/var/www"]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: target}
+spec:
+  selector: {app: target}
+  ports: [{port: 80, targetPort: 8080}]
+"#,
+    );
+    let pod_ip = node.wait_for(
+        &["get", "endpoints", "target", "-o", "jsonpath={.subsets[0].addresses[0].ip}"],
+        Duration::from_secs(90),
+        |ip| !ip.is_empty(),
+    );
+    let cluster_ip = server.ok(&["get", "svc", "target", "-o", "jsonpath={.spec.clusterIP}"]);
+    assert_route_is_local(&pod_ip);
+    assert_route_is_local(&cluster_ip);
+    let direct: std::net::SocketAddr = format!("{pod_ip}:8080").parse()?;
+    let through: std::net::SocketAddr = format!("{cluster_ip}:80").parse()?;
+    let connect = |addr: &std::net::SocketAddr| -> Result<Duration> {
+        let started = Instant::now();
+        let stream = std::net::TcpStream::connect_timeout(addr, Duration::from_secs(5))?;
+        let took = started.elapsed();
+        drop(stream);
+        Ok(took)
+    };
+    // Until the rules are in place.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while connect(&through).is_err() {
+        anyhow::ensure!(Instant::now() < deadline, "{through} never answered");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (mut pod, mut service) = (Vec::with_capacity(count), Vec::with_capacity(count));
+    for i in 0..count {
+        // Which goes first alternates: the first connect after a pause is the slower one.
+        if i % 2 == 0 {
+            pod.push(connect(&direct)?);
+            service.push(connect(&through)?);
+        } else {
+            service.push(connect(&through)?);
+            pod.push(connect(&direct)?);
+        }
+        // Paced: busybox httpd forks per connection, and a full accept queue would drop
+        // SYNs (a 1 s retransmit measured as connect time).
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    pod.sort();
+    service.sort();
+    Ok((pod, service))
+}
+
 /// One `iptables-restore --noflush --counters` of `input`.
 fn restore(input: &str) -> Result<()> {
     let mut child = std::process::Command::new("iptables-restore")
@@ -350,6 +417,9 @@ struct Cli {
     /// EndpointSlice changes timed in that run
     #[arg(long, default_value_t = 60)]
     latency_changes: usize,
+    /// TCP connects (each way) through a cluster IP and straight to the pod (0: none)
+    #[arg(long, default_value_t = 2000)]
+    connects: usize,
 }
 
 fn main() -> Result<()> {
@@ -403,6 +473,37 @@ fn main() -> Result<()> {
             Some((n, times, own))
         }
     };
+    let connects = match (quick, cli.connects) {
+        (true, _) | (_, 0) => None,
+        (false, n) => {
+            eprintln!("TCP connects: {n} through a cluster IP, {n} straight to the pod");
+            let (pod, service) = connect_latency(n)?;
+            let (p, s) = (report::percentile(&pod, 50.0), report::percentile(&service, 50.0));
+            eprintln!(
+                "  pod IP p50 {} p99 {}; cluster IP p50 {} p99 {}; {:.2}x",
+                report::ms(p),
+                report::ms(report::percentile(&pod, 99.0)),
+                report::ms(s),
+                report::ms(report::percentile(&service, 99.0)),
+                s.as_secs_f64() / p.as_secs_f64()
+            );
+            Some((n, pod, service))
+        }
+    };
+    let connect_text = match &connects {
+        None => String::new(),
+        Some((n, pod, service)) => {
+            let (p, s) = (report::percentile(pod, 50.0), report::percentile(service, 50.0));
+            format!(
+                "\n**TCP connect through a cluster IP** (from the node, {n} connects each way, alternating, to one busybox httpd pod on a real node): straight to the pod IP p50 {} / p99 {}, through the cluster IP p50 {} / p99 {}: {:.2}x at the median (target at most 1.1x).\n",
+                report::ms(p),
+                report::ms(report::percentile(pod, 99.0)),
+                report::ms(s),
+                report::ms(report::percentile(service, 99.0)),
+                s.as_secs_f64() / p.as_secs_f64()
+            )
+        }
+    };
     let mut table = Table::new(&[
         "Services x endpoints",
         "rules",
@@ -442,7 +543,7 @@ fn main() -> Result<()> {
         ),
     };
     let markdown = format!(
-        "## Service proxy (`proxy-bench`)\n\n{}\n{latency_text}\nFull syncs of the proxy's iptables rules (`rkube_proxy`: Services and EndpointSlices read into ports, rules rendered, one `iptables-restore --noflush --counters`), written into this machine's tables ({}) under a chain prefix of the benchmark's own and removed afterwards; median of 3 runs (1 above 2,000 Services) after a first sync that made the chains. The anchor is `iptables-restore` alone on the same input in the same run. A partial sync replaces one endpoint of one Service and writes what changed ({partials} of them, one after another). Targets: full sync at most 1.2x of `iptables-restore` alone and under 1.5 s at 10,000 Services; partial sync p99 under 50 ms at 10,000; network programming p99 under 200 ms at 1,000.\n\n{}\n",
+        "## Service proxy (`proxy-bench`)\n\n{}\n{latency_text}{connect_text}\nFull syncs of the proxy's iptables rules (`rkube_proxy`: Services and EndpointSlices read into ports, rules rendered, one `iptables-restore --noflush --counters`), written into this machine's tables ({}) under a chain prefix of the benchmark's own and removed afterwards; median of 3 runs (1 above 2,000 Services) after a first sync that made the chains. The anchor is `iptables-restore` alone on the same input in the same run. A partial sync replaces one endpoint of one Service and writes what changed ({partials} of them, one after another). Targets: full sync at most 1.2x of `iptables-restore` alone and under 1.5 s at 10,000 Services; partial sync p99 under 50 ms at 10,000; network programming p99 under 200 ms at 1,000.\n\n{}\n",
         table.markdown(),
         iptables_version(),
         report::machine()
