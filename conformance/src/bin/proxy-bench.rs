@@ -56,9 +56,10 @@ fn objects(count: usize, endpoints: usize) -> (Vec<Arc<Service>>, Vec<Arc<Endpoi
     (services, slices)
 }
 
+/// The median; zero for no samples (not measured).
 fn median(mut times: Vec<Duration>) -> Duration {
     times.sort();
-    times[times.len() / 2]
+    times.get(times.len() / 2).copied().unwrap_or_default()
 }
 
 struct Figures {
@@ -255,6 +256,7 @@ async fn programming_latency(
     services: usize,
     changes: usize,
     prefix: &str,
+    min_sync_period: &str,
 ) -> Result<(Vec<Duration>, String)> {
     use kube::api::{Api, PostParams};
     let server = RkubeServer::start_with(&[
@@ -302,6 +304,7 @@ async fn programming_latency(
         .args(["--hostname-override", "bench", "--iptables-chain-prefix", prefix])
         .args(["--service-cluster-ip-range", SERVICE_CIDR, "--cluster-cidr", "10.42.0.0/16"])
         .arg(format!("--metrics-bind-address=127.0.0.1:{metrics_port}"))
+        .arg(format!("--iptables-min-sync-period={min_sync_period}"))
         .stderr(std::process::Stdio::null())
         .spawn()
         .context("rkube proxy")?;
@@ -417,6 +420,13 @@ struct Cli {
     /// EndpointSlice changes timed in that run
     #[arg(long, default_value_t = 60)]
     latency_changes: usize,
+    /// The proxy's `--iptables-min-sync-period` in that run (upstream's default: 1s)
+    #[arg(long, default_value = "1s")]
+    latency_min_sync_period: String,
+    /// Full syncs (and `iptables-restore` alone) timed after the first, at each size (default
+    /// 3, 1 above 2,000 Services; 0: only the first sync, then the partial syncs)
+    #[arg(long)]
+    full_runs: Option<usize>,
     /// TCP connects (each way) through a cluster IP and straight to the pod (0: none)
     #[arg(long, default_value_t = 2000)]
     connects: usize,
@@ -432,7 +442,11 @@ fn main() -> Result<()> {
     let mut results = Vec::new();
     for &n in sizes {
         // A full sync at 10,000 Services takes minutes with iptables-nft: fewer runs.
-        let runs = if quick || n > 2000 { 1 } else { 3 };
+        let runs = match cli.full_runs {
+            Some(runs) => runs,
+            None if quick || n > 2000 => 1,
+            None => 3,
+        };
         eprintln!("{n} Services x 10 endpoints (chains {prefix}-*)");
         let result = bench(&config, n, runs, partials);
         let removed = iptables::cleanup(&config)?;
@@ -462,8 +476,12 @@ fn main() -> Result<()> {
                 "network programming latency: {n} Services through the API and `rkube proxy`"
             );
             let runtime = tokio::runtime::Runtime::new()?;
-            let (times, own) =
-                runtime.block_on(programming_latency(n, cli.latency_changes, &prefix))?;
+            let (times, own) = runtime.block_on(programming_latency(
+                n,
+                cli.latency_changes,
+                &prefix,
+                &cli.latency_min_sync_period,
+            ))?;
             eprintln!(
                 "  p50 {}, p99 {}, max {}",
                 report::ms(report::percentile(&times, 50.0)),
@@ -521,9 +539,18 @@ fn main() -> Result<()> {
             f.rules.to_string(),
             format!("{:.1} MiB", f.restore_mib),
             report::ms(f.first),
-            format!("{} ({})", report::ms(f.full), report::ms(f.build)),
-            report::ms(f.restore_alone),
-            format!("{:.2}x", f.full.as_secs_f64() / f.restore_alone.as_secs_f64()),
+            match f.full.is_zero() {
+                true => "not measured".to_string(),
+                false => format!("{} ({})", report::ms(f.full), report::ms(f.build)),
+            },
+            match f.restore_alone.is_zero() {
+                true => "not measured".to_string(),
+                false => report::ms(f.restore_alone),
+            },
+            match f.restore_alone.is_zero() {
+                true => "-".to_string(),
+                false => format!("{:.2}x", f.full.as_secs_f64() / f.restore_alone.as_secs_f64()),
+            },
             format!(
                 "{} / {}",
                 report::ms(report::percentile(&f.partials, 50.0)),
@@ -535,7 +562,8 @@ fn main() -> Result<()> {
     let latency_text = match &latency {
         None => String::new(),
         Some((n, times, own)) => format!(
-            "\n**Network programming latency** ({n} Services x 10 endpoints, {} EndpointSlice changes through the API server, each timed from the write to the new endpoint in the Service's chain): p50 {}, p99 {}, max {}. The proxy's own histogram (from the slices' `last-change-trigger-time`, which has one-second precision):\n\n```\n{own}\n```\n",
+            "\n**Network programming latency** ({n} Services x 10 endpoints, `--iptables-min-sync-period {}`, {} EndpointSlice changes through the API server, 1.2 s apart, each timed from the write to the new endpoint in the Service's chain): p50 {}, p99 {}, max {}. The proxy's own histogram (from the slices' `last-change-trigger-time`, which has one-second precision):\n\n```\n{own}\n```\n",
+            cli.latency_min_sync_period,
             times.len(),
             report::ms(report::percentile(times, 50.0)),
             report::ms(report::percentile(times, 99.0)),
