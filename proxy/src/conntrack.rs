@@ -118,31 +118,17 @@ pub fn flush(flushes: &[Flush]) -> Result<(), ConntrackError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Endpoint, ServicePortName};
+    use crate::model::Endpoint;
 
     fn port(protocol: Protocol, endpoints: &[u8]) -> ServicePort {
         ServicePort {
-            name: ServicePortName { namespace: "ns".into(), name: "dns".into(), port: "".into() },
             protocol,
             port: 53,
             cluster_ip: Some(Ipv4Addr::new(10, 43, 0, 10)),
             node_port: Some(30053),
             external_ips: vec![Ipv4Addr::new(192, 0, 2, 9)],
-            load_balancer_ips: Vec::new(),
-            affinity_seconds: None,
-            external_local: false,
-            internal_local: false,
-            endpoints: endpoints
-                .iter()
-                .map(|&last| Endpoint {
-                    ip: Ipv4Addr::new(10, 42, 0, last),
-                    port: 5353,
-                    ready: true,
-                    serving: true,
-                    terminating: false,
-                    local: true,
-                })
-                .collect(),
+            endpoints: endpoints.iter().map(|&last| Endpoint::example(last)).collect(),
+            ..ServicePort::example("dns", "")
         }
     }
 

@@ -73,6 +73,19 @@ pub struct Endpoint {
 }
 
 impl Endpoint {
+    /// For tests: a ready endpoint 10.42.0.`last`:8080 on another node.
+    #[cfg(test)]
+    pub(crate) fn example(last: u8) -> Endpoint {
+        Endpoint {
+            ip: Ipv4Addr::new(10, 42, 0, last),
+            port: 8080,
+            ready: true,
+            serving: true,
+            terminating: false,
+            local: false,
+        }
+    }
+
     /// `10.42.0.5:8080`, as kube-proxy hashes endpoint chain names with it.
     pub fn address(&self) -> String {
         format!("{}:{}", self.ip, self.port)
@@ -100,6 +113,29 @@ pub struct ServicePort {
 }
 
 impl ServicePort {
+    /// For tests to adjust: TCP port 80 of `ns/{service}` (port name `port`) at cluster IP
+    /// 10.43.0.7, nothing external, no endpoints.
+    #[cfg(test)]
+    pub(crate) fn example(service: &str, port: &str) -> ServicePort {
+        ServicePort {
+            name: ServicePortName {
+                namespace: "ns".into(),
+                name: service.into(),
+                port: port.into(),
+            },
+            protocol: Protocol::Tcp,
+            port: 80,
+            cluster_ip: Some(Ipv4Addr::new(10, 43, 0, 7)),
+            node_port: None,
+            external_ips: Vec::new(),
+            load_balancer_ips: Vec::new(),
+            affinity_seconds: None,
+            external_local: false,
+            internal_local: false,
+            endpoints: Vec::new(),
+        }
+    }
+
     /// Whether traffic from outside reaches it (NodePort, external IPs, load balancers).
     pub fn is_external(&self) -> bool {
         self.node_port.is_some()

@@ -516,7 +516,6 @@ mod tests {
     use std::net::Ipv4Addr;
 
     use super::*;
-    use crate::model::{Protocol, ServicePortName};
 
     fn config() -> RuleConfig {
         RuleConfig { prefix: "KUBE".into(), cluster_cidr: Some("10.42.0.0/16".parse().unwrap()) }
@@ -534,23 +533,7 @@ mod tests {
     }
 
     fn port(endpoints: Vec<Endpoint>) -> ServicePort {
-        ServicePort {
-            name: ServicePortName {
-                namespace: "ns".into(),
-                name: "web".into(),
-                port: "http".into(),
-            },
-            protocol: Protocol::Tcp,
-            port: 80,
-            cluster_ip: Some(Ipv4Addr::new(10, 43, 0, 7)),
-            node_port: None,
-            external_ips: Vec::new(),
-            load_balancer_ips: Vec::new(),
-            affinity_seconds: None,
-            external_local: false,
-            internal_local: false,
-            endpoints,
-        }
+        ServicePort { endpoints, ..ServicePort::example("web", "http") }
     }
 
     fn rules<'a>(tables: &'a [(String, Vec<String>)], chain: &str) -> &'a [String] {

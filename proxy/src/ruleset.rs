@@ -178,35 +178,13 @@ impl RuleSet {
 
 #[cfg(test)]
 mod tests {
-    use std::net::Ipv4Addr;
 
     use super::*;
-    use crate::model::{Endpoint, Protocol, ServicePortName};
+    use crate::model::Endpoint;
 
     fn port(service: &str, endpoints: &[u8]) -> ServicePort {
-        ServicePort {
-            name: ServicePortName { namespace: "ns".into(), name: service.into(), port: "".into() },
-            protocol: Protocol::Tcp,
-            port: 80,
-            cluster_ip: Some(Ipv4Addr::new(10, 43, 0, 7)),
-            node_port: None,
-            external_ips: Vec::new(),
-            load_balancer_ips: Vec::new(),
-            affinity_seconds: None,
-            external_local: false,
-            internal_local: false,
-            endpoints: endpoints
-                .iter()
-                .map(|&last| Endpoint {
-                    ip: Ipv4Addr::new(10, 42, 0, last),
-                    port: 8080,
-                    ready: true,
-                    serving: true,
-                    terminating: false,
-                    local: false,
-                })
-                .collect(),
-        }
+        let endpoints = endpoints.iter().map(|&last| Endpoint::example(last)).collect();
+        ServicePort { endpoints, ..ServicePort::example(service, "") }
     }
 
     fn key(name: &str) -> ServiceKey {

@@ -42,8 +42,23 @@ pub async fn serve(
         None if https => 443,
         None => 80,
     };
-    let endpoint =
-        Endpoint { scheme: if https { "https" } else { "http" }, host: ip.to_string(), port };
+    dial(state, method, headers, https, ip.to_string(), port, r, raw).await
+}
+
+/// Sends the request on to `host:port` (of a pod, or a Service's endpoint) over the pod
+/// network, with the path after `.../proxy`.
+#[allow(clippy::too_many_arguments)]
+pub async fn dial(
+    state: &ApiState,
+    method: &Method,
+    headers: &HeaderMap,
+    https: bool,
+    host: String,
+    port: u16,
+    r: &ResourceRequest,
+    raw: RawRequest,
+) -> ApiResult<Response> {
+    let endpoint = Endpoint { scheme: if https { "https" } else { "http" }, host, port };
     // Upstream's proxy transport does not verify what answers at a pod's IP.
     let tls = https.then_some(Tls { connector: &state.kubelet.anonymous_tls, skip_verify: true });
     forward(method, headers, &endpoint, Ok(tls), &proxy_path(raw.uri.path(), r), raw).await

@@ -12,8 +12,7 @@ use rand::RngExt;
 use serde_json::Value;
 
 use crate::api::ApiState;
-use crate::kubelet::{check_proxy_method, forward, proxy_path, split_scheme_name_port, RawRequest};
-use crate::proxy::{Endpoint, Tls};
+use crate::kubelet::{check_proxy_method, split_scheme_name_port, RawRequest};
 use crate::request::ResourceRequest;
 use crate::status::{ApiError, ApiResult};
 
@@ -53,12 +52,7 @@ pub async fn serve(
     let (ip, target_port) = choose(state, ns, &endpoints, &port_name).await?.ok_or_else(|| {
         ApiError::service_unavailable(format!("no endpoints available for service {id:?}"))
     })?;
-    let https = scheme == "https";
-    let endpoint =
-        Endpoint { scheme: if https { "https" } else { "http" }, host: ip, port: target_port };
-    // Upstream's proxy transport does not verify what answers at an endpoint.
-    let tls = https.then_some(Tls { connector: &state.kubelet.anonymous_tls, skip_verify: true });
-    forward(method, headers, &endpoint, Ok(tls), &proxy_path(raw.uri.path(), r), raw).await
+    crate::pod_proxy::dial(state, method, headers, scheme == "https", ip, target_port, r, raw).await
 }
 
 /// An address and port of `endpoints` for the port named `port_name`: from a random subset
