@@ -2,7 +2,8 @@
 //! iptables), seen from the node through cluster IPs: `sessionAffinity: ClientIP` keeps a
 //! client on one endpoint, an endpoint that goes not-ready leaves the rotation, UDP works and
 //! a UDP client that keeps sending is moved off an endpoint that left (its conntrack flow
-//! deleted). Every address is checked local (`ip route get`) before anything is sent to it.
+//! deleted), an external IP and a LoadBalancer ingress address take the Service's traffic.
+//! Every address is checked local (`ip route get`) before anything is sent to it.
 
 use std::collections::BTreeSet;
 use std::io::Read;
@@ -162,6 +163,17 @@ fn affinity_readiness_and_udp_through_cluster_ips() {
         let answer = ask_udp(&socket, web_udp);
         assert!(answer.is_none() || answer.as_deref() == Some(other.as_str()), "{answer:?}");
     }
+
+    // An external IP (one of the test's own service CIDR, routed to its proxy's device)
+    // takes the Service's traffic too.
+    let external = format!("{}.250", web.rsplit_once('.').unwrap().0);
+    assert_route_is_local(&external);
+    let patch = format!(r#"{{"spec":{{"externalIPs":["{external}"]}}}}"#);
+    server.ok(&["patch", "svc", "web", "-p", &patch]);
+    let external_tcp: SocketAddr = format!("{external}:80").parse().unwrap();
+    eventually(Duration::from_secs(30), "the external IP answers", || {
+        ask_tcp(external_tcp).as_deref() == Some(other.as_str())
+    });
 
     // A LoadBalancer Service gets the node's address as its ingress (as k3s's ServiceLB),
     // and answers there. Its port is a free one: the rules catch that port on that address
