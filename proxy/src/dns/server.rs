@@ -182,3 +182,6 @@ async fn send<'a, R: ResponseHandler>(
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
