@@ -61,6 +61,48 @@ struct ProxyArgs {
     iptables_chain_prefix: String,
 }
 
+/// The node's cluster DNS (CoreDNS's part: names from `--cluster-domain`, others forwarded
+/// to `--resolv-conf`'s resolvers), shared by `rkube proxy` and the local node of `rkube
+/// server`, which also makes the `kube-dns` Service at `--cluster-dns`.
+#[derive(clap::Args, Clone)]
+struct DnsArgs {
+    /// The cluster DNS Service's address (`kube-system/kube-dns`); default: the 10th address
+    /// of the service CIDR (10.43.0.10).
+    #[arg(long)]
+    cluster_dns: Option<std::net::Ipv4Addr>,
+    /// The cluster's DNS domain.
+    #[arg(long, default_value = "cluster.local")]
+    cluster_domain: String,
+    /// The resolvers names outside the cluster are forwarded to.
+    #[arg(long, default_value = "/etc/resolv.conf")]
+    resolv_conf: PathBuf,
+    /// The port the node's DNS serves on, at its pod bridge's gateway.
+    #[arg(long, default_value_t = 53)]
+    cluster_dns_port: u16,
+}
+
+impl DnsArgs {
+    /// `--cluster-dns`, or the 10th address of `service_cidr`.
+    fn address(&self, service_cidr: rkube_controllers::node_ipam::Ipv4Net) -> std::net::Ipv4Addr {
+        self.cluster_dns
+            .unwrap_or_else(|| std::net::Ipv4Addr::from(u32::from(service_cidr.network()) + 10))
+    }
+
+    fn config(
+        &self,
+        node_name: String,
+        service_cidr: rkube_controllers::node_ipam::Ipv4Net,
+    ) -> rkube_proxy::dns::Config {
+        rkube_proxy::dns::Config {
+            node_name,
+            domain: self.cluster_domain.clone(),
+            cluster_dns: Some(IpAddr::V4(self.address(service_cidr))),
+            resolv_conf: self.resolv_conf.clone(),
+            port: self.cluster_dns_port,
+        }
+    }
+}
+
 #[derive(clap::Args)]
 struct ProxyCommandArgs {
     /// The kubeconfig to reach the API server with.
@@ -81,6 +123,8 @@ struct ProxyCommandArgs {
     cleanup: bool,
     #[command(flatten)]
     proxy: ProxyArgs,
+    #[command(flatten)]
+    dns: DnsArgs,
 }
 
 /// The kubelet's flags, shared by `rkube kubelet` and the local node of `rkube server`.
@@ -247,6 +291,9 @@ struct ServerArgs {
     /// The local node's service proxy.
     #[command(flatten)]
     proxy: ProxyArgs,
+    /// The local node's cluster DNS, and the `kube-dns` Service.
+    #[command(flatten)]
+    dns: DnsArgs,
 }
 
 /// kube-apiserver's serving limits (its flag names, defaults and meaning of 0), and the
@@ -523,7 +570,8 @@ async fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                // hickory-server logs every DNS query at info.
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,hickory_server=warn")),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -578,6 +626,13 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
         args.service_node_port_range,
     )?;
     pki_options.service_ip = IpAddr::V4(service_ranges.first());
+    let service_network = service_ranges.network;
+    let cluster_dns = args.dns.address(service_network);
+    anyhow::ensure!(
+        service_ranges.network.contains(&cluster_dns),
+        "--cluster-dns {cluster_dns} is not in the service CIDR {}",
+        service_ranges.network
+    );
     pki_options.extra_sans = args.tls_san.clone();
     if !args.advertise_address.is_loopback() {
         pki_options.extra_sans.push(args.advertise_address.to_string());
@@ -605,6 +660,7 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
         },
         store,
         service_ranges,
+        cluster_dns: Some(cluster_dns),
         admission,
         kubelet_client: Some(rkube_server::KubeletClientConfig {
             // As k3s: node names need not resolve, so the InternalIP comes first.
@@ -714,6 +770,21 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
                 Ok(proxy) => Some(proxy),
                 Err(e) => {
                     eprintln!("rkube: no service proxy on the local node: {e}");
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
+    // The node's cluster DNS runs with its proxy, whose rules bring pods' queries to the
+    // `kube-dns` Service here.
+    let _dns = match (&_kubelet, disabled("proxy")) {
+        (Some(_), false) => {
+            let config = args.dns.config(node_name(&args.node)?, service_network);
+            match rkube_proxy::dns::start(client.clone(), config).await {
+                Ok(dns) => Some(dns),
+                Err(e) => {
+                    eprintln!("rkube: no cluster DNS on the local node: {e}");
                     None
                 }
             }
@@ -868,6 +939,8 @@ async fn proxy(args: ProxyCommandArgs) -> anyhow::Result<()> {
     }
     let kubeconfig = args.kubeconfig.expect("clap requires --kubeconfig without --cleanup");
     let client = client_from(&kubeconfig).await?;
+    let dns = args.dns.config(config.node_name.clone(), args.service_cluster_ip_range);
+    let _dns = rkube_proxy::dns::start(client.clone(), dns).await?;
     let _proxy = rkube_proxy::proxier::start(client, config).await?;
     eprintln!("rkube: proxy running against the API server in {}", kubeconfig.display());
     shutdown_signal().await;
