@@ -82,7 +82,7 @@ pub fn zone_config(domain: &str, cluster_dns: Option<IpAddr>) -> Result<ZoneConf
     let invalid = |message: String| DnsError::Domain { domain: domain.to_string(), message };
     let mut name =
         Name::from_ascii(domain.trim_end_matches('.')).map_err(|e| invalid(e.to_string()))?;
-    if name.is_root() {
+    if name.num_labels() == 0 {
         return Err(invalid("the root is not a cluster domain".into()));
     }
     name.set_fqdn(true);
@@ -207,15 +207,22 @@ async fn run_node(
     let (node, server) = listen_on_gateway(&client, &config, zone, forwarder).await?;
     let addr = server.listening.addr;
     tracing::info!(%addr, "cluster DNS serving");
-    let slices = Api::<EndpointSlice>::namespaced(client, SERVICE_NAMESPACE);
-    let slice = node_slice(&node, addr);
-    let name = slice.metadata.name.clone().unwrap_or_default();
+    let slices = Api::<EndpointSlice>::namespaced(client.clone(), SERVICE_NAMESPACE);
+    let nodes = Api::<Node>::all(client);
     let params = PatchParams::apply(SLICE_MANAGER).force();
+    let mut node = node;
     loop {
+        let slice = node_slice(&node, addr);
+        let name = slice.metadata.name.clone().unwrap_or_default();
         if let Err(e) = slices.patch(&name, &params, &Patch::Apply(&slice)).await {
             tracing::warn!(error = %e, slice = name, "cannot write the node's kube-dns EndpointSlice");
         }
         tokio::time::sleep(SLICE_RESYNC).await;
+        // A Node made again has another uid: the slice's owner reference follows it, or the
+        // garbage collector would remove the slice.
+        if let Ok(current) = nodes.get(&config.node_name).await {
+            node = current;
+        }
     }
 }
 
@@ -319,5 +326,60 @@ pub fn node_slice(node: &Node, addr: SocketAddr) -> EndpointSlice {
             ..Default::default()
         }],
         ports: Some(vec![port("dns", "UDP"), port("dns-tcp", "TCP")]),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn node(cidr: &str) -> Node {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "n1", "uid": "u-1"}, "spec": {"podCIDR": cidr}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn listens_on_the_first_address_of_the_pod_cidr() {
+        assert_eq!(gateway_of(&node("10.42.3.0/24")), Some("10.42.3.1".parse().unwrap()));
+        assert_eq!(gateway_of(&node("10.42.3.7/24")), Some("10.42.3.1".parse().unwrap()));
+        assert_eq!(gateway_of(&node("fd00:1::/64")), Some("fd00:1::1".parse().unwrap()));
+        assert_eq!(gateway_of(&Node::default()), None);
+    }
+
+    #[test]
+    fn the_node_slice_is_ours_on_this_node_and_owned_by_it() {
+        let slice = node_slice(&node("10.42.3.0/24"), "10.42.3.1:53".parse().unwrap());
+        let value = serde_json::to_value(&slice).unwrap();
+        assert_eq!(value["apiVersion"], "discovery.k8s.io/v1");
+        assert_eq!(value["kind"], "EndpointSlice");
+        assert_eq!(value["metadata"]["name"], "kube-dns-n1");
+        assert_eq!(value["metadata"]["namespace"], "kube-system");
+        let labels = &value["metadata"]["labels"];
+        assert_eq!(labels["kubernetes.io/service-name"], "kube-dns");
+        assert_eq!(labels["endpointslice.kubernetes.io/managed-by"], SLICE_MANAGER);
+        assert_eq!(value["metadata"]["ownerReferences"][0]["uid"], "u-1");
+        assert_eq!(value["endpoints"][0]["addresses"][0], "10.42.3.1");
+        assert_eq!(value["endpoints"][0]["nodeName"], "n1");
+        assert_eq!(value["endpoints"][0]["conditions"]["ready"], true);
+        assert_eq!(
+            value["ports"],
+            serde_json::json!([{"name": "dns", "port": 53, "protocol": "UDP"},
+                               {"name": "dns-tcp", "port": 53, "protocol": "TCP"}])
+        );
+    }
+
+    #[test]
+    fn the_domain_must_be_a_name_below_the_root() {
+        assert_eq!(
+            zone_config("cluster.local", None).unwrap().domain.to_string(),
+            "cluster.local."
+        );
+        assert_eq!(
+            zone_config("cluster.local.", None).unwrap().domain.to_string(),
+            "cluster.local."
+        );
+        assert!(zone_config(".", None).is_err());
     }
 }
