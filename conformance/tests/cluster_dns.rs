@@ -204,6 +204,11 @@ fn the_node_dns_answers_cluster_names_and_forwards_the_rest() {
     let db =
         ask_until(dns, "db.default.svc.cluster.local", RecordType::A, |r| !r.answers.is_empty());
     assert_eq!(answers(&db), ["CNAME db.example.com."]);
+    // A deleted Service's name goes.
+    server.ok(&["delete", "svc", "db"]);
+    ask_until(dns, "db.default.svc.cluster.local", RecordType::A, |r| {
+        r.metadata.response_code == ResponseCode::NXDomain
+    });
 
     // Unknown cluster names: NXDOMAIN with the zone's SOA (over TCP too), as a pod's search
     // path needs to move on to its next suffix.

@@ -627,12 +627,17 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
     )?;
     pki_options.service_ip = IpAddr::V4(service_ranges.first());
     let service_network = service_ranges.network;
-    let cluster_dns = args.dns.address(service_network);
-    anyhow::ensure!(
-        service_ranges.network.contains(&cluster_dns),
-        "--cluster-dns {cluster_dns} is not in the service CIDR {}",
-        service_ranges.network
-    );
+    let cluster_dns = Some(args.dns.address(service_network))
+        .filter(|ip| service_network.contains(ip) && *ip != service_ranges.first());
+    match (cluster_dns, args.dns.cluster_dns) {
+        (None, Some(ip)) => anyhow::bail!(
+            "--cluster-dns {ip} is not an address of the service CIDR {service_network} (nor its first, the kubernetes Service's)"
+        ),
+        (None, None) => eprintln!(
+            "rkube: the service CIDR {service_network} is too small for the default --cluster-dns: no kube-dns Service"
+        ),
+        _ => {}
+    }
     pki_options.extra_sans = args.tls_san.clone();
     if !args.advertise_address.is_loopback() {
         pki_options.extra_sans.push(args.advertise_address.to_string());
@@ -660,7 +665,7 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
         },
         store,
         service_ranges,
-        cluster_dns: Some(cluster_dns),
+        cluster_dns,
         admission,
         kubelet_client: Some(rkube_server::KubeletClientConfig {
             // As k3s: node names need not resolve, so the InternalIP comes first.

@@ -284,8 +284,9 @@ async fn bootstrap(registry: &registry::Registry, config: &ServerConfig) -> Star
     .await?;
     if let Some(ip) = config.cluster_dns {
         // As CoreDNS's Service, without a selector: each node's DNS keeps an EndpointSlice of
-        // its own, and `Local` keeps each pod's queries on its node.
-        ensure("", "v1", "services", json!({
+        // its own, and `Local` keeps each pod's queries on its node. Not fatal: in a cluster
+        // made before, another Service may hold the address.
+        let made = ensure("", "v1", "services", json!({
             "apiVersion": "v1", "kind": "Service",
             "metadata": {"name": "kube-dns", "namespace": "kube-system", "labels": {
                 "k8s-app": "kube-dns", "kubernetes.io/cluster-service": "true",
@@ -295,7 +296,10 @@ async fn bootstrap(registry: &registry::Registry, config: &ServerConfig) -> Star
                 "ports": [{"name": "dns", "port": 53, "protocol": "UDP", "targetPort": 53},
                           {"name": "dns-tcp", "port": 53, "protocol": "TCP", "targetPort": 53}]},
         }))
-        .await?;
+        .await;
+        if let Err(e) = made {
+            tracing::warn!(error = %e, %ip, "no kube-dns Service: pods cannot reach the cluster DNS");
+        }
     }
     Ok(())
 }
