@@ -130,6 +130,12 @@ fn the_node_dns_answers_cluster_names_and_forwards_the_rest() {
         kube_dns.split_whitespace().skip(1).collect::<Vec<_>>(),
         ["Local", "kube-dns", "dns", "dns-tcp", "UDP", "TCP"]
     );
+    // `kubectl cluster-info` lists it by its `kubernetes.io/cluster-service` label.
+    let info = server.ok(&["cluster-info"]);
+    assert!(
+        info.contains("CoreDNS is running at") && info.contains("/services/kube-dns:dns/proxy"),
+        "{info}"
+    );
     let slice_name = format!("kube-dns-{}", node.node);
     let slice_path = "jsonpath={.metadata.labels.endpointslice\\.kubernetes\\.io/managed-by} {.endpoints[0].addresses[0]} {.endpoints[0].nodeName} {.endpoints[0].conditions.ready}";
     let slice = node.wait_for(
