@@ -272,6 +272,9 @@ fn main() -> Result<()> {
         cli.services = cli.services.min(100);
         cli.seconds = cli.seconds.min(2);
     }
+    if cli.services == 0 || cli.clients == 0 || cli.window == 0 {
+        bail!("--services, --clients and --window must be at least 1");
+    }
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let workers = cli.workers.unwrap_or(cores);
     let unbound_version = ensure_unbound()?;
