@@ -49,6 +49,9 @@ pub const FORWARD_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long to wait for the Node's pod CIDR and its gateway on the host.
 const LISTEN_WAIT: Duration = Duration::from_secs(300);
 
+/// The least time between two rebuilds of the zone.
+const MIN_REBUILD_PERIOD: Duration = Duration::from_millis(100);
+
 /// How often the node's EndpointSlice is written again (it comes back if deleted).
 const SLICE_RESYNC: Duration = Duration::from_secs(30);
 
@@ -118,7 +121,7 @@ pub async fn serve_zone(
 }
 
 /// Rebuilds the zone whenever a Service, EndpointSlice or Namespace changes (a burst of
-/// changes makes one rebuild).
+/// changes makes one rebuild, at most one per [`MIN_REBUILD_PERIOD`]).
 async fn feed(client: Client, config: ZoneConfig, zone: SharedZone) {
     let (tx, mut changes) = mpsc::unbounded_channel();
     let (services, _w1) = informer::start(
@@ -141,8 +144,15 @@ async fn feed(client: Client, config: ZoneConfig, zone: SharedZone) {
     if namespaces.wait_until_ready().await.is_err() {
         return;
     }
+    let mut last = None::<tokio::time::Instant>;
     loop {
+        // Changes within the minimum period after a rebuild wait for the next one, so that
+        // churn in a large cluster costs at most a few rebuilds a second.
+        if let Some(last) = last {
+            tokio::time::sleep_until(last + MIN_REBUILD_PERIOD).await;
+        }
         while changes.try_recv().is_ok() {}
+        last = Some(tokio::time::Instant::now());
         let (s, e, n) = (services.state(), slices.state(), namespaces.state());
         let config = config.clone();
         // Building 10,000 Services' names takes milliseconds: off the serving threads.
