@@ -20,6 +20,10 @@ pkg-config --exists openssl 2>/dev/null || missing+=(libssl-dev)
 # busybox for the test image (made locally with `docker import`; there is no registry).
 command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
 command -v iptables >/dev/null 2>&1 || missing+=(iptables)
+# The proxy deletes stale UDP flows with conntrack; the tools image of the service tests
+# has socat (a UDP server).
+command -v conntrack >/dev/null 2>&1 || missing+=(conntrack)
+command -v socat >/dev/null 2>&1 || missing+=(socat)
 # The kubelet makes pod networks with iproute2's `ip` and util-linux's `nsenter`.
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 command -v nsenter >/dev/null 2>&1 || missing+=(util-linux)

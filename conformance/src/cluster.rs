@@ -402,7 +402,12 @@ fn launch(
         .arg("server")
         .arg("--data-dir")
         .arg(data_dir)
-        .args(["--bind-address", "127.0.0.1", "--secure-port", &port.to_string()])
+        // Loopback only, unless the test binds elsewhere (pods reaching the API server).
+        .args(match extra_args.iter().any(|a| a == "--bind-address") {
+            true => &[][..],
+            false => &["--bind-address", "127.0.0.1"][..],
+        })
+        .args(["--secure-port", &port.to_string()])
         // The components' /healthz on ports of their own, unless the test names them, so
         // that servers running side by side do not answer for each other.
         .args(health_ports(extra_args))

@@ -15,12 +15,28 @@ fn docker(args: &[&str]) -> std::process::Output {
     Command::new("docker").args(args).output().expect("run the docker CLI")
 }
 
+/// An image with more tools than busybox has: this machine's `curl` (Debian's busybox
+/// `wget` cannot do TLS) and `socat` (its `nc` has no UDP), with the shared libraries they
+/// load.
+pub const TOOLS: &str = "rkube-test-tools:1";
+
 /// Makes `busybox:1.36` with `docker import` unless it is there.
 pub fn ensure_busybox_image() {
-    if docker(&["image", "inspect", BUSYBOX]).status.success() {
+    ensure_image(BUSYBOX, &[]);
+}
+
+/// Makes [`TOOLS`] unless it is there.
+pub fn ensure_tools_image() {
+    ensure_image(TOOLS, &["/usr/bin/curl", "/usr/bin/socat"]);
+}
+
+/// Makes `tag`: Debian's static busybox with its applets, a passwd and group file, and
+/// `binaries` of this machine with every library `ldd` says they load, at the same paths.
+fn ensure_image(tag: &str, binaries: &[&str]) {
+    if docker(&["image", "inspect", tag]).status.success() {
         return;
     }
-    let root = tempfile::Builder::new().prefix("rkube-busybox-").tempdir().expect("temp dir");
+    let root = tempfile::Builder::new().prefix("rkube-image-").tempdir().expect("temp dir");
     let bin = root.path().join("bin");
     std::fs::create_dir_all(&bin).expect("bin dir");
     std::fs::copy("/bin/busybox", bin.join("busybox")).expect("Debian's static busybox");
@@ -40,11 +56,25 @@ pub fn ensure_busybox_image() {
     .expect("passwd");
     std::fs::write(root.path().join("etc/group"), "root:x:0:\nnogroup:x:65534:\n").expect("group");
     std::fs::write(root.path().join("var/www/index.html"), "hello from busybox\n").expect("index");
+    for binary in binaries {
+        let ldd = Command::new("ldd").arg(binary).output().expect("ldd");
+        assert!(ldd.status.success(), "ldd {binary}");
+        let libraries = String::from_utf8_lossy(&ldd.stdout)
+            .lines()
+            .filter_map(|l| l.split_whitespace().find(|w| w.starts_with('/')).map(String::from))
+            .collect::<Vec<_>>();
+        for file in libraries.iter().map(String::as_str).chain([*binary]) {
+            let target = root.path().join(file.trim_start_matches('/'));
+            std::fs::create_dir_all(target.parent().expect("dir")).expect("lib dir");
+            // The file itself, not a link to it.
+            std::fs::copy(file, &target).unwrap_or_else(|e| panic!("copy {file}: {e}"));
+        }
+    }
     let tar =
         Command::new("tar").arg("-C").arg(root.path()).args(["-c", "."]).output().expect("tar");
     assert!(tar.status.success());
     let mut import = Command::new("docker")
-        .args(["import", "--change", "ENV PATH=/usr/sbin:/usr/bin:/sbin:/bin", "-", BUSYBOX])
+        .args(["import", "--change", "ENV PATH=/usr/sbin:/usr/bin:/sbin:/bin", "-", tag])
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::null())
         .spawn()
@@ -166,6 +196,8 @@ pub struct NodeServer {
     pub node: String,
     /// The chain prefix of the node's service proxy, when it runs one.
     pub proxy_prefix: Option<String>,
+    /// The loopback port of the proxy's `/metrics`, when it runs one.
+    pub proxy_metrics_port: Option<u16>,
 }
 
 impl NodeServer {
@@ -222,6 +254,8 @@ impl NodeServer {
         let prefix = format!("RK{:05}", kubelet_port as u32 % 100_000);
         let service_cidr =
             format!("10.{}.{}.0/24", 250 + (kubelet_port / 256) % 5, kubelet_port % 256);
+        let metrics_port = rkube_store::testing::free_port();
+        let metrics = format!("--metrics-bind-address=127.0.0.1:{metrics_port}");
         if proxy {
             args.extend_from_slice(&[
                 "--iptables-chain-prefix",
@@ -230,11 +264,17 @@ impl NodeServer {
                 &service_cidr,
                 "--iptables-min-sync-period",
                 "100ms",
+                &metrics,
             ]);
         }
         args.extend_from_slice(extra);
         let server = RkubeServer::start_with(&args);
-        NodeServer { server, node, proxy_prefix: proxy.then_some(prefix) }
+        NodeServer {
+            server,
+            node,
+            proxy_prefix: proxy.then_some(prefix),
+            proxy_metrics_port: proxy.then_some(metrics_port),
+        }
     }
 
     fn wait_ready(&self, timeout: Duration) {
@@ -248,6 +288,21 @@ impl NodeServer {
             assert!(Instant::now() < deadline, "node not Ready in time: {}", self.server.log());
             std::thread::sleep(Duration::from_millis(200));
         }
+    }
+
+    /// One unlabelled sample of the proxy's metrics (None without a proxy or that sample).
+    pub fn proxy_metric(&self, name: &str) -> Option<f64> {
+        use std::io::{Read, Write};
+        let port = self.proxy_metrics_port?;
+        // Another process may have had the port first: then it is not this proxy's.
+        assert!(!self.server.log().contains("no proxy metrics"), "{}", self.server.log());
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+        stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
+        let mut text = String::new();
+        stream.read_to_string(&mut text).ok()?;
+        let line = text.lines().find(|l| l.split_whitespace().next() == Some(name))?;
+        line.split_whitespace().nth(1)?.parse().ok()
     }
 
     /// Polls a jsonpath of an object until `check` accepts it (at most `timeout`).

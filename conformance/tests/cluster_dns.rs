@@ -251,6 +251,17 @@ fn the_node_dns_answers_cluster_names_and_forwards_the_rest() {
         std::thread::sleep(Duration::from_millis(300));
     }
 
+    // And as pods ask, through their resolv.conf (the kubelet points ClusterFirst pods at the
+    // kube-dns Service, with the search path): short names go through the search domains.
+    // (busybox's nslookup applies them to names without a dot only, unlike glibc's ndots:5.)
+    let resolv = server.ok(&["exec", &pod, "--", "cat", "/etc/resolv.conf"]);
+    assert!(resolv.contains(&format!("nameserver {kube_dns_ip}")), "{resolv}");
+    for (short, want) in [("web", web.clone()), ("nginx", ip0.clone())] {
+        let out = server.kubectl(&["exec", &pod, "--", "nslookup", "-type=a", short]);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(text.contains(&format!("Address: {want}")), "nslookup {short}: {text}");
+    }
+
     // The controllers leave the DNS's own slice alone: the Services above got theirs from
     // the EndpointSlice controller meanwhile, and this one is still the DNS's.
     let slice =

@@ -214,4 +214,85 @@ fn cluster_ips_reach_their_endpoints_and_refuse_without_them() {
     }
     // The kubernetes Service's chain is kube-proxy's name under the prefix.
     assert!(iptables_save().contains(&format!(":{prefix}-SVC-NPX46M4PTMTKRN6Y")));
+
+    // After the first (full) sync, the changes went in as partial syncs, and each
+    // endpoint change the endpoint controller stamped was timed to its rules.
+    let metric = |name: &str| node.proxy_metric(name).unwrap_or_else(|| panic!("no {name}"));
+    assert!(metric("kubeproxy_sync_full_proxy_rules_duration_seconds_count") >= 1.0);
+    assert!(metric("kubeproxy_sync_partial_proxy_rules_duration_seconds_count") >= 2.0);
+    assert!(
+        metric("kubeproxy_network_programming_duration_seconds_count") >= 1.0,
+        "{}\n{}",
+        server.ok(&["get", "endpointslices", "-o", "yaml"]),
+        server.log()
+    );
+    assert!(metric("kubeproxy_sync_proxy_rules_endpoint_changes_total") >= 2.0);
+    assert_eq!(metric("kubeproxy_sync_proxy_rules_iptables_restore_failures_total"), 0.0);
+}
+
+const HTTPD: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: httpd, labels: {app: httpd}}
+spec:
+  containers:
+  - {name: app, image: "busybox:1.36", imagePullPolicy: IfNotPresent, command: ["httpd", "-f", "-p", "8080", "-h", "/var/www"], ports: [{containerPort: 8080}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: site}
+spec:
+  selector: {app: httpd}
+  ports: [{name: http, port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: nobody}
+spec:
+  selector: {app: nobody}
+  ports: [{name: http, port: 80}]
+"#;
+
+/// `services/{name}/proxy` through the API server (no service proxy needed: the API server
+/// dials an endpoint's pod IP), by port number, port name and scheme, and upstream's 503s.
+#[test]
+fn services_proxy_reaches_an_endpoint_through_the_api_server() {
+    let node = NodeServer::start();
+    let server = &node.server;
+    server.ok_stdin(&["apply", "-f", "-"], HTTPD);
+    let ip = node.wait_for(
+        &["get", "endpoints", "site", "-o", "jsonpath={.subsets[0].addresses[0].ip}"],
+        Duration::from_secs(60),
+        |ip| !ip.is_empty(),
+    );
+    assert_route_is_local(&ip);
+    let base = "/api/v1/namespaces/default/services";
+    for id in ["site:80", "site:http", "http:site:80"] {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let out = server.kubectl(&["get", "--raw", &format!("{base}/{id}/proxy/index.html")]);
+            if String::from_utf8_lossy(&out.stdout) == "hello from busybox\n" {
+                break;
+            }
+            assert!(Instant::now() < deadline, "{id}: {out:?}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+    let error = server.fails(&["get", "--raw", &format!("{base}/site:81/proxy/")]);
+    assert!(
+        error.contains(
+            "Error from server (ServiceUnavailable): no service port 81 found for service \"site\""
+        ),
+        "{error}"
+    );
+    // Without a port, the port named "" is meant: site has none (upstream's answer too).
+    let error = server.fails(&["get", "--raw", &format!("{base}/site/proxy/")]);
+    assert!(error.contains("no endpoints available for service \"site\""), "{error}");
+    let error = server.fails(&["get", "--raw", &format!("{base}/nobody/proxy/")]);
+    assert!(
+        error.contains("(ServiceUnavailable): no endpoints available for service \"nobody\""),
+        "{error}"
+    );
+    let error = server.fails(&["get", "--raw", &format!("{base}/missing/proxy/")]);
+    assert!(error.contains("(NotFound)"), "{error}");
 }

@@ -36,6 +36,8 @@
 //! - `endpoints-controller` ([`endpoints`]): the same as core/v1 Endpoints.
 //! - `endpointslice-mirroring-controller` ([`endpoint_slice_mirroring`]): EndpointSlices
 //!   mirroring the hand-written Endpoints of Services without a selector.
+//! - `service-lb-controller` ([`service_lb`]): LoadBalancer Services get the Ready nodes'
+//!   addresses as their ingress, as k3s's ServiceLB (the proxy serves them there).
 //!
 //! The controllers are built on [`rkube_runtime`], rkube's client runtime: they share one
 //! Node and one Pod informer, whose caches are indexed (pods by owner uid, namespace and node,
@@ -82,6 +84,7 @@ pub mod pod_control;
 pub mod pod_events;
 pub mod pod_state;
 pub mod replica_set;
+pub mod service_lb;
 pub mod service_pods;
 pub mod stateful_set;
 pub mod status_write;
@@ -91,7 +94,7 @@ pub mod ttl_after_finished;
 
 /// The controllers, by upstream's names, with the older short names `--controllers` also
 /// accepts.
-pub const CONTROLLERS: [(&str, &str); 16] = [
+pub const CONTROLLERS: [(&str, &str); 17] = [
     ("cronjob-controller", "cronjob"),
     ("daemonset-controller", "daemonset"),
     ("deployment-controller", "deployment"),
@@ -105,6 +108,7 @@ pub const CONTROLLERS: [(&str, &str); 16] = [
     ("node-lifecycle-controller", "nodelifecycle"),
     ("replicaset-controller", "replicaset"),
     ("replicationcontroller-controller", "replicationcontroller"),
+    ("service-lb-controller", "service-lb-controller"),
     ("statefulset-controller", "statefulset"),
     ("taint-eviction-controller", "taint-eviction-controller"),
     ("ttl-after-finished-controller", "ttl-after-finished"),
@@ -363,6 +367,9 @@ fn controllers(
             .then(|| (channel(&mut service_txs), channel(&mut pod_txs)));
         let mirroring_rx =
             config.enabled("endpointslice-mirroring-controller").then(|| channel(&mut service_txs));
+        let service_lb_rx = config
+            .enabled("service-lb-controller")
+            .then(|| (channel(&mut service_txs), channel(&mut node_txs)));
         let services = (!service_txs.is_empty()).then(|| {
             let (services, watch) = informer::start(
                 Api::<Service>::all(client.clone()),
@@ -473,6 +480,15 @@ fn controllers(
                     service_rx,
                     pods.clone(),
                     pod_rx,
+                ));
+            }
+            if let (Some(services), Some((service_rx, node_rx))) = (&services, service_lb_rx) {
+                tasks.spawn(service_lb::run(
+                    client.clone(),
+                    services.clone(),
+                    service_rx,
+                    nodes.clone(),
+                    node_rx,
                 ));
             }
             if let (Some(services), Some((service_rx, pod_rx))) = (&services, endpoint_slice_rx) {

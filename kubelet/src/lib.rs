@@ -74,6 +74,9 @@ pub struct Config {
     /// How often container and node usage is sampled for the stats API (upstream's
     /// housekeeping interval): CPU rates are measured between samples.
     pub housekeeping_interval: Duration,
+    /// `--cluster-dns`, `--cluster-domain` and `--resolv-conf`: what pods' resolv.conf is
+    /// made from ([`pods::dns`]).
+    pub dns: pods::dns::DnsSettings,
 }
 
 impl Config {
@@ -97,6 +100,7 @@ impl Config {
             pod_manifest_path: None,
             file_check_frequency: Duration::from_secs(20),
             housekeeping_interval: Duration::from_secs(10),
+            dns: Default::default(),
         }
     }
 
@@ -211,6 +215,16 @@ pub async fn start(
         ..Default::default()
     };
     syncer.recorder.record(&node, "Normal", "Starting", "Starting kubelet.");
+    match pods::dns::host_resolv_conf(&config.dns) {
+        Ok(host) => {
+            if let Some(problem) = pods::dns::check_host_limits(&config.dns, &host) {
+                syncer.recorder.record(&node, "Warning", "CheckLimitsForResolvConf", &problem);
+            }
+        }
+        Err(e) => {
+            syncer.recorder.record(&node, "Warning", "CheckLimitsForResolvConf", &e.to_string())
+        }
+    }
     let statics = config.pod_manifest_path.clone().map(|dir| {
         let initial = static_pods::read_now(&dir, &config.node_name, &Default::default());
         let (tx, rx) = tokio::sync::watch::channel(initial);

@@ -2,7 +2,7 @@
 //! the jumps to them from the built-in chains, and removing all of it (`rkube proxy
 //! --cleanup`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::io::Write as _;
 use std::process::{Command, Stdio};
 
@@ -75,11 +75,20 @@ pub struct Writer {
     /// The chains written by the last sync; None before the first (the tables are read
     /// then, so that a restarted proxy removes what its predecessor left).
     written: Option<BTreeSet<ChainName>>,
+    /// The shared chains' rules as last written, which a partial sync leaves alone when
+    /// they are the same (a changed endpoint changes none of them).
+    shared: HashMap<ChainName, Vec<String>>,
 }
 
 impl Writer {
     pub fn new(config: RuleConfig) -> Writer {
-        Writer { config, written: None }
+        Writer { config, written: None, shared: HashMap::new() }
+    }
+
+    /// Whether the next sync must be a full one: nothing written yet, or the last write
+    /// failed (what is in the tables is then unknown).
+    pub fn needs_full(&self) -> bool {
+        self.written.is_none()
     }
 
     pub fn config(&self) -> &RuleConfig {
@@ -90,9 +99,12 @@ impl Writer {
     /// the chains it made before that are no longer wanted; `reread` reads the tables for
     /// those (a periodic full resync) instead of trusting the last sync.
     pub fn sync(&mut self, tables: &Tables, reread: bool) -> Result<SyncStats> {
-        let first = self.written.is_none();
-        let existing = match (&self.written, reread) {
-            (Some(written), false) => written.clone(),
+        // Unknown until this write succeeds: after a failure the next sync is a full one
+        // that reads the tables.
+        let written = self.written.take();
+        let first = written.is_none();
+        let existing = match (written, reread) {
+            (Some(written), false) => written,
             _ => {
                 let mut chains = owned_chains(&self.config, "filter")?;
                 chains.extend(owned_chains(&self.config, "nat")?);
@@ -112,8 +124,70 @@ impl Writer {
             stale_chains: stale.len(),
             restore_bytes: input.len(),
         };
+        self.remember_shared(tables);
         self.written = Some(wanted);
         Ok(stats)
+    }
+
+    /// Writes the chains of `tables` that changed (the per-port ones it has are taken as
+    /// changed; the shared ones are compared with what was last written, unless
+    /// `rewrite_shared`: the periodic sync restores them whatever happened to them) and
+    /// deletes `deleted`, in one `iptables-restore` call. After a failure the next sync must
+    /// be a full one ([`Writer::needs_full`]).
+    pub fn sync_partial(
+        &mut self,
+        tables: &Tables,
+        deleted: &BTreeSet<ChainName>,
+        rewrite_shared: bool,
+    ) -> Result<SyncStats> {
+        let Some(mut written) = self.written.take() else {
+            return self.sync(tables, true);
+        };
+        let shared: BTreeSet<ChainName> = self.config.top_level_chains().into_iter().collect();
+        let keep = |table: &'static str, chains: &[(String, Vec<String>)]| {
+            chains
+                .iter()
+                .filter(|(chain, rules)| {
+                    let name = (table, chain.clone());
+                    rewrite_shared
+                        || !shared.contains(&name)
+                        || self.shared.get(&name) != Some(rules)
+                })
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        let changes =
+            Tables { filter: keep("filter", &tables.filter), nat: keep("nat", &tables.nat) };
+        let deleted: BTreeSet<ChainName> =
+            deleted.iter().filter(|c| !changes.chains().contains(c)).cloned().collect();
+        let stats = SyncStats {
+            rules: changes.rule_count(),
+            chains: changes.filter.len() + changes.nat.len(),
+            stale_chains: deleted.len(),
+            restore_bytes: 0,
+        };
+        if stats.chains == 0 && deleted.is_empty() {
+            self.written = Some(written);
+            return Ok(stats);
+        }
+        let input = changes.restore_input(&deleted);
+        run("iptables-restore", &["-w", "5", "--noflush", "--counters"], Some(&input))?;
+        written.extend(changes.chains());
+        for chain in &deleted {
+            written.remove(chain);
+        }
+        self.remember_shared(&changes);
+        self.written = Some(written);
+        Ok(SyncStats { restore_bytes: input.len(), ..stats })
+    }
+
+    fn remember_shared(&mut self, tables: &Tables) {
+        for (table, chain, rules) in tables.iter() {
+            let name = (table, chain.to_string());
+            if self.config.is_top_level(chain) {
+                self.shared.insert(name, rules.to_vec());
+            }
+        }
     }
 
     /// The jumps from the built-in chains, each added once (first in its chain, as

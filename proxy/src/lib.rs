@@ -5,9 +5,12 @@
 //! ([`device`]) so that a packet to a cluster IP without rules never leaves the machine.
 //! The cluster DNS server ([`dns`]) runs next to it on each node.
 
+pub mod conntrack;
 pub mod device;
 pub mod dns;
 pub mod iptables;
+pub mod metrics;
 pub mod model;
 pub mod proxier;
 pub mod rules;
+pub mod ruleset;

@@ -44,6 +44,19 @@ pub struct RuleConfig {
 /// chains add 21 (`-SVC-` and a 16-character hash).
 pub const MAX_PREFIX_LEN: usize = 7;
 
+/// The chains shared by every Service (names after the prefix), by table.
+const SHARED_CHAINS: &[(&str, &str)] = &[
+    ("filter", "SERVICES"),
+    ("filter", "EXTERNAL-SERVICES"),
+    ("filter", "FORWARD"),
+    ("filter", "NODEPORTS"),
+    ("filter", "FIREWALL"),
+    ("nat", "SERVICES"),
+    ("nat", "NODEPORTS"),
+    ("nat", "POSTROUTING"),
+    ("nat", "MARK-MASQ"),
+];
+
 /// Why a chain-name prefix cannot be used.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("invalid chain prefix {0:?}: 1 to 7 characters from A-Z and 0-9 (iptables chain names are at most 28 characters)")]
@@ -66,14 +79,7 @@ impl RuleConfig {
 
     /// The chains every sync writes, with the table they are in.
     pub fn top_level_chains(&self) -> Vec<(&'static str, String)> {
-        let mut chains = Vec::new();
-        for name in ["SERVICES", "EXTERNAL-SERVICES", "FORWARD", "NODEPORTS"] {
-            chains.push(("filter", self.chain(name)));
-        }
-        for name in ["SERVICES", "NODEPORTS", "POSTROUTING", "MARK-MASQ"] {
-            chains.push(("nat", self.chain(name)));
-        }
-        chains
+        SHARED_CHAINS.iter().map(|(table, name)| (*table, self.chain(name))).collect()
     }
 
     /// The jumps from the built-in chains to this proxy's, as kube-proxy inserts them:
@@ -89,6 +95,20 @@ impl RuleConfig {
                 "EXTERNAL-SERVICES",
             ),
             ("filter", "INPUT", false, "kubernetes health check service ports", "NODEPORTS"),
+            (
+                "filter",
+                "INPUT",
+                false,
+                "kubernetes firewall for dropping marked packets",
+                "FIREWALL",
+            ),
+            (
+                "filter",
+                "OUTPUT",
+                false,
+                "kubernetes firewall for dropping marked packets",
+                "FIREWALL",
+            ),
             ("filter", "FORWARD", true, "kubernetes service portals", "SERVICES"),
             (
                 "filter",
@@ -112,6 +132,12 @@ impl RuleConfig {
                 (table, builtin, rule)
             })
             .collect()
+    }
+
+    /// Whether `chain` is one of [`RuleConfig::top_level_chains`] (in either table).
+    pub fn is_top_level(&self, chain: &str) -> bool {
+        let name = chain.strip_prefix(&self.prefix).and_then(|rest| rest.strip_prefix('-'));
+        name.is_some_and(|name| SHARED_CHAINS.iter().any(|(_, shared)| *shared == name))
     }
 
     /// Whether `chain` is one this proxy makes (top-level or per Service).
@@ -147,6 +173,11 @@ impl PortChains {
     }
 }
 
+/// The `KUBE-SVC-*` chain of a port (where its traffic is spread over its endpoints).
+pub fn service_chain(config: &RuleConfig, port: &ServicePort) -> String {
+    PortChains::of(config, port).svc
+}
+
 fn endpoint_chain(config: &RuleConfig, port: &ServicePort, endpoint: &Endpoint) -> String {
     let h = hash(&format!("{}{}{}", port.name, port.protocol.lower(), endpoint.address()));
     config.chain(&format!("SEP-{h}"))
@@ -164,6 +195,22 @@ impl Tables {
     pub fn chains(&self) -> BTreeSet<(&'static str, String)> {
         let filter = self.filter.iter().map(|(c, _)| ("filter", c.clone()));
         filter.chain(self.nat.iter().map(|(c, _)| ("nat", c.clone()))).collect()
+    }
+
+    /// Every chain with its table and rules.
+    pub fn iter(&self) -> impl Iterator<Item = (&'static str, &str, &[String])> {
+        let filter = self.filter.iter().map(|(c, r)| ("filter", c.as_str(), r.as_slice()));
+        filter.chain(self.nat.iter().map(|(c, r)| ("nat", c.as_str(), r.as_slice())))
+    }
+
+    /// The number of filter rules.
+    pub fn filter_count(&self) -> usize {
+        self.filter.iter().map(|(_, rules)| rules.len()).sum()
+    }
+
+    /// The number of nat rules.
+    pub fn nat_count(&self) -> usize {
+        self.nat.iter().map(|(_, rules)| rules.len()).sum()
     }
 
     /// The number of rules (for metrics and logs).
@@ -201,154 +248,49 @@ impl Tables {
     }
 }
 
+/// What one Service port adds to the rules: its rules in the shared chains (in the order
+/// its port comes) and its own nat chains (`SVC`, `SVL`, `EXT`, `SEP`). Kept per port between
+/// syncs ([`crate::ruleset`]), so a change to one Service renders only its ports.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct PortRules {
+    /// filter `KUBE-SERVICES`: REJECT or DROP of the cluster IP.
+    pub filter_services: Vec<String>,
+    /// filter `KUBE-EXTERNAL-SERVICES`: REJECT or DROP of external addresses and node ports.
+    pub filter_external: Vec<String>,
+    /// nat `KUBE-SERVICES`: the jumps of its cluster, external and load-balancer IPs.
+    pub nat_services: Vec<String>,
+    /// nat `KUBE-NODEPORTS`: the jump of its node port.
+    pub nat_nodeports: Vec<String>,
+    /// Its own nat chains, each once, with their rules.
+    pub chains: Vec<(String, Vec<String>)>,
+}
+
 /// The rules for `ports`.
 pub fn render(config: &RuleConfig, ports: &[ServicePort]) -> Tables {
+    let rendered: Vec<PortRules> = ports.iter().map(|p| render_port(config, p)).collect();
+    let mut tables = top_level(config, &rendered);
+    for port in rendered {
+        tables.nat.extend(port.chains);
+    }
+    tables
+}
+
+/// The chains every sync writes whole (the shared ones), from the ports' parts in order.
+pub fn top_level<'a>(
+    config: &RuleConfig,
+    ports: impl IntoIterator<Item = &'a PortRules>,
+) -> Tables {
     let c = |name: &str| config.chain(name);
     let mut filter_services = Vec::new();
     let mut filter_external = Vec::new();
     let mut nat_services = Vec::new();
     let mut nat_nodeports = Vec::new();
-    let mut per_port_nat: Vec<(String, Vec<String>)> = Vec::new();
-
     for port in ports {
-        let Some(cluster_ip) = port.cluster_ip else { continue };
-        let chains = PortChains::of(config, port);
-        let name = port.name.to_string();
-        let proto = port.protocol.lower();
-        let match_proto = format!("-m {proto} -p {proto}");
-        // Every usable endpoint, and this node's: the SVC and SVL chains spread over them.
-        let all = port.usable_endpoints();
-        let local = port.local_endpoints();
-        let internal = if port.internal_local { &local } else { &all };
-        let external = if port.external_local { &local } else { &all };
-        let mut need_svc = false;
-        let mut need_svl = false;
-        let no_endpoints = "has no endpoints";
-        let no_local = "has no local endpoints";
-        let reject = "-j REJECT --reject-with icmp-port-unreachable";
-
-        // Traffic to the cluster IP.
-        let comment = format!("-m comment --comment \"{name} cluster IP\"");
-        let to_cluster_ip = format!("{match_proto} -d {cluster_ip}/32 --dport {}", port.port);
-        if all.is_empty() {
-            filter_services.push(format!(
-                "-m comment --comment \"{name} {no_endpoints}\" {to_cluster_ip} {reject}"
-            ));
-        } else if internal.is_empty() {
-            filter_services.push(format!(
-                "-m comment --comment \"{name} {no_local}\" {to_cluster_ip} -j DROP"
-            ));
-        } else {
-            let chain = if port.internal_local { &chains.svl } else { &chains.svc };
-            nat_services.push(format!("{comment} {to_cluster_ip} -j {chain}"));
-            need_svl |= port.internal_local;
-            need_svc |= !port.internal_local;
-        }
-
-        // Traffic from outside: external IPs, load balancers, node ports.
-        let external_targets: Vec<(String, String)> = port
-            .external_ips
-            .iter()
-            .map(|ip| ("external IP", ip))
-            .chain(port.load_balancer_ips.iter().map(|ip| ("loadbalancer IP", ip)))
-            .map(|(what, ip)| {
-                (
-                    format!("{name} {what}"),
-                    format!("{match_proto} -d {ip}/32 --dport {}", port.port),
-                )
-            })
-            .collect();
-        if external.is_empty() {
-            let (why, verdict) =
-                if all.is_empty() { (no_endpoints, reject) } else { (no_local, "-j DROP") };
-            for (_, target) in &external_targets {
-                filter_external
-                    .push(format!("-m comment --comment \"{name} {why}\" {target} {verdict}"));
-            }
-            if let Some(node_port) = port.node_port {
-                filter_external.push(format!(
-                    "-m comment --comment \"{name} {why}\" -m addrtype --dst-type LOCAL {match_proto} --dport {node_port} {verdict}"
-                ));
-            }
-        } else if port.is_external() {
-            for (what, target) in &external_targets {
-                nat_services
-                    .push(format!("-m comment --comment \"{what}\" {target} -j {}", chains.ext));
-            }
-            if let Some(node_port) = port.node_port {
-                nat_nodeports.push(format!(
-                    "-m comment --comment {name} {match_proto} --dport {node_port} -j {}",
-                    chains.ext
-                ));
-            }
-            let mut ext = Vec::new();
-            if port.external_local {
-                // Pods and the node itself use every endpoint; others only this node's.
-                if let Some(cidr) = config.cluster_cidr {
-                    ext.push(format!(
-                        "-m comment --comment \"pod traffic for {name} external destinations\" -s {cidr} -j {}",
-                        chains.svc
-                    ));
-                }
-                ext.push(format!(
-                    "-m comment --comment \"masquerade LOCAL traffic for {name} external destinations\" -m addrtype --src-type LOCAL -j {}",
-                    c("MARK-MASQ")
-                ));
-                ext.push(format!(
-                    "-m comment --comment \"route LOCAL traffic for {name} external destinations\" -m addrtype --src-type LOCAL -j {}",
-                    chains.svc
-                ));
-                ext.push(format!("-j {}", chains.svl));
-                need_svl = true;
-            } else {
-                ext.push(format!(
-                    "-m comment --comment \"masquerade traffic for {name} external destinations\" -j {}",
-                    c("MARK-MASQ")
-                ));
-                ext.push(format!("-j {}", chains.svc));
-            }
-            need_svc = true;
-            per_port_nat.push((chains.ext.clone(), ext));
-        }
-
-        // The port's own chains, each once.
-        if need_svc {
-            let mut svc = Vec::new();
-            if let Some(cidr) = config.cluster_cidr {
-                svc.push(format!("{comment} {to_cluster_ip} ! -s {cidr} -j {}", c("MARK-MASQ")));
-            }
-            spread(config, port, &all, &mut svc);
-            per_port_nat.push((chains.svc.clone(), svc));
-        }
-        if need_svl {
-            let mut svl = Vec::new();
-            spread(config, port, &local, &mut svl);
-            per_port_nat.push((chains.svl.clone(), svl));
-        }
-        // Every endpoint used gets its chain once.
-        let mut used: Vec<&Endpoint> = if need_svc { all.clone() } else { Vec::new() };
-        if need_svl {
-            // Usually a subset of `all`, unless only terminating ones serve here.
-            let more: Vec<&Endpoint> =
-                local.iter().filter(|e| !used.contains(e)).copied().collect();
-            used.extend(more);
-        }
-        for endpoint in used {
-            let chain = endpoint_chain(config, port, endpoint);
-            let comment = format!("-m comment --comment {name}");
-            let mut sep = vec![format!("{comment} -s {}/32 -j {}", endpoint.ip, c("MARK-MASQ"))];
-            let affinity = match port.affinity_seconds {
-                Some(_) => format!(" -m recent --name {chain} --set"),
-                None => String::new(),
-            };
-            sep.push(format!(
-                "{comment}{affinity} {match_proto} -j DNAT --to-destination {}",
-                endpoint.address()
-            ));
-            per_port_nat.push((chain, sep));
-        }
+        filter_services.extend_from_slice(&port.filter_services);
+        filter_external.extend_from_slice(&port.filter_external);
+        nat_services.extend_from_slice(&port.nat_services);
+        nat_nodeports.extend_from_slice(&port.nat_nodeports);
     }
-
     nat_services.push(format!(
         "-m comment --comment \"kubernetes service nodeports; NOTE: this must be the last rule in this chain\" -m addrtype --dst-type LOCAL -j {}",
         c("NODEPORTS")
@@ -365,20 +307,175 @@ pub fn render(config: &RuleConfig, ports: &[ServicePort]) -> Tables {
         format!("-m comment --comment \"kubernetes forwarding rules\" -m mark --mark {mark}/{mark} -j ACCEPT"),
         "-m comment --comment \"kubernetes forwarding conntrack rule\" -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT".to_string(),
     ];
-    let mut nat = vec![
+    let nat = vec![
         (c("SERVICES"), nat_services),
         (c("NODEPORTS"), nat_nodeports),
         (c("POSTROUTING"), postrouting),
         (c("MARK-MASQ"), vec![format!("-j MARK --or-mark {mark}")]),
     ];
-    nat.extend(per_port_nat);
+    // Node ports answer on 127.0.0.1 (route_localnet is on where pods' traffic enters):
+    // packets to 127.0.0.0/8 from anywhere else are dropped unless translated, so that a
+    // pod cannot reach services the node binds to loopback only (CVE-2020-8558).
+    let firewall = vec![
+        "-d 127.0.0.0/8 ! -s 127.0.0.0/8 -m comment --comment \"block incoming localnet connections\" -m conntrack ! --ctstate RELATED,ESTABLISHED,DNAT -j DROP".to_string(),
+    ];
     let filter = vec![
         (c("SERVICES"), filter_services),
         (c("EXTERNAL-SERVICES"), filter_external),
         (c("FORWARD"), forward),
         (c("NODEPORTS"), Vec::new()),
+        (c("FIREWALL"), firewall),
     ];
     Tables { filter, nat }
+}
+
+/// One port's rules (none for a port without a cluster IP: headless and ExternalName
+/// Services are not proxied).
+pub fn render_port(config: &RuleConfig, port: &ServicePort) -> PortRules {
+    let c = |name: &str| config.chain(name);
+    let mut filter_services = Vec::new();
+    let mut filter_external = Vec::new();
+    let mut nat_services = Vec::new();
+    let mut nat_nodeports = Vec::new();
+    let mut per_port_nat: Vec<(String, Vec<String>)> = Vec::new();
+    let Some(cluster_ip) = port.cluster_ip else { return PortRules::default() };
+    let chains = PortChains::of(config, port);
+    let name = port.name.to_string();
+    let proto = port.protocol.lower();
+    let match_proto = format!("-m {proto} -p {proto}");
+    // Every usable endpoint, and this node's: the SVC and SVL chains spread over them.
+    let all = port.usable_endpoints();
+    let local = port.local_endpoints();
+    let internal = if port.internal_local { &local } else { &all };
+    let external = if port.external_local { &local } else { &all };
+    let mut need_svc = false;
+    let mut need_svl = false;
+    let no_endpoints = "has no endpoints";
+    let no_local = "has no local endpoints";
+    let reject = "-j REJECT --reject-with icmp-port-unreachable";
+
+    // Traffic to the cluster IP.
+    let comment = format!("-m comment --comment \"{name} cluster IP\"");
+    let to_cluster_ip = format!("{match_proto} -d {cluster_ip}/32 --dport {}", port.port);
+    if all.is_empty() {
+        filter_services.push(format!(
+            "-m comment --comment \"{name} {no_endpoints}\" {to_cluster_ip} {reject}"
+        ));
+    } else if internal.is_empty() {
+        filter_services
+            .push(format!("-m comment --comment \"{name} {no_local}\" {to_cluster_ip} -j DROP"));
+    } else {
+        let chain = if port.internal_local { &chains.svl } else { &chains.svc };
+        nat_services.push(format!("{comment} {to_cluster_ip} -j {chain}"));
+        need_svl |= port.internal_local;
+        need_svc |= !port.internal_local;
+    }
+
+    // Traffic from outside: external IPs, load balancers, node ports.
+    let external_targets: Vec<(String, String)> = port
+        .external_ips
+        .iter()
+        .map(|ip| ("external IP", ip))
+        .chain(port.load_balancer_ips.iter().map(|ip| ("loadbalancer IP", ip)))
+        .map(|(what, ip)| {
+            (format!("{name} {what}"), format!("{match_proto} -d {ip}/32 --dport {}", port.port))
+        })
+        .collect();
+    if external.is_empty() {
+        let (why, verdict) =
+            if all.is_empty() { (no_endpoints, reject) } else { (no_local, "-j DROP") };
+        for (_, target) in &external_targets {
+            filter_external
+                .push(format!("-m comment --comment \"{name} {why}\" {target} {verdict}"));
+        }
+        if let Some(node_port) = port.node_port {
+            filter_external.push(format!(
+                "-m comment --comment \"{name} {why}\" -m addrtype --dst-type LOCAL {match_proto} --dport {node_port} {verdict}"
+            ));
+        }
+    } else if port.is_external() {
+        for (what, target) in &external_targets {
+            nat_services
+                .push(format!("-m comment --comment \"{what}\" {target} -j {}", chains.ext));
+        }
+        if let Some(node_port) = port.node_port {
+            nat_nodeports.push(format!(
+                "-m comment --comment {name} {match_proto} --dport {node_port} -j {}",
+                chains.ext
+            ));
+        }
+        let mut ext = Vec::new();
+        if port.external_local {
+            // Pods and the node itself use every endpoint; others only this node's.
+            if let Some(cidr) = config.cluster_cidr {
+                ext.push(format!(
+                    "-m comment --comment \"pod traffic for {name} external destinations\" -s {cidr} -j {}",
+                    chains.svc
+                ));
+            }
+            ext.push(format!(
+                "-m comment --comment \"masquerade LOCAL traffic for {name} external destinations\" -m addrtype --src-type LOCAL -j {}",
+                c("MARK-MASQ")
+            ));
+            ext.push(format!(
+                "-m comment --comment \"route LOCAL traffic for {name} external destinations\" -m addrtype --src-type LOCAL -j {}",
+                chains.svc
+            ));
+            ext.push(format!("-j {}", chains.svl));
+            need_svl = true;
+        } else {
+            ext.push(format!(
+                "-m comment --comment \"masquerade traffic for {name} external destinations\" -j {}",
+                c("MARK-MASQ")
+            ));
+            ext.push(format!("-j {}", chains.svc));
+        }
+        need_svc = true;
+        per_port_nat.push((chains.ext.clone(), ext));
+    }
+
+    // The port's own chains, each once.
+    if need_svc {
+        let mut svc = Vec::new();
+        if let Some(cidr) = config.cluster_cidr {
+            svc.push(format!("{comment} {to_cluster_ip} ! -s {cidr} -j {}", c("MARK-MASQ")));
+        }
+        spread(config, port, &all, &mut svc);
+        per_port_nat.push((chains.svc.clone(), svc));
+    }
+    if need_svl {
+        let mut svl = Vec::new();
+        spread(config, port, &local, &mut svl);
+        per_port_nat.push((chains.svl.clone(), svl));
+    }
+    // Every endpoint used gets its chain once.
+    let mut used: Vec<&Endpoint> = if need_svc { all.clone() } else { Vec::new() };
+    if need_svl {
+        // Usually a subset of `all`, unless only terminating ones serve here.
+        let more: Vec<&Endpoint> = local.iter().filter(|e| !used.contains(e)).copied().collect();
+        used.extend(more);
+    }
+    for endpoint in used {
+        let chain = endpoint_chain(config, port, endpoint);
+        let comment = format!("-m comment --comment {name}");
+        let mut sep = vec![format!("{comment} -s {}/32 -j {}", endpoint.ip, c("MARK-MASQ"))];
+        let affinity = match port.affinity_seconds {
+            Some(_) => format!(" -m recent --name {chain} --set"),
+            None => String::new(),
+        };
+        sep.push(format!(
+            "{comment}{affinity} {match_proto} -j DNAT --to-destination {}",
+            endpoint.address()
+        ));
+        per_port_nat.push((chain, sep));
+    }
+    PortRules {
+        filter_services,
+        filter_external,
+        nat_services,
+        nat_nodeports,
+        chains: per_port_nat,
+    }
 }
 
 /// The jumps of a `KUBE-SVC-*` (or `KUBE-SVL-*`) chain to its endpoints: with session

@@ -14,6 +14,7 @@ use rkube_proxy::device;
 use rkube_proxy::iptables::{self, Writer};
 use rkube_proxy::model::{Endpoint, Protocol, ServicePort, ServicePortName};
 use rkube_proxy::rules::{self, RuleConfig};
+use rkube_proxy::ruleset::RuleSet;
 
 fn port(name: &str, cluster_ip: Ipv4Addr, endpoints: Vec<Endpoint>) -> ServicePort {
     ServicePort {
@@ -144,6 +145,110 @@ fn rules_are_written_used_and_removed() {
     assert!(device::remove(&dev).unwrap());
 }
 
+/// A listener on loopback answering `text` to each connection (a few at most).
+fn serve(text: &'static str) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().take(4) {
+            let Ok(mut stream) = stream else { continue };
+            let _ = stream.write_all(text.as_bytes());
+        }
+    });
+    port
+}
+
+fn ask(ip: Ipv4Addr) -> String {
+    let mut stream =
+        TcpStream::connect_timeout(&SocketAddr::from((ip, 80)), Duration::from_secs(3))
+            .unwrap_or_else(|e| panic!("connect to {ip}:80: {e}"));
+    stream.set_read_timeout(Some(Duration::from_secs(3))).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    answer
+}
+
+fn local(port: u16) -> Endpoint {
+    Endpoint {
+        ip: Ipv4Addr::LOCALHOST,
+        port,
+        ready: true,
+        serving: true,
+        terminating: false,
+        local: true,
+    }
+}
+
+/// The packet counter of the first rule of `saved` (`iptables-save -c`) containing `text`.
+fn packets(saved: &str, text: &str) -> u64 {
+    let line = saved.lines().find(|l| l.contains(text)).unwrap_or_else(|| panic!("no {text}"));
+    line.trim_start_matches('[').split(':').next().unwrap().parse().unwrap()
+}
+
+#[test]
+fn a_partial_sync_rewrites_only_what_changed() {
+    let id = std::process::id() % 100_000;
+    let prefix = format!("RK{id:05}");
+    let config = RuleConfig::new(&prefix, None).unwrap();
+    let dev = device::device_name(&prefix);
+    let _cleanup = Cleanup(config.clone(), dev.clone());
+    let third = (id % 250) as u8;
+    device::route_to_dummy(&dev, format!("10.253.{third}.0/24").parse().unwrap()).unwrap();
+    let (a, b) = (Ipv4Addr::new(10, 253, third, 10), Ipv4Addr::new(10, 253, third, 11));
+    assert_routed_locally(a, &dev);
+    assert_routed_locally(b, &dev);
+    let (a_port, b_old, b_new) = (serve("a\n"), serve("b old\n"), serve("b new\n"));
+
+    let mut set = RuleSet::new(config.clone());
+    set.update(("test".into(), "a".into()), vec![port("a", a, vec![local(a_port)])]);
+    set.update(("test".into(), "b".into()), vec![port("b", b, vec![local(b_old)])]);
+    let mut writer = Writer::new(config.clone());
+    writer.sync(&set.full(), false).expect("full sync");
+    set.synced();
+    assert_eq!(ask(a), "a\n");
+    assert_eq!(ask(b), "b old\n");
+    let a_dnat = format!("--to-destination 127.0.0.1:{a_port}");
+    let saved = save_counters();
+    assert_eq!(packets(&saved, &a_dnat), 1, "{saved}");
+
+    // b's endpoint moves: only b's SVC chain and its new SEP chain are written, its old SEP
+    // chain deleted; a's chains (and their counters) and the shared chains stay as they are.
+    set.update(("test".into(), "b".into()), vec![port("b", b, vec![local(b_new)])]);
+    let partial = set.partial();
+    let stats =
+        writer.sync_partial(&partial.tables, &partial.deleted, false).expect("partial sync");
+    set.synced();
+    assert_eq!(
+        (stats.chains, stats.stale_chains),
+        (2, 1),
+        "{stats:?} {:?}",
+        partial.tables.chains()
+    );
+    let saved = save_counters();
+    assert_eq!(packets(&saved, &a_dnat), 1, "a's rules were rewritten:\n{saved}");
+    assert!(!saved.contains(&format!("127.0.0.1:{b_old}")), "{saved}");
+    assert_eq!(ask(b), "b new\n");
+    assert_eq!(ask(a), "a\n");
+
+    // Nothing changed: nothing written.
+    let partial = set.partial();
+    let stats = writer.sync_partial(&partial.tables, &partial.deleted, false).unwrap();
+    assert_eq!((stats.chains, stats.stale_chains, stats.restore_bytes), (0, 0, 0));
+    // b goes: its chains are deleted and its jump leaves the shared chain.
+    set.update(("test".into(), "b".into()), Vec::new());
+    let partial = set.partial();
+    let stats = writer.sync_partial(&partial.tables, &partial.deleted, false).unwrap();
+    assert_eq!(stats.stale_chains, 2, "{stats:?}");
+    let saved = save();
+    assert!(!saved.contains("test/b"), "{saved}");
+    assert_eq!(chains_of(&saved, &prefix).len(), 7 + 2, "the shared chain names and a's two");
+}
+
+fn save_counters() -> String {
+    let out = Command::new("iptables-save").args(["-c", "-t", "nat"]).output().unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 fn chains_of(saved: &str, prefix: &str) -> BTreeSet<String> {
     saved
         .lines()
@@ -152,4 +257,40 @@ fn chains_of(saved: &str, prefix: &str) -> BTreeSet<String> {
         .filter(|c| c.starts_with(prefix))
         .map(String::from)
         .collect()
+}
+
+/// SCTP and UDP ports are written as TCP ones are (this machine's kernel has no SCTP, so
+/// only the rules are checked, not traffic).
+#[test]
+fn sctp_and_udp_ports_are_written() {
+    let id = std::process::id() % 100_000;
+    let prefix = format!("RK{id:05}");
+    let config = RuleConfig::new(&prefix, None).unwrap();
+    let _cleanup = Cleanup(config.clone(), device::device_name(&prefix));
+    let third = (id % 250) as u8;
+    let ip = Ipv4Addr::new(10, 252, third, 10);
+    let endpoint = Endpoint {
+        ip: Ipv4Addr::new(10, 252, third, 20),
+        port: 9000,
+        ready: true,
+        serving: true,
+        terminating: false,
+        local: true,
+    };
+    let mut sctp = port("signal", ip, vec![endpoint.clone()]);
+    sctp.protocol = Protocol::Sctp;
+    let mut udp = port("dns", ip, vec![endpoint]);
+    udp.protocol = Protocol::Udp;
+    Writer::new(config.clone()).sync(&rules::render(&config, &[sctp, udp]), false).unwrap();
+    let saved = save();
+    assert!(saved.contains(&format!("-d {ip}/32 -p sctp -m comment --comment \"test/signal cluster IP\" -m sctp --dport 80 -j {prefix}-SVC-")), "{saved}");
+    assert!(saved.contains(&format!("-d {ip}/32 -p udp -m comment --comment \"test/dns cluster IP\" -m udp --dport 80 -j {prefix}-SVC-")), "{saved}");
+    let dnat = format!("DNAT --to-destination 10.252.{third}.20:9000");
+    assert!(
+        saved
+            .lines()
+            .any(|l| l.contains("-p sctp") && l.contains("test/signal") && l.contains(&dnat)),
+        "{saved}"
+    );
+    iptables::cleanup(&config).unwrap();
 }

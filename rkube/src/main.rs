@@ -10,6 +10,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod healthz;
+mod host_address;
+mod killall;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
@@ -43,6 +45,9 @@ enum Command {
     /// Run the service proxy (kube-proxy's iptables mode) against an API server; with
     /// `--cleanup`, remove its rules and routes and exit.
     Proxy(ProxyCommandArgs),
+    /// Take rkube off this host (k3s's killall): stop its processes, remove its pods'
+    /// containers, the pod network and every iptables chain and rule it made.
+    Killall(killall::KillallArgs),
 }
 
 /// The proxy's flags (kube-proxy's names), shared by `rkube proxy` and the local node of
@@ -59,11 +64,28 @@ struct ProxyArgs {
     /// lets several rkube nodes share one host's tables (tests); 1 to 7 of A-Z, 0-9.
     #[arg(long, default_value = "KUBE")]
     iptables_chain_prefix: String,
+    /// Where the proxy serves `/metrics` (kube-proxy's names), `/healthz` and `/proxyMode`;
+    /// empty: nowhere.
+    #[arg(long, default_value = "127.0.0.1:10249", value_parser = parse_optional_address)]
+    metrics_bind_address: OptionalAddress,
 }
 
-/// The node's cluster DNS (CoreDNS's part: names from `--cluster-domain`, others forwarded
-/// to `--resolv-conf`'s resolvers), shared by `rkube proxy` and the local node of `rkube
-/// server`, which also makes the `kube-dns` Service at `--cluster-dns`.
+/// A socket address that may be left empty (`--metrics-bind-address ""`).
+#[derive(Clone, Copy, Debug)]
+struct OptionalAddress(Option<SocketAddr>);
+
+fn parse_optional_address(text: &str) -> Result<OptionalAddress, String> {
+    if text.is_empty() {
+        return Ok(OptionalAddress(None));
+    }
+    text.parse().map(|a| OptionalAddress(Some(a))).map_err(|_| {
+        format!("{text:?} is not an address with a port (e.g. 127.0.0.1:10249), nor empty")
+    })
+}
+
+/// The node's cluster DNS of `rkube proxy` (CoreDNS's part: names of `--cluster-domain`,
+/// others forwarded to `--resolv-conf`'s resolvers). `rkube server` takes the kubelet's
+/// flags of the same names for its local node's DNS and its `kube-dns` Service.
 #[derive(clap::Args, Clone)]
 struct DnsArgs {
     /// The cluster DNS Service's address (`kube-system/kube-dns`); default: the 10th address
@@ -73,33 +95,39 @@ struct DnsArgs {
     /// The cluster's DNS domain.
     #[arg(long, default_value = "cluster.local")]
     cluster_domain: String,
-    /// The resolvers names outside the cluster are forwarded to.
+    /// The resolvers names outside the cluster are forwarded to ("" for none).
     #[arg(long, default_value = "/etc/resolv.conf")]
     resolv_conf: PathBuf,
-    /// The port the node's DNS serves on, at its pod bridge's gateway.
+    #[command(flatten)]
+    port: DnsPortArg,
+}
+
+/// Where the node's DNS listens: its pod bridge's gateway, on this port.
+#[derive(clap::Args, Clone)]
+struct DnsPortArg {
+    /// The port the node's cluster DNS serves on, at its pod bridge's gateway.
     #[arg(long, default_value_t = 53)]
     cluster_dns_port: u16,
 }
 
-impl DnsArgs {
-    /// `--cluster-dns`, or the 10th address of `service_cidr`.
-    fn address(&self, service_cidr: rkube_controllers::node_ipam::Ipv4Net) -> std::net::Ipv4Addr {
-        self.cluster_dns
-            .unwrap_or_else(|| std::net::Ipv4Addr::from(u32::from(service_cidr.network()) + 10))
-    }
+/// The 10th address of the service CIDR: the `kube-dns` Service's by default, as k3s's.
+fn default_cluster_dns(service_cidr: rkube_controllers::node_ipam::Ipv4Net) -> std::net::Ipv4Addr {
+    std::net::Ipv4Addr::from(u32::from(service_cidr.network()) + 10)
+}
 
-    fn config(
-        &self,
-        node_name: String,
-        service_cidr: rkube_controllers::node_ipam::Ipv4Net,
-    ) -> rkube_proxy::dns::Config {
-        rkube_proxy::dns::Config {
-            node_name,
-            domain: self.cluster_domain.clone(),
-            cluster_dns: Some(IpAddr::V4(self.address(service_cidr))),
-            resolv_conf: self.resolv_conf.clone(),
-            port: self.cluster_dns_port,
-        }
+fn dns_config(
+    node_name: String,
+    cluster_dns: Option<std::net::Ipv4Addr>,
+    domain: &str,
+    resolv_conf: &std::path::Path,
+    port: &DnsPortArg,
+) -> rkube_proxy::dns::Config {
+    rkube_proxy::dns::Config {
+        node_name,
+        domain: domain.to_string(),
+        cluster_dns: cluster_dns.map(IpAddr::V4),
+        resolv_conf: (!resolv_conf.as_os_str().is_empty()).then(|| resolv_conf.to_path_buf()),
+        port: port.cluster_dns_port,
     }
 }
 
@@ -164,6 +192,31 @@ struct NodeArgs {
     /// How often the static pod manifests are read again even when no file changed.
     #[arg(long, default_value = "20s", value_parser = parse_duration)]
     file_check_frequency: Duration,
+    /// The cluster DNS servers pods with dnsPolicy ClusterFirst use (comma-separated);
+    /// `rkube server` defaults it to the 10th address of its service CIDR (10.43.0.10), and
+    /// makes the `kube-dns` Service at the first one.
+    #[arg(long = "cluster-dns", value_delimiter = ',')]
+    kubelet_cluster_dns: Vec<IpAddr>,
+    /// The cluster's DNS domain: pods search `<ns>.svc.<domain>`, `svc.<domain>`, `<domain>`.
+    #[arg(long = "cluster-domain", default_value = "cluster.local")]
+    kubelet_cluster_domain: String,
+    /// The node's resolver file, the base of pods' resolv.conf (dnsPolicy Default, and the
+    /// search domains of ClusterFirst), and on `rkube server` where the node's cluster DNS
+    /// forwards names outside the cluster; "" for none.
+    #[arg(long, default_value = "/etc/resolv.conf")]
+    resolv_conf: PathBuf,
+}
+
+impl NodeArgs {
+    /// The pods' DNS settings from these flags.
+    fn dns(&self) -> rkube_kubelet::pods::dns::DnsSettings {
+        rkube_kubelet::pods::dns::DnsSettings {
+            cluster_dns: self.kubelet_cluster_dns.clone(),
+            cluster_domain: self.kubelet_cluster_domain.clone(),
+            resolv_conf: (!self.resolv_conf.as_os_str().is_empty())
+                .then(|| self.resolv_conf.clone()),
+        }
+    }
 }
 
 #[derive(clap::Args)]
@@ -291,9 +344,10 @@ struct ServerArgs {
     /// The local node's service proxy.
     #[command(flatten)]
     proxy: ProxyArgs,
-    /// The local node's cluster DNS, and the `kube-dns` Service.
+    /// The local node's cluster DNS (its address, domain and resolvers are the kubelet's
+    /// `--cluster-dns`, `--cluster-domain` and `--resolv-conf`).
     #[command(flatten)]
-    dns: DnsArgs,
+    dns: DnsPortArg,
 }
 
 /// kube-apiserver's serving limits (its flag names, defaults and meaning of 0), and the
@@ -582,6 +636,7 @@ async fn main() {
         Command::ControllerManager(args) => controller_manager(*args).await,
         Command::Kubelet(args) => kubelet(args).await,
         Command::Proxy(args) => proxy(args).await,
+        Command::Killall(args) => killall::run(args, host_name().ok()).await,
     };
     if let Err(e) = result {
         eprintln!("rkube: {e:#}");
@@ -627,20 +682,26 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
     )?;
     pki_options.service_ip = IpAddr::V4(service_ranges.first());
     let service_network = service_ranges.network;
-    let cluster_dns = Some(args.dns.address(service_network))
-        .filter(|ip| service_network.contains(ip) && *ip != service_ranges.first());
-    match (cluster_dns, args.dns.cluster_dns) {
-        (None, Some(ip)) => anyhow::bail!(
-            "--cluster-dns {ip} is not an address of the service CIDR {service_network} (nor its first, the kubernetes Service's)"
-        ),
-        (None, None) => eprintln!(
-            "rkube: the service CIDR {service_network} is too small for the default --cluster-dns: no kube-dns Service"
-        ),
-        _ => {}
+    // The kube-dns Service's address: the kubelet's first `--cluster-dns`, else the 10th of
+    // the service CIDR; none when it is not an address of the CIDR (pods may be pointed at a
+    // DNS server elsewhere).
+    let cluster_dns = match args.node.kubelet_cluster_dns.first() {
+        None => Some(default_cluster_dns(service_network)),
+        Some(IpAddr::V4(ip)) => Some(*ip),
+        Some(IpAddr::V6(_)) => None,
+    }
+    .filter(|ip| service_network.contains(ip) && *ip != service_ranges.first());
+    if cluster_dns.is_none() {
+        eprintln!(
+            "rkube: no kube-dns Service: the cluster DNS address is not one of the service CIDR {service_network}"
+        );
     }
     pki_options.extra_sans = args.tls_san.clone();
-    if !args.advertise_address.is_loopback() {
-        pki_options.extra_sans.push(args.advertise_address.to_string());
+    let endpoint_address = endpoint_address(args.advertise_address, args.bind_address);
+    for address in [args.advertise_address, endpoint_address] {
+        if !address.is_loopback() && !pki_options.extra_sans.contains(&address.to_string()) {
+            pki_options.extra_sans.push(address.to_string());
+        }
     }
     if let Ok(host) = std::fs::read_to_string("/proc/sys/kernel/hostname") {
         let host = host.trim().to_ascii_lowercase();
@@ -658,6 +719,7 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
     let server = rkube_server::Server::start(rkube_server::ServerConfig {
         bind,
         advertise_address: advertise.to_string(),
+        endpoint_address,
         tls: rkube_server::TlsMaterial {
             cert_pem: pki.apiserver().cert_pem.as_bytes().to_vec(),
             key_pem: pki.apiserver().key_pem.as_bytes().to_vec(),
@@ -752,6 +814,14 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
     } else {
         let mut node = args.node.clone();
         node.client_ca_file.get_or_insert_with(|| pki.path(rkube_certs::files::CA_CERT));
+        if node.kubelet_cluster_dns.is_empty() {
+            // As k3s: the 10th address of the service CIDR, where the kube-dns Service is.
+            let range: Option<rkube_controllers::node_ipam::Ipv4Net> =
+                args.service_cluster_ip_range.parse().ok();
+            node.kubelet_cluster_dns.extend(
+                range.map(|r| IpAddr::from(std::net::Ipv4Addr::from(u32::from(r.network()) + 10))),
+            );
+        }
         let root = node.root_dir.clone().unwrap_or_else(|| args.data_dir.join("kubelet"));
         let default_ip = args.advertise_address;
         match start_kubelet(client.clone(), node, root, default_ip).await {
@@ -785,7 +855,13 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
     // `kube-dns` Service here.
     let _dns = match (&_kubelet, disabled("proxy")) {
         (Some(_), false) => {
-            let config = args.dns.config(node_name(&args.node)?, service_network);
+            let config = dns_config(
+                node_name(&args.node)?,
+                cluster_dns,
+                &args.node.kubelet_cluster_domain,
+                &args.node.resolv_conf,
+                &args.dns,
+            );
             match rkube_proxy::dns::start(client.clone(), config).await {
                 Ok(dns) => Some(dns),
                 Err(e) => {
@@ -896,6 +972,27 @@ fn node_name(node: &NodeArgs) -> anyhow::Result<String> {
     }
 }
 
+/// The API server's address in the `kubernetes` Service's endpoints, where pods reach it:
+/// `--advertise-address` when it is not loopback, else the address it is bound to, else
+/// (bound to every address) the host's primary one. Bound to loopback only, pods cannot
+/// reach it: the endpoint is then 127.0.0.1, as before, and the log says so.
+fn endpoint_address(advertise: IpAddr, bind: IpAddr) -> IpAddr {
+    if !advertise.is_loopback() {
+        return advertise;
+    }
+    if bind.is_unspecified() {
+        if let Some(primary) = host_address::primary_ipv4() {
+            return IpAddr::V4(primary);
+        }
+        eprintln!("rkube: no default route: the kubernetes Service's endpoint is 127.0.0.1, which pods cannot reach (set --advertise-address)");
+    } else if !bind.is_loopback() {
+        return bind;
+    } else {
+        eprintln!("rkube: bound to {bind} only: pods cannot reach the API server through the kubernetes Service");
+    }
+    advertise
+}
+
 fn host_name() -> std::io::Result<String> {
     std::fs::read_to_string("/proc/sys/kernel/hostname").map(|h| h.trim().to_ascii_lowercase())
 }
@@ -912,7 +1009,20 @@ fn proxy_config(
         service_cidr,
         min_sync_period: args.iptables_min_sync_period,
         sync_period: args.iptables_sync_period,
+        metrics_bind_address: args.metrics_bind_address.0,
     })
+}
+
+/// Removes everything a proxy with chain prefix `prefix` made (its rules, chains, and
+/// service device with its route); what it removed, one line each.
+fn proxy_cleanup(prefix: &str) -> anyhow::Result<Vec<String>> {
+    let rules = rkube_proxy::rules::RuleConfig::new(prefix, None)?;
+    let mut removed = rkube_proxy::iptables::cleanup(&rules)?;
+    let device = rkube_proxy::device::device_name(&rules.prefix);
+    if rkube_proxy::device::remove(&device)? {
+        removed.push(format!("device: {device} (and its route)"));
+    }
+    Ok(removed)
 }
 
 /// `rkube proxy`: the service proxy alone, or (`--cleanup`) the removal of what it made.
@@ -924,16 +1034,8 @@ async fn proxy(args: ProxyCommandArgs) -> anyhow::Result<()> {
     let config =
         proxy_config(node, &args.proxy, args.cluster_cidr, Some(args.service_cluster_ip_range))?;
     if args.cleanup {
-        let rules = config.rules.clone();
-        let removed = tokio::task::spawn_blocking(move || -> anyhow::Result<Vec<String>> {
-            let mut removed = rkube_proxy::iptables::cleanup(&rules)?;
-            let device = rkube_proxy::device::device_name(&rules.prefix);
-            if rkube_proxy::device::remove(&device)? {
-                removed.push(format!("device: {device} (and its route)"));
-            }
-            Ok(removed)
-        })
-        .await??;
+        let prefix = args.proxy.iptables_chain_prefix.clone();
+        let removed = tokio::task::spawn_blocking(move || proxy_cleanup(&prefix)).await??;
         for line in &removed {
             println!("removed {line}");
         }
@@ -944,7 +1046,15 @@ async fn proxy(args: ProxyCommandArgs) -> anyhow::Result<()> {
     }
     let kubeconfig = args.kubeconfig.expect("clap requires --kubeconfig without --cleanup");
     let client = client_from(&kubeconfig).await?;
-    let dns = args.dns.config(config.node_name.clone(), args.service_cluster_ip_range);
+    let cluster_dns =
+        args.dns.cluster_dns.unwrap_or_else(|| default_cluster_dns(args.service_cluster_ip_range));
+    let dns = dns_config(
+        config.node_name.clone(),
+        Some(cluster_dns),
+        &args.dns.cluster_domain,
+        &args.dns.resolv_conf,
+        &args.dns.port,
+    );
     let _dns = rkube_proxy::dns::start(client.clone(), dns).await?;
     let _proxy = rkube_proxy::proxier::start(client, config).await?;
     eprintln!("rkube: proxy running against the API server in {}", kubeconfig.display());
@@ -970,6 +1080,7 @@ async fn start_kubelet(
         node.kubelet_port,
         root_dir,
     );
+    config.dns = node.dns();
     config.pod_cidr = node.pod_cidr;
     config.eviction = node.eviction_hard;
     config.pod_manifest_path = node.pod_manifest_path;
@@ -1014,6 +1125,7 @@ async fn start_simulated_nodes(
         );
         config.pod_cidr = args.node.pod_cidr.clone();
         config.eviction = args.node.eviction_hard.clone();
+        config.dns = args.node.dns();
         let runtime: Arc<dyn rkube_kubelet::runtime::Runtime> = runtime.clone();
         rkube_kubelet::start(client.clone(), config, runtime)
     });

@@ -21,5 +21,6 @@ pub mod events;
 pub mod expectations;
 pub mod informer;
 pub mod leader_election;
+pub mod metrics;
 pub mod store;
 pub mod workqueue;

@@ -314,6 +314,19 @@ pub fn pod_proxy_connect<'a>(
     })
 }
 
+/// `services/proxy`: any request, passed on to one of the Service's endpoints.
+pub fn service_proxy_connect<'a>(
+    state: &'a ApiState,
+    r: &'a ResourceRequest,
+    raw: RawRequest,
+) -> Connected<'a> {
+    Box::pin(async move {
+        let (ns, name, _) = target(r, &raw)?;
+        let (method, headers) = (&raw.method.clone(), &raw.headers.clone());
+        crate::service_proxy::serve(state, method, headers, ns, name, r, raw).await
+    })
+}
+
 fn method_not_allowed() -> ApiError {
     ApiError::method_not_allowed("the server does not allow this method on the requested resource")
 }

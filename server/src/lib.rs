@@ -25,6 +25,7 @@ pub mod component_status;
 pub mod custom_resources;
 pub mod discovery;
 pub mod duplicates;
+pub mod endpoint_reconciler;
 pub mod error;
 pub mod handlers;
 pub mod inflight;
@@ -40,6 +41,7 @@ pub mod proxy;
 pub mod registry;
 pub mod request;
 pub mod reviews;
+pub mod service_proxy;
 pub mod services;
 pub mod status;
 pub mod subresources;
@@ -75,6 +77,9 @@ pub struct ServerConfig {
     pub bind: SocketAddr,
     /// The address clients reach the server at, for `/api` (e.g. `127.0.0.1:6443`).
     pub advertise_address: String,
+    /// This server's address in the `kubernetes` Service's endpoints: where pods reach it
+    /// (see [`endpoint_reconciler`]).
+    pub endpoint_address: std::net::IpAddr,
     pub tls: TlsMaterial,
     pub store: Arc<dyn Store>,
     /// `--service-cluster-ip-range` and `--service-node-port-range`.
@@ -125,6 +130,7 @@ impl Default for ServingLimits {
 pub struct Server {
     pub local_addr: SocketAddr,
     task: tokio::task::JoinHandle<()>,
+    endpoints: tokio::task::JoinHandle<()>,
 }
 
 struct Health {
@@ -143,6 +149,7 @@ impl Server {
         let registry = Arc::new(registry);
         bootstrap(&registry, &config).await?;
         custom_resources::start(registry.clone());
+        let registry_for_endpoints = registry.clone();
         let acceptor = listener::acceptor(&config.tls)?;
         let kubelet = kubelet::KubeletClient::new(config.kubelet_client.as_ref())?;
         let tokens = authn::ServiceAccountTokens::new(&config.service_account_tokens)
@@ -193,12 +200,19 @@ impl Server {
         });
         let task = tokio::spawn(listener::serve(tcp, acceptor, config.limits.connection, router));
         tracing::info!(%local_addr, "API server listening");
-        Ok(Server { local_addr, task })
+        let me = endpoint_reconciler::Endpoint {
+            address: config.endpoint_address,
+            port: local_addr.port(),
+        };
+        let endpoints =
+            endpoint_reconciler::start(registry_for_endpoints, config.store.clone(), me);
+        Ok(Server { local_addr, task, endpoints })
     }
 
     /// Stops accepting connections.
     pub fn stop(&self) {
         self.task.abort();
+        self.endpoints.abort();
     }
 }
 
@@ -256,11 +270,9 @@ async fn bootstrap(registry: &registry::Registry, config: &ServerConfig) -> Star
         .await?;
     }
     let ip = config.service_ranges.first().to_string();
-    let (host, port) = match config.advertise_address.rsplit_once(':') {
-        Some((h, p)) => {
-            (h.trim_matches(|c| c == '[' || c == ']').to_string(), p.parse::<u16>().unwrap_or(6443))
-        }
-        None => (config.advertise_address.clone(), 6443),
+    let port = match config.advertise_address.rsplit_once(':') {
+        Some((_, p)) => p.parse::<u16>().unwrap_or(6443),
+        None => 6443,
     };
     ensure("", "v1", "services", json!({
         "apiVersion": "v1", "kind": "Service",
@@ -268,20 +280,15 @@ async fn bootstrap(registry: &registry::Registry, config: &ServerConfig) -> Star
         "spec": {"type": "ClusterIP", "clusterIP": ip, "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": port}]},
     }))
     .await?;
-    ensure("", "v1", "endpoints", json!({
-        "apiVersion": "v1", "kind": "Endpoints",
-        "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}},
-        "subsets": [{"addresses": [{"ip": host}], "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}],
-    }))
-    .await?;
-    ensure("discovery.k8s.io", "v1", "endpointslices", json!({
-        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-        "metadata": {"name": "kubernetes", "namespace": "default", "labels": {"kubernetes.io/service-name": "kubernetes"}},
-        "addressType": "IPv4",
-        "endpoints": [{"addresses": [host], "conditions": {"ready": true}}],
-        "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
-    }))
-    .await?;
+    // The endpoints: this server (and the others that serve), kept by the reconciler.
+    let me = endpoint_reconciler::Endpoint { address: config.endpoint_address, port };
+    endpoint_reconciler::reconcile(registry, config.store.as_ref(), &me).await.map_err(
+        |message| StartError::Bootstrap {
+            resource: "endpoints",
+            name: "kubernetes".into(),
+            message,
+        },
+    )?;
     if let Some(ip) = config.cluster_dns {
         // As CoreDNS's Service, without a selector: each node's DNS keeps an EndpointSlice of
         // its own, and `Local` keeps each pod's queries on its node. Not fatal: in a cluster

@@ -148,6 +148,12 @@ impl ApiError {
         ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", message)
     }
 
+    /// Upstream's `NewServiceUnavailable`: a 503 without a retry hint (no endpoint to
+    /// proxy to).
+    pub fn service_unavailable(message: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable", message)
+    }
+
     pub fn unavailable(message: impl Into<String>) -> ApiError {
         let mut e = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable", message);
         e.details.retry_after = Some(1);

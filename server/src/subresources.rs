@@ -118,6 +118,12 @@ pub const TABLE: &[Subresource] = &[
     },
     Subresource {
         name: "proxy",
+        resource: Some(("", "services")),
+        verbs: &[],
+        serve: Serve::Kubelet(kubelet::service_proxy_connect),
+    },
+    Subresource {
+        name: "proxy",
         resource: Some(("", "nodes")),
         verbs: &[],
         serve: Serve::Kubelet(kubelet::node_proxy_connect),

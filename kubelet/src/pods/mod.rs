@@ -6,6 +6,7 @@
 //! and the clean-up of containers whose pod is gone.
 //! The pods seen are kept in a [`PodCache`] for the kubelet API ([`crate::server`]).
 
+pub mod dns;
 pub mod handlers;
 pub mod hooks;
 pub mod pleg;

@@ -9,7 +9,7 @@
 //! container is reported running, preStop before it is stopped.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,7 +24,7 @@ use tokio::sync::{watch, Notify};
 
 use super::spec::{self, pod_ref, Context, Lookup};
 use super::status::{self, ContainerView, PodFacts};
-use super::{hooks, probes, volumes};
+use super::{dns, hooks, probes, volumes};
 use crate::runtime::{
     labels, ContainerRecord, ContainerState, Credentials, HostPort, PodRef, Runtime, SandboxSpec,
 };
@@ -666,6 +666,8 @@ impl Syncer {
             }
             spec.binds.push(format!("{}:{path}", host.display()));
         }
+        let names = self.name_files(pod, container, inputs.pod_ip, spec.read_only_rootfs);
+        spec.binds.extend(names.map_err(|e| ("CreateContainerConfigError".to_string(), e))?);
         spec.pid_target = inputs.pid_target.clone();
         let share_pid = pod.spec.as_ref().and_then(|s| s.share_process_namespace).unwrap_or(false);
         let id = match self
@@ -854,6 +856,73 @@ impl Syncer {
         true
     }
 
+    /// Writes the pod's resolv.conf into its directory (as its dnsPolicy and dnsConfig
+    /// say, [`dns::pod_resolv_conf`]), recording the warnings making it gave; what it says.
+    fn write_resolv_conf(&self, pod: &Pod) -> Result<dns::ResolvConf, String> {
+        let host = dns::host_resolv_conf(&self.config.dns).map_err(|e| {
+            let path = self.config.dns.resolv_conf.as_deref().unwrap_or(Path::new(""));
+            format!("open {}: {e}", path.display())
+        })?;
+        let made = dns::pod_resolv_conf(pod, &self.config.dns, &host, &pod_key(pod));
+        for warning in &made.warnings {
+            let target =
+                if warning.on_node { node_reference(&self.config) } else { pod_reference(pod) };
+            self.recorder.record(&target, "Warning", warning.reason, &warning.message);
+        }
+        let path = dns::resolv_conf_path(&pod_dir(&self.config, pod));
+        dns::write_file(&path, &made.conf.render())
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        Ok(made.conf)
+    }
+
+    /// The pod's resolv.conf and hosts file as bind mounts for one of its containers
+    /// (neither where the container mounts a volume of its own): the resolv.conf the
+    /// sandbox was made with, the hosts file written anew with the pod's IP, as upstream's
+    /// kubelet does for each container it makes.
+    fn name_files(
+        &self,
+        pod: &Pod,
+        container: &Container,
+        pod_ip: &str,
+        read_only: bool,
+    ) -> Result<Vec<String>, String> {
+        let dir = pod_dir(&self.config, pod);
+        let mounted = |at: &str| {
+            container
+                .volume_mounts
+                .iter()
+                .flatten()
+                .any(|m| m.mount_path.trim_end_matches('/') == at)
+        };
+        let mut binds = Vec::new();
+        if !mounted("/etc/resolv.conf") {
+            let path = dns::resolv_conf_path(&dir);
+            // A sandbox made by an earlier kubelet has none yet.
+            if !path.exists() {
+                self.write_resolv_conf(pod)?;
+            }
+            let ro = if read_only { ":ro" } else { "" };
+            binds.push(format!("{}:/etc/resolv.conf{ro}", path.display()));
+        }
+        if !mounted("/etc/hosts") && !pod_ip.is_empty() {
+            let spec = pod.spec.as_ref();
+            let aliases = spec.and_then(|s| s.host_aliases.as_deref()).unwrap_or(&[]);
+            let text = if spec.and_then(|s| s.host_network).unwrap_or(false) {
+                let node = std::fs::read_to_string("/etc/hosts")
+                    .map_err(|e| format!("open /etc/hosts: {e}"))?;
+                dns::host_network_hosts(&node, aliases)
+            } else {
+                let name = dns::hostname_and_domain(pod, &self.config.dns.cluster_domain)?;
+                dns::managed_hosts(&[pod_ip], &name, aliases)
+            };
+            let path = dns::hosts_path(&dir);
+            dns::write_file(&path, &text)
+                .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+            binds.push(format!("{}:/etc/hosts", path.display()));
+        }
+        Ok(binds)
+    }
+
     /// Makes the pod's sandbox run; its id and IP.
     async fn sandbox(
         &self,
@@ -879,7 +948,9 @@ impl Syncer {
         for record in records.iter().filter(|r| matches!(r.state, ContainerState::Running { .. })) {
             let _ = self.runtime.stop_container(&record.id, Duration::from_secs(2)).await;
         }
-        let spec = sandbox_spec(pod, attempt, &self.config);
+        let other = crate::runtime::RuntimeError::Other;
+        let dns = self.write_resolv_conf(pod).map_err(other)?;
+        let spec = sandbox_spec(pod, attempt, &self.config, dns).map_err(other)?;
         let (id, ip) = self.runtime.run_sandbox(self.node(), &spec).await?;
         Ok((id, ip, true))
     }
@@ -962,11 +1033,7 @@ impl Syncer {
                 Default::default()
             }
         };
-        let pod_key = format!(
-            "{}_{}({uid})",
-            pod.metadata.name.as_deref().unwrap_or(""),
-            pod.metadata.namespace.as_deref().unwrap_or("")
-        );
+        let pod_key = pod_key(pod);
         let inputs = StartInputs {
             sandbox_id: &sandbox_id,
             pod_ip: &pod_ip,
@@ -1191,15 +1258,16 @@ pub async fn delete_now(client: &kube::Client, pod: &Pod) {
     }
 }
 
-/// What the runtime needs for the pod's sandbox.
-pub fn sandbox_spec(pod: &Pod, attempt: u32, config: &Config) -> SandboxSpec {
+/// What the runtime needs for the pod's sandbox, whose resolv.conf says `dns`; why it
+/// cannot be made (a hostname too long for the kernel).
+pub fn sandbox_spec(
+    pod: &Pod,
+    attempt: u32,
+    config: &Config,
+    dns: dns::ResolvConf,
+) -> Result<SandboxSpec, String> {
     let spec = pod.spec.clone().unwrap_or_default();
-    let name = pod.metadata.name.clone().unwrap_or_default();
-    let hostname = spec
-        .hostname
-        .clone()
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| name.chars().take(63).collect());
+    let hostname = dns::hostname_and_domain(pod, &config.dns.cluster_domain)?.nodename;
     let mut host_ports = Vec::new();
     for container in &spec.containers {
         for port in container.ports.iter().flatten() {
@@ -1213,39 +1281,49 @@ pub fn sandbox_spec(pod: &Pod, attempt: u32, config: &Config) -> SandboxSpec {
             }
         }
     }
-    let mut dns_servers = Vec::new();
-    let mut dns_searches = Vec::new();
-    let mut dns_options = Vec::new();
-    if let Some(dns) = &spec.dns_config {
-        dns_servers.extend(dns.nameservers.iter().flatten().cloned());
-        dns_searches.extend(dns.searches.iter().flatten().cloned());
-        for o in dns.options.iter().flatten() {
-            let name = o.name.clone().unwrap_or_default();
-            dns_options.push(match &o.value {
-                Some(v) => format!("{name}:{v}"),
-                None => name,
-            });
-        }
-    }
     let extra_hosts = spec
         .host_aliases
         .iter()
         .flatten()
         .flat_map(|a| a.hostnames.iter().flatten().map(move |h| format!("{h}:{}", a.ip)))
         .collect();
-    let _ = config;
-    SandboxSpec {
+    Ok(SandboxSpec {
         pod: pod_ref(pod),
         attempt,
         hostname,
         host_network: spec.host_network.unwrap_or(false),
         share_pid: spec.share_process_namespace.unwrap_or(false),
         host_ports,
-        dns_servers,
-        dns_searches,
-        dns_options,
+        dns_servers: dns.nameservers,
+        dns_searches: dns.searches,
+        dns_options: dns.options,
         extra_hosts,
+    })
+}
+
+/// `name_namespace(uid)`, as upstream's messages name a pod.
+fn pod_key(pod: &Pod) -> String {
+    format!(
+        "{}_{}({})",
+        pod.metadata.name.as_deref().unwrap_or(""),
+        pod.metadata.namespace.as_deref().unwrap_or(""),
+        pod.metadata.uid.as_deref().unwrap_or("")
+    )
+}
+
+/// The node, as the kubelet names it in events (its name as uid, as upstream's).
+fn node_reference(config: &Config) -> k8s_openapi::api::core::v1::ObjectReference {
+    k8s_openapi::api::core::v1::ObjectReference {
+        kind: Some("Node".into()),
+        name: Some(config.node_name.clone()),
+        uid: Some(config.node_name.clone()),
+        ..Default::default()
     }
+}
+
+/// The pod's directory on the node (its volumes, resolv.conf and hosts file).
+fn pod_dir(config: &Config, pod: &Pod) -> PathBuf {
+    pods_dir(config).join(pod.metadata.uid.as_deref().unwrap_or("unknown"))
 }
 
 /// Where a container's termination message lives on the node.

@@ -172,6 +172,36 @@ impl DockerRuntime {
         })
     }
 
+    /// Removes (force, with their anonymous volumes) every container the kubelet made for
+    /// `node`, or for any node without one: a node taken down for good (`rkube killall`).
+    /// Each removed one as `name (short id)`. Containers without the kubelet's node label
+    /// (anything not rkube's) are never touched.
+    pub async fn remove_all(&self, node: Option<&str>) -> Result<Vec<String>> {
+        let label = match node {
+            Some(node) => format!("{}={node}", labels::NODE),
+            None => labels::NODE.to_string(),
+        };
+        let filters = HashMap::from([("label".to_string(), vec![label])]);
+        let options =
+            ListContainersOptions { all: true, filters: Some(filters), ..Default::default() };
+        let mut removed = Vec::new();
+        for summary in self.docker.list_containers(Some(options)).await.map_err(err)? {
+            let Some(id) = summary.id else { continue };
+            let name = summary.names.unwrap_or_default().first().cloned().unwrap_or_default();
+            let options = RemoveContainerOptions { force: true, v: true, ..Default::default() };
+            match self.docker.remove_container(&id, Some(options)).await {
+                Ok(()) => removed.push(format!(
+                    "{} ({})",
+                    name.trim_start_matches('/'),
+                    &id[..id.len().min(12)]
+                )),
+                Err(e) if is_not_found(&e) => {}
+                Err(e) => return Err(err(e)),
+            }
+        }
+        Ok(removed)
+    }
+
     /// Makes the pause image from the program in [`pause`] unless it is there already.
     pub async fn ensure_pause_image(&self) -> Result<()> {
         if self.image_present(pause::IMAGE).await? {
@@ -400,6 +430,9 @@ impl Runtime for DockerRuntime {
             else {
                 continue;
             };
+            if let Err(e) = network.ensure_hairpin(&sandbox.id) {
+                tracing::warn!(error = %e, id = sandbox.id, "cannot turn hairpin on for a sandbox");
+            }
             if network.claim(ip, &sandbox.id) {
                 let ports = HostPort::decode_all(sandbox.label(labels::HOST_PORTS));
                 network.add_host_ports(&sandbox.id, ip, &ports).await?;

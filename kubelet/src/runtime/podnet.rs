@@ -138,24 +138,134 @@ fn delete_node_rules(
     bridge: &str,
     chain: &str,
 ) -> std::result::Result<(), String> {
+    let names = [bridge.to_string(), chain.to_string()];
+    delete_rules_and_chains(tables, &names, &names[1..], false).map(drop)
+}
+
+/// Deletes the rules of the built-in chains that name one of `names` (or, with `tagged`,
+/// carry the pod network's comment), then the nat `chains`; what it deleted, one line each.
+fn delete_rules_and_chains(
+    tables: &iptables::IPTables,
+    names: &[String],
+    chains: &[String],
+    tagged: bool,
+) -> std::result::Result<Vec<String>, String> {
     let places =
         [("filter", "FORWARD"), ("nat", "POSTROUTING"), ("nat", "PREROUTING"), ("nat", "OUTPUT")];
+    let mut removed = Vec::new();
     for (table, builtin) in places {
         let rules = tables.list(table, builtin).map_err(|e| e.to_string())?;
         for rule in rules {
             let words: Vec<&str> = rule.split_whitespace().collect();
-            if words.first() != Some(&"-A") || !words.iter().any(|w| *w == bridge || *w == chain) {
+            let ours = words.iter().any(|w| names.iter().any(|n| n == w))
+                || (tagged && words.contains(&COMMENT));
+            if words.first() != Some(&"-A") || !ours {
                 continue;
             }
             let spec = words[2..].join(" ");
             tables.delete(table, builtin, &spec).map_err(|e| format!("{table} {spec}: {e}"))?;
+            removed.push(format!("{table} rule: {rule}"));
         }
     }
-    if tables.chain_exists("nat", chain).map_err(|e| e.to_string())? {
-        tables.flush_chain("nat", chain).map_err(|e| e.to_string())?;
-        tables.delete_chain("nat", chain).map_err(|e| e.to_string())?;
+    for chain in chains {
+        if tables.chain_exists("nat", chain).map_err(|e| e.to_string())? {
+            tables.flush_chain("nat", chain).map_err(|e| e.to_string())?;
+            tables.delete_chain("nat", chain).map_err(|e| e.to_string())?;
+            removed.push(format!("nat chain: {chain}"));
+        }
     }
-    Ok(())
+    Ok(removed)
+}
+
+/// The names of the links `ip -o link show ARGS` lists (`rkv0123@if2` as `rkv0123`).
+fn link_names(args: &[&str]) -> Vec<String> {
+    let output = std::process::Command::new("ip")
+        .args(["-o", "link", "show"])
+        .args(args)
+        .stderr(std::process::Stdio::null())
+        .output();
+    let Ok(output) = output else { return Vec::new() };
+    parse_link_names(&String::from_utf8_lossy(&output.stdout))
+}
+
+/// The link names of `ip -o link` output: `5: rkv0123@if2: <...> ...` gives `rkv0123`.
+fn parse_link_names(text: &str) -> Vec<String> {
+    text.lines()
+        .filter_map(|line| line.split(": ").nth(1))
+        .map(|name| name.split('@').next().unwrap_or(name).to_string())
+        .collect()
+}
+
+fn link_exists(name: &str) -> bool {
+    std::path::Path::new(&format!("/sys/class/net/{name}")).exists()
+}
+
+/// What rkube's pod networks left on this host: one node's ([`Leftovers::of_node`]) or
+/// every one ([`Leftovers::all`]), found while the node's sandboxes still run (their veths
+/// go with them) and removed once they are gone ([`Leftovers::remove`]). Only rkube's
+/// names are ever touched: bridges `rkbr*`, veths `rkv*`, chains `RKUBE-HP-*` and the rules
+/// naming them or carrying the pod network's comment.
+#[derive(Debug, Default)]
+pub struct Leftovers {
+    bridges: Vec<String>,
+    veths: Vec<String>,
+    chains: Vec<String>,
+    /// Every rule with the pod network's comment, whatever it names.
+    every_tagged_rule: bool,
+}
+
+impl Leftovers {
+    /// `node`'s bridge, the veths on it, its hostPort chain and its rules.
+    pub fn of_node(node: &str) -> Leftovers {
+        let bridge = bridge_name(node);
+        let veths = link_names(&["master", &bridge]);
+        // Named even when gone: rules naming it may have outlived it.
+        let bridges = vec![bridge];
+        Leftovers { bridges, veths, chains: vec![hostport_chain(node)], every_tagged_rule: false }
+    }
+
+    /// Every node's: each `rkbr` bridge, `rkv` veth and `RKUBE-HP-` chain.
+    pub fn all() -> Result<Leftovers> {
+        let ours = |prefix: &'static str| move |name: &String| name.starts_with(prefix);
+        let bridges = link_names(&["type", "bridge"]).into_iter().filter(ours("rkbr")).collect();
+        let veths = link_names(&["type", "veth"]).into_iter().filter(ours("rkv")).collect();
+        let tables =
+            iptables::new(false).map_err(|e| other(format!("cannot run iptables: {e}")))?;
+        let chains = tables.list_chains("nat").map_err(|e| other(e.to_string()))?;
+        let chains = chains.into_iter().filter(ours("RKUBE-HP-")).collect();
+        Ok(Leftovers { bridges, veths, chains, every_tagged_rule: true })
+    }
+
+    /// Removes the veths still there, the rules and chains, then the bridges; what is gone,
+    /// one line each (a veth that went with its sandbox too).
+    pub fn remove(&self) -> Result<Vec<String>> {
+        let mut removed = Vec::new();
+        for veth in &self.veths {
+            if link_exists(veth) {
+                let status =
+                    std::process::Command::new("ip").args(["link", "delete", veth]).status();
+                if !status.is_ok_and(|s| s.success()) && link_exists(veth) {
+                    return Err(other(format!("cannot delete the veth {veth}")));
+                }
+            }
+            removed.push(format!("veth: {veth}"));
+        }
+        let tables =
+            iptables::new(false).map_err(|e| other(format!("cannot run iptables: {e}")))?;
+        let names: Vec<String> = self.bridges.iter().chain(&self.chains).cloned().collect();
+        removed.extend(
+            delete_rules_and_chains(&tables, &names, &self.chains, self.every_tagged_rule)
+                .map_err(other)?,
+        );
+        for bridge in self.bridges.iter().filter(|b| link_exists(b)) {
+            let status = std::process::Command::new("ip").args(["link", "delete", bridge]).status();
+            if !status.is_ok_and(|s| s.success()) && link_exists(bridge) {
+                return Err(other(format!("cannot delete the bridge {bridge}")));
+            }
+            removed.push(format!("bridge: {bridge}"));
+        }
+        Ok(removed)
+    }
 }
 
 /// The IPv4 addresses of an interface, `10.42.0.1/24`; none when it does not exist.
@@ -267,6 +377,10 @@ impl PodNetwork {
         ip_batch(&[
             format!("link add {veth} type veth peer name eth0 netns {pid}"),
             format!("link set {veth} master {bridge} up"),
+            // Hairpin: a pod reaching itself through a Service's cluster IP is DNATed back
+            // out of the port it came in on, which a bridge drops unless the port allows it
+            // (CNI's bridge plugin sets it the same way, as kubelet's hairpin-veth did).
+            format!("link set {veth} type bridge_slave hairpin on"),
         ])
         .await?;
         let prefix = self.cidr.prefix_len();
@@ -280,6 +394,17 @@ impl PodNetwork {
             ],
         )
         .await
+    }
+
+    /// Turns hairpin on for the bridge port of a sandbox made by an earlier kubelet (which
+    /// may not have); whether its veth is there.
+    pub fn ensure_hairpin(&self, sandbox_id: &str) -> Result<bool> {
+        let path = format!("/sys/class/net/{}/brport/hairpin_mode", veth_name(sandbox_id));
+        if !std::path::Path::new(&path).exists() {
+            return Ok(false);
+        }
+        write_sysctl(&path, "1")?;
+        Ok(true)
     }
 
     /// DNATs each hostPort to the sandbox at `ip`.
@@ -363,6 +488,15 @@ mod tests {
         let chain = hostport_chain("node-a");
         assert!(chain.len() <= 28, "{chain}");
         assert_eq!(veth_name(&"0123456789abcdef".repeat(4)).len(), 15);
+    }
+
+    #[test]
+    fn link_names_are_read_from_ip_link() {
+        let text = "1686: rkbra0e5521f: <NO-CARRIER,BROADCAST,MULTICAST,UP> mtu 1500 qdisc noqueue \
+                    state DOWN mode DEFAULT group default qlen 1000\\    link/ether 00:00:00:00:00:00\n\
+                    1690: rkv5902bb52f90b@if2: <BROADCAST,MULTICAST,UP,LOWER_UP> mtu 1500 master \
+                    rkbra0e5521f state UP\\    link/ether 6a:1f:00:00:00:01\n";
+        assert_eq!(parse_link_names(text), ["rkbra0e5521f", "rkv5902bb52f90b"]);
     }
 
     #[test]

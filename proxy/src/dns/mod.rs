@@ -63,8 +63,9 @@ pub struct Config {
     pub domain: String,
     /// `--cluster-dns`: the `kube-dns` Service's address.
     pub cluster_dns: Option<IpAddr>,
-    /// `--resolv-conf`: the node's resolvers, for names outside the cluster.
-    pub resolv_conf: PathBuf,
+    /// `--resolv-conf`: the node's resolvers, for names outside the cluster (None: names
+    /// outside get SERVFAIL).
+    pub resolv_conf: Option<PathBuf>,
     /// The port to serve on (53).
     pub port: u16,
 }
@@ -185,10 +186,13 @@ pub async fn start(client: Client, config: Config) -> Result<NodeDns, DnsError> 
     let zone = zone_config(&config.domain, config.cluster_dns)?;
     // Read now, so that a wrong `--resolv-conf` is said at startup.
     let exclude: Vec<IpAddr> = config.cluster_dns.into_iter().collect();
-    let forwarder = Forwarder::from_resolv_conf(&config.resolv_conf, &exclude, FORWARD_TIMEOUT)
-        .map_err(|error| DnsError::ResolvConf { path: config.resolv_conf.clone(), error })?;
+    let forwarder = match &config.resolv_conf {
+        Some(path) => Forwarder::from_resolv_conf(path, &exclude, FORWARD_TIMEOUT)
+            .map_err(|error| DnsError::ResolvConf { path: path.clone(), error })?,
+        None => Forwarder::new(Vec::new(), FORWARD_TIMEOUT),
+    };
     if forwarder.upstreams().is_empty() {
-        tracing::warn!(path = %config.resolv_conf.display(), "no nameserver to forward to: names outside the cluster get SERVFAIL");
+        tracing::warn!("no nameserver to forward to: names outside the cluster get SERVFAIL");
     }
     let task = tokio::spawn(async move {
         if let Err(e) = run_node(client, config, zone, forwarder).await {
