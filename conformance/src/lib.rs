@@ -9,6 +9,7 @@
 //! adds a kubelet on Docker, and [`streaming`] follows a kubectl that keeps running.
 
 pub mod cluster;
+pub mod dns;
 pub mod h2;
 pub mod node;
 pub mod report;

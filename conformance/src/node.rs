@@ -267,6 +267,16 @@ impl NodeServer {
                 &metrics,
             ]);
         }
+        // The node's cluster DNS (with the proxy) forwards names outside the cluster to the
+        // resolvers of `--resolv-conf`: unless the test names its own (on loopback), none,
+        // so that no pod's lookup leaves the machine.
+        let no_resolvers = std::env::temp_dir().join("rkube-test-no-resolvers.conf");
+        let no_resolvers = no_resolvers.to_string_lossy().to_string();
+        if proxy && !extra.contains(&"--resolv-conf") {
+            std::fs::write(&no_resolvers, "# no nameservers: tests reach no resolver outside\n")
+                .expect("write the tests' resolv.conf");
+            args.extend_from_slice(&["--resolv-conf", &no_resolvers]);
+        }
         args.extend_from_slice(extra);
         let server = RkubeServer::start_with(&args);
         NodeServer {

@@ -3,10 +3,11 @@
 //! [`model`]), writes the nat and filter chains ([`rules`]) with one `iptables-restore` call
 //! per sync ([`iptables`]), and routes the service CIDR to a local dummy device
 //! ([`device`]) so that a packet to a cluster IP without rules never leaves the machine.
-//! The cluster DNS server will live here too.
+//! The cluster DNS server ([`dns`]) runs next to it on each node.
 
 pub mod conntrack;
 pub mod device;
+pub mod dns;
 pub mod iptables;
 pub mod metrics;
 pub mod model;

@@ -83,6 +83,54 @@ fn parse_optional_address(text: &str) -> Result<OptionalAddress, String> {
     })
 }
 
+/// The node's cluster DNS of `rkube proxy` (CoreDNS's part: names of `--cluster-domain`,
+/// others forwarded to `--resolv-conf`'s resolvers). `rkube server` takes the kubelet's
+/// flags of the same names for its local node's DNS and its `kube-dns` Service.
+#[derive(clap::Args, Clone)]
+struct DnsArgs {
+    /// The cluster DNS Service's address (`kube-system/kube-dns`); default: the 10th address
+    /// of the service CIDR (10.43.0.10).
+    #[arg(long)]
+    cluster_dns: Option<std::net::Ipv4Addr>,
+    /// The cluster's DNS domain.
+    #[arg(long, default_value = "cluster.local")]
+    cluster_domain: String,
+    /// The resolvers names outside the cluster are forwarded to ("" for none).
+    #[arg(long, default_value = "/etc/resolv.conf")]
+    resolv_conf: PathBuf,
+    #[command(flatten)]
+    port: DnsPortArg,
+}
+
+/// Where the node's DNS listens: its pod bridge's gateway, on this port.
+#[derive(clap::Args, Clone)]
+struct DnsPortArg {
+    /// The port the node's cluster DNS serves on, at its pod bridge's gateway.
+    #[arg(long, default_value_t = 53)]
+    cluster_dns_port: u16,
+}
+
+/// The 10th address of the service CIDR: the `kube-dns` Service's by default, as k3s's.
+fn default_cluster_dns(service_cidr: rkube_controllers::node_ipam::Ipv4Net) -> std::net::Ipv4Addr {
+    std::net::Ipv4Addr::from(u32::from(service_cidr.network()) + 10)
+}
+
+fn dns_config(
+    node_name: String,
+    cluster_dns: Option<std::net::Ipv4Addr>,
+    domain: &str,
+    resolv_conf: &std::path::Path,
+    port: &DnsPortArg,
+) -> rkube_proxy::dns::Config {
+    rkube_proxy::dns::Config {
+        node_name,
+        domain: domain.to_string(),
+        cluster_dns: cluster_dns.map(IpAddr::V4),
+        resolv_conf: (!resolv_conf.as_os_str().is_empty()).then(|| resolv_conf.to_path_buf()),
+        port: port.cluster_dns_port,
+    }
+}
+
 #[derive(clap::Args)]
 struct ProxyCommandArgs {
     /// The kubeconfig to reach the API server with.
@@ -103,6 +151,8 @@ struct ProxyCommandArgs {
     cleanup: bool,
     #[command(flatten)]
     proxy: ProxyArgs,
+    #[command(flatten)]
+    dns: DnsArgs,
 }
 
 /// The kubelet's flags, shared by `rkube kubelet` and the local node of `rkube server`.
@@ -143,14 +193,16 @@ struct NodeArgs {
     #[arg(long, default_value = "20s", value_parser = parse_duration)]
     file_check_frequency: Duration,
     /// The cluster DNS servers pods with dnsPolicy ClusterFirst use (comma-separated);
-    /// `rkube server` defaults it to the 10th address of its service CIDR (10.43.0.10).
+    /// `rkube server` defaults it to the 10th address of its service CIDR (10.43.0.10), and
+    /// makes the `kube-dns` Service at the first one.
     #[arg(long = "cluster-dns", value_delimiter = ',')]
     kubelet_cluster_dns: Vec<IpAddr>,
     /// The cluster's DNS domain: pods search `<ns>.svc.<domain>`, `svc.<domain>`, `<domain>`.
     #[arg(long = "cluster-domain", default_value = "cluster.local")]
     kubelet_cluster_domain: String,
     /// The node's resolver file, the base of pods' resolv.conf (dnsPolicy Default, and the
-    /// search domains of ClusterFirst); "" for none.
+    /// search domains of ClusterFirst), and on `rkube server` where the node's cluster DNS
+    /// forwards names outside the cluster; "" for none.
     #[arg(long, default_value = "/etc/resolv.conf")]
     resolv_conf: PathBuf,
 }
@@ -292,6 +344,10 @@ struct ServerArgs {
     /// The local node's service proxy.
     #[command(flatten)]
     proxy: ProxyArgs,
+    /// The local node's cluster DNS (its address, domain and resolvers are the kubelet's
+    /// `--cluster-dns`, `--cluster-domain` and `--resolv-conf`).
+    #[command(flatten)]
+    dns: DnsPortArg,
 }
 
 /// kube-apiserver's serving limits (its flag names, defaults and meaning of 0), and the
@@ -568,7 +624,8 @@ async fn main() {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                // hickory-server logs every DNS query at info.
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,hickory_server=warn")),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -624,6 +681,21 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
         args.service_node_port_range,
     )?;
     pki_options.service_ip = IpAddr::V4(service_ranges.first());
+    let service_network = service_ranges.network;
+    // The kube-dns Service's address: the kubelet's first `--cluster-dns`, else the 10th of
+    // the service CIDR; none when it is not an address of the CIDR (pods may be pointed at a
+    // DNS server elsewhere).
+    let cluster_dns = match args.node.kubelet_cluster_dns.first() {
+        None => Some(default_cluster_dns(service_network)),
+        Some(IpAddr::V4(ip)) => Some(*ip),
+        Some(IpAddr::V6(_)) => None,
+    }
+    .filter(|ip| service_network.contains(ip) && *ip != service_ranges.first());
+    if cluster_dns.is_none() {
+        eprintln!(
+            "rkube: no kube-dns Service: the cluster DNS address is not one of the service CIDR {service_network}"
+        );
+    }
     pki_options.extra_sans = args.tls_san.clone();
     let endpoint_address = endpoint_address(args.advertise_address, args.bind_address);
     for address in [args.advertise_address, endpoint_address] {
@@ -655,6 +727,7 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
         },
         store,
         service_ranges,
+        cluster_dns,
         admission,
         kubelet_client: Some(rkube_server::KubeletClientConfig {
             // As k3s: node names need not resolve, so the InternalIP comes first.
@@ -772,6 +845,27 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
                 Ok(proxy) => Some(proxy),
                 Err(e) => {
                     eprintln!("rkube: no service proxy on the local node: {e}");
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
+    // The node's cluster DNS runs with its proxy, whose rules bring pods' queries to the
+    // `kube-dns` Service here.
+    let _dns = match (&_kubelet, disabled("proxy")) {
+        (Some(_), false) => {
+            let config = dns_config(
+                node_name(&args.node)?,
+                cluster_dns,
+                &args.node.kubelet_cluster_domain,
+                &args.node.resolv_conf,
+                &args.dns,
+            );
+            match rkube_proxy::dns::start(client.clone(), config).await {
+                Ok(dns) => Some(dns),
+                Err(e) => {
+                    eprintln!("rkube: no cluster DNS on the local node: {e}");
                     None
                 }
             }
@@ -952,6 +1046,16 @@ async fn proxy(args: ProxyCommandArgs) -> anyhow::Result<()> {
     }
     let kubeconfig = args.kubeconfig.expect("clap requires --kubeconfig without --cleanup");
     let client = client_from(&kubeconfig).await?;
+    let cluster_dns =
+        args.dns.cluster_dns.unwrap_or_else(|| default_cluster_dns(args.service_cluster_ip_range));
+    let dns = dns_config(
+        config.node_name.clone(),
+        Some(cluster_dns),
+        &args.dns.cluster_domain,
+        &args.dns.resolv_conf,
+        &args.dns.port,
+    );
+    let _dns = rkube_proxy::dns::start(client.clone(), dns).await?;
     let _proxy = rkube_proxy::proxier::start(client, config).await?;
     eprintln!("rkube: proxy running against the API server in {}", kubeconfig.display());
     shutdown_signal().await;

@@ -84,6 +84,9 @@ pub struct ServerConfig {
     pub store: Arc<dyn Store>,
     /// `--service-cluster-ip-range` and `--service-node-port-range`.
     pub service_ranges: services::ServiceRanges,
+    /// `--cluster-dns`: the `kube-system/kube-dns` Service's cluster IP, made at startup
+    /// (each node's DNS keeps its EndpointSlices). None: no such Service.
+    pub cluster_dns: Option<std::net::Ipv4Addr>,
     /// The admission chain (`--enable-admission-plugins`, `--disable-admission-plugins` and
     /// the plugins' own flags).
     pub admission: rkube_admission::Chain,
@@ -286,6 +289,25 @@ async fn bootstrap(registry: &registry::Registry, config: &ServerConfig) -> Star
             message,
         },
     )?;
+    if let Some(ip) = config.cluster_dns {
+        // As CoreDNS's Service, without a selector: each node's DNS keeps an EndpointSlice of
+        // its own, and `Local` keeps each pod's queries on its node. Not fatal: in a cluster
+        // made before, another Service may hold the address.
+        let made = ensure("", "v1", "services", json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": "kube-dns", "namespace": "kube-system", "labels": {
+                "k8s-app": "kube-dns", "kubernetes.io/cluster-service": "true",
+                "kubernetes.io/name": "CoreDNS"}},
+            "spec": {"type": "ClusterIP", "clusterIP": ip.to_string(), "clusterIPs": [ip.to_string()],
+                "internalTrafficPolicy": "Local",
+                "ports": [{"name": "dns", "port": 53, "protocol": "UDP", "targetPort": 53},
+                          {"name": "dns-tcp", "port": 53, "protocol": "TCP", "targetPort": 53}]},
+        }))
+        .await;
+        if let Err(e) = made {
+            tracing::warn!(error = %e, %ip, "no kube-dns Service: pods cannot reach the cluster DNS");
+        }
+    }
     Ok(())
 }
 
