@@ -301,17 +301,13 @@ pub fn node_proxy_connect<'a>(
     })
 }
 
-/// `pods/proxy`: any request, passed on to the pod through its node's kubelet.
+/// `pods/proxy`: any request, passed on to the pod over the pod network.
 pub fn pod_proxy_connect<'a>(
     state: &'a ApiState,
     r: &'a ResourceRequest,
     raw: RawRequest,
 ) -> Connected<'a> {
-    Box::pin(async move {
-        let (ns, name, _) = target(r, &raw)?;
-        let (method, headers) = (&raw.method.clone(), &raw.headers.clone());
-        crate::pod_proxy::serve(state, method, headers, ns, name, r, raw).await
-    })
+    namespaced_proxy(state, r, raw, ProxyTarget::Pod)
 }
 
 /// `services/proxy`: any request, passed on to one of the Service's endpoints.
@@ -320,10 +316,32 @@ pub fn service_proxy_connect<'a>(
     r: &'a ResourceRequest,
     raw: RawRequest,
 ) -> Connected<'a> {
+    namespaced_proxy(state, r, raw, ProxyTarget::Service)
+}
+
+/// What a namespaced `proxy` subresource reaches.
+enum ProxyTarget {
+    Pod,
+    Service,
+}
+
+fn namespaced_proxy<'a>(
+    state: &'a ApiState,
+    r: &'a ResourceRequest,
+    raw: RawRequest,
+    to: ProxyTarget,
+) -> Connected<'a> {
     Box::pin(async move {
         let (ns, name, _) = target(r, &raw)?;
         let (method, headers) = (&raw.method.clone(), &raw.headers.clone());
-        crate::service_proxy::serve(state, method, headers, ns, name, r, raw).await
+        match to {
+            ProxyTarget::Pod => {
+                crate::pod_proxy::serve(state, method, headers, ns, name, r, raw).await
+            }
+            ProxyTarget::Service => {
+                crate::service_proxy::serve(state, method, headers, ns, name, r, raw).await
+            }
+        }
     })
 }
 
