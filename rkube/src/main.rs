@@ -195,10 +195,10 @@ struct NodeArgs {
     /// The cluster DNS servers pods with dnsPolicy ClusterFirst use (comma-separated);
     /// `rkube server` defaults it to the 10th address of its service CIDR (10.43.0.10), and
     /// makes the `kube-dns` Service at the first one.
-    #[arg(long = "cluster-dns", value_delimiter = ',')]
+    #[arg(long = "cluster-dns", value_delimiter = ',', value_name = "CLUSTER_DNS")]
     kubelet_cluster_dns: Vec<IpAddr>,
     /// The cluster's DNS domain: pods search `<ns>.svc.<domain>`, `svc.<domain>`, `<domain>`.
-    #[arg(long = "cluster-domain", default_value = "cluster.local")]
+    #[arg(long = "cluster-domain", default_value = "cluster.local", value_name = "CLUSTER_DOMAIN")]
     kubelet_cluster_domain: String,
     /// The node's resolver file, the base of pods' resolv.conf (dnsPolicy Default, and the
     /// search domains of ClusterFirst), and on `rkube server` where the node's cluster DNS
