@@ -201,6 +201,15 @@ impl Poster {
     }
 }
 
+/// An object as events name it, uid and resourceVersion included (client-go's
+/// `GetReference`).
+pub fn object_reference<K: kube::Resource<DynamicType = ()>>(object: &K) -> ObjectReference {
+    ObjectReference {
+        resource_version: object.meta().resource_version.clone(),
+        ..object.object_ref(&())
+    }
+}
+
 /// A Node as events name it: kind, name and uid (no namespace).
 pub fn node_reference(node: &Node) -> ObjectReference {
     ObjectReference {

@@ -36,14 +36,14 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, PostParams, PropagationPolicy};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
-use kube::{Client, Resource};
+use kube::Client;
 use rkube_runtime::store::Store;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
 use crate::api_errors::{message, namespace_terminating};
 use crate::controller_ref::{controller_of, owner_reference};
-use rkube_runtime::events::Recorder;
+use rkube_runtime::events::{object_reference, Recorder};
 use rkube_runtime::informer::{self, Change};
 use rkube_runtime::workqueue::WorkQueue;
 
@@ -186,7 +186,7 @@ impl Watch {
                     "unparseable schedule for cronjob: {}",
                     cj.spec.as_ref().map_or("", |s| s.schedule.as_str())
                 );
-                let target = reference(&cj);
+                let target = object_reference(&*cj);
                 self.ctl.recorder.record(&target, "Warning", "UnParseableCronJobSchedule", &note);
             }
         }
@@ -489,7 +489,7 @@ impl Controller {
     }
 
     async fn event(&self, cj: &CronJob, kind: &str, reason: &str, message: &str) {
-        self.recorder.record(&reference(cj), kind, reason, message);
+        self.recorder.record(&object_reference(cj), kind, reason, message);
     }
 }
 
@@ -616,11 +616,6 @@ fn job_reference(job: &Job) -> ObjectReference {
         resource_version: job.metadata.resource_version.clone(),
         ..ObjectReference::default()
     }
-}
-
-/// A CronJob as events name it, resourceVersion included.
-fn reference(cj: &CronJob) -> ObjectReference {
-    ObjectReference { resource_version: cj.metadata.resource_version.clone(), ..cj.object_ref(&()) }
 }
 
 #[cfg(test)]

@@ -37,7 +37,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
-use kube::{Client, Resource};
+use kube::Client;
 use rkube_apis::selectors::{LabelSelector, SelectorError};
 use rkube_runtime::store::Store;
 use tokio::sync::mpsc;
@@ -52,7 +52,7 @@ use crate::status_write::write_status;
 use nodes::Placement;
 use plan::{Counts, NodePods, TEMPLATE_GENERATION_LABEL};
 use rkube_runtime::backoff::Backoff;
-use rkube_runtime::events::Recorder;
+use rkube_runtime::events::{object_reference, Recorder};
 use rkube_runtime::expectations::Expectations;
 use rkube_runtime::expectations::OwnerUids;
 use rkube_runtime::informer::{self, Change};
@@ -184,11 +184,6 @@ fn selector(ds: &DaemonSet) -> Result<LabelSelector, SelectorError> {
     LabelSelector::from_api(&value)
 }
 
-/// A DaemonSet as events name it (client-go's `GetReference`).
-fn reference(ds: &DaemonSet) -> ObjectReference {
-    ObjectReference { resource_version: ds.metadata.resource_version.clone(), ..ds.object_ref(&()) }
-}
-
 /// The pod a DaemonSet runs on `node`: the template with the revision's hash and the template
 /// generation as labels, the daemon tolerations, and pinned to the node.
 pub fn daemon_pod(ds: &DaemonSet, node: &str, hash: &str) -> Pod {
@@ -265,7 +260,7 @@ impl Controller {
         };
         if selector.is_empty() {
             let note = "This daemon set is selecting all pods. A non-empty selector is required.";
-            self.recorder.record(&reference(&ds), "Warning", "SelectingAll", note);
+            self.recorder.record(&object_reference(&*ds), "Warning", "SelectingAll", note);
             return Ok(());
         }
         // Its pods and revisions may be going already (garbage collection), so a status would
@@ -373,7 +368,7 @@ impl Controller {
         let allows_surge = plan::allows_surge(ds);
         let min_ready = ds.spec.as_ref().and_then(|s| s.min_ready_seconds).unwrap_or(0);
         let now = Timestamp::now();
-        let target = reference(ds);
+        let target = object_reference(ds);
         let (mut create_on, mut delete) = (Vec::new(), Vec::new());
         for (node, placement) in placements {
             let pods = node_pods.get(node).filter(|p| !p.is_empty()).map(Vec::as_slice);
@@ -446,7 +441,7 @@ impl Controller {
         if create_on.is_empty() && delete.is_empty() {
             return Ok(());
         }
-        let target = reference(ds);
+        let target = object_reference(ds);
         let mut errors = Vec::new();
         let mut position = 0;
         let mut batch = 1;

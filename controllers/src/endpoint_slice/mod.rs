@@ -23,13 +23,13 @@ mod tracker;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod, Service};
+use k8s_openapi::api::core::v1::{Node, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
-use kube::{Client, Resource};
-use rkube_runtime::events::Recorder;
+use kube::Client;
+use rkube_runtime::events::{object_reference, Recorder};
 use rkube_runtime::informer::{self, Change};
 use rkube_runtime::store::{Indexers, Store};
 use rkube_runtime::workqueue::WorkQueue;
@@ -185,13 +185,6 @@ async fn work(ctl: Arc<Controller>) {
     ctl.queue.work("endpointslice-controller", SYNC_TIMEOUT, sync, SyncError::routine).await
 }
 
-fn reference(service: &Service) -> ObjectReference {
-    ObjectReference {
-        resource_version: service.metadata.resource_version.clone(),
-        ..service.object_ref(&())
-    }
-}
-
 impl Controller {
     async fn sync(&self, key: &str) -> Result<(), SyncError> {
         let Some((namespace, name)) = key.split_once('/') else { return Ok(()) };
@@ -229,7 +222,7 @@ impl Controller {
             if !matches!(e, SyncError::Stale) {
                 let note = format!("Error updating Endpoint Slices for Service {key}: {e}");
                 self.recorder.record(
-                    &reference(&service),
+                    &object_reference(&*service),
                     "Warning",
                     "FailedToUpdateEndpointSlices",
                     &note,

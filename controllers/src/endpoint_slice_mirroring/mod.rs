@@ -15,13 +15,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Endpoints, ObjectReference, Service};
+use k8s_openapi::api::core::v1::{Endpoints, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::Client;
-use rkube_runtime::events::Recorder;
+use rkube_runtime::events::{object_reference, Recorder};
 use rkube_runtime::informer::{self, Change};
 use rkube_runtime::store::{Indexers, Store};
 use rkube_runtime::workqueue::WorkQueue;
@@ -196,7 +196,7 @@ impl Controller {
             return Err(SyncError::Stale);
         }
         let plan = self.mirror.reconcile(&endpoints, &slices);
-        let target = reference(&endpoints);
+        let target = object_reference(&*endpoints);
         if plan.invalid > 0 {
             let note = format!(
                 "Skipped {} invalid IP addresses when mirroring to EndpointSlices",
@@ -273,17 +273,5 @@ impl Controller {
             }
         }
         Ok(())
-    }
-}
-
-fn reference(endpoints: &Endpoints) -> ObjectReference {
-    ObjectReference {
-        api_version: Some("v1".into()),
-        kind: Some("Endpoints".into()),
-        namespace: endpoints.metadata.namespace.clone(),
-        name: endpoints.metadata.name.clone(),
-        uid: endpoints.metadata.uid.clone(),
-        resource_version: endpoints.metadata.resource_version.clone(),
-        ..ObjectReference::default()
     }
 }

@@ -26,7 +26,7 @@ use kube::api::{Api, DeleteParams, PostParams};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::Client;
-use rkube_runtime::events::Recorder;
+use rkube_runtime::events::{object_reference, Recorder};
 use rkube_runtime::informer::{self, Change};
 use rkube_runtime::store::Store;
 use rkube_runtime::workqueue::WorkQueue;
@@ -207,22 +207,10 @@ impl Controller {
                         format!("Failed to update endpoint {key}: {}", message(&e)),
                     ),
                 };
-                self.recorder.record(&reference(&new), "Warning", reason, &note);
+                self.recorder.record(&object_reference(&new), "Warning", reason, &note);
                 Err(SyncError::Api(message(&e)))
             }
         }
-    }
-}
-
-fn reference(endpoints: &Endpoints) -> ObjectReference {
-    ObjectReference {
-        api_version: Some("v1".into()),
-        kind: Some("Endpoints".into()),
-        namespace: endpoints.metadata.namespace.clone(),
-        name: endpoints.metadata.name.clone(),
-        uid: endpoints.metadata.uid.clone(),
-        resource_version: endpoints.metadata.resource_version.clone(),
-        ..ObjectReference::default()
     }
 }
 

@@ -53,7 +53,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
-use kube::{Client, Resource};
+use kube::Client;
 use rkube_apis::selectors::{LabelSelector, SelectorError};
 use rkube_runtime::store::Store;
 use serde_json::json;
@@ -63,7 +63,7 @@ use tokio::task::JoinSet;
 use crate::api_errors::message;
 use crate::controller_ref::{self, controller_of, ClaimError};
 use crate::pod_control::{self, CreateError};
-use rkube_runtime::events::Recorder;
+use rkube_runtime::events::{object_reference, Recorder};
 use rkube_runtime::expectations::Expectations;
 use rkube_runtime::informer::{self, Change};
 use rkube_runtime::workqueue::WorkQueue;
@@ -266,14 +266,6 @@ fn selector_of(job: &Job) -> Result<LabelSelector, SelectorError> {
 fn managed_elsewhere(job: &Job) -> Option<&str> {
     let by = job.spec.as_ref()?.managed_by.as_deref()?;
     (by != MANAGED_BY).then_some(by)
-}
-
-/// A Job as events name it, resourceVersion included (client-go's `GetReference`).
-fn reference(job: &Job) -> ObjectReference {
-    ObjectReference {
-        resource_version: job.metadata.resource_version.clone(),
-        ..job.object_ref(&())
-    }
 }
 
 fn not_found(e: &kube::Error) -> bool {
@@ -568,7 +560,12 @@ impl Controller {
         if let Some(mode) = shared.spec.as_ref().and_then(|s| s.completion_mode.as_deref()) {
             if mode != "NonIndexed" && mode != "Indexed" {
                 let note = "Skipped Job sync because completion mode is unknown";
-                self.recorder.record(&reference(&shared), "Warning", "UnknownCompletionMode", note);
+                self.recorder.record(
+                    &object_reference(&*shared),
+                    "Warning",
+                    "UnknownCompletionMode",
+                    note,
+                );
                 return Ok(());
             }
         }
@@ -781,7 +778,7 @@ impl Controller {
                 // The deadline counts the time a Job is continuously active.
                 ctx.status().start_time = Some(Time(now));
             }
-            self.recorder.record(&reference(&ctx.job), "Normal", event, note);
+            self.recorder.record(&object_reference(&ctx.job), "Normal", event, note);
         }
         changed
     }
@@ -1001,7 +998,7 @@ impl Controller {
         let name = job.metadata.name.as_deref().unwrap_or("");
         let namespace = job.metadata.namespace.as_deref().unwrap_or("");
         let owner = controller_ref::owner_reference(job);
-        let target = reference(job);
+        let target = object_reference(job);
         let pod_api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
         let mut queue = to_create.into_iter();
         let mut first_error = None;
@@ -1055,7 +1052,7 @@ impl Controller {
         active: i32,
     ) -> (i32, Result<(), ManageError>) {
         self.expectations.expect(key, 0, i64::try_from(doomed.len()).unwrap_or(i64::MAX));
-        let target = reference(&ctx.job);
+        let target = object_reference(&ctx.job);
         let namespace = ctx.job.metadata.namespace.clone().unwrap_or_default();
         let pod_api: Api<Pod> = Api::namespaced(self.client.clone(), &namespace);
         let deletes = doomed.iter().map(|pod| {
@@ -1119,7 +1116,7 @@ impl Controller {
         job: &Job,
         doomed: &[Arc<Pod>],
     ) -> (i32, i32, Result<(), ManageError>) {
-        let target = reference(job);
+        let target = object_reference(job);
         let namespace = job.metadata.namespace.clone().unwrap_or_default();
         let pod_api: Api<Pod> = Api::namespaced(self.client.clone(), &namespace);
         let deletes = doomed.iter().map(|pod| {
@@ -1512,7 +1509,7 @@ impl Controller {
 
     async fn record_finished(&self, ctx: &Ctx) {
         let Some(finished) = &ctx.finished else { return };
-        let target = reference(&ctx.job);
+        let target = object_reference(&ctx.job);
         if finished.type_ == COMPLETE {
             let completions = ctx.job.spec.as_ref().and_then(|s| s.completions);
             let succeeded = ctx.job.status.as_ref().and_then(|s| s.succeeded).unwrap_or(0);

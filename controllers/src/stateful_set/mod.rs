@@ -29,14 +29,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet, StatefulSetStatus};
-use k8s_openapi::api::core::v1::{ObjectReference, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
-use kube::{Client, Resource};
+use kube::Client;
 use rkube_apis::selectors::{LabelSelector, SelectorError};
 use rkube_runtime::store::Store;
 use serde_json::json;
@@ -50,7 +50,7 @@ use crate::daemon_set::{is_available, is_ready};
 use crate::pod_events::{Owned, PodEvents, PodOwners};
 use crate::status_write::write_status;
 use plan::{Finished, PodView, Revision, Step, Why};
-use rkube_runtime::events::Recorder;
+use rkube_runtime::events::{object_reference, Recorder};
 use rkube_runtime::expectations::Expectations;
 use rkube_runtime::expectations::OwnerUids;
 use rkube_runtime::informer::{self, Change};
@@ -173,14 +173,6 @@ fn selector(set: &StatefulSet) -> Result<LabelSelector, SelectorError> {
     let Some(spec) = set.spec.as_ref() else { return Ok(LabelSelector::nothing()) };
     let value = serde_json::to_value(&spec.selector).unwrap_or(serde_json::Value::Null);
     LabelSelector::from_api(&value)
-}
-
-/// A set as events name it (client-go's `GetReference`).
-fn reference(set: &StatefulSet) -> ObjectReference {
-    ObjectReference {
-        resource_version: set.metadata.resource_version.clone(),
-        ..set.object_ref(&())
-    }
 }
 
 fn is_code(e: &kube::Error, code: u16) -> bool {
@@ -538,7 +530,7 @@ impl Controller {
         let name = pod.metadata.name.clone().unwrap_or_default();
         let set_name = set.metadata.name.as_deref().unwrap_or("");
         let ordinal = pods::ordinal_in(set, &pod).unwrap_or(0);
-        let target = reference(set);
+        let target = object_reference(set);
         if let Err(e) = self.create_claims(set, &name, ordinal).await {
             let note = format!("create Pod {name} in StatefulSet {set_name} failed error: {e}");
             self.recorder.record(&target, "Warning", "FailedCreate", &note);
@@ -575,7 +567,7 @@ impl Controller {
         let namespace = set.metadata.namespace.as_deref().unwrap_or("");
         let set_name = set.metadata.name.as_deref().unwrap_or("");
         let api: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), namespace);
-        let target = reference(set);
+        let target = object_reference(set);
         let mut errors = Vec::new();
         for (_, mut claim) in pods::claims(set, ordinal) {
             let name = claim.metadata.name.clone().unwrap_or_default();
@@ -668,11 +660,11 @@ impl Controller {
                     "update Pod {name} in StatefulSet {set_name} failed error: {}",
                     message(&e)
                 );
-                self.recorder.record(&reference(set), "Warning", "FailedUpdate", &note);
+                self.recorder.record(&object_reference(set), "Warning", "FailedUpdate", &note);
                 return Err(format!("updating pod {name}: {}", message(&e)));
             }
             let note = format!("update Pod {name} in StatefulSet {set_name} successful");
-            self.recorder.record(&reference(set), "Normal", "SuccessfulUpdate", &note);
+            self.recorder.record(&object_reference(set), "Normal", "SuccessfulUpdate", &note);
         }
         self.fix_claims(set, pod, ordinal).await
     }
@@ -687,7 +679,7 @@ impl Controller {
         let name = pod.metadata.name.clone().unwrap_or_default();
         let namespace = set.metadata.namespace.as_deref().unwrap_or("");
         let set_name = set.metadata.name.as_deref().unwrap_or("");
-        let target = reference(set);
+        let target = object_reference(set);
         match why {
             Why::Finished(Finished::Failed) => {
                 let note =
