@@ -190,6 +190,26 @@ impl Drop for SimulatedNodes {
     }
 }
 
+/// The metrics page of a service proxy serving `/metrics` on 127.0.0.1:`port` (empty when it
+/// does not answer).
+pub fn proxy_metrics(port: u16) -> String {
+    use std::io::{Read, Write};
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return String::new();
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let _ = stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n");
+    let mut text = String::new();
+    let _ = stream.read_to_string(&mut text);
+    text
+}
+
+/// One unlabelled sample of a metrics page.
+pub fn metric_sample(page: &str, name: &str) -> Option<f64> {
+    let line = page.lines().find(|l| l.split_whitespace().next() == Some(name))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// A server with a local node, and everything its kubelet made removed when dropped.
 pub struct NodeServer {
     pub server: RkubeServer,
@@ -302,17 +322,10 @@ impl NodeServer {
 
     /// One unlabelled sample of the proxy's metrics (None without a proxy or that sample).
     pub fn proxy_metric(&self, name: &str) -> Option<f64> {
-        use std::io::{Read, Write};
         let port = self.proxy_metrics_port?;
         // Another process may have had the port first: then it is not this proxy's.
         assert!(!self.server.log().contains("no proxy metrics"), "{}", self.server.log());
-        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-        stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-        stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
-        let mut text = String::new();
-        stream.read_to_string(&mut text).ok()?;
-        let line = text.lines().find(|l| l.split_whitespace().next() == Some(name))?;
-        line.split_whitespace().nth(1)?.parse().ok()
+        metric_sample(&proxy_metrics(port), name)
     }
 
     /// Polls a jsonpath of an object until `check` accepts it (at most `timeout`).

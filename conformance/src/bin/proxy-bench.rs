@@ -13,6 +13,7 @@ use anyhow::{Context, Result};
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use rkube_conformance::cluster::RkubeServer;
+use rkube_conformance::node::{metric_sample, proxy_metrics};
 use rkube_conformance::report::{self, Table};
 use rkube_proxy::iptables::{self, Writer};
 use rkube_proxy::model;
@@ -311,8 +312,11 @@ async fn programming_latency(
     let result = async {
         // The first (full) sync.
         let deadline = Instant::now() + Duration::from_secs(600);
-        while !metric(metrics_port, "kubeproxy_sync_full_proxy_rules_duration_seconds_count")
-            .is_some_and(|n| n >= 1.0)
+        while !metric_sample(
+            &proxy_metrics(metrics_port),
+            "kubeproxy_sync_full_proxy_rules_duration_seconds_count",
+        )
+        .is_some_and(|n| n >= 1.0)
         {
             anyhow::ensure!(Instant::now() < deadline, "no full sync in 600 s");
             tokio::time::sleep(Duration::from_millis(200)).await;
@@ -353,7 +357,7 @@ async fn programming_latency(
             tokio::time::sleep(Duration::from_millis(1200).saturating_sub(started.elapsed())).await;
         }
         latencies.sort();
-        let own = metrics_text(metrics_port)
+        let own = proxy_metrics(metrics_port)
             .lines()
             .filter(|l| l.starts_with("kubeproxy_network_programming_duration_seconds_"))
             .filter(|l| {
@@ -375,26 +379,6 @@ async fn programming_latency(
         .output()?;
     anyhow::ensure!(cleanup.status.success(), "rkube proxy --cleanup failed");
     result
-}
-
-/// The proxy's metrics page (empty when it does not answer).
-fn metrics_text(port: u16) -> String {
-    use std::io::{Read, Write};
-    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
-        return String::new();
-    };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-    let _ = stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n");
-    let mut text = String::new();
-    let _ = stream.read_to_string(&mut text);
-    text
-}
-
-/// One unlabelled sample of the proxy's metrics.
-fn metric(port: u16, name: &str) -> Option<f64> {
-    let text = metrics_text(port);
-    let line = text.lines().find(|l| l.split_whitespace().next() == Some(name))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// The service CIDR of the latency run's API server and proxy: routed to the proxy's own
