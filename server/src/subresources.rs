@@ -212,8 +212,10 @@ fn status(c: Call<'_>) -> Replied<'_> {
                 Ok(api::object_response(StatusCode::OK, info, updated, c.output, c.query))
             }
             _ => {
+                // Admission sees who writes (a node's status writes are checked).
+                let requester = Some(api::requester(&c.req.user));
                 let (code, patched, warnings) =
-                    api::patch(registry, c.req, info, ns, name, sub, None).await?;
+                    api::patch(registry, c.req, info, ns, name, sub, requester).await?;
                 Ok(api::object_response(code, info, patched, c.output, c.query)
                     .with_warnings(&warnings))
             }
