@@ -330,6 +330,72 @@ fn a_node_writes_only_what_is_its_own() {
         "Error from server (Forbidden): error when creating \"STDIN\": pods \"sneaky\" is forbidden: pod does not have \"kubernetes.io/config.mirror\" annotation, node \"n1\" can only create mirror pods"
     );
 
+    // A server-side apply of another node's pod's status is the same status write.
+    let applied = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "on-n2"},
+        "status": {"message": "applied by n1"}});
+    let (ok, text) = kubectl_as(
+        &s,
+        &n1,
+        &["apply", "--server-side", "--subresource=status", "--field-manager=n1", "-f", "-"],
+        Some(&applied.to_string()),
+    );
+    assert!(!ok, "{text}");
+    assert!(
+        text.ends_with("pods \"on-n2\" is forbidden: node \"n1\" can only update pod status for pods with spec.nodeName set to itself"),
+        "{text}"
+    );
+
+    // Tokens only for its own pods, bound to them.
+    let uid = |pod: &str| s.ok(&["get", "pod", pod, "-o", "jsonpath={.metadata.uid}"]);
+    let token_for = |pod: &str, uid: &str| {
+        as_n1(&[
+            "create",
+            "token",
+            "default",
+            "--bound-object-kind=Pod",
+            &format!("--bound-object-name={pod}"),
+            &format!("--bound-object-uid={uid}"),
+        ])
+    };
+    let (ok, token) = token_for("on-n1", &uid("on-n1"));
+    assert!(ok, "{token}");
+    assert_eq!(claims(&token)["kubernetes.io"]["pod"]["name"], "on-n1");
+    let token_refused = |(ok, text): (bool, String), message: &str| {
+        assert!(!ok, "a token was given: {text}");
+        let kubectl_says =
+            "error: failed to create token: serviceaccounts \"default\" is forbidden";
+        assert_eq!(text, format!("{kubectl_says}: {message}"));
+    };
+    token_refused(
+        token_for("on-n2", &uid("on-n2")),
+        "node requested token bound to a pod scheduled on a different node",
+    );
+    token_refused(
+        as_n1(&["create", "token", "default"]),
+        "node requested token not bound to a pod",
+    );
+    token_refused(
+        token_for("on-n1", "0000"),
+        "the UID in the bound object reference (0000) does not match the UID in record. The object might have been deleted and then recreated",
+    );
+
+    // Evictions of its own pods only.
+    let eviction = |pod: &str| {
+        json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod, "namespace": "default"}})
+            .to_string()
+    };
+    let (ok, text) = kubectl_as(
+        &s,
+        &n1,
+        &["create", "--raw", "/api/v1/namespaces/default/pods/on-n2/eviction", "-f", "-"],
+        Some(&eviction("on-n2")),
+    );
+    assert!(!ok);
+    assert!(
+        text.contains("pods \"on-n2\" is forbidden: node n1 can only evict pods with spec.nodeName set to itself"),
+        "{text}"
+    );
+
     // Its own Lease, in kube-node-lease.
     let lease = |name: &str| {
         json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
