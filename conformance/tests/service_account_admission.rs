@@ -138,6 +138,16 @@ fn pods_get_their_account_and_its_credentials_as_upstream() {
     let ca = std::fs::read_to_string(s.data_dir.path().join("pki/ca.crt")).unwrap();
     assert_eq!(cat("ca.crt"), ca);
     assert_eq!(cat("namespace"), "default");
+    // defaultMode 420: every file 0644.
+    let modes = s.ok(&[
+        "exec",
+        "credentialed",
+        "--",
+        "sh",
+        "-c",
+        &format!("cd {MOUNT_PATH} && stat -L -c '%n %a' token ca.crt namespace"),
+    ]);
+    assert_eq!(modes, "token 644\nca.crt 644\nnamespace 644\n");
     let write = s.kubectl(&["exec", "credentialed", "--", "touch", &format!("{MOUNT_PATH}/x")]);
     assert!(!write.status.success(), "the mount is writable");
     assert!(stderr_of(&write).contains("Read-only file system"), "{}", stderr_of(&write));
