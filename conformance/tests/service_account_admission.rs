@@ -179,6 +179,15 @@ fn pods_get_their_account_and_its_credentials_as_upstream() {
         refused.trim(),
         "Error from server (Forbidden): error when creating \"STDIN\": pods \"haunted\" is forbidden: error looking up service account default/ghost: serviceaccount \"ghost\" not found"
     );
+    // The Status on the wire, as kube-apiserver writes it.
+    let got = s.curl_body(&["-X", "POST"], "/api/v1/namespaces/default/pods", ghost.as_bytes());
+    assert_eq!(got.code, 403);
+    assert_eq!(
+        json(&got.body),
+        json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+            "message": "pods \"haunted\" is forbidden: error looking up service account default/ghost: serviceaccount \"ghost\" not found",
+            "reason": "Forbidden", "details": {"name": "haunted", "kind": "pods"}, "code": 403})
+    );
 }
 
 /// A client certificate for `cn` in `groups`, signed by the cluster CA, and a kubeconfig
