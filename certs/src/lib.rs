@@ -19,7 +19,7 @@
 //! | `ca.crt`, `ca.key` | the cluster CA: self-signed, CN `rkube-ca`, 10 years, `CA:TRUE` (critical), keyUsage keyCertSign + cRLSign, subjectKeyIdentifier |
 //! | `apiserver.crt`, `apiserver.key` | the API server's serving certificate: CN `kube-apiserver`, serverAuth, SANs `127.0.0.1`, `::1`, the service IP, `localhost`, `kubernetes`, `kubernetes.default`, `kubernetes.default.svc`, `kubernetes.default.svc.<cluster domain>` and the extra SANs |
 //! | `admin.crt`, `admin.key` | the administrator: CN `system:admin`, O `system:masters`, clientAuth |
-//! | `apiserver-kubelet-client.crt`, `apiserver-kubelet-client.key` | the API server towards kubelets: CN `kube-apiserver-kubelet-client`, O `system:masters`, clientAuth |
+//! | `apiserver-kubelet-client.crt`, `apiserver-kubelet-client.key` | the API server towards kubelets: CN `kube-apiserver-kubelet-client` (no group: RBAC binds it to `system:kubelet-api-admin`), clientAuth |
 //! | `sa.key`, `sa.pub` | the service-account token signing key pair (RS256) |
 //!
 //! # Keys and validity

@@ -349,7 +349,7 @@ fn leaves(sans: &[San]) -> [Leaf; 3] {
             key_file: files::ADMIN_KEY,
             profile: LeafProfile {
                 cn: ADMIN_USER.into(),
-                orgs: masters.clone(),
+                orgs: masters,
                 usage: Usage::Client,
                 sans: vec![],
                 days: LEAF_VALIDITY_DAYS,
@@ -360,7 +360,8 @@ fn leaves(sans: &[San]) -> [Leaf; 3] {
             key_file: files::KUBELET_CLIENT_KEY,
             profile: LeafProfile {
                 cn: KUBELET_CLIENT_USER.into(),
-                orgs: masters,
+                // Not system:masters: RBAC gives it system:kubelet-api-admin, as k3s does.
+                orgs: vec![],
                 usage: Usage::Client,
                 sans: vec![],
                 days: LEAF_VALIDITY_DAYS,
@@ -851,7 +852,7 @@ mod tests {
         );
         assert_eq!(
             subject(&pki.kubelet_client().cert_pem),
-            (vec!["kube-apiserver-kubelet-client".into()], vec!["system:masters".into()])
+            (vec!["kube-apiserver-kubelet-client".into()], vec![])
         );
         let sans = issue::cert_sans(&parse(server));
         for want in [

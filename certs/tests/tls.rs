@@ -113,7 +113,7 @@ fn admin_client_and_api_server_authenticate_each_other() {
     let (server, _) = handshake(&pki, &kubelet_client, "localhost");
     assert_eq!(
         server.unwrap(),
-        (vec!["kube-apiserver-kubelet-client".to_owned()], vec!["system:masters".to_owned()])
+        (vec!["kube-apiserver-kubelet-client".to_owned()], Vec::<String>::new())
     );
 
     let node = pki.issue_client_cert("system:node:n1", &["system:nodes"], 1).unwrap();

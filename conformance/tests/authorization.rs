@@ -1,6 +1,7 @@
-//! Authorization end to end, through stock kubectl and raw HTTPS: the default mode
-//! (`AllowAuthenticated`: authenticated users may do anything, anonymous ones only the
-//! public endpoints), `--authorization-mode=AlwaysDeny` (everyone refused with upstream's
+//! Authorization end to end, through stock kubectl and raw HTTPS: the default modes
+//! (`Node,RBAC`: a narrow Role grants exactly what it says, with upstream's refusals; the
+//! bootstrap policy; escalation prevention; anonymous users reach only public info),
+//! `--authorization-mode=AlwaysDeny` (everyone refused with upstream's
 //! message, except `system:masters`, as kube-apiserver), `AlwaysAllow` (anonymous requests
 //! too), the access reviews behind `kubectl auth can-i` answering what a request would get,
 //! and an unknown, unimplemented or missing mode refused at startup.
@@ -64,52 +65,233 @@ fn review_about(s: &RkubeServer, user: &str) -> Value {
     json(&s.ok_stdin(&["create", "-f", "-", "-o", "json"], &review.to_string()))
 }
 
-#[test]
-fn by_default_authenticated_users_may_do_anything_and_anonymous_ones_only_public_paths() {
-    let s = RkubeServer::start();
-    // The admin, and a service account (no system:masters).
-    assert_eq!(s.ok(&["auth", "can-i", "list", "pods"]).trim(), "yes");
-    let list = s.ok(&["auth", "can-i", "--list"]);
-    assert!(
-        list.lines()
-            .any(|l| l.split_whitespace().collect::<Vec<_>>() == ["*.*", "[]", "[]", "[*]"]),
-        "{list}"
-    );
-    let bot = service_account_kubeconfig(&s, "bot");
-    let (ok, out, err) = kubectl_as(&s, &bot, &["auth", "can-i", "delete", "nodes"]);
-    assert!(ok && out.trim() == "yes", "{out}{err}");
-    let (ok, out, err) = kubectl_as(&s, &bot, &["get", "configmaps", "-n", "kube-system"]);
-    assert!(ok, "{out}{err}");
+/// `kubectl` as `kubeconfig`, expecting a refusal: its one-line error.
+fn refused(s: &RkubeServer, kubeconfig: &Path, args: &[&str]) -> String {
+    let (ok, out, err) = kubectl_as(s, kubeconfig, args);
+    assert!(!ok, "{args:?} was allowed: {out}");
+    err.trim().to_string()
+}
 
-    // Anonymous requests: refused under /api and /apis as before, public endpoints served.
-    let (code, body) = anonymous(&s, "GET", "/api/v1/namespaces/default/pods");
-    let status = json(&body);
-    assert_eq!((code, &status["code"], &status["reason"]), (403, &json!(403), &json!("Forbidden")));
+#[test]
+fn by_default_rbac_decides_and_anonymous_users_reach_only_public_info() {
+    let s = RkubeServer::start();
+    // The admin is system:masters; a service account starts with nothing but discovery and
+    // the self-reviews.
+    assert_eq!(s.ok(&["auth", "can-i", "list", "pods"]).trim(), "yes");
+    let bot = service_account_kubeconfig(&s, "bot");
+    let (ok, out, _) = kubectl_as(&s, &bot, &["auth", "can-i", "delete", "nodes"]);
+    assert!(!ok && out.trim() == "no", "{out}");
     assert_eq!(
-        status["message"],
-        "pods is forbidden: User \"system:anonymous\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\""
+        refused(&s, &bot, &["get", "secrets", "-n", "kube-system"]),
+        "Error from server (Forbidden): secrets is forbidden: User \"system:serviceaccount:default:bot\" cannot list resource \"secrets\" in API group \"\" in the namespace \"kube-system\""
     );
-    let (code, body) = anonymous(&s, "GET", "/apis/apps/v1/namespaces/ns/deployments/d/scale");
-    assert_eq!(code, 403);
+    // A narrow Role: exactly what it grants, nothing more.
+    s.ok(&["create", "role", "pod-reader", "--verb=get,list", "--resource=pods"]);
+    s.ok(&[
+        "create",
+        "rolebinding",
+        "bot-reads",
+        "--role=pod-reader",
+        "--serviceaccount=default:bot",
+    ]);
+    s.ok(&["run", "web", "--image=rkube-test-tools:1", "--restart=Never"]);
+    s.wait_until("the binding reaches the authorizer", Duration::from_secs(10), || {
+        let (ok, out, err) = kubectl_as(&s, &bot, &["get", "pods"]);
+        (ok, out + &err)
+    });
+    let (ok, out, err) = kubectl_as(&s, &bot, &["get", "pod", "web", "-o", "name"]);
+    assert!(ok && out.trim() == "pod/web", "{out}{err}");
     assert_eq!(
-        json(&body)["message"],
-        "deployments.apps \"d\" is forbidden: User \"system:anonymous\" cannot get resource \"deployments/scale\" in API group \"apps\" in the namespace \"ns\""
+        refused(&s, &bot, &["delete", "pod", "web"]),
+        "Error from server (Forbidden): pods \"web\" is forbidden: User \"system:serviceaccount:default:bot\" cannot delete resource \"pods\" in API group \"\" in the namespace \"default\""
     );
-    let (code, body) = anonymous(&s, "GET", "/apis");
-    assert_eq!(code, 403);
+    assert!(refused(&s, &bot, &["get", "pods", "-n", "kube-system"])
+        .contains("in the namespace \"kube-system\""));
+    // `auth can-i` answers what requests get.
+    let (_, out, _) = kubectl_as(&s, &bot, &["auth", "can-i", "list", "pods"]);
+    assert_eq!(out.trim(), "yes");
+    let (_, out, _) = kubectl_as(&s, &bot, &["auth", "can-i", "watch", "pods"]);
+    assert_eq!(out.trim(), "no");
+    let (ok, list, err) = kubectl_as(&s, &bot, &["auth", "can-i", "--list"]);
+    assert!(ok, "{err}");
+    let rows: Vec<Vec<&str>> = list.lines().map(|l| l.split_whitespace().collect()).collect();
+    assert!(rows.contains(&vec!["pods", "[]", "[]", "[get", "list]"]), "{list}");
+    assert!(rows.contains(&vec!["[/healthz]", "[]", "[get]"]), "{list}");
+    assert!(!list.contains("*.*"), "{list}");
+    // The admin asks about someone else: RBAC's reason says which binding allowed it.
+    assert_eq!(review_about(&s, "jane")["status"], json!({"allowed": false}));
+    s.ok(&["create", "rolebinding", "jane-reads", "--role=pod-reader", "--user=jane"]);
+    s.wait_until("jane's binding is in force", Duration::from_secs(10), || {
+        let status = review_about(&s, "jane")["status"].clone();
+        (status["allowed"] == json!(true), status.to_string())
+    });
     assert_eq!(
-        json(&body)["message"],
-        "forbidden: User \"system:anonymous\" cannot get path \"/apis\""
+        review_about(&s, "jane")["status"]["reason"],
+        "RBAC: allowed by RoleBinding \"jane-reads/default\" of Role \"pod-reader\" to User \"jane\""
     );
+
+    // Anonymous requests: only what system:public-info-viewer grants.
     for path in ["/healthz", "/livez", "/readyz"] {
         assert_eq!(anonymous(&s, "GET", path), (200, "ok".to_string()), "{path}");
     }
     let (code, body) = anonymous(&s, "GET", "/version");
     assert_eq!((code, json(&body)["major"].as_str()), (200, Some("1")));
-
-    // The access reviews ask the same authorizer.
-    assert_eq!(review_about(&s, "jane")["status"], json!({"allowed": true}));
+    for path in ["/metrics", "/openapi/v2", "/apis", "/api/v1/namespaces/default/pods"] {
+        let (code, body) = anonymous(&s, "GET", path);
+        assert_eq!(code, 403, "{path}: {body}");
+    }
+    let (_, body) = anonymous(&s, "GET", "/api/v1/namespaces/default/pods");
+    assert_eq!(
+        json(&body)["message"],
+        "pods is forbidden: User \"system:anonymous\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\""
+    );
     assert_eq!(review_about(&s, "system:anonymous")["status"], json!({"allowed": false}));
+}
+
+#[test]
+fn nobody_grants_what_they_do_not_hold() {
+    let s = RkubeServer::start();
+    let bot = service_account_kubeconfig(&s, "bot");
+    // The bot may manage Roles and RoleBindings in default, and read pods, nothing else.
+    s.ok(&[
+        "create",
+        "role",
+        "rbac-manager",
+        "--verb=get,list,create,update,patch,delete",
+        "--resource=roles.rbac.authorization.k8s.io,rolebindings.rbac.authorization.k8s.io,pods",
+    ]);
+    s.ok(&[
+        "create",
+        "rolebinding",
+        "bot-manages",
+        "--role=rbac-manager",
+        "--serviceaccount=default:bot",
+    ]);
+    s.wait_until("the binding reaches the authorizer", Duration::from_secs(10), || {
+        let (ok, out, err) = kubectl_as(&s, &bot, &["get", "roles"]);
+        (ok, out + &err)
+    });
+    let groups = "(groups=[\"system:serviceaccounts\" \"system:serviceaccounts:default\" \"system:authenticated\"])";
+    // A role within what it holds: fine. One beyond: upstream's refusal, listing what is missing.
+    let (ok, _, err) =
+        kubectl_as(&s, &bot, &["create", "role", "readers", "--verb=get", "--resource=pods"]);
+    assert!(ok, "{err}");
+    assert_eq!(
+        refused(&s, &bot, &["create", "role", "greedy", "--verb=get,delete", "--resource=pods,secrets"]),
+        format!("Error from server (Forbidden): roles.rbac.authorization.k8s.io \"greedy\" is forbidden: user \"system:serviceaccount:default:bot\" {groups} is attempting to grant RBAC permissions not currently held:\n{{APIGroups:[\"\"], Resources:[\"secrets\"], Verbs:[\"get\" \"delete\"]}}")
+    );
+    // Binding cluster-admin to itself.
+    let err = refused(
+        &s,
+        &bot,
+        &[
+            "create",
+            "rolebinding",
+            "root",
+            "--clusterrole=cluster-admin",
+            "--serviceaccount=default:bot",
+        ],
+    );
+    assert!(err.contains(&format!("rolebindings.rbac.authorization.k8s.io \"root\" is forbidden: user \"system:serviceaccount:default:bot\" {groups} is attempting to grant RBAC permissions not currently held:")), "{err}");
+    assert!(err.contains("{APIGroups:[\"*\"], Resources:[\"*\"], Verbs:[\"*\"]}"), "{err}");
+    // Binding a role it holds all of: fine; a role that does not exist: not found.
+    let (ok, _, err) =
+        kubectl_as(&s, &bot, &["create", "rolebinding", "share", "--role=readers", "--user=jane"]);
+    assert!(ok, "{err}");
+    assert_eq!(
+        refused(&s, &bot, &["create", "rolebinding", "ghost", "--role=nope", "--user=jane"]),
+        "error: failed to create rolebinding: role.rbac.authorization.k8s.io \"nope\" not found"
+    );
+    // The `bind` verb lets it bind what it does not hold; `escalate` lets it write such roles.
+    s.ok(&[
+        "create",
+        "role",
+        "binder",
+        "--verb=bind,escalate",
+        "--resource=roles.rbac.authorization.k8s.io",
+    ]);
+    s.ok(&["create", "rolebinding", "bot-binds", "--role=binder", "--serviceaccount=default:bot"]);
+    s.wait_until("bind and escalate are in force", Duration::from_secs(10), || {
+        let (ok, out, err) = kubectl_as(
+            &s,
+            &bot,
+            &["create", "role", "greedy", "--verb=get,delete", "--resource=pods,secrets"],
+        );
+        (ok, out + &err)
+    });
+    let (ok, _, err) =
+        kubectl_as(&s, &bot, &["create", "rolebinding", "greedy", "--role=greedy", "--user=jane"]);
+    assert!(ok, "{err}");
+    // Nothing was stored by the refused writes.
+    let names = s.ok(&["get", "roles,rolebindings", "-o", "name"]);
+    assert!(!names.contains("rolebinding.rbac.authorization.k8s.io/root"), "{names}");
+}
+
+#[test]
+fn the_bootstrap_policy_is_written_and_kept_at_every_start() {
+    let mut s = RkubeServer::start();
+    let names = s.ok(&["get", "clusterroles", "-o", "name"]);
+    for role in [
+        "cluster-admin",
+        "admin",
+        "edit",
+        "view",
+        "system:discovery",
+        "system:basic-user",
+        "system:public-info-viewer",
+        "system:node",
+        "system:kube-scheduler",
+        "system:kube-controller-manager",
+        "system:controller:deployment-controller",
+        "system:service-account-issuer-discovery",
+        "system:kubelet-api-admin",
+    ] {
+        assert!(
+            names.lines().any(|l| l == format!("clusterrole.rbac.authorization.k8s.io/{role}")),
+            "{role}: {names}"
+        );
+    }
+    let binding = json(&s.ok(&["get", "clusterrolebinding", "cluster-admin", "-o", "json"]));
+    assert_eq!(
+        binding["subjects"],
+        json!([{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:masters"}])
+    );
+    assert_eq!(binding["metadata"]["labels"]["kubernetes.io/bootstrapping"], "rbac-defaults");
+    let roles = s.ok(&["get", "roles", "-n", "kube-system", "-o", "name"]);
+    assert!(
+        roles.contains("role.rbac.authorization.k8s.io/extension-apiserver-authentication-reader"),
+        "{roles}"
+    );
+    // An administrator's edit of a role with autoupdate on is undone at the next start;
+    // with autoupdate off it stays.
+    s.ok(&[
+        "patch",
+        "clusterrole",
+        "system:basic-user",
+        "--type=json",
+        "-p",
+        r#"[{"op":"replace","path":"/rules","value":[]}]"#,
+    ]);
+    s.ok(&[
+        "patch",
+        "clusterrole",
+        "system:monitoring",
+        "--type=json",
+        "-p",
+        r#"[{"op":"replace","path":"/rules","value":[]}]"#,
+    ]);
+    s.ok(&[
+        "annotate",
+        "clusterrole",
+        "system:monitoring",
+        "--overwrite",
+        "rbac.authorization.kubernetes.io/autoupdate=false",
+    ]);
+    s.restart();
+    let basic = json(&s.ok(&["get", "clusterrole", "system:basic-user", "-o", "json"]));
+    assert_eq!(basic["rules"].as_array().map(Vec::len), Some(2), "{basic}");
+    let monitoring = json(&s.ok(&["get", "clusterrole", "system:monitoring", "-o", "json"]));
+    assert_eq!(monitoring["rules"], json!([]), "{monitoring}");
 }
 
 #[test]
@@ -162,8 +344,15 @@ fn always_allow_lets_anonymous_requests_in() {
 fn an_unknown_unimplemented_or_missing_mode_stops_the_server_with_one_line() {
     for (mode, message) in [
         ("Magic", "rkube: authorization-mode \"Magic\" is not a valid mode"),
-        ("AlwaysAllow,RBAC", "rkube: authorization-mode \"RBAC\" is not implemented in rkube yet"),
-        ("Node", "rkube: authorization-mode \"Node\" is not implemented in rkube yet"),
+        (
+            "AlwaysAllow,Webhook",
+            "rkube: authorization-mode \"Webhook\" is not implemented in rkube",
+        ),
+        ("ABAC", "rkube: authorization-mode \"ABAC\" is not implemented in rkube"),
+        (
+            "RBAC,Node,RBAC",
+            "rkube: authorization-mode \"RBAC,Node,RBAC\" has mode specified more than once",
+        ),
         ("", "rkube: at least one authorization-mode must be passed"),
     ] {
         let data_dir = tempfile::tempdir().unwrap();

@@ -383,7 +383,7 @@ pub async fn report_status(
     network_ready: bool,
 ) -> crate::Result<()> {
     let nodes: Api<Node> = Api::all(client.clone());
-    let current = nodes.get_status(&config.node_name).await?;
+    let current = nodes.get(&config.node_name).await?;
     let previous = current
         .status
         .as_ref()

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 mod healthz;
 mod host_address;
+mod identities;
 mod killall;
 
 use anyhow::Context;
@@ -757,9 +758,15 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
     let kubeconfig = args.data_dir.join("admin.kubeconfig");
     rkube_certs::write_kubeconfig(&kubeconfig, &pki.admin_kubeconfig(&url))?;
     let kubeconfig = std::fs::canonicalize(&kubeconfig).unwrap_or(kubeconfig);
-    // The controllers and the scheduler reach the API server like any client: over HTTPS,
-    // with the admin identity.
+    // The controllers, the scheduler, the kubelet, the proxy and the DNS reach the API server
+    // like any client: over HTTPS, each as its upstream counterpart's user.
     let client = client_from(&kubeconfig).await?;
+    let component =
+        |file: &str, user: &str| identities::write(&pki, &args.data_dir, &url, file, user, &[]);
+    let scheduler_client =
+        client_from(&component("scheduler.kubeconfig", identities::SCHEDULER)?).await?;
+    let proxy_client = client_from(&component("proxy.kubeconfig", identities::PROXY)?).await?;
+    let dns_client = client_from(&component("dns.kubeconfig", identities::DNS)?).await?;
     let disabled = |c: &str| args.disable.iter().any(|d| d == c);
     // Set on shutdown: the controller manager gives its Lease up, for another server's.
     let (stop_controllers, controllers_stopped) = tokio::sync::watch::channel(false);
@@ -775,7 +782,7 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
     let _scheduler = (!disabled("scheduler")).then(|| {
         // A stable identity: after a restart this server takes its own Lease back at once.
         let identity = format!("rkube-server-{port}");
-        let client = client.clone();
+        let client = scheduler_client.clone();
         tokio::spawn(async move {
             if let Err(e) =
                 rkube_scheduler::run_with_config(client, scheduler_config, identity).await
@@ -824,7 +831,16 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
         }
         let root = node.root_dir.clone().unwrap_or_else(|| args.data_dir.join("kubelet"));
         let default_ip = args.advertise_address;
-        match start_kubelet(client.clone(), node, root, default_ip).await {
+        let kubelet_client =
+            match identities::kubelet(&pki, &args.data_dir, &url, &node_name(&node)?) {
+                Ok(path) => client_from(&path).await,
+                Err(e) => Err(e),
+            };
+        let started = match kubelet_client {
+            Ok(kubelet_client) => start_kubelet(kubelet_client, node, root, default_ip).await,
+            Err(e) => Err(e),
+        };
+        match started {
             Ok(kubelet) => Some(kubelet),
             Err(e) => {
                 eprintln!("rkube: no local node: {e:#}");
@@ -841,7 +857,7 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
                 Some(args.controller_manager.cluster_cidr),
                 args.service_cluster_ip_range.parse().ok(),
             )?;
-            match rkube_proxy::proxier::start(client.clone(), config).await {
+            match rkube_proxy::proxier::start(proxy_client.clone(), config).await {
                 Ok(proxy) => Some(proxy),
                 Err(e) => {
                     eprintln!("rkube: no service proxy on the local node: {e}");
@@ -862,7 +878,7 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
                 &args.node.resolv_conf,
                 &args.dns,
             );
-            match rkube_proxy::dns::start(client.clone(), config).await {
+            match rkube_proxy::dns::start(dns_client.clone(), config).await {
                 Ok(dns) => Some(dns),
                 Err(e) => {
                     eprintln!("rkube: no cluster DNS on the local node: {e}");

@@ -102,7 +102,11 @@ impl Registry {
         old: Option<&Value>,
     ) -> ApiResult<()> {
         let attributes = write.attributes(object, old);
-        Ok(self.admission.validate(&attributes, &CacheState { registry: self }).await?)
+        let state = CacheState { registry: self };
+        for guard in &self.guards {
+            guard.validate(&attributes, &state).await?;
+        }
+        Ok(self.admission.validate(&attributes, &state).await?)
     }
 }
 

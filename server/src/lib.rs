@@ -145,9 +145,27 @@ impl Server {
         let mut registry =
             registry::Registry::new(config.store.clone(), config.service_ranges.clone());
         registry.admission = std::mem::take(&mut config.admission);
+        let rbac_index: authz::rbac::SharedIndex = Default::default();
+        let escalation =
+            Arc::new(authz::rbac::escalation::EscalationCheck::new(rbac_index.clone()));
+        registry.guards.push(escalation.clone());
         registry.start_caches().await.map_err(|e| StartError::Caches(e.message))?;
         let registry = Arc::new(registry);
         bootstrap(&registry, &config).await?;
+        authz::rbac::reconcile::bootstrap_policy(&registry).await.map_err(|e| {
+            StartError::Bootstrap {
+                resource: "clusterroles",
+                name: String::new(),
+                message: e.message,
+            }
+        })?;
+        authz::rbac::feed::start(registry.clone(), rbac_index.clone())
+            .await
+            .map_err(|e| StartError::Caches(e.message))?;
+        let authz_sources = authz::modes::Sources {
+            rbac: rbac_index,
+            node_graph: Arc::new(authz::node::CacheGraph { registry: registry.clone() }),
+        };
         custom_resources::start(registry.clone());
         let registry_for_endpoints = registry.clone();
         let acceptor = listener::acceptor(&config.tls)?;
@@ -164,7 +182,8 @@ impl Server {
             store: config.store.clone(),
         });
         let authorizer: Arc<dyn authz::Authorizer> =
-            Arc::new(authz::modes::chain(&config.authorization_modes));
+            Arc::new(authz::modes::chain(&config.authorization_modes, &authz_sources));
+        escalation.set_authorizer(authorizer.clone());
         let openapi_docs = Arc::new(openapi::OpenApi::new(registry.clone()));
         let api_state = Arc::new(api::ApiState {
             registry,

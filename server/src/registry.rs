@@ -102,6 +102,9 @@ pub struct Registry {
     caches: RwLock<HashMap<(&'static str, &'static str), Arc<Cache>>>,
     /// The admission chain every write goes through (see `crate::admission`).
     pub admission: rkube_admission::Chain,
+    /// Checks every write passes before admission's validating plugins, whatever the
+    /// admission flags (RBAC's escalation check).
+    pub guards: Vec<Arc<dyn rkube_admission::ValidatingPlugin>>,
 }
 
 impl Registry {
@@ -116,6 +119,7 @@ impl Registry {
             )]),
             caches: RwLock::new(HashMap::new()),
             admission: rkube_admission::Chain::with_defaults(),
+            guards: Vec::new(),
         }
     }
 

@@ -177,7 +177,7 @@ fn access_status(verdict: &Verdict) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::authz::modes::{chain, Mode};
+    use crate::authz::modes::{chain, Mode, Sources};
 
     fn resource(plural: &str) -> &'static ResourceInfo {
         rkube_apis::resources::Resources::builtin()
@@ -192,7 +192,7 @@ mod tests {
         ns: Option<&str>,
         review: Value,
     ) -> ApiResult<Value> {
-        answer(&chain(modes), resource(plural), user, ns, review)
+        answer(&chain(modes, &Sources::empty()), resource(plural), user, ns, review)
     }
 
     #[test]

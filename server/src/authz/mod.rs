@@ -9,7 +9,9 @@
 //! | [`filter`] | the axum layer that asks the authorizer and answers `403 Forbidden` with upstream's message |
 //! | [`modes`] | `--authorization-mode`: upstream's mode names, and the chain built from them |
 //! | [`union`] | the chain itself: the first authorizer with an opinion decides |
-//! | [`privileged_groups`], [`always_allow`], [`always_deny`], [`allow_authenticated`] | the authorizers |
+//! | [`rbac`] | `RBAC`: Roles, ClusterRoles and bindings, indexed; the bootstrap policy; escalation checks |
+//! | [`node`] | `Node`: what a kubelet may read and write, from the pods bound to it |
+//! | [`privileged_groups`], [`always_allow`], [`always_deny`], [`allow_authenticated`] | the other authorizers |
 //!
 //! Start at [`Authorizer`]. An authorizer answers [`Decision::Allow`], [`Decision::Deny`] or
 //! [`Decision::NoOpinion`] with a reason; the [`union::Union`] of the configured modes asks
@@ -19,8 +21,9 @@
 //! The same authorizer lists a user's rules ([`Authorizer::rules_for`], upstream's
 //! `RuleResolver`), so `SelfSubjectRulesReview` and the decisions cannot disagree.
 //!
-//! Authorizers are synchronous: they decide from what they hold in memory (RBAC will read
-//! the watch caches), so asking one costs no allocation of a future per request.
+//! Authorizers are synchronous: they decide from what they hold in memory (RBAC from its
+//! index, Node from the pods cache), so asking one costs no allocation of a future per
+//! request.
 
 pub mod allow_authenticated;
 pub mod always_allow;
@@ -28,7 +31,9 @@ pub mod always_deny;
 pub mod attributes;
 pub mod filter;
 pub mod modes;
+pub mod node;
 pub mod privileged_groups;
+pub mod rbac;
 pub mod rules;
 pub mod union;
 

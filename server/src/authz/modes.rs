@@ -4,7 +4,11 @@
 use super::allow_authenticated::AllowAuthenticated;
 use super::always_allow::AlwaysAllow;
 use super::always_deny::AlwaysDeny;
+use std::sync::Arc;
+
+use super::node::{NodeAuthorizer, NodeGraph};
 use super::privileged_groups::PrivilegedGroups;
+use super::rbac::{Rbac, SharedIndex};
 use super::{Authorizer, Union};
 
 /// An authorization mode rkube runs.
@@ -12,26 +16,31 @@ use super::{Authorizer, Union};
 pub enum Mode {
     AlwaysAllow,
     AlwaysDeny,
-    /// rkube's interim default (see [`super::allow_authenticated`]).
+    /// Every authenticated user may do anything (see [`super::allow_authenticated`]); not
+    /// an upstream mode.
     AllowAuthenticated,
+    /// Upstream's Node authorizer ([`super::node`]).
+    Node,
+    /// Upstream's RBAC authorizer ([`super::rbac`]).
+    Rbac,
 }
 
-/// The default of `--authorization-mode` until RBAC and Node arrive.
-pub const DEFAULT: &str = "AllowAuthenticated";
+/// The default of `--authorization-mode`, as kubeadm's and k3s's clusters run.
+pub const DEFAULT: &str = "Node,RBAC";
 
 /// Upstream's modes rkube does not have yet.
-const NOT_IMPLEMENTED: &[&str] = &["ABAC", "Node", "RBAC", "Webhook"];
+const NOT_IMPLEMENTED: &[&str] = &["ABAC", "Webhook"];
 
 /// What is wrong with an `--authorization-mode` value (upstream's messages where it has one).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ModeError {
     #[error("at least one authorization-mode must be passed")]
     Empty,
-    #[error("authorization-mode {0:?} is not a valid mode (valid: AlwaysAllow, AlwaysDeny, AllowAuthenticated)")]
+    #[error("authorization-mode {0:?} is not a valid mode (valid: AlwaysAllow, AlwaysDeny, Node, RBAC, AllowAuthenticated)")]
     Unknown(String),
     #[error("authorization-mode {0:?} has mode specified more than once")]
     Repeated(String),
-    #[error("authorization-mode {0:?} is not implemented in rkube yet (RBAC and Node arrive with issue 18); use AllowAuthenticated (the default), AlwaysAllow or AlwaysDeny")]
+    #[error("authorization-mode {0:?} is not implemented in rkube; use Node,RBAC (the default), AlwaysAllow or AlwaysDeny")]
     NotImplemented(String),
 }
 
@@ -41,6 +50,8 @@ impl Mode {
             Mode::AlwaysAllow => "AlwaysAllow",
             Mode::AlwaysDeny => "AlwaysDeny",
             Mode::AllowAuthenticated => "AllowAuthenticated",
+            Mode::Node => "Node",
+            Mode::Rbac => "RBAC",
         }
     }
 
@@ -56,6 +67,8 @@ impl Mode {
                 "AlwaysAllow" => Mode::AlwaysAllow,
                 "AlwaysDeny" => Mode::AlwaysDeny,
                 "AllowAuthenticated" => Mode::AllowAuthenticated,
+                "Node" => Mode::Node,
+                "RBAC" => Mode::Rbac,
                 other if NOT_IMPLEMENTED.contains(&other) => {
                     return Err(ModeError::NotImplemented(other.to_string()))
                 }
@@ -69,19 +82,48 @@ impl Mode {
         Ok(modes)
     }
 
-    fn authorizer(self) -> Box<dyn Authorizer> {
+    fn authorizer(self, sources: &Sources) -> Box<dyn Authorizer> {
         match self {
             Mode::AlwaysAllow => Box::new(AlwaysAllow),
             Mode::AlwaysDeny => Box::new(AlwaysDeny),
             Mode::AllowAuthenticated => Box::new(AllowAuthenticated::default()),
+            Mode::Node => Box::new(NodeAuthorizer::new(sources.node_graph.clone())),
+            Mode::Rbac => Box::new(Rbac::new(sources.rbac.clone())),
         }
     }
 }
 
+/// What the authorizers read: the RBAC index and the pods of each node.
+#[derive(Clone)]
+pub struct Sources {
+    pub rbac: SharedIndex,
+    pub node_graph: Arc<dyn NodeGraph>,
+}
+
+/// A graph without pods, for [`Sources::empty`].
+struct NoPods;
+
+impl NodeGraph for NoPods {
+    fn pods(&self, _node: &str, _namespace: &str) -> Vec<serde_json::Value> {
+        Vec::new()
+    }
+
+    fn get(&self, _: &str, _: &str, _: &str) -> Option<serde_json::Value> {
+        None
+    }
+}
+
+impl Sources {
+    /// No roles, no bindings, no pods (tests and tools).
+    pub fn empty() -> Sources {
+        Sources { rbac: Default::default(), node_graph: Arc::new(NoPods) }
+    }
+}
+
 /// The server's authorizer: `system:masters`, then `modes` in order.
-pub fn chain(modes: &[Mode]) -> Union {
+pub fn chain(modes: &[Mode], sources: &Sources) -> Union {
     let mut members: Vec<Box<dyn Authorizer>> = vec![Box::new(PrivilegedGroups::system_masters())];
-    members.extend(modes.iter().map(|m| m.authorizer()));
+    members.extend(modes.iter().map(|m| m.authorizer(sources)));
     Union::new(members)
 }
 
@@ -91,9 +133,14 @@ mod tests {
     use crate::auth::UserInfo;
     use crate::authz::{Attributes, Decision};
 
+    fn sources() -> Sources {
+        Sources::empty()
+    }
+
     #[test]
     fn the_flag_takes_upstream_names_in_order() {
-        assert_eq!(Mode::parse_list(&[DEFAULT]), Ok(vec![Mode::AllowAuthenticated]));
+        assert_eq!(Mode::parse_list(&["Node", "RBAC"]), Ok(vec![Mode::Node, Mode::Rbac]));
+        assert_eq!(Mode::parse_list(&["AllowAuthenticated"]), Ok(vec![Mode::AllowAuthenticated]));
         assert_eq!(
             Mode::parse_list(&["AlwaysDeny", "AlwaysAllow"]),
             Ok(vec![Mode::AlwaysDeny, Mode::AlwaysAllow])
@@ -104,7 +151,7 @@ mod tests {
             Mode::parse_list(&["AlwaysAllow", "AlwaysAllow"]),
             Err(ModeError::Repeated("AlwaysAllow,AlwaysAllow".into()))
         );
-        for name in ["RBAC", "Node", "Webhook", "ABAC"] {
+        for name in ["Webhook", "ABAC"] {
             let e = Mode::parse_list(&["AlwaysAllow", name]).unwrap_err();
             assert_eq!(e, ModeError::NotImplemented(name.into()));
             assert!(e.to_string().contains("not implemented"), "{e}");
@@ -117,7 +164,7 @@ mod tests {
     fn system_masters_are_allowed_whatever_the_modes() {
         let admin = UserInfo::authenticated("system:admin".into(), vec!["system:masters".into()]);
         let jane = UserInfo::authenticated("jane".into(), vec![]);
-        let deny = chain(&[Mode::AlwaysDeny]);
+        let deny = chain(&[Mode::AlwaysDeny], &sources());
         let a = |u| Attributes::non_resource(u, "get", "/api");
         assert_eq!(deny.authorize(&a(&admin)).decision, Decision::Allow);
         let verdict = deny.authorize(&a(&jane));
@@ -126,7 +173,7 @@ mod tests {
             (Decision::NoOpinion, "Everything is forbidden.")
         );
         // Asked in order: AlwaysDeny has no opinion, so AlwaysAllow decides.
-        let both = chain(&[Mode::AlwaysDeny, Mode::AlwaysAllow]);
+        let both = chain(&[Mode::AlwaysDeny, Mode::AlwaysAllow], &sources());
         assert_eq!(both.authorize(&a(&jane)).decision, Decision::Allow);
         // system:masters lists no rules of its own.
         assert!(deny.rules_for(&admin, "default").resource_rules.is_empty());
