@@ -9,8 +9,11 @@
 //! with upstream's message.
 //!
 //! NodeRestriction: with a client certificate for `system:node:n1` (group `system:nodes`)
-//! minted with the cluster CA, the node writes its own Node, its pods' status and its Lease,
-//! and is refused, with upstream's messages, the same writes to another node's.
+//! minted with the cluster CA, the node writes its own Node, its pods' status, its pods'
+//! tokens and its Lease, and is refused, with upstream's messages, the same writes to another
+//! node's (and evictions, deletes and non-mirror pods). The writes are made as a kubelet makes
+//! them, with no read first (RBAC's `system:node` role does not let a node read
+//! `nodes/status`, which `kubectl patch --subresource` would).
 //!
 //! Until the service-account and root-CA controllers create them, the tests create the
 //! `default` account and the `kube-root-ca.crt` ConfigMap themselves (with `apply`, which
@@ -253,18 +256,31 @@ fn certificate_kubeconfig(s: &RkubeServer, cn: &str, groups: &[&str]) -> PathBuf
     kubeconfig
 }
 
-/// kubectl with another kubeconfig: success and the output (stdout, else stderr).
-fn kubectl_as(
+/// A request with a client certificate (as a kubelet makes it: no read before the write):
+/// the status code and the body.
+fn request_as(
     s: &RkubeServer,
-    kubeconfig: &Path,
-    args: &[&str],
-    stdin: Option<&str>,
-) -> (bool, String) {
-    let mut full = vec!["--kubeconfig", kubeconfig.to_str().unwrap()];
-    full.extend_from_slice(args);
-    let out = s.kubectl_with(&s.kubectl, &full, stdin);
-    let text = if out.status.success() { stdout_of(&out) } else { stderr_of(&out) };
-    (out.status.success(), text.trim().to_string())
+    (cert, key): (&Path, &Path),
+    method: &str,
+    path: &str,
+    content_type: &str,
+    body: &str,
+) -> (u16, Value) {
+    let out = std::process::Command::new("curl")
+        .args(["-s", "--max-time", "30", "-w", "\n%{http_code}", "-X", method])
+        .arg("--cacert")
+        .arg(s.data_dir.path().join("pki/ca.crt"))
+        .arg("--cert")
+        .arg(cert)
+        .arg("--key")
+        .arg(key)
+        .args(["-H", &format!("Content-Type: {content_type}"), "--data-binary", body])
+        .arg(format!("https://127.0.0.1:{}{path}", s.port))
+        .output()
+        .expect("curl");
+    let text = String::from_utf8(out.stdout).expect("UTF-8");
+    let (body, code) = text.rsplit_once('\n').expect("curl wrote the status code");
+    (code.parse().unwrap_or(0), serde_json::from_str(body).unwrap_or(Value::Null))
 }
 
 #[test]
@@ -279,102 +295,98 @@ fn a_node_writes_only_what_is_its_own() {
                      "containers": [{"name": "app", "image": "rkube-test-tools:1"}]}});
         s.ok_stdin(&["create", "-f", "-"], &pod.to_string());
     }
-    let n1 = certificate_kubeconfig(&s, "system:node:n1", &["system:nodes"]);
-    let as_n1 = |args: &[&str]| kubectl_as(&s, &n1, args, None);
-    let refused = |args: &[&str], message: &str| {
-        let (ok, text) = as_n1(args);
-        assert!(!ok, "`kubectl {}` went through: {text}", args.join(" "));
-        assert_eq!(
-            text,
-            format!("Error from server (Forbidden): {message}"),
-            "kubectl {}",
-            args.join(" ")
-        );
+    let kubeconfig = certificate_kubeconfig(&s, "system:node:n1", &["system:nodes"]);
+    let dir = s.data_dir.path();
+    let (cert, key) = (dir.join("system-node-n1.crt"), dir.join("system-node-n1.key"));
+    let n1 = |method: &str, path: &str, content_type: &str, body: &str| {
+        request_as(&s, (&cert, &key), method, path, content_type, body)
     };
+    const MERGE: &str = "application/merge-patch+json";
+    const JSON: &str = "application/json";
+    let allowed = |(code, body): (u16, Value), what: &str| {
+        assert!((200..300).contains(&code), "{what}: {code} {body:#}");
+    };
+    let refused = |(code, body): (u16, Value), message: &str| {
+        assert_eq!((code, body["message"].as_str().unwrap_or("")), (403, message), "{body:#}");
+        assert_eq!(body["reason"], "Forbidden");
+    };
+    let pods = "/api/v1/namespaces/default/pods";
+    let nodes = "/api/v1/nodes";
 
     // Its own Node: labels outside the restricted domains, and its status.
-    assert!(as_n1(&["label", "node", "n1", "example.com/rack=r1"]).0);
-    let status = r#"{"status":{"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady","message":"ok","lastHeartbeatTime":null,"lastTransitionTime":null}]}}"#;
-    let (ok, text) =
-        as_n1(&["patch", "node", "n1", "--subresource=status", "--type=merge", "-p", status]);
-    assert!(ok, "{text}");
+    let label = |key: &str| json!({"metadata": {"labels": {key: "x"}}}).to_string();
+    allowed(n1("PATCH", &format!("{nodes}/n1"), MERGE, &label("example.com/rack")), "own label");
+    let status = json!({"status": {"conditions": [{"type": "Ready", "status": "True",
+        "reason": "KubeletReady", "message": "ok"}]}})
+    .to_string();
+    allowed(n1("PATCH", &format!("{nodes}/n1/status"), MERGE, &status), "own node status");
+    let other_node = "nodes \"n2\" is forbidden: node \"n1\" is not allowed to modify node \"n2\"";
+    refused(n1("PATCH", &format!("{nodes}/n2"), MERGE, &label("example.com/rack")), other_node);
+    refused(n1("PATCH", &format!("{nodes}/n2/status"), MERGE, &status), other_node);
     refused(
-        &["label", "node", "n2", "example.com/rack=r1"],
-        "nodes \"n2\" is forbidden: node \"n1\" is not allowed to modify node \"n2\"",
-    );
-    refused(
-        &["patch", "node", "n2", "--subresource=status", "--type=merge", "-p", status],
-        "nodes \"n2\" is forbidden: node \"n1\" is not allowed to modify node \"n2\"",
-    );
-    refused(
-        &["label", "node", "n1", "node-restriction.kubernetes.io/pool=gpu"],
+        n1("PATCH", &format!("{nodes}/n1"), MERGE, &label("node-restriction.kubernetes.io/pool")),
         "nodes \"n1\" is forbidden: is not allowed to modify labels: node-restriction.kubernetes.io/pool",
     );
+    let taint =
+        json!({"spec": {"taints": [{"key": "dedicated", "value": "me", "effect": "NoSchedule"}]}});
     refused(
-        &["taint", "node", "n1", "dedicated=me:NoSchedule"],
+        n1("PATCH", &format!("{nodes}/n1"), MERGE, &taint.to_string()),
         "nodes \"n1\" is forbidden: node \"n1\" is not allowed to modify taints",
     );
 
     // Its pods' status only.
-    let message = r#"{"status":{"message":"seen by n1"}}"#;
-    let (ok, text) =
-        as_n1(&["patch", "pod", "on-n1", "--subresource=status", "--type=merge", "-p", message]);
-    assert!(ok, "{text}");
+    let message = json!({"status": {"message": "seen by n1"}}).to_string();
+    allowed(n1("PATCH", &format!("{pods}/on-n1/status"), MERGE, &message), "own pod status");
     assert_eq!(s.ok(&["get", "pod", "on-n1", "-o", "jsonpath={.status.message}"]), "seen by n1");
-    refused(
-        &["patch", "pod", "on-n2", "--subresource=status", "--type=merge", "-p", message],
-        "pods \"on-n2\" is forbidden: node \"n1\" can only update pod status for pods with spec.nodeName set to itself",
-    );
-    refused(
-        &["label", "pod", "on-n1", "app=web"],
-        "pods \"on-n1\" is forbidden: unexpected operation \"UPDATE\", node \"n1\" can only create and delete mirror pods",
-    );
-    refused(
-        &["delete", "pod", "on-n2", "--wait=false"],
-        "pods \"on-n2\" is forbidden: node \"n1\" can only delete pods with spec.nodeName set to itself",
-    );
-    let (ok, stdin_refusal) = kubectl_as(
-        &s,
-        &n1,
-        &["create", "-f", "-"],
-        Some(
-            r#"{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sneaky"},
-            "spec": {"nodeName": "n1", "automountServiceAccountToken": false,
-                     "containers": [{"name": "app", "image": "rkube-test-tools:1"}]}}"#,
-        ),
-    );
-    assert!(!ok);
-    assert_eq!(
-        stdin_refusal,
-        "Error from server (Forbidden): error when creating \"STDIN\": pods \"sneaky\" is forbidden: pod does not have \"kubernetes.io/config.mirror\" annotation, node \"n1\" can only create mirror pods"
-    );
-
-    // A server-side apply of another node's pod's status is the same status write.
+    let not_its_pod = "pods \"on-n2\" is forbidden: node \"n1\" can only update pod status for pods with spec.nodeName set to itself";
+    refused(n1("PATCH", &format!("{pods}/on-n2/status"), MERGE, &message), not_its_pod);
+    // A server-side apply of the status is the same write.
     let applied = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "on-n2"},
         "status": {"message": "applied by n1"}});
-    let (ok, text) = kubectl_as(
-        &s,
-        &n1,
-        &["apply", "--server-side", "--subresource=status", "--field-manager=n1", "-f", "-"],
-        Some(&applied.to_string()),
+    refused(
+        n1(
+            "PATCH",
+            &format!("{pods}/on-n2/status?fieldManager=n1"),
+            "application/apply-patch+yaml",
+            &applied.to_string(),
+        ),
+        not_its_pod,
     );
-    assert!(!ok, "{text}");
-    assert!(
-        text.ends_with("pods \"on-n2\" is forbidden: node \"n1\" can only update pod status for pods with spec.nodeName set to itself"),
-        "{text}"
+    refused(
+        n1("DELETE", &format!("{pods}/on-n2"), JSON, ""),
+        "pods \"on-n2\" is forbidden: node \"n1\" can only delete pods with spec.nodeName set to itself",
+    );
+    let sneaky = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sneaky"},
+        "spec": {"nodeName": "n1", "automountServiceAccountToken": false,
+                 "containers": [{"name": "app", "image": "rkube-test-tools:1"}]}});
+    refused(
+        n1("POST", pods, JSON, &sneaky.to_string()),
+        "pods \"sneaky\" is forbidden: pod does not have \"kubernetes.io/config.mirror\" annotation, node \"n1\" can only create mirror pods",
+    );
+    let eviction = |pod: &str| {
+        json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod, "namespace": "default"}})
+            .to_string()
+    };
+    refused(
+        n1("POST", &format!("{pods}/on-n2/eviction"), JSON, &eviction("on-n2")),
+        "pods \"on-n2\" is forbidden: node n1 can only evict pods with spec.nodeName set to itself",
     );
 
-    // Tokens only for its own pods, bound to them.
+    // Tokens only for its own pods, bound to them (stock kubectl, as a node would ask).
     let uid = |pod: &str| s.ok(&["get", "pod", pod, "-o", "jsonpath={.metadata.uid}"]);
     let token_for = |pod: &str, uid: &str| {
-        as_n1(&[
+        let out = s.kubectl(&[
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
             "create",
             "token",
             "default",
             "--bound-object-kind=Pod",
             &format!("--bound-object-name={pod}"),
             &format!("--bound-object-uid={uid}"),
-        ])
+        ]);
+        let text = if out.status.success() { stdout_of(&out) } else { stderr_of(&out) };
+        (out.status.success(), text.trim().to_string())
     };
     let (ok, token) = token_for("on-n1", &uid("on-n1"));
     assert!(ok, "{token}");
@@ -390,29 +402,19 @@ fn a_node_writes_only_what_is_its_own() {
         "node requested token bound to a pod scheduled on a different node",
     );
     token_refused(
-        as_n1(&["create", "token", "default"]),
-        "node requested token not bound to a pod",
-    );
-    token_refused(
         token_for("on-n1", "0000"),
         "the UID in the bound object reference (0000) does not match the UID in record. The object might have been deleted and then recreated",
     );
-
-    // Evictions of its own pods only.
-    let eviction = |pod: &str| {
-        json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": pod, "namespace": "default"}})
-            .to_string()
-    };
-    let (ok, text) = kubectl_as(
-        &s,
-        &n1,
-        &["create", "--raw", "/api/v1/namespaces/default/pods/on-n2/eviction", "-f", "-"],
-        Some(&eviction("on-n2")),
-    );
-    assert!(!ok);
-    assert!(
-        text.contains("pods \"on-n2\" is forbidden: node n1 can only evict pods with spec.nodeName set to itself"),
-        "{text}"
+    let unbound =
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}});
+    refused(
+        n1(
+            "POST",
+            "/api/v1/namespaces/default/serviceaccounts/default/token",
+            JSON,
+            &unbound.to_string(),
+        ),
+        "serviceaccounts \"default\" is forbidden: node requested token not bound to a pod",
     );
 
     // Its own Lease, in kube-node-lease.
@@ -422,19 +424,16 @@ fn a_node_writes_only_what_is_its_own() {
                "spec": {"holderIdentity": name, "leaseDurationSeconds": 40}})
         .to_string()
     };
-    let (ok, text) = kubectl_as(&s, &n1, &["apply", "-f", "-"], Some(&lease("n1")));
-    assert!(ok, "{text}");
-    let (ok, text) = kubectl_as(&s, &n1, &["create", "-f", "-"], Some(&lease("n2")));
-    assert!(!ok);
-    assert_eq!(
-        text,
-        "Error from server (Forbidden): error when creating \"STDIN\": leases.coordination.k8s.io \"n2\" is forbidden: can only access node lease with the same name as the requesting node"
+    let leases = "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases";
+    allowed(n1("POST", leases, JSON, &lease("n1")), "own lease");
+    refused(
+        n1("POST", leases, JSON, &lease("n2")),
+        "leases.coordination.k8s.io \"n2\" is forbidden: can only access node lease with the same name as the requesting node",
     );
 
     // The admin is not a node: the same writes go through.
     s.ok(&["label", "node", "n2", "node-restriction.kubernetes.io/pool=gpu"]);
     s.ok(&["delete", "pod", "on-n2", "--wait=false"]);
     // Its own pod, the node may delete.
-    let (ok, text) = as_n1(&["delete", "pod", "on-n1", "--wait=false"]);
-    assert!(ok, "{text}");
+    allowed(n1("DELETE", &format!("{pods}/on-n1"), JSON, ""), "own pod delete");
 }
