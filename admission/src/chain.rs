@@ -10,7 +10,10 @@ use crate::attributes::Attributes;
 use crate::default_toleration_seconds::{self, DefaultTolerationSeconds};
 use crate::error::AdmissionError;
 use crate::state::ClusterState;
-use crate::{namespace_lifecycle, priority, MutatingPlugin, ValidatingPlugin};
+use crate::{
+    namespace_lifecycle, node_restriction, priority, service_account, MutatingPlugin,
+    ValidatingPlugin,
+};
 
 /// kube-apiserver's plugins, in the order it runs them (`AllOrderedPlugins`).
 pub const ALL_ORDERED: &[&str] = &[
@@ -75,9 +78,19 @@ pub const DEFAULT_ENABLED: &[&str] = &[
     "ValidatingAdmissionPolicy",
 ];
 
+/// The plugins rkube enables by default beyond kube-apiserver's: NodeRestriction, which every
+/// kubeadm and k3s cluster turns on (without it a kubelet's credentials could write any pod
+/// or node).
+pub const RKUBE_DEFAULT_ENABLED: &[&str] = &[node_restriction::NAME];
+
 /// The plugins rkube has.
-pub const IMPLEMENTED: &[&str] =
-    &[namespace_lifecycle::NAME, priority::NAME, default_toleration_seconds::NAME];
+pub const IMPLEMENTED: &[&str] = &[
+    namespace_lifecycle::NAME,
+    service_account::NAME,
+    node_restriction::NAME,
+    priority::NAME,
+    default_toleration_seconds::NAME,
+];
 
 /// What the plugins are configured with (kube-apiserver's flags of each plugin).
 #[derive(Clone, Copy, Debug, Default)]
@@ -128,7 +141,10 @@ pub fn enabled(enable: &[String], disable: &[String]) -> Result<Vec<&'static str
         .iter()
         .copied()
         .filter(|n| IMPLEMENTED.contains(n))
-        .filter(|n| (DEFAULT_ENABLED.contains(n) || enable.contains(n)) && !disable.contains(n))
+        .filter(|n| {
+            let default = DEFAULT_ENABLED.contains(n) || RKUBE_DEFAULT_ENABLED.contains(n);
+            (default || enable.contains(n)) && !disable.contains(n)
+        })
         .collect())
 }
 
@@ -140,6 +156,11 @@ fn build(name: &str, settings: &Settings) -> Halves {
         namespace_lifecycle::NAME => {
             (Some(Arc::new(namespace_lifecycle::NamespaceLifecycle::default())), None)
         }
+        service_account::NAME => {
+            let plugin = Arc::new(service_account::ServiceAccount::default());
+            (Some(plugin.clone()), Some(plugin))
+        }
+        node_restriction::NAME => (Some(Arc::new(node_restriction::NodeRestriction)), None),
         priority::NAME => {
             let plugin = Arc::new(priority::Priority::default());
             (Some(plugin.clone()), Some(plugin))
@@ -242,16 +263,27 @@ mod tests {
 
     #[test]
     fn flags_choose_the_set_and_never_the_order() {
-        let all = ["NamespaceLifecycle", "Priority", "DefaultTolerationSeconds"];
+        let all = [
+            "NamespaceLifecycle",
+            "ServiceAccount",
+            "NodeRestriction",
+            "Priority",
+            "DefaultTolerationSeconds",
+        ];
         assert_eq!(enabled(&[], &[]).unwrap(), all);
         // Enabling a default one again changes nothing; the order is upstream's.
         assert_eq!(enabled(&strings(&["DefaultTolerationSeconds", "Priority"]), &[]).unwrap(), all);
+        assert_eq!(enabled(&[], &strings(&["DefaultTolerationSeconds", ""])).unwrap(), all[..4]);
+        // rkube's own default can be turned off like upstream's.
         assert_eq!(
-            enabled(&[], &strings(&["DefaultTolerationSeconds", ""])).unwrap(),
-            ["NamespaceLifecycle", "Priority"]
+            enabled(&[], &strings(&["NodeRestriction", "ServiceAccount"])).unwrap(),
+            ["NamespaceLifecycle", "Priority", "DefaultTolerationSeconds"]
         );
         // Disabling one rkube does not have yet is no error: it does not run either way.
-        assert_eq!(enabled(&[], &strings(&["LimitRanger", "Priority"])).unwrap(), [all[0], all[2]]);
+        assert_eq!(
+            enabled(&[], &strings(&["LimitRanger", "Priority"])).unwrap(),
+            [all[0], all[1], all[2], all[4]]
+        );
         assert_eq!(
             enabled(&strings(&["Bogus"]), &[]).unwrap_err().to_string(),
             "enable-admission-plugins plugin \"Bogus\" is unknown"
@@ -274,7 +306,7 @@ mod tests {
 
     #[test]
     fn upstream_lists_are_consistent() {
-        for name in DEFAULT_ENABLED.iter().chain(IMPLEMENTED) {
+        for name in DEFAULT_ENABLED.iter().chain(RKUBE_DEFAULT_ENABLED).chain(IMPLEMENTED) {
             assert!(ALL_ORDERED.contains(name), "{name}");
         }
         let chain =
@@ -284,8 +316,17 @@ mod tests {
         let chain = Chain::with_defaults();
         let mutating: Vec<_> = chain.mutating.iter().map(|p| p.name()).collect();
         let validating: Vec<_> = chain.validating.iter().map(|p| p.name()).collect();
-        assert_eq!(mutating, ["NamespaceLifecycle", "Priority", "DefaultTolerationSeconds"]);
-        assert_eq!(validating, ["Priority"]);
+        assert_eq!(
+            mutating,
+            [
+                "NamespaceLifecycle",
+                "ServiceAccount",
+                "NodeRestriction",
+                "Priority",
+                "DefaultTolerationSeconds"
+            ]
+        );
+        assert_eq!(validating, ["ServiceAccount", "Priority"]);
     }
 
     fn pod_create<'a>(object: &'a mut serde_json::Value, namespace: &'a str) -> Attributes<'a> {
@@ -316,17 +357,26 @@ mod tests {
                 "",
                 "namespaces",
                 json!({"metadata": {"name": "old"}, "status": {"phase": "Terminating"}}),
+            )
+            .with(
+                "",
+                "serviceaccounts",
+                json!({"metadata": {"namespace": "ns", "name": "default"}}),
             );
         let mut pod = json!({"metadata": {"name": "p"}, "spec": {}});
         Chain::with_defaults().admit(&mut pod_create(&mut pod, "ns"), &state).await.unwrap();
         assert_eq!(pod["spec"]["priority"], 0);
         assert_eq!(pod["spec"]["tolerations"].as_array().map(Vec::len), Some(2));
+        assert_eq!(pod["spec"]["serviceAccountName"], "default");
 
-        let no_tolerations =
-            Chain::from_flags(&[], &strings(&["DefaultTolerationSeconds"]), Settings::default())
-                .unwrap();
+        let fewer = Chain::from_flags(
+            &[],
+            &strings(&["DefaultTolerationSeconds", "ServiceAccount"]),
+            Settings::default(),
+        )
+        .unwrap();
         let mut pod = json!({"metadata": {"name": "p"}, "spec": {}});
-        no_tolerations.admit(&mut pod_create(&mut pod, "ns"), &state).await.unwrap();
+        fewer.admit(&mut pod_create(&mut pod, "ns"), &state).await.unwrap();
         assert_eq!(pod["spec"], json!({"priority": 0, "preemptionPolicy": "PreemptLowerPriority"}));
 
         // NamespaceLifecycle comes first: the pod is refused before anything changes it.
@@ -337,8 +387,13 @@ mod tests {
             .unwrap_err();
         assert!(e.to_string().contains("because it is being terminated"), "{e}");
         assert_eq!(pod["spec"], json!({}));
-        let no_lifecycle =
-            Chain::from_flags(&[], &strings(&["NamespaceLifecycle"]), Settings::default()).unwrap();
+        // (ServiceAccount off too: there are no accounts in these namespaces.)
+        let no_lifecycle = Chain::from_flags(
+            &[],
+            &strings(&["NamespaceLifecycle", "ServiceAccount"]),
+            Settings::default(),
+        )
+        .unwrap();
         let mut pod = json!({"metadata": {"name": "p"}, "spec": {}});
         no_lifecycle.admit(&mut pod_create(&mut pod, "old"), &state).await.unwrap();
         no_lifecycle.admit(&mut pod_create(&mut json!({}), "missing"), &state).await.unwrap();

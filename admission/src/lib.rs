@@ -11,7 +11,8 @@
 //! with its watch caches: plugins never touch the store. A refusal is an [`AdmissionError`],
 //! which the server answers with the `Status` upstream sends (403 Forbidden, 404, ...).
 //!
-//! The plugins: [`namespace_lifecycle`] (NamespaceLifecycle), [`priority`] (Priority) and
+//! The plugins: [`namespace_lifecycle`] (NamespaceLifecycle), [`service_account`]
+//! (ServiceAccount), [`node_restriction`] (NodeRestriction), [`priority`] (Priority) and
 //! [`default_toleration_seconds`] (DefaultTolerationSeconds). A new plugin is one module
 //! implementing one or both traits, and one row in [`chain`].
 
@@ -20,7 +21,10 @@ pub mod chain;
 pub mod default_toleration_seconds;
 pub mod error;
 pub mod namespace_lifecycle;
+pub mod node_restriction;
+pub mod pod_refs;
 pub mod priority;
+pub mod service_account;
 pub mod state;
 
 pub use attributes::{

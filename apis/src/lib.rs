@@ -14,6 +14,7 @@ pub mod disabled_fields;
 pub mod go_json;
 mod gofmt;
 pub mod kinds;
+pub mod names;
 pub mod node_selector;
 pub mod openapi;
 pub mod patch;

@@ -260,6 +260,9 @@ fn projected_token_volumes_hold_pod_bound_tokens_the_api_accepts() {
     let n = NodeServer::start();
     let s = &n.server;
     s.ok(&["create", "sa", "bot"]);
+    // `ghost` goes once its pod is admitted (admission refuses a pod naming a missing account)
+    // and before the pod is scheduled (a scheduling gate holds it back).
+    s.ok(&["create", "sa", "ghost"]);
     // RBAC: the account may read pods, nothing more.
     s.ok(&["create", "role", "pod-reader", "--verb=get,list", "--resource=pods"]);
     s.ok(&[
@@ -275,6 +278,7 @@ kind: Pod
 metadata: {name: tok}
 spec:
   serviceAccountName: bot
+  automountServiceAccountToken: false
   containers:
   - name: app
     image: "busybox:1.36"
@@ -293,6 +297,8 @@ kind: Pod
 metadata: {name: ghostly}
 spec:
   serviceAccountName: ghost
+  automountServiceAccountToken: false
+  schedulingGates: [{name: example.com/hold}]
   containers:
   - name: app
     image: "busybox:1.36"
@@ -306,6 +312,9 @@ spec:
       - serviceAccountToken: {path: t}
 "#;
     s.ok_stdin(&["apply", "-f", "-"], manifest);
+    s.ok(&["delete", "sa", "ghost"]);
+    let ungate = r#"[{"op": "remove", "path": "/spec/schedulingGates"}]"#;
+    s.ok(&["patch", "pod", "ghostly", "--type=json", "-p", ungate]);
     s.ok(&["wait", "--for=condition=Ready", "pod/tok", "--timeout=60s"]);
     let pod_uid = s.ok(&["get", "pod", "tok", "-o", "jsonpath={.metadata.uid}"]);
     let node_uid = s.ok(&["get", "node", &n.node, "-o", "jsonpath={.metadata.uid}"]);

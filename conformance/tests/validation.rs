@@ -331,6 +331,12 @@ Error from server (Invalid): error when creating "STDIN": Pod "p" is invalid: sp
 #[test]
 fn cluster_configuration_and_machine_written_kinds_are_validated_too() {
     let s = RkubeServer::start_with(&["--disable", "scheduler,controllers,kubelet"]);
+    // The account pods run as (no controller here makes it): without it, the pod would be
+    // refused by the ServiceAccount admission plugin before its validation.
+    s.ok_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: default}\n",
+    );
     let out = s.kubectl_with(&s.kubectl, &["apply", "-f", "-"], Some(MORE_KINDS));
     assert_eq!(out.status.code(), Some(1), "{out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stderr), MORE_KINDS_ERRORS);

@@ -54,11 +54,13 @@ impl Write<'_> {
             groups: &u.groups,
             extra: Some(&u.extra),
         });
-        // A pod's binding is a Binding (the only subresource whose kind rkube does not
-        // write as its resource's).
-        let kind = match self.subresource {
-            Some("binding") => "Binding",
-            _ => info.kind,
+        // A pod's binding is a Binding and a service account's token a TokenRequest (the
+        // subresources whose kind is not their resource's).
+        let (kind_group, kind) = match self.subresource {
+            Some("binding") => (info.group, "Binding"),
+            Some("token") => ("authentication.k8s.io", "TokenRequest"),
+            Some("eviction") => ("policy", "Eviction"),
+            _ => (info.group, info.kind),
         };
         Attributes {
             operation: self.operation,
@@ -69,7 +71,7 @@ impl Write<'_> {
                 resource: info.plural,
             },
             subresource: self.subresource.unwrap_or(""),
-            kind: GroupVersionKind { group: info.group, version: info.version, kind },
+            kind: GroupVersionKind { group: kind_group, version: info.version, kind },
             namespace: self.namespace.filter(|_| info.namespaced).unwrap_or(""),
             name: self.name,
             object,

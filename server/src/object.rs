@@ -73,28 +73,5 @@ pub fn now() -> String {
     })
 }
 
-/// A name from `generateName`: the prefix and five random characters from upstream's
-/// alphabet (no vowels, no look-alikes).
-pub fn generate_name(prefix: &str) -> String {
-    use rand::RngExt;
-    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    let mut rng = rand::rng();
-    let suffix: String =
-        (0..5).map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char).collect();
-    // Upstream keeps the name within 63 characters by trimming the prefix.
-    let max_prefix = 63 - 5;
-    let prefix = if prefix.len() > max_prefix { &prefix[..max_prefix] } else { prefix };
-    format!("{prefix}{suffix}")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn generated_names_keep_the_prefix() {
-        let n = generate_name("web-");
-        assert!(n.starts_with("web-") && n.len() == 9, "{n}");
-        assert!(generate_name(&"x".repeat(80)).len() == 63);
-    }
-}
+/// A name from `generateName` (see [`rkube_apis::names`]).
+pub use rkube_apis::names::generate_name;

@@ -212,8 +212,10 @@ fn status(c: Call<'_>) -> Replied<'_> {
                 Ok(api::object_response(StatusCode::OK, info, updated, c.output, c.query))
             }
             _ => {
+                // Admission sees who writes (a node's status writes are checked).
+                let requester = Some(api::requester(&c.req.user));
                 let (code, patched, warnings) =
-                    api::patch(registry, c.req, info, ns, name, sub, None).await?;
+                    api::patch(registry, c.req, info, ns, name, sub, requester).await?;
                 Ok(api::object_response(code, info, patched, c.output, c.query)
                     .with_warnings(&warnings))
             }
@@ -319,18 +321,36 @@ fn binding(c: Call<'_>) -> Replied<'_> {
 fn token(c: Call<'_>) -> Replied<'_> {
     Box::pin(async move {
         let ns = c.namespace.unwrap_or("default");
+        let requester = api::requester(&c.req.user);
         let (answered, warnings) =
-            crate::authn::token_request::create(c.state, &c.req.body, ns, c.name).await?;
+            crate::authn::token_request::create(c.state, &c.req.body, ns, c.name, &requester)
+                .await?;
         let output = if matches!(c.output, Output::Yaml) { Output::Yaml } else { Output::Json };
         Ok(negotiate::respond(StatusCode::CREATED, &answered, output, &warnings))
     })
 }
 
-/// `pods/eviction`: stored as a plain delete for now (no PodDisruptionBudget check yet).
+/// `pods/eviction`: admitted as a create of the subresource (NodeRestriction lets a node
+/// evict only its own pods), then stored as a plain delete for now (no PodDisruptionBudget
+/// check yet).
 fn eviction(c: Call<'_>) -> Replied<'_> {
     Box::pin(async move {
-        let options =
-            DeleteOptions { requester: Some(api::requester(&c.req.user)), ..Default::default() };
+        let requester = api::requester(&c.req.user);
+        let mut body: Value =
+            if c.req.body.bytes.is_empty() { json!({}) } else { c.req.body.decode()? };
+        let write = crate::admission::Write {
+            operation: rkube_admission::Operation::Create,
+            info: c.info,
+            namespace: c.namespace,
+            name: c.name,
+            subresource: Some("eviction"),
+            dry_run: false,
+            user: Some(&requester),
+            options: rkube_admission::OperationOptions::Create { field_manager: None },
+        };
+        c.state.registry.admit(&write, Some(&mut body), None).await?;
+        c.state.registry.validate_admission(&write, Some(&mut body), None).await?;
+        let options = DeleteOptions { requester: Some(requester), ..Default::default() };
         c.state.registry.delete(c.info, c.namespace, c.name, &options).await?;
         let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
         Ok(negotiate::respond(StatusCode::CREATED, &status, Output::Json, &[]))

@@ -71,6 +71,7 @@ pub async fn create(
     body: &crate::handlers::RequestBody,
     namespace: &str,
     name: &str,
+    requester: &rkube_apis::strategy::Requester,
 ) -> ApiResult<(Value, Vec<String>)> {
     let tokens = &state.tokens;
     let mut request = body.decode()?;
@@ -163,6 +164,22 @@ pub async fn create(
     if !causes.is_empty() {
         return Err(invalid("", causes));
     }
+    // Admission sees the request as a create of `serviceaccounts/token` (NodeRestriction
+    // lets a node have tokens only for its own pods), before the bound object is looked up.
+    let info =
+        rkube_apis::resources::Resources::builtin().get("", "v1", "serviceaccounts").expect("core");
+    let write = crate::admission::Write {
+        operation: rkube_admission::Operation::Create,
+        info,
+        namespace: Some(namespace),
+        name,
+        subresource: Some("token"),
+        dry_run: false,
+        user: Some(requester),
+        options: rkube_admission::OperationOptions::Create { field_manager: None },
+    };
+    state.registry.admit(&write, Some(&mut request), None).await?;
+    state.registry.validate_admission(&write, Some(&mut request), None).await?;
 
     let binding = match &bound {
         None => Binding::None,
