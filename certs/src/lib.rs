@@ -35,6 +35,7 @@
 //!
 //! # Where to start reading
 //!
+//! - [`jose`]: openssl as jsonwebtoken's RS256 provider, for service-account tokens.
 //! - [`pki`]: [`PkiOptions`], [`Pki`] and the load/repair rules on [`Pki::load_or_create`];
 //!   [`Pki::issue_client_cert`] and [`Pki::issue_serving_cert`] for node certificates.
 //! - [`kubeconfig`]: [`KubeconfigSpec`], [`TokenKubeconfigSpec`] and their writers.
@@ -50,6 +51,7 @@ mod error;
 mod fsutil;
 mod idle;
 mod issue;
+pub mod jose;
 pub mod kubeconfig;
 pub mod pki;
 mod san;

@@ -19,6 +19,14 @@ pub fn namespace_terminating(e: &kube::Error) -> bool {
     by_cause || status.message.contains("because it is being terminated")
 }
 
+/// The HTTP code of an API error (404 NotFound, 409 AlreadyExists or Conflict, ...).
+pub fn code(e: &kube::Error) -> Option<u16> {
+    match e {
+        kube::Error::Api(status) => Some(status.code),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

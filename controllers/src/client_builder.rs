@@ -42,6 +42,8 @@ pub fn account_of(controller: &str) -> &str {
         "endpoints-controller" => "endpoint-controller",
         "endpointslice-mirroring-controller" => "endpointslicemirroring-controller",
         "service-lb-controller" => "service-controller",
+        "serviceaccount-controller" => "service-account-controller",
+        "root-ca-certificate-publisher-controller" => "root-ca-cert-publisher",
         other => other,
     }
 }

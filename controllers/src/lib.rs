@@ -36,6 +36,14 @@
 //! - `endpoints-controller` ([`endpoints`]): the same as core/v1 Endpoints.
 //! - `endpointslice-mirroring-controller` ([`endpoint_slice_mirroring`]): EndpointSlices
 //!   mirroring the hand-written Endpoints of Services without a selector.
+//! - `serviceaccount-controller` ([`service_account`]): the `default` ServiceAccount in every
+//!   namespace; `root-ca-certificate-publisher-controller` ([`root_ca_publisher`]): the
+//!   `kube-root-ca.crt` ConfigMap in every namespace (one mechanism for both,
+//!   [`namespace_objects`]).
+//! - `serviceaccount-token-controller` ([`service_account_token`]): legacy tokens in
+//!   `kubernetes.io/service-account-token` Secrets, deleted with their account.
+//! - `clusterrole-aggregation-controller` ([`cluster_role_aggregation`]): the rules of
+//!   aggregated ClusterRoles (`admin`, `edit`, `view`).
 //! - `service-lb-controller` ([`service_lb`]): LoadBalancer Services get the Ready nodes'
 //!   addresses as their ingress, as k3s's ServiceLB (the proxy serves them there).
 //!
@@ -55,6 +63,7 @@
 //! `kube-system/kube-controller-manager` Lease runs the controllers, as with
 //! kube-controller-manager; another takes over when it stops.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Node, Pod, Service};
@@ -67,6 +76,7 @@ use tokio::sync::mpsc;
 
 pub mod api_errors;
 pub mod client_builder;
+pub mod cluster_role_aggregation;
 pub mod controller_history;
 pub mod controller_ref;
 pub mod cron_job;
@@ -79,12 +89,16 @@ pub mod endpoints;
 pub mod garbage_collector;
 pub mod job;
 pub mod namespace;
+pub mod namespace_objects;
 pub mod node_ipam;
 pub mod node_lifecycle;
 pub mod pod_control;
 pub mod pod_events;
 pub mod pod_state;
 pub mod replica_set;
+pub mod root_ca_publisher;
+pub mod service_account;
+pub mod service_account_token;
 pub mod service_lb;
 pub mod service_pods;
 pub mod stateful_set;
@@ -97,7 +111,8 @@ pub use client_builder::ClientBuilder;
 
 /// The controllers, by upstream's names, with the older short names `--controllers` also
 /// accepts.
-pub const CONTROLLERS: [(&str, &str); 17] = [
+pub const CONTROLLERS: [(&str, &str); 21] = [
+    ("clusterrole-aggregation-controller", "clusterrole-aggregation"),
     ("cronjob-controller", "cronjob"),
     ("daemonset-controller", "daemonset"),
     ("deployment-controller", "deployment"),
@@ -111,6 +126,9 @@ pub const CONTROLLERS: [(&str, &str); 17] = [
     ("node-lifecycle-controller", "nodelifecycle"),
     ("replicaset-controller", "replicaset"),
     ("replicationcontroller-controller", "replicationcontroller"),
+    ("root-ca-certificate-publisher-controller", "root-ca-cert-publisher"),
+    ("serviceaccount-controller", "serviceaccount"),
+    ("serviceaccount-token-controller", "serviceaccount-token"),
     ("service-lb-controller", "service-lb-controller"),
     ("statefulset-controller", "statefulset"),
     ("taint-eviction-controller", "taint-eviction-controller"),
@@ -159,6 +177,12 @@ pub struct Config {
     /// `--mirroring-concurrent-service-endpoint-syncs` and
     /// `--mirroring-max-endpoints-per-subset`: the mirroring controller's.
     pub endpoint_slice_mirroring: endpoint_slice_mirroring::Config,
+    /// `--root-ca-file`: the CA bundle published in `kube-root-ca.crt` and token Secrets
+    /// (without it the root CA publisher does not run and token Secrets get no `ca.crt`).
+    pub root_ca_file: Option<PathBuf>,
+    /// `--service-account-private-key-file`: the key legacy tokens are signed with (without
+    /// it the token controller does not run, as upstream's).
+    pub service_account_private_key_file: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -180,6 +204,8 @@ impl Default for Config {
             concurrent_endpoint_syncs: 5,
             endpoint_slice: endpoint_slice::Config::default(),
             endpoint_slice_mirroring: endpoint_slice_mirroring::Config::default(),
+            root_ca_file: None,
+            service_account_private_key_file: None,
         }
     }
 }
@@ -195,6 +221,10 @@ pub enum ConfigError {
     Zero { flag: &'static str },
     #[error("--{flag} must be between 1 and 1000, got {value}")]
     OutOfRange { flag: &'static str, value: usize },
+    #[error("--{flag}: cannot read {}: {error}", path.display())]
+    File { flag: &'static str, path: PathBuf, error: std::io::Error },
+    #[error("--service-account-private-key-file: {0}")]
+    Key(#[from] rkube_certs::jose::KeyError),
 }
 
 impl Config {
@@ -268,7 +298,30 @@ impl Config {
                 return Err(ConfigError::OutOfRange { flag, value });
             }
         }
+        self.files()?;
         Ok(())
+    }
+
+    /// The root CA bundle and the token signing key, read from their files.
+    fn files(
+        &self,
+    ) -> Result<(Option<String>, Option<rkube_certs::jose::RsaSigningKey>), ConfigError> {
+        let read = |flag: &'static str, path: &Option<PathBuf>| {
+            path.as_ref()
+                .map(|p| {
+                    std::fs::read(p).map_err(|error| ConfigError::File {
+                        flag,
+                        path: p.clone(),
+                        error,
+                    })
+                })
+                .transpose()
+        };
+        let ca = read("root-ca-file", &self.root_ca_file)?;
+        let ca = ca.map(|pem| String::from_utf8_lossy(&pem).into_owned());
+        let key = read("service-account-private-key-file", &self.service_account_private_key_file)?;
+        let key = key.map(|pem| rkube_certs::jose::RsaSigningKey::from_pem(&pem)).transpose()?;
+        Ok((ca, key))
     }
 }
 
@@ -317,11 +370,45 @@ fn controllers(
 ) -> Result<impl std::future::Future<Output = ()> + Send + 'static, ConfigError> {
     config.validate()?;
     let cidrs = node_ipam::CidrSet::new(config.cluster_cidr, config.node_cidr_mask_size)?;
+    let (root_ca, token_key) = config.files()?;
     // The shared informers read as the controller manager; each controller writes (and
     // watches what it watches itself) as its own account.
     let client = clients.root();
     Ok(async move {
         let mut tasks = tokio::task::JoinSet::new();
+        if config.enabled("serviceaccount-controller") {
+            let ensured = service_account::DefaultServiceAccount;
+            let writer = clients.client("serviceaccount-controller").await;
+            tasks.spawn(namespace_objects::run(client.clone(), writer, ensured));
+        }
+        if config.enabled("root-ca-certificate-publisher-controller") {
+            match &root_ca {
+                Some(ca) => {
+                    let ensured = root_ca_publisher::RootCa { ca_pem: ca.clone() };
+                    let writer = clients.client("root-ca-certificate-publisher-controller").await;
+                    tasks.spawn(namespace_objects::run(client.clone(), writer, ensured));
+                }
+                None => tracing::warn!(
+                    "root-ca-certificate-publisher-controller not started: no --root-ca-file"
+                ),
+            }
+        }
+        if config.enabled("serviceaccount-token-controller") {
+            match token_key {
+                Some(key) => {
+                    let root_ca = root_ca.map(String::into_bytes);
+                    let tokens = service_account_token::Config { key, root_ca };
+                    tasks.spawn(service_account_token::run(client.clone(), tokens));
+                }
+                None => tracing::warn!(
+                    "serviceaccount-token-controller not started: no --service-account-private-key-file"
+                ),
+            }
+        }
+        if config.enabled("clusterrole-aggregation-controller") {
+            let writer = clients.client("clusterrole-aggregation-controller").await;
+            tasks.spawn(cluster_role_aggregation::run(writer));
+        }
         if config.enabled("garbage-collector-controller") {
             let gc = garbage_collector::Config { workers: config.concurrent_gc_syncs };
             tasks.spawn(garbage_collector::run(

@@ -396,11 +396,14 @@ impl ServingArgs {
 #[derive(clap::Args)]
 struct ControllerManagerArgs {
     /// The controllers to run (comma-separated): `*` for all, `name` to enable one, `-name`
-    /// to disable one (cronjob-controller, daemonset-controller, deployment-controller,
+    /// to disable one (clusterrole-aggregation-controller, cronjob-controller,
+    /// daemonset-controller, deployment-controller,
     /// endpoints-controller, endpointslice-controller, endpointslice-mirroring-controller,
     /// garbage-collector-controller, job-controller, namespace-controller,
     /// node-ipam-controller, node-lifecycle-controller, replicaset-controller,
-    /// replicationcontroller-controller, statefulset-controller, taint-eviction-controller,
+    /// replicationcontroller-controller, root-ca-certificate-publisher-controller,
+    /// serviceaccount-controller, serviceaccount-token-controller, statefulset-controller,
+    /// taint-eviction-controller,
     /// ttl-after-finished-controller). `rkube server --disable NAME` turns one off too.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
@@ -468,6 +471,15 @@ struct ControllerManagerArgs {
     /// default in `rkube server` (as kubeadm and k3s set it), off in `rkube controller-manager`.
     #[arg(long, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
     use_service_account_credentials: Option<bool>,
+    /// The cluster CA bundle (PEM) published as `kube-root-ca.crt` in every namespace and as
+    /// `ca.crt` in service-account token Secrets (`rkube server`: the PKI's ca.crt).
+    #[arg(long)]
+    root_ca_file: Option<PathBuf>,
+    /// The private key (PEM, RSA) that signs the legacy tokens of service-account token
+    /// Secrets; without it the token controller does not run (`rkube server`: the
+    /// service-account signing key).
+    #[arg(long)]
+    service_account_private_key_file: Option<PathBuf>,
     /// Run the controllers only while holding the leader Lease, so that of several
     /// controller managers one acts (`--leader-elect=false`: always act).
     #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
@@ -519,6 +531,8 @@ impl ControllerManagerArgs {
                 workers: self.mirroring_concurrent_service_endpoint_syncs,
                 max_endpoints_per_subset: self.mirroring_max_endpoints_per_subset,
             },
+            root_ca_file: self.root_ca_file.clone(),
+            service_account_private_key_file: self.service_account_private_key_file.clone(),
         }
     }
 
@@ -736,6 +750,13 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
     for change in pki.changes() {
         eprintln!("rkube: {change}");
     }
+    // The controllers publish the cluster CA and sign legacy tokens with the API server's
+    // service-account key, unless told otherwise.
+    let cm = &mut args.controller_manager;
+    cm.root_ca_file.get_or_insert_with(|| pki.path(rkube_certs::files::CA_CERT));
+    let sa_key = args.service_accounts.service_account_signing_key_file.clone();
+    cm.service_account_private_key_file
+        .get_or_insert_with(|| sa_key.unwrap_or_else(|| pki.path(rkube_certs::files::SA_KEY)));
 
     let bind = SocketAddr::new(args.bind_address, args.secure_port);
     let advertise = SocketAddr::new(args.advertise_address, args.secure_port);

@@ -601,91 +601,9 @@ pub async fn validate_objects<G: ObjectGetter>(
     Ok(info)
 }
 
-/// jsonwebtoken's RSA operations done with openssl, installed as its process-wide provider.
-mod provider {
-    use jsonwebtoken::crypto::{CryptoProvider, JwtSigner, JwtVerifier, KeyUtils};
-    use jsonwebtoken::errors::{ErrorKind, Result};
-    use jsonwebtoken::signature::{self, Signer, Verifier};
-    use jsonwebtoken::{Algorithm, DecodingKey, DecodingKeyKind, EncodingKey};
-    use openssl::hash::MessageDigest;
-    use openssl::pkey::{PKey, Private, Public};
-    use openssl::rsa::Rsa;
-
-    struct Rs256Signer(PKey<Private>);
-
-    impl Signer<Vec<u8>> for Rs256Signer {
-        fn try_sign(&self, msg: &[u8]) -> std::result::Result<Vec<u8>, signature::Error> {
-            let mut signer = openssl::sign::Signer::new(MessageDigest::sha256(), &self.0)
-                .map_err(signature::Error::from_source)?;
-            signer.update(msg).map_err(signature::Error::from_source)?;
-            signer.sign_to_vec().map_err(signature::Error::from_source)
-        }
-    }
-
-    impl JwtSigner for Rs256Signer {
-        fn algorithm(&self) -> Algorithm {
-            Algorithm::RS256
-        }
-    }
-
-    struct Rs256Verifier(PKey<Public>);
-
-    impl Verifier<Vec<u8>> for Rs256Verifier {
-        fn verify(&self, msg: &[u8], sig: &Vec<u8>) -> std::result::Result<(), signature::Error> {
-            let mut verifier = openssl::sign::Verifier::new(MessageDigest::sha256(), &self.0)
-                .map_err(signature::Error::from_source)?;
-            verifier.update(msg).map_err(signature::Error::from_source)?;
-            match verifier.verify(sig) {
-                Ok(true) => Ok(()),
-                Ok(false) => Err(signature::Error::new()),
-                Err(e) => Err(signature::Error::from_source(e)),
-            }
-        }
-    }
-
-    impl JwtVerifier for Rs256Verifier {
-        fn algorithm(&self) -> Algorithm {
-            Algorithm::RS256
-        }
-    }
-
-    fn signer(alg: &Algorithm, key: &EncodingKey) -> Result<Box<dyn JwtSigner>> {
-        if *alg != Algorithm::RS256 {
-            return Err(ErrorKind::InvalidAlgorithm.into());
-        }
-        let rsa = Rsa::private_key_from_der(key.as_bytes())
-            .map_err(|e| ErrorKind::InvalidRsaKey(e.to_string()))?;
-        let key = PKey::from_rsa(rsa).map_err(|e| ErrorKind::InvalidRsaKey(e.to_string()))?;
-        Ok(Box::new(Rs256Signer(key)))
-    }
-
-    fn verifier(alg: &Algorithm, key: &DecodingKey) -> Result<Box<dyn JwtVerifier>> {
-        if *alg != Algorithm::RS256 {
-            return Err(ErrorKind::InvalidAlgorithm.into());
-        }
-        let DecodingKeyKind::SecretOrDer(der) = key.kind() else {
-            return Err(ErrorKind::InvalidKeyFormat.into());
-        };
-        let rsa = Rsa::public_key_from_der_pkcs1(der)
-            .map_err(|e| ErrorKind::InvalidRsaKey(e.to_string()))?;
-        let key = PKey::from_rsa(rsa).map_err(|e| ErrorKind::InvalidRsaKey(e.to_string()))?;
-        Ok(Box::new(Rs256Verifier(key)))
-    }
-
-    static OPENSSL: CryptoProvider = CryptoProvider {
-        signer_factory: signer,
-        verifier_factory: verifier,
-        key_utils: KeyUtils::new_unimplemented(),
-    };
-
-    /// Makes openssl jsonwebtoken's provider (once per process; later calls do nothing).
-    pub fn install() {
-        static ONCE: std::sync::Once = std::sync::Once::new();
-        ONCE.call_once(|| {
-            let _ = OPENSSL.install_default();
-        });
-    }
-}
+/// jsonwebtoken's RSA operations are openssl's (the provider is shared with the token
+/// controller, which signs legacy tokens).
+use rkube_certs::jose as provider;
 
 #[cfg(test)]
 mod tests {

@@ -10,6 +10,7 @@
 //! [`token_review`] answers `TokenReview`.
 
 pub mod jwt;
+pub mod legacy;
 pub mod token_request;
 
 use std::sync::Arc;
@@ -129,7 +130,13 @@ impl ServiceAccountTokens {
             max_extended_expiration_seconds: EXTENDED_EXPIRATION_SECONDS.max(max),
             signer,
             verifier: jwt::Verifier {
-                issuers: options.issuers.clone(),
+                // Legacy (Secret-based) tokens are accepted besides the configured issuers'.
+                issuers: options
+                    .issuers
+                    .iter()
+                    .cloned()
+                    .chain([legacy::LEGACY_ISSUER.to_string()])
+                    .collect(),
                 implicit_audiences: api_audiences,
                 keys,
             },
@@ -144,7 +151,7 @@ impl ServiceAccountTokens {
     /// The user a token speaks for and the audiences it was accepted for (the requested
     /// ones, default the API's). `Err(None)`: not a token of ours; `Err(Some(why))`: ours
     /// and invalid.
-    pub async fn authenticate<G: ObjectGetter>(
+    pub async fn authenticate<G: ObjectGetter + legacy::SecretAccess>(
         &self,
         getter: &G,
         token: &str,
@@ -155,7 +162,15 @@ impl ServiceAccountTokens {
             Rejection::NotOurs => None,
             Rejection::Invalid(why) => Some(why),
         })?;
-        let info = jwt::validate_objects(getter, &verified.claims, now).await.map_err(Some)?;
+        let info = if verified.claims.iss == legacy::LEGACY_ISSUER {
+            let claims = legacy::claims(token).map_err(Some)?;
+            let today = chrono::Utc::now().date_naive();
+            let tomorrow = today.succ_opt().unwrap_or(today);
+            let (today, tomorrow) = (today.to_string(), tomorrow.to_string());
+            legacy::validate(getter, token, &claims, &today, &tomorrow).await.map_err(Some)?
+        } else {
+            jwt::validate_objects(getter, &verified.claims, now).await.map_err(Some)?
+        };
         Ok((info.user(), verified.audiences))
     }
 }
@@ -187,6 +202,51 @@ impl ObjectGetter for RegistryGetter<'_> {
             Err(e) => Err(e.message),
         }
     }
+}
+
+impl legacy::SecretAccess for RegistryGetter<'_> {
+    async fn token_secret(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<legacy::TokenSecret>, String> {
+        let info = secrets();
+        // The store, not the cache: the token must still be the Secret's at this moment.
+        match self.0.get(info, Some(namespace), name).await {
+            Ok(obj) => Ok(Some(legacy::TokenSecret::of(&obj))),
+            Err(e) if e.code == StatusCode::NOT_FOUND => Ok(None),
+            Err(e) => Err(e.message),
+        }
+    }
+
+    async fn mark_used(&self, namespace: &str, name: &str, uid: &str, day: &str) {
+        let label = |obj: &Value| {
+            let mut obj = obj.clone();
+            if obj["metadata"]["uid"].as_str() != Some(uid) {
+                return Err(ApiError::new(StatusCode::CONFLICT, "Conflict", "uid changed"));
+            }
+            if !obj["metadata"]["labels"].is_object() {
+                obj["metadata"]["labels"] = json!({});
+            }
+            obj["metadata"]["labels"][legacy::LAST_USED_LABEL] = json!(day);
+            Ok(obj)
+        };
+        let options = crate::registry::WriteOptions::default();
+        let written =
+            self.0.modify(secrets(), Some(namespace), name, None, &options, None, label).await;
+        if let Err(e) = written {
+            tracing::warn!(
+                namespace,
+                name,
+                error = e.message,
+                "cannot label a legacy token's secret"
+            );
+        }
+    }
+}
+
+fn secrets() -> &'static rkube_apis::resources::ResourceInfo {
+    rkube_apis::resources::Resources::builtin().get("", "v1", "secrets").expect("core/v1 secrets")
 }
 
 /// The bearer token of a request, as upstream reads it: `Authorization: Bearer <token>`, or

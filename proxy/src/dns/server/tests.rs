@@ -164,9 +164,17 @@ async fn malformed_queries_get_formerr_and_other_opcodes_notimp() {
 
 /// A resolver on loopback answering every A question with 192.0.2.7, over UDP and TCP.
 async fn upstream() -> (SocketAddr, tokio::task::JoinHandle<()>) {
-    let udp = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-    let addr = udp.local_addr().unwrap();
-    let tcp = tokio::net::TcpListener::bind(addr).await.unwrap();
+    // The UDP port's TCP twin may be another test's: take another pair then (bounded).
+    let mut tries = 0;
+    let (udp, addr, tcp) = loop {
+        let udp = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let addr = udp.local_addr().unwrap();
+        match tokio::net::TcpListener::bind(addr).await {
+            Ok(tcp) => break (udp, addr, tcp),
+            Err(_) if tries < 20 => tries += 1,
+            Err(e) => panic!("no UDP and TCP port pair on loopback: {e}"),
+        }
+    };
     fn reply(bytes: &[u8]) -> Vec<u8> {
         let query = Message::from_vec(bytes).unwrap();
         let mut reply = Message::new(query.metadata.id, MessageType::Response, OpCode::Query);
