@@ -655,6 +655,7 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
     let off: Vec<String> = off.map(|d| format!("-{d}")).collect();
     args.controller_manager.controllers.extend(off);
     let authorization_modes = rkube_server::authz::Mode::parse_list(&args.authorization_mode)?;
+    let authentication = args.authentication.options()?;
     // Checked before anything starts, as kube-apiserver validates its flags.
     let admission = rkube_server::rkube_admission::Chain::from_flags(
         &args.enable_admission_plugins,
@@ -750,7 +751,7 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
             controller_manager: args.controller_manager_secure_port,
         },
         authorization_modes,
-        authentication: args.authentication.options()?,
+        authentication,
     })
     .await?;
 
