@@ -336,6 +336,10 @@ struct ServerArgs {
     /// Members of `system:masters` are always allowed, as upstream.
     #[arg(long, value_delimiter = ',', default_value = rkube_server::authz::modes::DEFAULT)]
     authorization_mode: Vec<String>,
+    /// Authentication besides certificates and service-account tokens (kube-apiserver's
+    /// flag names).
+    #[command(flatten)]
+    authentication: AuthenticationArgs,
     /// Limits on what clients may cost the server.
     #[command(flatten)]
     serving: ServingArgs,
@@ -688,6 +692,7 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
     let off: Vec<String> = off.map(|d| format!("-{d}")).collect();
     args.controller_manager.controllers.extend(off);
     let authorization_modes = rkube_server::authz::Mode::parse_list(&args.authorization_mode)?;
+    let authentication = args.authentication.options()?;
     // Checked before anything starts, as kube-apiserver validates its flags.
     let admission = rkube_server::rkube_admission::Chain::from_flags(
         &args.enable_admission_plugins,
@@ -790,6 +795,7 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
             controller_manager: args.controller_manager_secure_port,
         },
         authorization_modes,
+        authentication,
     })
     .await?;
 
@@ -1221,6 +1227,47 @@ async fn shutdown_signal() {
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = term.recv() => {}
+    }
+}
+
+/// kube-apiserver's authentication flags.
+#[derive(clap::Args)]
+struct AuthenticationArgs {
+    /// Requests without credentials are served as `system:anonymous`; false: they get 401.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    anonymous_auth: bool,
+    /// A CSV file of static bearer tokens: `token,user,uid,"group1,group2"` per line.
+    #[arg(long)]
+    token_auth_file: Option<PathBuf>,
+    /// Accept bootstrap tokens (`<id>.<secret>`, kube-system Secrets of type
+    /// `bootstrap.kubernetes.io/token`). On by default here, as k3s (kube-apiserver: off).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    enable_bootstrap_token_auth: bool,
+    /// The `jwks_uri` of `/.well-known/openid-configuration` (default:
+    /// `https://<advertise address>:<port>/openid/v1/jwks`).
+    #[arg(long)]
+    service_account_jwks_uri: Option<String>,
+}
+
+impl AuthenticationArgs {
+    fn options(&self) -> anyhow::Result<rkube_server::authn::AuthenticationOptions> {
+        let token_file = match &self.token_auth_file {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).with_context(|| {
+                    format!("--token-auth-file: cannot read {}", path.display())
+                })?;
+                let file = rkube_server::authn::token_file::TokenFile::parse(&text)
+                    .with_context(|| format!("--token-auth-file {}", path.display()))?;
+                Some(file)
+            }
+            None => None,
+        };
+        Ok(rkube_server::authn::AuthenticationOptions {
+            anonymous: self.anonymous_auth,
+            token_file,
+            bootstrap_tokens: self.enable_bootstrap_token_auth,
+            jwks_uri: self.service_account_jwks_uri.clone(),
+        })
     }
 }
 

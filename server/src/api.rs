@@ -33,6 +33,8 @@ pub struct ApiState {
     /// Service-account tokens: issued by `serviceaccounts/token`, checked by the bearer
     /// token layer and `TokenReview` ([`crate::authn`]).
     pub tokens: crate::authn::ServiceAccountTokens,
+    /// `--anonymous-auth`, `--token-auth-file`, bootstrap tokens ([`crate::authn`]).
+    pub authentication: crate::authn::AuthenticationOptions,
     /// Where ComponentStatus probes the scheduler and the controller-manager.
     pub component_ports: crate::component_status::ComponentPorts,
     /// The authorizer of every request ([`crate::authz`]), asked again by the access reviews.

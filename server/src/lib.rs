@@ -103,6 +103,9 @@ pub struct ServerConfig {
     pub component_ports: component_status::ComponentPorts,
     /// `--authorization-mode`: the authorizers asked, in order, after `system:masters`.
     pub authorization_modes: Vec<authz::Mode>,
+    /// `--anonymous-auth`, `--token-auth-file`, `--enable-bootstrap-token-auth`,
+    /// `--service-account-jwks-uri`.
+    pub authentication: authn::AuthenticationOptions,
 }
 
 /// kube-apiserver's serving limits: per connection (header-read and idle timeouts, HTTP/2
@@ -185,12 +188,14 @@ impl Server {
             Arc::new(authz::modes::chain(&config.authorization_modes, &authz_sources));
         escalation.set_authorizer(authorizer.clone());
         let openapi_docs = Arc::new(openapi::OpenApi::new(registry.clone()));
+        let oidc = oidc_discovery(&config);
         let api_state = Arc::new(api::ApiState {
             registry,
             server_address: config.advertise_address.clone(),
             metrics: metrics::Metrics::default(),
             kubelet,
             tokens,
+            authentication: config.authentication,
             component_ports: config.component_ports,
             authorizer: authorizer.clone(),
         });
@@ -202,15 +207,20 @@ impl Server {
             .route("/metrics", get(metrics_handler).with_state(api_state.clone()))
             .with_state(health)
             .merge(openapi::routes(openapi_docs))
+            .merge(oidc.map(|d| d.routes()).unwrap_or_default())
             .fallback(api::handle)
             .with_state(api_state.clone())
-            .layer(axum::middleware::from_fn_with_state(authorizer, authz::authorize))
+            .layer(axum::middleware::from_fn_with_state(authorizer.clone(), authz::authorize))
             .layer(axum::middleware::from_fn_with_state(
                 Arc::new(inflight::InflightLimits::new(
                     config.limits.max_requests_inflight,
                     config.limits.max_mutating_requests_inflight,
                 )),
                 inflight::limit,
+            ))
+            .layer(axum::middleware::from_fn_with_state(
+                authorizer,
+                authn::impersonation::impersonate,
             ))
             .layer(axum::middleware::from_fn_with_state(api_state, authn::authenticate));
         // Build the OpenAPI documents now rather than on kubectl's first request.
@@ -232,6 +242,29 @@ impl Server {
     pub fn stop(&self) {
         self.task.abort();
         self.endpoints.abort();
+    }
+}
+
+/// The service-account issuer discovery documents, unless the issuer cannot be discovered
+/// (then, as upstream, a log line and no endpoints).
+fn oidc_discovery(config: &ServerConfig) -> Option<Arc<authn::oidc_discovery::Discovery>> {
+    let tokens = &config.service_account_tokens;
+    let issuer = tokens.issuers.first()?;
+    let mut keys: Vec<&[u8]> = tokens.verification_keys_pem.iter().map(Vec::as_slice).collect();
+    if keys.is_empty() {
+        keys.push(&tokens.signing_key_pem);
+    }
+    match authn::oidc_discovery::Discovery::new(
+        issuer,
+        config.authentication.jwks_uri.as_deref(),
+        &config.advertise_address,
+        &keys,
+    ) {
+        Ok(d) => Some(Arc::new(d)),
+        Err(error) => {
+            tracing::warn!(%error, "service-account issuer discovery endpoints are not served");
+            None
+        }
     }
 }
 

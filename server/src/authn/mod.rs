@@ -8,9 +8,19 @@
 //! (`--service-account-*` flags); the JWT work is in [`jwt`]; the
 //! `serviceaccounts/<name>/token` subresource that issues tokens is [`token_request`]; and
 //! [`token_review`] answers `TokenReview`.
+//!
+//! Besides service-account tokens the layer accepts `--token-auth-file` tokens
+//! ([`token_file`]) and bootstrap tokens ([`bootstrap`]), and refuses requests without
+//! credentials when `--anonymous-auth=false` ([`AuthenticationOptions`]). After it,
+//! [`impersonation`] swaps in an impersonated user; [`oidc_discovery`] serves the issuer's
+//! discovery documents.
 
+pub mod bootstrap;
+pub mod impersonation;
 pub mod jwt;
 pub mod legacy;
+pub mod oidc_discovery;
+pub mod token_file;
 pub mod token_request;
 
 use std::sync::Arc;
@@ -68,6 +78,31 @@ impl TokenOptions {
             verification_keys_pem,
             max_expiration_seconds: 0,
             extend_expiration: true,
+        }
+    }
+}
+
+/// kube-apiserver's authentication flags other than the service-account ones.
+#[derive(Clone, Debug)]
+pub struct AuthenticationOptions {
+    /// `--anonymous-auth`: requests without credentials are `system:anonymous`; false: 401.
+    pub anonymous: bool,
+    /// `--token-auth-file`, read.
+    pub token_file: Option<token_file::TokenFile>,
+    /// `--enable-bootstrap-token-auth`.
+    pub bootstrap_tokens: bool,
+    /// `--service-account-jwks-uri`: the `jwks_uri` of the discovery document.
+    pub jwks_uri: Option<String>,
+}
+
+impl Default for AuthenticationOptions {
+    /// kube-apiserver's defaults.
+    fn default() -> Self {
+        AuthenticationOptions {
+            anonymous: true,
+            token_file: None,
+            bootstrap_tokens: false,
+            jwks_uri: None,
         }
     }
 }
@@ -249,6 +284,27 @@ fn secrets() -> &'static rkube_apis::resources::ResourceInfo {
     rkube_apis::resources::Resources::builtin().get("", "v1", "secrets").expect("core/v1 secrets")
 }
 
+impl bootstrap::SecretGetter for RegistryGetter<'_> {
+    async fn secret(
+        &self,
+        namespace: &str,
+        name: &str,
+    ) -> Result<Option<serde_json::Value>, String> {
+        let registry = self.0;
+        let info = secrets();
+        if let Ok(cache) = registry.cache(info) {
+            if let Some(obj) = cache.get(&info.key(Some(namespace), name)) {
+                return Ok(Some(obj.value()));
+            }
+        }
+        match registry.get(info, Some(namespace), name).await {
+            Ok(obj) => Ok(Some(obj)),
+            Err(e) if e.code == StatusCode::NOT_FOUND => Ok(None),
+            Err(e) => Err(e.message),
+        }
+    }
+}
+
 /// The bearer token of a request, as upstream reads it: `Authorization: Bearer <token>`, or
 /// for WebSockets (which cannot set headers from a browser) the
 /// `base64url.bearer.authorization.k8s.io.<token>` subprotocol.
@@ -280,7 +336,8 @@ pub fn unauthorized() -> Response {
     ApiError::new(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized").into_response()
 }
 
-/// The authentication layer (see the module doc): x509 first, then the bearer token.
+/// The authentication layer (see the module doc): x509 first, then the bearer token
+/// (token file, service-account token, bootstrap token), else anonymous if allowed.
 pub async fn authenticate(
     State(state): State<Arc<ApiState>>,
     mut request: Request,
@@ -291,18 +348,19 @@ pub async fn authenticate(
         return next.run(request).await;
     }
     let Some(token) = bearer_token(request.headers()) else {
+        if !state.authentication.anonymous {
+            return unauthorized();
+        }
         return next.run(request).await;
     };
-    let getter = RegistryGetter(&state.registry);
-    match state.tokens.authenticate(&getter, &token, None).await {
-        Ok((user, _)) => {
+    match authenticate_token(&state, &token).await {
+        Ok(user) => {
             // As upstream: the credential goes no further than authentication.
             request.headers_mut().remove(http::header::AUTHORIZATION);
             request.extensions_mut().insert(user);
             next.run(request).await
         }
         Err(why) => {
-            let why = why.as_deref().unwrap_or("invalid bearer token");
             tracing::info!(
                 path = request.uri().path(),
                 error = why,
@@ -311,6 +369,28 @@ pub async fn authenticate(
             unauthorized()
         }
     }
+}
+
+/// The user of a bearer token, asking the token authenticators in upstream's order.
+async fn authenticate_token(state: &ApiState, token: &str) -> Result<UserInfo, String> {
+    let options = &state.authentication;
+    if let Some(user) = options.token_file.as_ref().and_then(|f| f.authenticate(token)) {
+        return Ok(user);
+    }
+    let getter = RegistryGetter(&state.registry);
+    match state.tokens.authenticate(&getter, token, None).await {
+        Ok((user, _)) => return Ok(user),
+        Err(Some(why)) => return Err(why),
+        Err(None) => {}
+    }
+    if options.bootstrap_tokens {
+        match bootstrap::authenticate(&getter, token, chrono::Utc::now()).await {
+            Ok(Some(user)) => return Ok(user),
+            Ok(None) => {}
+            Err(why) => return Err(why.to_string()),
+        }
+    }
+    Err("invalid bearer token".to_string())
 }
 
 /// `TokenReview`: whether a token authenticates, for whom, for which audiences.
