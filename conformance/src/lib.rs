@@ -11,6 +11,7 @@
 pub mod cluster;
 pub mod dns;
 pub mod h2;
+pub mod identity;
 pub mod node;
 pub mod report;
 pub mod streaming;

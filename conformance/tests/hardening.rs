@@ -6,65 +6,22 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
-use openssl::pkey::{PKey, Private};
 use openssl::ssl::{SslConnector, SslMethod, SslStream, SslVerifyMode};
-use openssl::x509::X509;
 use rkube_conformance::cluster::RkubeServer;
+use rkube_conformance::identity::Identity;
 use serde_json::{json, Value};
-
-/// A client identity: certificate and key.
-struct Identity {
-    cert: X509,
-    key: PKey<Private>,
-}
 
 /// The administrator (`system:masters`) from the server's PKI.
 fn admin(s: &RkubeServer) -> Identity {
-    identity_files(&s.data_dir.path().join("pki"), "admin")
-}
-
-fn identity_files(pki: &Path, name: &str) -> Identity {
-    let read = |ext: &str| std::fs::read(pki.join(format!("{name}.{ext}"))).expect("pki file");
-    Identity {
-        cert: X509::from_pem(&read("crt")).expect("certificate"),
-        key: PKey::private_key_from_pem(&read("key")).expect("key"),
-    }
+    Identity::from_pki(s, "admin")
 }
 
 /// A user who is not in `system:masters` (whom the in-flight limits do not spare): a client
 /// certificate for `cn` signed by the cluster CA.
 fn ordinary_user(s: &RkubeServer, cn: &str) -> Identity {
-    use openssl::asn1::Asn1Time;
-    use openssl::bn::{BigNum, MsbOption};
-    use openssl::ec::{EcGroup, EcKey};
-    use openssl::hash::MessageDigest;
-    use openssl::nid::Nid;
-    use openssl::x509::extension::ExtendedKeyUsage;
-    use openssl::x509::X509NameBuilder;
-    let ca = identity_files(&s.data_dir.path().join("pki"), "ca");
-    let key = PKey::from_ec_key(
-        EcKey::generate(&EcGroup::from_curve_name(Nid::X9_62_PRIME256V1).unwrap()).unwrap(),
-    )
-    .unwrap();
-    let mut name = X509NameBuilder::new().unwrap();
-    name.append_entry_by_nid(Nid::COMMONNAME, cn).unwrap();
-    let name = name.build();
-    let mut builder = X509::builder().unwrap();
-    builder.set_version(2).unwrap();
-    let mut serial = BigNum::new().unwrap();
-    serial.rand(64, MsbOption::MAYBE_ZERO, false).unwrap();
-    builder.set_serial_number(&serial.to_asn1_integer().unwrap()).unwrap();
-    builder.set_subject_name(&name).unwrap();
-    builder.set_issuer_name(ca.cert.subject_name()).unwrap();
-    builder.set_pubkey(&key).unwrap();
-    builder.set_not_before(&Asn1Time::days_from_now(0).unwrap()).unwrap();
-    builder.set_not_after(&Asn1Time::days_from_now(1).unwrap()).unwrap();
-    builder.append_extension(ExtendedKeyUsage::new().client_auth().build().unwrap()).unwrap();
-    builder.sign(&ca.key, MessageDigest::sha256()).unwrap();
-    Identity { cert: builder.build(), key }
+    Identity::issue(s, cn, &[])
 }
 
 fn connector(identity: Option<&Identity>, alpn: &[u8]) -> openssl::ssl::ConnectConfiguration {
@@ -154,34 +111,6 @@ fn dechunk(mut raw: &[u8]) -> Vec<u8> {
         raw = &raw[eol + 2 + size + 2..];
     }
     out
-}
-
-/// A kubeconfig for `identity`: the admin kubeconfig with its user's credentials replaced.
-fn user_kubeconfig(s: &RkubeServer, identity: &Identity, name: &str) -> std::path::PathBuf {
-    let dir = s.data_dir.path();
-    let (cert, key) = (dir.join(format!("{name}.crt")), dir.join(format!("{name}.key")));
-    std::fs::write(&cert, identity.cert.to_pem().unwrap()).unwrap();
-    std::fs::write(&key, identity.key.private_key_to_pem_pkcs8().unwrap()).unwrap();
-    let kubeconfig = dir.join(format!("{name}.kubeconfig"));
-    std::fs::copy(&s.kubeconfig, &kubeconfig).unwrap();
-    let config = |args: &[&str]| {
-        let out = std::process::Command::new(&s.kubectl)
-            .env("KUBECONFIG", &kubeconfig)
-            .arg("config")
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    };
-    config(&[
-        "set-credentials",
-        name,
-        &format!("--client-certificate={}", cert.display()),
-        &format!("--client-key={}", key.display()),
-        "--embed-certs",
-    ]);
-    config(&["set-context", "--current", &format!("--user={name}")]);
-    kubeconfig
 }
 
 /// The server's resident memory (kB).
@@ -442,7 +371,7 @@ async fn a_flood_gets_429s_while_kubectl_still_answers() {
         "--clusterrole=cluster-admin",
         "--user=flooder",
     ]);
-    let flooder = user_kubeconfig(&s, &user, "flooder");
+    let flooder = user.kubeconfig(&s, "flooder");
     s.wait_until("the flooder's binding is in force", Duration::from_secs(10), || {
         let out = s.kubectl(&["--kubeconfig", flooder.to_str().unwrap(), "get", "configmaps"]);
         (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
@@ -536,7 +465,7 @@ async fn a_flood_gets_429s_while_kubectl_still_answers() {
         })
     };
     let as_admin = kubectl(s.kubeconfig.clone());
-    let as_user = kubectl(user_kubeconfig(&s, &user, "flooder"));
+    let as_user = kubectl(user.kubeconfig(&s, "flooder"));
     let mut counts = std::collections::BTreeMap::new();
     let mut slowest = Duration::ZERO;
     for task in tasks {

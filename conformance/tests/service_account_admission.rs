@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rkube_conformance::cluster::{stderr_of, stdout_of, RkubeServer};
+use rkube_conformance::identity::Identity;
 use rkube_conformance::node::{ensure_tools_image, NodeServer};
 use serde_json::{json, Value};
 
@@ -196,64 +197,7 @@ fn pods_get_their_account_and_its_credentials_as_upstream() {
 /// A client certificate for `cn` in `groups`, signed by the cluster CA, and a kubeconfig
 /// that uses it (the admin kubeconfig with the user replaced).
 fn certificate_kubeconfig(s: &RkubeServer, cn: &str, groups: &[&str]) -> PathBuf {
-    use openssl::asn1::Asn1Time;
-    use openssl::bn::{BigNum, MsbOption};
-    use openssl::ec::{EcGroup, EcKey};
-    use openssl::hash::MessageDigest;
-    use openssl::nid::Nid;
-    use openssl::pkey::PKey;
-    use openssl::x509::extension::ExtendedKeyUsage;
-    use openssl::x509::{X509NameBuilder, X509};
-    let pki = s.data_dir.path().join("pki");
-    let ca_cert = X509::from_pem(&std::fs::read(pki.join("ca.crt")).unwrap()).unwrap();
-    let ca_key = PKey::private_key_from_pem(&std::fs::read(pki.join("ca.key")).unwrap()).unwrap();
-    let key = PKey::from_ec_key(
-        EcKey::generate(&EcGroup::from_curve_name(Nid::X9_62_PRIME256V1).unwrap()).unwrap(),
-    )
-    .unwrap();
-    let mut name = X509NameBuilder::new().unwrap();
-    for group in groups {
-        name.append_entry_by_nid(Nid::ORGANIZATIONNAME, group).unwrap();
-    }
-    name.append_entry_by_nid(Nid::COMMONNAME, cn).unwrap();
-    let name = name.build();
-    let mut builder = X509::builder().unwrap();
-    builder.set_version(2).unwrap();
-    let mut serial = BigNum::new().unwrap();
-    serial.rand(64, MsbOption::MAYBE_ZERO, false).unwrap();
-    builder.set_serial_number(&serial.to_asn1_integer().unwrap()).unwrap();
-    builder.set_subject_name(&name).unwrap();
-    builder.set_issuer_name(ca_cert.subject_name()).unwrap();
-    builder.set_pubkey(&key).unwrap();
-    builder.set_not_before(&Asn1Time::days_from_now(0).unwrap()).unwrap();
-    builder.set_not_after(&Asn1Time::days_from_now(1).unwrap()).unwrap();
-    builder.append_extension(ExtendedKeyUsage::new().client_auth().build().unwrap()).unwrap();
-    builder.sign(&ca_key, MessageDigest::sha256()).unwrap();
-    let dir = s.data_dir.path();
-    let file = cn.replace(':', "-");
-    let (cert, key_file) = (dir.join(format!("{file}.crt")), dir.join(format!("{file}.key")));
-    std::fs::write(&cert, builder.build().to_pem().unwrap()).unwrap();
-    std::fs::write(&key_file, key.private_key_to_pem_pkcs8().unwrap()).unwrap();
-    let kubeconfig = dir.join(format!("{file}.kubeconfig"));
-    std::fs::copy(&s.kubeconfig, &kubeconfig).unwrap();
-    let config = |args: &[&str]| {
-        let out = std::process::Command::new(&s.kubectl)
-            .env("KUBECONFIG", &kubeconfig)
-            .arg("config")
-            .args(args)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    };
-    config(&[
-        "set-credentials",
-        &file,
-        &format!("--client-certificate={}", cert.display()),
-        &format!("--client-key={}", key_file.display()),
-        "--embed-certs",
-    ]);
-    config(&["set-context", "--current", &format!("--user={file}")]);
-    kubeconfig
+    Identity::issue(s, cn, groups).kubeconfig(s, &cn.replace(':', "-"))
 }
 
 /// A request with a client certificate (as a kubelet makes it: no read before the write):
