@@ -170,6 +170,16 @@ fn token_file_users_authenticate() {
         me,
         json!({"username": "alice", "uid": "a-1", "groups": ["dev", "ops", "system:authenticated"]})
     );
+    // TokenReview asks the same authenticators.
+    let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "metadata": {},
+                        "spec": {"token": "alice-token"}});
+    let review = json(&s.ok_stdin(&["create", "-f", "-", "-o", "json"], &review.to_string()));
+    assert_eq!(
+        review["status"],
+        json!({"authenticated": true,
+               "user": {"username": "alice", "uid": "a-1", "groups": ["dev", "ops", "system:authenticated"]},
+               "audiences": ["https://kubernetes.default.svc.cluster.local"]})
+    );
     let out = kubectl_with_token(&s, "bob-token", &["auth", "whoami"]);
     assert!(!out.status.success());
     assert!(stderr_of(&out).contains("Unauthorized"), "{}", stderr_of(&out));

@@ -373,24 +373,34 @@ pub async fn authenticate(
 
 /// The user of a bearer token, asking the token authenticators in upstream's order.
 async fn authenticate_token(state: &ApiState, token: &str) -> Result<UserInfo, String> {
-    let options = &state.authentication;
-    if let Some(user) = options.token_file.as_ref().and_then(|f| f.authenticate(token)) {
-        return Ok(user);
-    }
     let getter = RegistryGetter(&state.registry);
     match state.tokens.authenticate(&getter, token, None).await {
         Ok((user, _)) => return Ok(user),
         Err(Some(why)) => return Err(why),
         Err(None) => {}
     }
-    if options.bootstrap_tokens {
-        match bootstrap::authenticate(&getter, token, chrono::Utc::now()).await {
-            Ok(Some(user)) => return Ok(user),
-            Ok(None) => {}
-            Err(why) => return Err(why.to_string()),
-        }
+    match audience_agnostic(state, token).await {
+        Some(result) => result,
+        None => Err("invalid bearer token".to_string()),
     }
-    Err("invalid bearer token".to_string())
+}
+
+/// The token file and bootstrap tokens, which name no audience (upstream wraps them to stand
+/// for the API's audiences). `None`: neither knows the token.
+async fn audience_agnostic(state: &ApiState, token: &str) -> Option<Result<UserInfo, String>> {
+    let options = &state.authentication;
+    if let Some(user) = options.token_file.as_ref().and_then(|f| f.authenticate(token)) {
+        return Some(Ok(user));
+    }
+    if options.bootstrap_tokens {
+        let getter = RegistryGetter(&state.registry);
+        return match bootstrap::authenticate(&getter, token, chrono::Utc::now()).await {
+            Ok(Some(user)) => Some(Ok(user)),
+            Ok(None) => None,
+            Err(why) => Some(Err(why.to_string())),
+        };
+    }
+    None
 }
 
 /// `TokenReview`: whether a token authenticates, for whom, for which audiences.
@@ -406,7 +416,19 @@ pub async fn token_review(state: &ApiState, mut review: Value) -> ApiResult<Valu
     let requested =
         if requested.is_empty() { state.tokens.api_audiences.clone() } else { requested };
     let getter = RegistryGetter(&state.registry);
-    let status = match state.tokens.authenticate(&getter, &token, Some(&requested)).await {
+    let mut result = state.tokens.authenticate(&getter, &token, Some(&requested)).await;
+    if matches!(result, Err(None)) {
+        // Audience-agnostic tokens stand for the API's audiences: accepted for a review
+        // asking for one of them, with the ones it asked for.
+        let audiences: Vec<String> =
+            requested.iter().filter(|a| state.tokens.api_audiences.contains(a)).cloned().collect();
+        if !audiences.is_empty() {
+            if let Some(found) = audience_agnostic(state, &token).await {
+                result = found.map(|user| (user, audiences)).map_err(Some);
+            }
+        }
+    }
+    let status = match result {
         Ok((user, audiences)) => {
             let mut info = json!({"username": user.name, "groups": user.groups});
             if !user.uid.is_empty() {
