@@ -654,6 +654,26 @@ mod tests {
         assert!(endpoints.enabled("endpointslice-controller"));
         assert!(is_controller("endpointslice") && is_controller("endpoints-controller"));
         assert!(!is_controller("controllers") && !is_controller("kubelet"));
+        for (name, short) in [
+            ("serviceaccount-controller", "serviceaccount"),
+            ("serviceaccount-token-controller", "serviceaccount-token"),
+            ("root-ca-certificate-publisher-controller", "root-ca-cert-publisher"),
+            ("clusterrole-aggregation-controller", "clusterrole-aggregation"),
+        ] {
+            assert!(all.enabled(name) && is_controller(short));
+            assert!(!with(&["*", &format!("-{short}")]).enabled(name));
+        }
+        let missing = Config {
+            service_account_private_key_file: Some("/nonexistent/sa.key".into()),
+            ..Config::default()
+        };
+        assert!(
+            missing.validate().unwrap_err().to_string().starts_with(
+                "--service-account-private-key-file: cannot read /nonexistent/sa.key:"
+            ),
+            "{:?}",
+            missing.validate()
+        );
         let too_many = Config {
             endpoint_slice: endpoint_slice::Config { workers: 1, max_endpoints_per_slice: 1001 },
             ..Config::default()

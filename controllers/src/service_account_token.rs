@@ -87,8 +87,9 @@ pub fn needed(secret: &Secret, root_ca: Option<&[u8]>) -> Needed {
 
 /// Runs the controller until the task is aborted.
 pub async fn run(client: Client, config: Config) {
-    let controller =
-        Controller::new(Api::<Secret>::all(client.clone()), watcher::Config::default());
+    // Only token Secrets are watched and cached, as upstream's informer selects them.
+    let only_tokens = watcher::Config::default().fields(&format!("type={TOKEN_TYPE}"));
+    let controller = Controller::new(Api::<Secret>::all(client.clone()), only_tokens);
     let secrets = controller.store();
     let context = Arc::new((client.clone(), config));
     controller
