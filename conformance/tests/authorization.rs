@@ -130,6 +130,38 @@ fn by_default_rbac_decides_and_anonymous_users_reach_only_public_info() {
         "RBAC: allowed by RoleBinding \"jane-reads/default\" of Role \"pod-reader\" to User \"jane\""
     );
 
+    // `kubectl auth can-i --as` asks about another user the same way.
+    assert_eq!(s.ok(&["auth", "can-i", "list", "pods", "--as=jane"]).trim(), "yes");
+    let out = s.kubectl(&["auth", "can-i", "list", "secrets", "--as=jane"]);
+    assert_eq!(stdout_of(&out).trim(), "no");
+    // Impersonation as RBAC grants it: the bot may act as jane, and only as jane.
+    s.ok(&[
+        "create",
+        "clusterrole",
+        "impersonate-jane",
+        "--verb=impersonate",
+        "--resource=users",
+        "--resource-name=jane",
+    ]);
+    s.ok(&[
+        "create",
+        "clusterrolebinding",
+        "bot-is-jane",
+        "--clusterrole=impersonate-jane",
+        "--serviceaccount=default:bot",
+    ]);
+    s.wait_until("the bot may impersonate jane", Duration::from_secs(10), || {
+        let (ok, out, err) = kubectl_as(&s, &bot, &["get", "pods", "--as=jane", "-o", "name"]);
+        (ok && out.contains("pod/web"), out + &err)
+    });
+    assert_eq!(
+        refused(&s, &bot, &["get", "pods", "--as=joe"]),
+        "Error from server (Forbidden): users \"joe\" is forbidden: User \"system:serviceaccount:default:bot\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope"
+    );
+    // As jane, the bot has jane's rights, not its own.
+    assert!(refused(&s, &bot, &["get", "secrets", "--as=jane"])
+        .contains("User \"jane\" cannot list resource \"secrets\""));
+
     // Anonymous requests: only what system:public-info-viewer grants.
     for path in ["/healthz", "/livez", "/readyz"] {
         assert_eq!(anonymous(&s, "GET", path), (200, "ok".to_string()), "{path}");
