@@ -127,6 +127,31 @@ impl LegacyClaims {
 #[error("{0}")]
 pub struct KeyError(pub String);
 
+/// The public keys of a PEM file, as `--service-account-key-file` takes them: public keys
+/// (PKIX or PKCS#1), private keys (their public half) and certificates, in file order.
+pub fn pem_public_keys(pem: &[u8]) -> std::result::Result<Vec<PKey<Public>>, KeyError> {
+    let text = String::from_utf8_lossy(pem);
+    let mut keys = Vec::new();
+    for block in text.split("-----BEGIN ").skip(1) {
+        let block = format!("-----BEGIN {block}");
+        let bytes = block.as_bytes();
+        let key = if block.starts_with("-----BEGIN CERTIFICATE-----") {
+            openssl::x509::X509::from_pem(bytes).and_then(|c| c.public_key())
+        } else if block.contains("PRIVATE KEY-----") {
+            PKey::private_key_from_pem(bytes)
+                .and_then(|k| k.public_key_to_der())
+                .and_then(|der| PKey::public_key_from_der(&der))
+        } else if block.starts_with("-----BEGIN RSA PUBLIC KEY-----") {
+            Rsa::public_key_from_pem_pkcs1(bytes).and_then(PKey::from_rsa)
+        } else {
+            PKey::public_key_from_pem(bytes)
+        }
+        .map_err(|e| KeyError(format!("cannot read a key: {e}")))?;
+        keys.push(key);
+    }
+    Ok(keys)
+}
+
 /// Upstream's key id: the unpadded base64url SHA-256 of the public key's PKIX DER.
 pub fn key_id(public: &PKey<Public>) -> std::result::Result<String, KeyError> {
     use base64::Engine;

@@ -14,8 +14,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 
 use base64::Engine;
-use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
-use openssl::pkey::{PKey, Public};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::{Deserialize, Deserializer, Serialize};
 
 use crate::auth::UserInfo;
@@ -23,10 +22,7 @@ use crate::auth::UserInfo;
 /// How far clocks may disagree: go-jose's default leeway, which upstream's checks use.
 pub const LEEWAY_SECONDS: i64 = 60;
 
-/// A key that cannot be used for service-account tokens.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct KeyError(pub String);
+pub use rkube_certs::jose::KeyError;
 
 /// A named object with its uid, as the `kubernetes.io` claim names them.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -184,54 +180,8 @@ fn numeric_date<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error
     Ok(value.map(|v| v as i64))
 }
 
-/// Upstream's key id: the unpadded base64url SHA-256 of the public key's PKIX DER, so that a
-/// verifier can pick the key without the id revealing it.
-fn key_id(public: &PKey<Public>) -> Result<String, KeyError> {
-    let der = public.public_key_to_der().map_err(|e| KeyError(e.to_string()))?;
-    let digest = openssl::sha::sha256(&der);
-    Ok(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(digest))
-}
-
-/// The key new tokens are signed with.
-pub struct SigningKey {
-    key: EncodingKey,
-    kid: String,
-}
-
-impl std::fmt::Debug for SigningKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SigningKey").field("kid", &self.kid).finish_non_exhaustive()
-    }
-}
-
-impl SigningKey {
-    /// An RSA private key in PEM (PKCS#1 or PKCS#8).
-    pub fn from_pem(pem: &[u8]) -> Result<SigningKey, KeyError> {
-        provider::install();
-        let key = PKey::private_key_from_pem(pem)
-            .map_err(|e| KeyError(format!("not a PEM private key: {e}")))?;
-        let rsa = key.rsa().map_err(|_| {
-            KeyError("not an RSA key (service-account tokens are signed with RS256)".into())
-        })?;
-        let der = rsa.private_key_to_der().map_err(|e| KeyError(e.to_string()))?;
-        let public = PKey::public_key_from_der(
-            &key.public_key_to_der().map_err(|e| KeyError(e.to_string()))?,
-        )
-        .map_err(|e| KeyError(e.to_string()))?;
-        Ok(SigningKey { key: EncodingKey::from_rsa_der(&der), kid: key_id(&public)? })
-    }
-
-    pub fn key_id(&self) -> &str {
-        &self.kid
-    }
-
-    /// The compact JWT: `{"alg":"RS256","kid":...}`, the claims, the signature.
-    pub fn sign(&self, claims: &Claims) -> Result<String, String> {
-        let header =
-            Header { typ: None, kid: Some(self.kid.clone()), ..Header::new(Algorithm::RS256) };
-        jsonwebtoken::encode(&header, claims, &self.key).map_err(|e| e.to_string())
-    }
-}
+/// The key new tokens are signed with (upstream's header: `alg` RS256 and the key id).
+pub type SigningKey = rkube_certs::jose::RsaSigningKey;
 
 /// The keys tokens are verified with, by key id.
 #[derive(Default)]
@@ -244,28 +194,13 @@ impl PublicKeys {
     /// certificates, as `--service-account-key-file` takes them.
     pub fn add_pem(&mut self, pem: &[u8]) -> Result<(), KeyError> {
         provider::install();
-        let text = String::from_utf8_lossy(pem);
         let mut found = 0;
-        for block in text.split("-----BEGIN ").skip(1) {
-            let block = format!("-----BEGIN {block}");
-            let bytes = block.as_bytes();
-            let public = if block.starts_with("-----BEGIN CERTIFICATE-----") {
-                openssl::x509::X509::from_pem(bytes).and_then(|c| c.public_key())
-            } else if block.contains("PRIVATE KEY-----") {
-                PKey::private_key_from_pem(bytes)
-                    .and_then(|k| k.public_key_to_der())
-                    .and_then(|der| PKey::public_key_from_der(&der))
-            } else if block.starts_with("-----BEGIN RSA PUBLIC KEY-----") {
-                openssl::rsa::Rsa::public_key_from_pem_pkcs1(bytes).and_then(PKey::from_rsa)
-            } else {
-                PKey::public_key_from_pem(bytes)
-            }
-            .map_err(|e| KeyError(format!("cannot read a key: {e}")))?;
+        for public in rkube_certs::jose::pem_public_keys(pem)? {
             let Ok(rsa) = public.rsa() else {
                 return Err(KeyError("only RSA keys are supported (RS256)".into()));
             };
             let der = rsa.public_key_to_der_pkcs1().map_err(|e| KeyError(e.to_string()))?;
-            self.keys.push((key_id(&public)?, DecodingKey::from_rsa_der(&der)));
+            self.keys.push((rkube_certs::jose::key_id(&public)?, DecodingKey::from_rsa_der(&der)));
             found += 1;
         }
         if found == 0 {
@@ -608,6 +543,7 @@ use rkube_certs::jose as provider;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use openssl::pkey::PKey;
     use std::collections::HashMap;
 
     const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";

@@ -180,7 +180,7 @@ impl ServiceAccountTokens {
 
     /// Signs new claims.
     pub fn sign(&self, claims: &jwt::Claims) -> Result<String, String> {
-        self.signer.sign(claims)
+        self.signer.sign(claims).map_err(|e| e.to_string())
     }
 
     /// The user a token speaks for and the audiences it was accepted for (the requested

@@ -129,26 +129,7 @@ async fn jwks(State(d): State<Arc<Discovery>>) -> Response {
 
 /// The public keys of a PEM file (public keys, private keys' public halves, certificates).
 fn public_keys(pem: &[u8]) -> Result<Vec<PKey<Public>>, DiscoveryError> {
-    let text = String::from_utf8_lossy(pem);
-    let mut keys = Vec::new();
-    for block in text.split("-----BEGIN ").skip(1) {
-        let block = format!("-----BEGIN {block}");
-        let bytes = block.as_bytes();
-        let key = if block.starts_with("-----BEGIN CERTIFICATE-----") {
-            openssl::x509::X509::from_pem(bytes).and_then(|c| c.public_key())
-        } else if block.contains("PRIVATE KEY-----") {
-            PKey::private_key_from_pem(bytes)
-                .and_then(|k| k.public_key_to_der())
-                .and_then(|der| PKey::public_key_from_der(&der))
-        } else if block.starts_with("-----BEGIN RSA PUBLIC KEY-----") {
-            openssl::rsa::Rsa::public_key_from_pem_pkcs1(bytes).and_then(PKey::from_rsa)
-        } else {
-            PKey::public_key_from_pem(bytes)
-        }
-        .map_err(|e| DiscoveryError::Key(e.to_string()))?;
-        keys.push(key);
-    }
-    Ok(keys)
+    rkube_certs::jose::pem_public_keys(pem).map_err(|e| DiscoveryError::Key(e.to_string()))
 }
 
 /// The key as a JWK, its `kid` computed as the tokens' (SHA-256 of the DER public key,
