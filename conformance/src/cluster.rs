@@ -197,6 +197,14 @@ impl RkubeServer {
     }
 
     /// Runs kubectl against this server (60 s at most).
+    /// kubectl with another kubeconfig: whether it succeeded, its stdout and stderr.
+    pub fn kubectl_as(&self, kubeconfig: &Path, args: &[&str]) -> (bool, String, String) {
+        let mut all = vec!["--kubeconfig", kubeconfig.to_str().expect("UTF-8 path")];
+        all.extend_from_slice(args);
+        let out = self.kubectl(&all);
+        (out.status.success(), stdout_of(&out), stderr_of(&out))
+    }
+
     pub fn kubectl(&self, args: &[&str]) -> Output {
         self.kubectl_with(&self.kubectl, args, None)
     }

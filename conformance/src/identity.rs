@@ -97,3 +97,38 @@ impl Identity {
         kubeconfig
     }
 }
+
+/// A kubeconfig (`<name>.kubeconfig` in the data dir) that reaches the server with this
+/// bearer token and nothing else (no client certificate, which would authenticate first).
+pub fn token_kubeconfig(s: &RkubeServer, name: &str, token: &str) -> PathBuf {
+    let ca = s.data_dir.path().join("pki/ca.crt");
+    assert!(ca.exists(), "no CA at {}", ca.display());
+    let path = s.data_dir.path().join(format!("{name}.kubeconfig"));
+    let config = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:{}\n    certificate-authority: {}\nusers:\n- name: u\n  user:\n    token: {}\ncontexts:\n- name: x\n  context: {{cluster: c, user: u}}\ncurrent-context: x\n",
+        s.port,
+        ca.display(),
+        token.trim()
+    );
+    std::fs::write(&path, config).unwrap();
+    path
+}
+
+/// One part of a JWT (0: header, 1: claims), decoded from base64url without padding.
+pub fn jwt_part(token: &str, index: usize) -> serde_json::Value {
+    let parts: Vec<&str> = token.trim().split('.').collect();
+    assert_eq!(parts.len(), 3, "not a JWT: {token}");
+    let mut standard: String = parts[index]
+        .chars()
+        .map(|c| match c {
+            '-' => '+',
+            '_' => '/',
+            c => c,
+        })
+        .collect();
+    while !standard.len().is_multiple_of(4) {
+        standard.push('=');
+    }
+    let bytes = openssl::base64::decode_block(&standard).expect("base64url");
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("not JSON ({e}): {token}"))
+}

@@ -48,14 +48,6 @@ fn service_account_kubeconfig(s: &RkubeServer, name: &str) -> PathBuf {
     path
 }
 
-/// kubectl with another kubeconfig: success, stdout, stderr.
-fn kubectl_as(s: &RkubeServer, kubeconfig: &Path, args: &[&str]) -> (bool, String, String) {
-    let mut full = vec!["--kubeconfig", kubeconfig.to_str().unwrap()];
-    full.extend_from_slice(args);
-    let out = s.kubectl(&full);
-    (out.status.success(), stdout_of(&out), stderr_of(&out))
-}
-
 /// A SubjectAccessReview created by the admin about `user` listing pods in `default`.
 fn review_about(s: &RkubeServer, user: &str) -> Value {
     let review = json!({
@@ -67,7 +59,7 @@ fn review_about(s: &RkubeServer, user: &str) -> Value {
 
 /// `kubectl` as `kubeconfig`, expecting a refusal: its one-line error.
 fn refused(s: &RkubeServer, kubeconfig: &Path, args: &[&str]) -> String {
-    let (ok, out, err) = kubectl_as(s, kubeconfig, args);
+    let (ok, out, err) = s.kubectl_as(kubeconfig, args);
     assert!(!ok, "{args:?} was allowed: {out}");
     err.trim().to_string()
 }
@@ -79,7 +71,7 @@ fn by_default_rbac_decides_and_anonymous_users_reach_only_public_info() {
     // the self-reviews.
     assert_eq!(s.ok(&["auth", "can-i", "list", "pods"]).trim(), "yes");
     let bot = service_account_kubeconfig(&s, "bot");
-    let (ok, out, _) = kubectl_as(&s, &bot, &["auth", "can-i", "delete", "nodes"]);
+    let (ok, out, _) = s.kubectl_as(&bot, &["auth", "can-i", "delete", "nodes"]);
     assert!(!ok && out.trim() == "no", "{out}");
     assert_eq!(
         refused(&s, &bot, &["get", "secrets", "-n", "kube-system"]),
@@ -96,10 +88,10 @@ fn by_default_rbac_decides_and_anonymous_users_reach_only_public_info() {
     ]);
     s.ok(&["run", "web", "--image=rkube-test-tools:1", "--restart=Never"]);
     s.wait_until("the binding reaches the authorizer", Duration::from_secs(10), || {
-        let (ok, out, err) = kubectl_as(&s, &bot, &["get", "pods"]);
+        let (ok, out, err) = s.kubectl_as(&bot, &["get", "pods"]);
         (ok, out + &err)
     });
-    let (ok, out, err) = kubectl_as(&s, &bot, &["get", "pod", "web", "-o", "name"]);
+    let (ok, out, err) = s.kubectl_as(&bot, &["get", "pod", "web", "-o", "name"]);
     assert!(ok && out.trim() == "pod/web", "{out}{err}");
     assert_eq!(
         refused(&s, &bot, &["delete", "pod", "web"]),
@@ -108,11 +100,11 @@ fn by_default_rbac_decides_and_anonymous_users_reach_only_public_info() {
     assert!(refused(&s, &bot, &["get", "pods", "-n", "kube-system"])
         .contains("in the namespace \"kube-system\""));
     // `auth can-i` answers what requests get.
-    let (_, out, _) = kubectl_as(&s, &bot, &["auth", "can-i", "list", "pods"]);
+    let (_, out, _) = s.kubectl_as(&bot, &["auth", "can-i", "list", "pods"]);
     assert_eq!(out.trim(), "yes");
-    let (_, out, _) = kubectl_as(&s, &bot, &["auth", "can-i", "watch", "pods"]);
+    let (_, out, _) = s.kubectl_as(&bot, &["auth", "can-i", "watch", "pods"]);
     assert_eq!(out.trim(), "no");
-    let (ok, list, err) = kubectl_as(&s, &bot, &["auth", "can-i", "--list"]);
+    let (ok, list, err) = s.kubectl_as(&bot, &["auth", "can-i", "--list"]);
     assert!(ok, "{err}");
     let rows: Vec<Vec<&str>> = list.lines().map(|l| l.split_whitespace().collect()).collect();
     assert!(rows.contains(&vec!["pods", "[]", "[]", "[get", "list]"]), "{list}");
@@ -151,7 +143,7 @@ fn by_default_rbac_decides_and_anonymous_users_reach_only_public_info() {
         "--serviceaccount=default:bot",
     ]);
     s.wait_until("the bot may impersonate jane", Duration::from_secs(10), || {
-        let (ok, out, err) = kubectl_as(&s, &bot, &["get", "pods", "--as=jane", "-o", "name"]);
+        let (ok, out, err) = s.kubectl_as(&bot, &["get", "pods", "--as=jane", "-o", "name"]);
         (ok && out.contains("pod/web"), out + &err)
     });
     assert_eq!(
@@ -200,13 +192,13 @@ fn nobody_grants_what_they_do_not_hold() {
         "--serviceaccount=default:bot",
     ]);
     s.wait_until("the binding reaches the authorizer", Duration::from_secs(10), || {
-        let (ok, out, err) = kubectl_as(&s, &bot, &["get", "roles"]);
+        let (ok, out, err) = s.kubectl_as(&bot, &["get", "roles"]);
         (ok, out + &err)
     });
     let groups = "(groups=[\"system:serviceaccounts\" \"system:serviceaccounts:default\" \"system:authenticated\"])";
     // A role within what it holds: fine. One beyond: upstream's refusal, listing what is missing.
     let (ok, _, err) =
-        kubectl_as(&s, &bot, &["create", "role", "readers", "--verb=get", "--resource=pods"]);
+        s.kubectl_as(&bot, &["create", "role", "readers", "--verb=get", "--resource=pods"]);
     assert!(ok, "{err}");
     assert_eq!(
         refused(&s, &bot, &["create", "role", "greedy", "--verb=get,delete", "--resource=pods,secrets"]),
@@ -228,7 +220,7 @@ fn nobody_grants_what_they_do_not_hold() {
     assert!(err.contains("{APIGroups:[\"*\"], Resources:[\"*\"], Verbs:[\"*\"]}"), "{err}");
     // Binding a role it holds all of: fine; a role that does not exist: not found.
     let (ok, _, err) =
-        kubectl_as(&s, &bot, &["create", "rolebinding", "share", "--role=readers", "--user=jane"]);
+        s.kubectl_as(&bot, &["create", "rolebinding", "share", "--role=readers", "--user=jane"]);
     assert!(ok, "{err}");
     assert_eq!(
         refused(&s, &bot, &["create", "rolebinding", "ghost", "--role=nope", "--user=jane"]),
@@ -244,15 +236,14 @@ fn nobody_grants_what_they_do_not_hold() {
     ]);
     s.ok(&["create", "rolebinding", "bot-binds", "--role=binder", "--serviceaccount=default:bot"]);
     s.wait_until("bind and escalate are in force", Duration::from_secs(10), || {
-        let (ok, out, err) = kubectl_as(
-            &s,
+        let (ok, out, err) = s.kubectl_as(
             &bot,
             &["create", "role", "greedy", "--verb=get,delete", "--resource=pods,secrets"],
         );
         (ok, out + &err)
     });
     let (ok, _, err) =
-        kubectl_as(&s, &bot, &["create", "rolebinding", "greedy", "--role=greedy", "--user=jane"]);
+        s.kubectl_as(&bot, &["create", "rolebinding", "greedy", "--role=greedy", "--user=jane"]);
     assert!(ok, "{err}");
     // Nothing was stored by the refused writes.
     let names = s.ok(&["get", "roles,rolebindings", "-o", "name"]);
@@ -337,14 +328,14 @@ fn always_deny_refuses_everyone_but_system_masters_with_upstreams_message() {
     let bot = service_account_kubeconfig(&s, "bot");
 
     // Everyone else: 403 and upstream's wording, AlwaysDeny's reason after it.
-    let (ok, out, err) = kubectl_as(&s, &bot, &["get", "pods"]);
+    let (ok, out, err) = s.kubectl_as(&bot, &["get", "pods"]);
     assert!(!ok, "{out}");
     assert_eq!(
         err.trim(),
         "Error from server (Forbidden): pods is forbidden: User \"system:serviceaccount:default:bot\" cannot list resource \"pods\" in API group \"\" in the namespace \"default\": Everything is forbidden."
     );
     // Asking is refused too: creating the SelfSubjectAccessReview is a request.
-    let (ok, out, err) = kubectl_as(&s, &bot, &["auth", "can-i", "list", "pods"]);
+    let (ok, out, err) = s.kubectl_as(&bot, &["auth", "can-i", "list", "pods"]);
     assert!(!ok, "{out}");
     assert!(
         err.contains("selfsubjectaccessreviews.authorization.k8s.io is forbidden: User \"system:serviceaccount:default:bot\" cannot create resource \"selfsubjectaccessreviews\" in API group \"authorization.k8s.io\" at the cluster scope: Everything is forbidden."),

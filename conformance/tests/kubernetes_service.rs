@@ -41,7 +41,9 @@ fn a_pod_reaches_the_api_server_through_the_kubernetes_service() {
         .expect("curl");
     assert!(out.status.success(), "{url}: {}", String::from_utf8_lossy(&out.stderr));
 
-    // A pod with a token lists Services through the cluster IP.
+    // A pod lists Services through the cluster IP with the credentials it is given (its
+    // account's bound token and the cluster CA, mounted by ServiceAccount admission), and
+    // RBAC binds it: it may list Services, not Secrets.
     let cluster_ip = server.ok(&["get", "svc", "kubernetes", "-o", &jsonpath("{.spec.clusterIP}")]);
     let cluster_ip = cluster_ip.trim();
     assert_route_is_local(cluster_ip);
@@ -55,8 +57,6 @@ fn a_pod_reaches_the_api_server_through_the_kubernetes_service() {
         "--role=service-lister",
         "--serviceaccount=default:reader",
     ]);
-    let token = server.ok(&["create", "token", "reader"]);
-    server.ok(&["create", "configmap", "ca", &format!("--from-file=ca.crt={}", ca.display())]);
     let pod = format!(
         r#"
 apiVersion: v1
@@ -64,16 +64,20 @@ kind: Pod
 metadata: {{name: lister}}
 spec:
   restartPolicy: Never
-  volumes: [{{name: ca, configMap: {{name: ca}}}}]
+  serviceAccountName: reader
   containers:
   - name: curl
     image: "{TOOLS}"
     imagePullPolicy: IfNotPresent
-    env: [{{name: TOKEN, value: "{token}"}}]
-    volumeMounts: [{{name: ca, mountPath: /ca}}]
-    command: ["sh", "-c", "curl -sS --max-time 10 --resolve kubernetes.default.svc:443:{cluster_ip} --cacert /ca/ca.crt -H \"Authorization: Bearer $TOKEN\" https://kubernetes.default.svc/api/v1/namespaces/default/services"]
-"#,
-        token = token.trim()
+    command:
+    - sh
+    - -c
+    - |
+      SA=/var/run/secrets/kubernetes.io/serviceaccount
+      ask() {{ curl -sS --max-time 10 --resolve kubernetes.default.svc:443:{cluster_ip} --cacert $SA/ca.crt -H "Authorization: Bearer $(cat $SA/token)" "https://kubernetes.default.svc$1"; echo; }}
+      ask /api/v1/namespaces/$(cat $SA/namespace)/services
+      ask /api/v1/namespaces/default/secrets
+"#
     );
     server.ok_stdin(&["apply", "-f", "-"], &pod);
     let phase = node.wait_for(
@@ -85,4 +89,8 @@ spec:
     assert_eq!(phase, "Succeeded", "the pod's curl failed: {logs}");
     assert!(logs.contains("\"kind\":\"ServiceList\""), "{logs}");
     assert!(logs.contains("\"name\":\"kubernetes\""), "{logs}");
+    assert!(
+        logs.contains("secrets is forbidden: User \\\"system:serviceaccount:default:reader\\\" cannot list resource \\\"secrets\\\""),
+        "{logs}"
+    );
 }

@@ -11,18 +11,6 @@ use rkube_conformance::identity::Identity;
 use rkube_conformance::node::{ensure_tools_image, NodeServer, TOOLS};
 use serde_json::json;
 
-/// kubectl with `kubeconfig`: success, stdout, stderr.
-fn kubectl_as(
-    s: &RkubeServer,
-    kubeconfig: &std::path::Path,
-    args: &[&str],
-) -> (bool, String, String) {
-    let mut all = vec!["--kubeconfig", kubeconfig.to_str().unwrap()];
-    all.extend_from_slice(args);
-    let out = s.kubectl(&all);
-    (out.status.success(), stdout_of(&out), stderr_of(&out))
-}
-
 #[test]
 fn a_node_reads_only_what_its_own_pods_use() {
     let s = RkubeServer::start();
@@ -44,31 +32,31 @@ fn a_node_reads_only_what_its_own_pods_use() {
         s.ok_stdin(&["create", "-f", "-"], &manifest.to_string());
     }
     let n1 = Identity::issue(&s, "system:node:n1", &["system:nodes"]).kubeconfig(&s, "n1");
-    let (ok, out, err) = kubectl_as(&s, &n1, &["get", "secret", "s1", "-o", "name"]);
+    let (ok, out, err) = s.kubectl_as(&n1, &["get", "secret", "s1", "-o", "name"]);
     assert!(ok && out.trim() == "secret/s1", "{out}{err}");
-    let (ok, _, err) = kubectl_as(&s, &n1, &["get", "configmap", "c1"]);
+    let (ok, _, err) = s.kubectl_as(&n1, &["get", "configmap", "c1"]);
     assert!(ok, "{err}");
-    let (ok, _, err) = kubectl_as(&s, &n1, &["get", "secret", "s2"]);
+    let (ok, _, err) = s.kubectl_as(&n1, &["get", "secret", "s2"]);
     assert!(!ok);
     assert_eq!(
         err.trim(),
         "Error from server (Forbidden): secrets \"s2\" is forbidden: User \"system:node:n1\" cannot get resource \"secrets\" in API group \"\" in the namespace \"default\": no relationship found between node 'n1' and this object"
     );
-    let (ok, _, err) = kubectl_as(&s, &n1, &["get", "secrets"]);
+    let (ok, _, err) = s.kubectl_as(&n1, &["get", "secrets"]);
     assert!(!ok && err.trim().ends_with(": No Object name found"), "{err}");
-    let (ok, _, err) = kubectl_as(&s, &n1, &["get", "secrets", "-n", "kube-system"]);
+    let (ok, _, err) = s.kubectl_as(&n1, &["get", "secrets", "-n", "kube-system"]);
     assert!(!ok, "{err}");
     // What the node rules give every node: pods and nodes to read; not namespaces to delete.
-    let (ok, out, err) = kubectl_as(&s, &n1, &["get", "pods", "-o", "name"]);
+    let (ok, out, err) = s.kubectl_as(&n1, &["get", "pods", "-o", "name"]);
     assert!(ok && out.contains("pod/p2"), "{out}{err}");
-    let (ok, _, err) = kubectl_as(&s, &n1, &["delete", "namespace", "default", "--wait=false"]);
+    let (ok, _, err) = s.kubectl_as(&n1, &["delete", "namespace", "default", "--wait=false"]);
     assert!(!ok && err.contains("cannot delete resource \"namespaces\""), "{err}");
     // n2's pod goes: its secret is no longer n2's to read.
     let n2 = Identity::issue(&s, "system:node:n2", &["system:nodes"]).kubeconfig(&s, "n2");
-    assert!(kubectl_as(&s, &n2, &["get", "secret", "s2"]).0);
+    assert!(s.kubectl_as(&n2, &["get", "secret", "s2"]).0);
     s.ok(&["delete", "pod", "p2", "--grace-period=0", "--force"]);
     s.wait_until("n2 loses its pod's secret", Duration::from_secs(10), || {
-        let (ok, out, err) = kubectl_as(&s, &n2, &["get", "secret", "s2"]);
+        let (ok, out, err) = s.kubectl_as(&n2, &["get", "secret", "s2"]);
         (!ok && err.contains("no relationship found"), out + &err)
     });
 }

@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rkube_conformance::cluster::{stderr_of, stdout_of, RkubeServer};
-use rkube_conformance::identity::Identity;
+use rkube_conformance::identity::{jwt_part, Identity};
 use rkube_conformance::node::{ensure_tools_image, NodeServer};
 use serde_json::{json, Value};
 
@@ -42,28 +42,6 @@ fn account_and_ca(s: &RkubeServer) {
          "data": {"ca.crt": ca}}
     ]});
     s.ok_stdin(&["apply", "-f", "-"], &objects.to_string());
-}
-
-/// The claims of a JWT (its middle part, base64url without padding).
-fn claims(token: &str) -> Value {
-    let parts: Vec<&str> = token.trim().split('.').collect();
-    assert_eq!(parts.len(), 3, "not a JWT: {token}");
-    let mut standard: String = parts[1]
-        .chars()
-        .map(|c| {
-            if c == '-' {
-                '+'
-            } else if c == '_' {
-                '/'
-            } else {
-                c
-            }
-        })
-        .collect();
-    while !standard.len().is_multiple_of(4) {
-        standard.push('=');
-    }
-    json(&String::from_utf8(openssl::base64::decode_block(&standard).expect("base64")).unwrap())
 }
 
 const CREDENTIALED: &str = r#"
@@ -130,7 +108,7 @@ fn pods_get_their_account_and_its_credentials_as_upstream() {
     );
     let cat =
         |file: &str| s.ok(&["exec", "credentialed", "--", "cat", &format!("{MOUNT_PATH}/{file}")]);
-    let token = claims(&cat("token"));
+    let token = jwt_part(&cat("token"), 1);
     let bound = &token["kubernetes.io"];
     assert_eq!(bound["namespace"], "default", "{token:#}");
     assert_eq!(bound["pod"]["name"], "credentialed");
@@ -334,7 +312,7 @@ fn a_node_writes_only_what_is_its_own() {
     };
     let (ok, token) = token_for("on-n1", &uid("on-n1"));
     assert!(ok, "{token}");
-    assert_eq!(claims(&token)["kubernetes.io"]["pod"]["name"], "on-n1");
+    assert_eq!(jwt_part(&token, 1)["kubernetes.io"]["pod"]["name"], "on-n1");
     let token_refused = |(ok, text): (bool, String), message: &str| {
         assert!(!ok, "a token was given: {text}");
         let kubectl_says =

@@ -4,10 +4,11 @@
 //! working once their object is gone, and the kubelet fills projected `serviceAccountToken`
 //! volumes with pod-bound tokens the API server accepts.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use rkube_conformance::cluster::RkubeServer;
+use rkube_conformance::identity::{jwt_part, token_kubeconfig};
 use rkube_conformance::node::NodeServer;
 use serde_json::Value;
 
@@ -17,64 +18,15 @@ fn json(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
 
-/// One part of a JWT, decoded (base64url without padding).
-fn jwt_part(token: &str, index: usize) -> Value {
-    let part = token.trim().split('.').nth(index).expect("a JWT has three parts");
-    let mut standard: String = part
-        .chars()
-        .map(|c| {
-            if c == '-' {
-                '+'
-            } else if c == '_' {
-                '/'
-            } else {
-                c
-            }
-        })
-        .collect();
-    while !standard.len().is_multiple_of(4) {
-        standard.push('=');
-    }
-    json(&String::from_utf8(openssl::base64::decode_block(&standard).expect("base64")).unwrap())
-}
-
 fn claims(token: &str) -> Value {
     assert_eq!(token.trim().split('.').count(), 3, "not a JWT: {token}");
     jwt_part(token, 1)
 }
 
-/// A kubeconfig that reaches the server with this bearer token and nothing else (no client
-/// certificate, which would authenticate first).
-fn token_kubeconfig(s: &RkubeServer, name: &str, token: &str) -> PathBuf {
-    let ca = s.data_dir.path().join("pki/ca.crt");
-    assert!(ca.exists(), "no CA at {}", ca.display());
-    let path = s.data_dir.path().join(format!("{name}.kubeconfig"));
-    let config = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:{}\n    certificate-authority: {}\nusers:\n- name: u\n  user:\n    token: {}\ncontexts:\n- name: x\n  context: {{cluster: c, user: u}}\ncurrent-context: x\n",
-        s.port,
-        ca.display(),
-        token.trim()
-    );
-    std::fs::write(&path, config).unwrap();
-    path
-}
-
-/// kubectl with a token kubeconfig: its exit status, stdout and stderr.
-fn as_token(s: &RkubeServer, kubeconfig: &Path, args: &[&str]) -> (bool, String, String) {
-    let mut full = vec!["--kubeconfig", kubeconfig.to_str().unwrap()];
-    full.extend_from_slice(args);
-    let out = s.kubectl(&full);
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
-
 const UNAUTHORIZED: &str = "error: You must be logged in to the server (Unauthorized)";
 
 fn assert_unauthorized(s: &RkubeServer, kubeconfig: &Path, what: &str) {
-    let (ok, out, err) = as_token(s, kubeconfig, &["get", "pods"]);
+    let (ok, out, err) = s.kubectl_as(kubeconfig, &["get", "pods"]);
     assert!(!ok, "{what}: the token was accepted: {out}");
     assert!(err.contains(UNAUTHORIZED), "{what}: {err}");
 }
@@ -118,10 +70,10 @@ fn create_token_gives_jwts_that_authenticate_as_the_service_account() {
 
     // It authenticates as the service account.
     let bot = token_kubeconfig(&s, "bot", token);
-    let (ok, out, err) = as_token(&s, &bot, &["get", "pods"]);
+    let (ok, out, err) = s.kubectl_as(&bot, &["get", "pods"]);
     assert!(ok, "{out}{err}");
     assert!(err.contains("No resources found"), "{err}");
-    let (ok, who, err) = as_token(&s, &bot, &["auth", "whoami", "-o", "json"]);
+    let (ok, who, err) = s.kubectl_as(&bot, &["auth", "whoami", "-o", "json"]);
     assert!(ok, "{err}");
     let who = json(&who)["status"]["userInfo"].clone();
     assert_eq!(who["username"], "system:serviceaccount:default:bot");
@@ -225,7 +177,7 @@ fn create_token_gives_jwts_that_authenticate_as_the_service_account() {
         serde_json::json!({"name": "p", "uid": pod_uid})
     );
     let bound_config = token_kubeconfig(&s, "bound", &bound);
-    let (ok, who, err) = as_token(&s, &bound_config, &["auth", "whoami", "-o", "json"]);
+    let (ok, who, err) = s.kubectl_as(&bound_config, &["auth", "whoami", "-o", "json"]);
     assert!(ok, "{err}");
     let extra = &json(&who)["status"]["userInfo"]["extra"];
     assert_eq!(extra["authentication.kubernetes.io/pod-name"], serde_json::json!(["p"]));
@@ -245,7 +197,7 @@ fn create_token_gives_jwts_that_authenticate_as_the_service_account() {
         "s",
     ]);
     let secret_config = token_kubeconfig(&s, "secret", &bound);
-    assert!(as_token(&s, &secret_config, &["get", "pods"]).0);
+    assert!(s.kubectl_as(&secret_config, &["get", "pods"]).0);
     s.ok(&["delete", "secret", "s"]);
     assert_unauthorized(&s, &secret_config, "bound to a deleted secret");
 
@@ -341,7 +293,7 @@ spec:
 
     // The API server accepts it, as the pod's service account on behalf of the pod.
     let config = token_kubeconfig(s, "pod", &token);
-    let (ok, who, err) = as_token(s, &config, &["auth", "whoami", "-o", "json"]);
+    let (ok, who, err) = s.kubectl_as(&config, &["auth", "whoami", "-o", "json"]);
     assert!(ok, "{err}");
     let who = json(&who)["status"]["userInfo"].clone();
     assert_eq!(who["username"], "system:serviceaccount:default:bot");
@@ -350,7 +302,7 @@ spec:
         who["extra"]["authentication.kubernetes.io/node-name"],
         serde_json::json!([n.node.as_str()])
     );
-    let (ok, pods, err) = as_token(s, &config, &["get", "pods", "-o", "name"]);
+    let (ok, pods, err) = s.kubectl_as(&config, &["get", "pods", "-o", "name"]);
     assert!(ok && pods.contains("pod/tok"), "{pods}{err}");
 
     // No such service account: the volume cannot be set up, as upstream says.

@@ -6,10 +6,11 @@
 //! tampered token is refused; an aggregated ClusterRole gathers the rules of the roles its
 //! selectors match.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use rkube_conformance::cluster::RkubeServer;
+use rkube_conformance::identity::{jwt_part, token_kubeconfig};
 use serde_json::Value;
 
 /// How long a controller may take to react (they are informer-driven: well under this).
@@ -27,40 +28,6 @@ fn get(s: &RkubeServer, args: &[&str]) -> Option<Value> {
 
 fn decode_base64(text: &str) -> Vec<u8> {
     openssl::base64::decode_block(text).expect("base64")
-}
-
-/// One part of a JWT, decoded (base64url without padding).
-fn jwt_part(token: &str, index: usize) -> Value {
-    let part = token.split('.').nth(index).expect("a JWT has three parts");
-    let mut standard: String = part
-        .chars()
-        .map(|c| {
-            if c == '-' {
-                '+'
-            } else if c == '_' {
-                '/'
-            } else {
-                c
-            }
-        })
-        .collect();
-    while !standard.len().is_multiple_of(4) {
-        standard.push('=');
-    }
-    json(&String::from_utf8(decode_base64(&standard)).unwrap())
-}
-
-/// A kubeconfig that reaches the server with this bearer token and nothing else.
-fn token_kubeconfig(s: &RkubeServer, name: &str, token: &str) -> PathBuf {
-    let ca = s.data_dir.path().join("pki/ca.crt");
-    let path = s.data_dir.path().join(format!("{name}.kubeconfig"));
-    let config = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:{}\n    certificate-authority: {}\nusers:\n- name: u\n  user:\n    token: {token}\ncontexts:\n- name: x\n  context: {{cluster: c, user: u}}\ncurrent-context: x\n",
-        s.port,
-        ca.display(),
-    );
-    std::fs::write(&path, config).unwrap();
-    path
 }
 
 /// `kubectl auth whoami` with a token kubeconfig: the userInfo, or the error.
