@@ -39,6 +39,8 @@ pub struct ApiState {
     pub component_ports: crate::component_status::ComponentPorts,
     /// The authorizer of every request ([`crate::authz`]), asked again by the access reviews.
     pub authorizer: Arc<dyn crate::authz::Authorizer>,
+    /// Bearer tokens that authenticated lately ([`crate::authn::token_cache`]).
+    pub token_cache: crate::authn::token_cache::TokenCache,
 }
 
 /// Axum fallback handler for every `/api` and `/apis` path.

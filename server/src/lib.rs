@@ -198,6 +198,7 @@ impl Server {
             authentication: config.authentication,
             component_ports: config.component_ports,
             authorizer: authorizer.clone(),
+            token_cache: Default::default(),
         });
         let router = Router::new()
             .route("/healthz", get(healthz))

@@ -20,6 +20,7 @@ pub mod impersonation;
 pub mod jwt;
 pub mod legacy;
 pub mod oidc_discovery;
+pub mod token_cache;
 pub mod token_file;
 pub mod token_request;
 
@@ -373,6 +374,16 @@ pub async fn authenticate(
 
 /// The user of a bearer token, asking the token authenticators in upstream's order.
 async fn authenticate_token(state: &ApiState, token: &str) -> Result<UserInfo, String> {
+    if let Some(user) = state.token_cache.get(token) {
+        return Ok(user);
+    }
+    let user = verify_token(state, token).await?;
+    state.token_cache.put(token, &user);
+    Ok(user)
+}
+
+/// [`authenticate_token`] without the cache.
+async fn verify_token(state: &ApiState, token: &str) -> Result<UserInfo, String> {
     let getter = RegistryGetter(&state.registry);
     match state.tokens.authenticate(&getter, token, None).await {
         Ok((user, _)) => return Ok(user),

@@ -1,0 +1,76 @@
+//! Remembers the bearer tokens that authenticated, as kube-apiserver's cached token
+//! authenticator: a token seen in the last [`SUCCESS_TTL`] is not verified again (no
+//! signature check, no lookups), so a client that sends the same token with every request
+//! pays for its verification once per TTL. Failures are not remembered (upstream's default),
+//! so a token that starts to work does so at once. As upstream, a revoked token (its Secret,
+//! account or pod deleted) may keep working until its entry expires.
+//!
+//! Keys are the SHA-256 of the token (the token itself is not kept); at most [`MAX_ENTRIES`]
+//! are held: when full, expired entries go, then all.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use crate::auth::UserInfo;
+
+/// How long a successful authentication is remembered (upstream's `TokenSuccessCacheTTL`).
+pub const SUCCESS_TTL: Duration = Duration::from_secs(10);
+/// The most tokens remembered.
+pub const MAX_ENTRIES: usize = 4096;
+
+/// The cache (see the module doc).
+#[derive(Default)]
+pub struct TokenCache {
+    entries: Mutex<HashMap<[u8; 32], (UserInfo, Instant)>>,
+}
+
+fn key(token: &str) -> [u8; 32] {
+    openssl::sha::sha256(token.as_bytes())
+}
+
+impl TokenCache {
+    /// The user `token` authenticated as within the TTL, if any.
+    pub fn get(&self, token: &str) -> Option<UserInfo> {
+        let entries = self.entries.lock().expect("token cache lock");
+        entries
+            .get(&key(token))
+            .filter(|(_, until)| Instant::now() < *until)
+            .map(|(u, _)| u.clone())
+    }
+
+    /// Remembers that `token` authenticated as `user`.
+    pub fn put(&self, token: &str, user: &UserInfo) {
+        let now = Instant::now();
+        let mut entries = self.entries.lock().expect("token cache lock");
+        if entries.len() >= MAX_ENTRIES {
+            entries.retain(|_, (_, until)| *until > now);
+            if entries.len() >= MAX_ENTRIES {
+                entries.clear();
+            }
+        }
+        entries.insert(key(token), (user.clone(), now + SUCCESS_TTL));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remembers_successes_for_the_ttl_within_a_bound() {
+        let cache = TokenCache::default();
+        let jane = UserInfo::authenticated("jane".into(), vec![]);
+        assert_eq!(cache.get("t"), None);
+        cache.put("t", &jane);
+        assert_eq!(cache.get("t"), Some(jane.clone()));
+        assert_eq!(cache.get("u"), None);
+        // Expired entries are not answered.
+        cache.entries.lock().unwrap().get_mut(&key("t")).unwrap().1 = Instant::now();
+        assert_eq!(cache.get("t"), None);
+        for i in 0..MAX_ENTRIES + 10 {
+            cache.put(&format!("token-{i}"), &jane);
+        }
+        assert!(cache.entries.lock().unwrap().len() <= MAX_ENTRIES);
+    }
+}
