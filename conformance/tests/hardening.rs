@@ -434,6 +434,19 @@ async fn a_flood_gets_429s_while_kubectl_still_answers() {
         "1",
     ]);
     let user = ordinary_user(&s, "flooder");
+    // Not system:masters, but allowed everything by RBAC.
+    s.ok(&[
+        "create",
+        "clusterrolebinding",
+        "flooder",
+        "--clusterrole=cluster-admin",
+        "--user=flooder",
+    ]);
+    let flooder = user_kubeconfig(&s, &user, "flooder");
+    s.wait_until("the flooder's binding is in force", Duration::from_secs(10), || {
+        let out = s.kubectl(&["--kubeconfig", flooder.to_str().unwrap(), "get", "configmaps"]);
+        (out.status.success(), String::from_utf8_lossy(&out.stderr).into_owned())
+    });
     let ssl = connector(Some(&user), b"\x02h2").into_ssl("127.0.0.1").unwrap();
     let tcp = tokio::net::TcpStream::connect(("127.0.0.1", s.port)).await.unwrap();
     let mut stream = tokio_openssl::SslStream::new(ssl, tcp).unwrap();

@@ -46,6 +46,15 @@ fn a_pod_reaches_the_api_server_through_the_kubernetes_service() {
     let cluster_ip = cluster_ip.trim();
     assert_route_is_local(cluster_ip);
     server.ok(&["create", "serviceaccount", "reader"]);
+    // RBAC: it may list Services in default, and nothing else.
+    server.ok(&["create", "role", "service-lister", "--verb=list", "--resource=services"]);
+    server.ok(&[
+        "create",
+        "rolebinding",
+        "reader-lists",
+        "--role=service-lister",
+        "--serviceaccount=default:reader",
+    ]);
     let token = server.ok(&["create", "token", "reader"]);
     server.ok(&["create", "configmap", "ca", &format!("--from-file=ca.crt={}", ca.display())]);
     let pod = format!(

@@ -83,6 +83,15 @@ fn assert_unauthorized(s: &RkubeServer, kubeconfig: &Path, what: &str) {
 fn create_token_gives_jwts_that_authenticate_as_the_service_account() {
     let s = RkubeServer::start();
     s.ok(&["create", "sa", "bot"]);
+    // RBAC: the account may read pods, nothing more.
+    s.ok(&["create", "role", "pod-reader", "--verb=get,list", "--resource=pods"]);
+    s.ok(&[
+        "create",
+        "rolebinding",
+        "bot-reads-pods",
+        "--role=pod-reader",
+        "--serviceaccount=default:bot",
+    ]);
     let sa_uid = s.ok(&["get", "sa", "bot", "-o", "jsonpath={.metadata.uid}"]);
 
     // The token and its claims, as upstream's.
@@ -254,6 +263,15 @@ fn projected_token_volumes_hold_pod_bound_tokens_the_api_accepts() {
     // `ghost` goes once its pod is admitted (admission refuses a pod naming a missing account)
     // and before the pod is scheduled (a scheduling gate holds it back).
     s.ok(&["create", "sa", "ghost"]);
+    // RBAC: the account may read pods, nothing more.
+    s.ok(&["create", "role", "pod-reader", "--verb=get,list", "--resource=pods"]);
+    s.ok(&[
+        "create",
+        "rolebinding",
+        "bot-reads-pods",
+        "--role=pod-reader",
+        "--serviceaccount=default:bot",
+    ]);
     let manifest = r#"
 apiVersion: v1
 kind: Pod

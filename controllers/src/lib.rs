@@ -66,6 +66,7 @@ use rkube_runtime::store::{self, Indexers};
 use tokio::sync::mpsc;
 
 pub mod api_errors;
+pub mod client_builder;
 pub mod controller_history;
 pub mod controller_ref;
 pub mod cron_job;
@@ -91,6 +92,8 @@ pub mod status_write;
 pub mod taint_eviction;
 pub mod trigger_time;
 pub mod ttl_after_finished;
+
+pub use client_builder::ClientBuilder;
 
 /// The controllers, by upstream's names, with the older short names `--controllers` also
 /// accepts.
@@ -292,14 +295,15 @@ pub enum RunError {
 /// renew deadline the controllers are stopped and [`RunError::Lost`] returned (upstream's
 /// component then exits). A bad configuration is an error before anything starts.
 pub async fn run_leader_elected(
-    client: kube::Client,
+    clients: std::sync::Arc<ClientBuilder>,
     config: Config,
     election: &LeaderElection,
     identity: String,
     stop: impl std::future::Future,
 ) -> Result<(), RunError> {
     election.validate()?;
-    let controllers = controllers(client.clone(), config)?;
+    let client = clients.root();
+    let controllers = controllers(clients, config)?;
     let lease = format!("{}/{}", election.resource_namespace, election.resource_name);
     tracing::info!(identity, lease, "controller manager campaigning");
     leader_election::run_as_leader_until(client, election, identity, controllers, stop).await?;
@@ -308,29 +312,41 @@ pub async fn run_leader_elected(
 
 /// Every enabled controller, as one future (dropping it stops them all).
 fn controllers(
-    client: kube::Client,
+    clients: std::sync::Arc<ClientBuilder>,
     config: Config,
 ) -> Result<impl std::future::Future<Output = ()> + Send + 'static, ConfigError> {
     config.validate()?;
     let cidrs = node_ipam::CidrSet::new(config.cluster_cidr, config.node_cidr_mask_size)?;
+    // The shared informers read as the controller manager; each controller writes (and
+    // watches what it watches itself) as its own account.
+    let client = clients.root();
     Ok(async move {
         let mut tasks = tokio::task::JoinSet::new();
         if config.enabled("garbage-collector-controller") {
             let gc = garbage_collector::Config { workers: config.concurrent_gc_syncs };
-            tasks.spawn(garbage_collector::run(client.clone(), gc));
+            tasks.spawn(garbage_collector::run(
+                clients.client("garbage-collector-controller").await,
+                gc,
+            ));
         }
         if config.enabled("namespace-controller") {
-            tasks.spawn(namespace::run(client.clone()));
+            tasks.spawn(namespace::run(clients.client("namespace-controller").await));
         }
         if config.enabled("node-ipam-controller") {
-            tasks.spawn(node_ipam::run(client.clone(), cidrs));
+            tasks.spawn(node_ipam::run(clients.client("node-ipam-controller").await, cidrs));
         }
         if config.enabled("cronjob-controller") {
-            tasks.spawn(cron_job::run(client.clone(), config.concurrent_cron_job_syncs));
+            tasks.spawn(cron_job::run(
+                clients.client("cronjob-controller").await,
+                config.concurrent_cron_job_syncs,
+            ));
         }
         if config.enabled("ttl-after-finished-controller") {
             let workers = config.concurrent_ttl_after_finished_syncs;
-            tasks.spawn(ttl_after_finished::run(client.clone(), workers));
+            tasks.spawn(ttl_after_finished::run(
+                clients.client("ttl-after-finished-controller").await,
+                workers,
+            ));
         }
         let lifecycle = config.enabled("node-lifecycle-controller");
         let eviction = config.enabled("taint-eviction-controller");
@@ -386,7 +402,7 @@ fn controllers(
         }
         if let (Some(services), Some(service_rx)) = (&services, mirroring_rx) {
             tasks.spawn(endpoint_slice_mirroring::run(
-                client.clone(),
+                clients.client("endpointslice-mirroring-controller").await,
                 config.endpoint_slice_mirroring.clone(),
                 services.clone(),
                 service_rx,
@@ -413,6 +429,7 @@ fn controllers(
             }
             if let Some((node_rx, pod_rx)) = lifecycle_rx {
                 tasks.spawn(node_lifecycle::run(
+                    clients.client("node-lifecycle-controller").await,
                     client.clone(),
                     config.node_lifecycle.clone(),
                     nodes.clone(),
@@ -423,7 +440,7 @@ fn controllers(
             }
             if let Some((node_rx, pod_rx)) = eviction_rx {
                 tasks.spawn(taint_eviction::run(
-                    client.clone(),
+                    clients.client("taint-eviction-controller").await,
                     nodes.clone(),
                     node_rx,
                     pods.clone(),
@@ -432,7 +449,7 @@ fn controllers(
             }
             if let Some(pod_rx) = replica_set_rx {
                 tasks.spawn(replica_set::run::<k8s_openapi::api::apps::v1::ReplicaSet>(
-                    client.clone(),
+                    clients.client("replicaset-controller").await,
                     config.concurrent_replicaset_syncs,
                     pods.clone(),
                     pod_rx,
@@ -440,7 +457,7 @@ fn controllers(
             }
             if let Some(pod_rx) = replication_controller_rx {
                 tasks.spawn(replica_set::run::<k8s_openapi::api::core::v1::ReplicationController>(
-                    client.clone(),
+                    clients.client("replicationcontroller-controller").await,
                     config.concurrent_rc_syncs,
                     pods.clone(),
                     pod_rx,
@@ -448,7 +465,7 @@ fn controllers(
             }
             if let Some(pod_rx) = deployment_rx {
                 tasks.spawn(deployment::run(
-                    client.clone(),
+                    clients.client("deployment-controller").await,
                     config.concurrent_deployment_syncs,
                     pods.clone(),
                     pod_rx,
@@ -456,11 +473,16 @@ fn controllers(
             }
             if let Some(pod_rx) = job_rx {
                 let workers = config.concurrent_job_syncs;
-                tasks.spawn(job::run(client.clone(), workers, pods.clone(), pod_rx));
+                tasks.spawn(job::run(
+                    clients.client("job-controller").await,
+                    workers,
+                    pods.clone(),
+                    pod_rx,
+                ));
             }
             if let Some((node_rx, pod_rx)) = daemon_set_rx {
                 tasks.spawn(daemon_set::run(
-                    client.clone(),
+                    clients.client("daemonset-controller").await,
                     config.concurrent_daemonset_syncs,
                     nodes.clone(),
                     node_rx,
@@ -470,11 +492,16 @@ fn controllers(
             }
             if let Some(pod_rx) = stateful_set_rx {
                 let workers = config.concurrent_statefulset_syncs;
-                tasks.spawn(stateful_set::run(client.clone(), workers, pods.clone(), pod_rx));
+                tasks.spawn(stateful_set::run(
+                    clients.client("statefulset-controller").await,
+                    workers,
+                    pods.clone(),
+                    pod_rx,
+                ));
             }
             if let (Some(services), Some((service_rx, pod_rx))) = (&services, endpoints_rx) {
                 tasks.spawn(endpoints::run(
-                    client.clone(),
+                    clients.client("endpoints-controller").await,
                     config.concurrent_endpoint_syncs,
                     services.clone(),
                     service_rx,
@@ -484,7 +511,7 @@ fn controllers(
             }
             if let (Some(services), Some((service_rx, node_rx))) = (&services, service_lb_rx) {
                 tasks.spawn(service_lb::run(
-                    client.clone(),
+                    clients.client("service-lb-controller").await,
                     services.clone(),
                     service_rx,
                     nodes.clone(),
@@ -493,7 +520,7 @@ fn controllers(
             }
             if let (Some(services), Some((service_rx, pod_rx))) = (&services, endpoint_slice_rx) {
                 tasks.spawn(endpoint_slice::run(
-                    client.clone(),
+                    clients.client("endpointslice-controller").await,
                     config.endpoint_slice.clone(),
                     services.clone(),
                     service_rx,

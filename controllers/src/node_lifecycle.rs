@@ -445,8 +445,12 @@ struct Controller {
 
 /// Runs the controller until the task is aborted. `nodes` and `pods` are shared informers'
 /// stores; `node_changes` and `pod_changes` say what changed in them.
+/// `informer_client` reads the nodes' Leases (the controller manager's own client, as
+/// upstream's shared informer: the node controller's role does not read Leases); `client`
+/// writes.
 pub async fn run(
     client: Client,
+    informer_client: Client,
     config: Config,
     nodes: Store<Node>,
     mut node_changes: mpsc::UnboundedReceiver<Change>,
@@ -454,7 +458,7 @@ pub async fn run(
     mut pod_changes: mpsc::UnboundedReceiver<Change>,
 ) {
     let (leases, _lease_informer) = informer::start(
-        Api::<Lease>::namespaced(client.clone(), NODE_LEASE_NAMESPACE),
+        Api::<Lease>::namespaced(informer_client, NODE_LEASE_NAMESPACE),
         watcher::Config::default(),
         Vec::new(),
     );

@@ -15,6 +15,7 @@
 //!
 //! Start at [`start`]; one pod's life is in [`pods::sync`], its probes in [`pods::probes`].
 
+pub mod authz;
 pub mod error;
 pub mod httpstream;
 pub mod net;
@@ -194,7 +195,14 @@ pub async fn start(
             stats,
         });
         tracing::info!(port = config.port, "kubelet API serving");
-        tasks.push(tokio::spawn(server::serve(listener, acceptor, server::router(state))));
+        let authorizer =
+            Arc::new(authz::KubeletAuthorizer::new(client.clone(), config.node_name.clone()));
+        tasks.push(tokio::spawn(server::serve(
+            listener,
+            acceptor,
+            server::router(state),
+            authorizer,
+        )));
     }
     let cidr = node::wait_for_pod_cidr(&client, &config).await;
     runtime.ensure_network(&config.node_name, &cidr).await?;

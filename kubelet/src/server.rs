@@ -20,9 +20,9 @@
 //! TLS is openssl's: a serving certificate the kubelet makes for itself at start
 //! ([`self_signed_certificate`], as upstream's kubelet does without `--tls-cert-file`), and
 //! client certificates verified against `--client-ca-file`. A request without a verified
-//! certificate gets 401, as from upstream's kubelet with anonymous access off; every
-//! verified client may use every endpoint (upstream asks the API server with a
-//! SubjectAccessReview first, which is not done here).
+//! certificate gets 401, as from upstream's kubelet with anonymous access off; a verified
+//! caller is then authorized by a SubjectAccessReview to the API server ([`crate::authz`],
+//! upstream's `--authorization-mode=Webhook`), and refused with 403 otherwise.
 //!
 //! Start at [`router`].
 
@@ -45,6 +45,7 @@ use serde_json::{json, Value};
 use tokio::net::TcpListener;
 use tower::ServiceExt;
 
+use crate::authz::{self, KubeletAuthorizer};
 use crate::pods::sync::latest;
 use crate::pods::PodCache;
 use crate::runtime::{self, ContainerState, Runtime};
@@ -146,19 +147,33 @@ pub async fn bind(config: &Config) -> crate::Result<TcpListener> {
 }
 
 /// Accepts connections until the task is aborted; requests without a verified client
-/// certificate get 401.
-pub async fn serve(listener: TcpListener, acceptor: SslAcceptor, router: Router) {
+/// certificate get 401, and those `authorizer` refuses 403.
+pub async fn serve(
+    listener: TcpListener,
+    acceptor: SslAcceptor,
+    router: Router,
+    authorizer: Arc<KubeletAuthorizer>,
+) {
     rkube_certs::tls::serve(listener, acceptor, "kubelet API", move |peer| {
         let router = router.clone();
-        let client = peer.certificate.map(|(name, _groups)| name);
+        let authorizer = authorizer.clone();
+        let client = peer.certificate;
         hyper::service::service_fn(move |request: http::Request<hyper::body::Incoming>| {
             let router = router.clone();
             let client = client.clone();
+            let authorizer = authorizer.clone();
             async move {
-                let Some(client) = client else {
+                let Some((user, groups)) = client else {
                     return Ok(text_error(StatusCode::UNAUTHORIZED, "Unauthorized"));
                 };
-                tracing::debug!(user = client, method = %request.method(), uri = %request.uri(), "kubelet API");
+                let (verb, subresource) = authz::attributes(request.method(), request.uri().path());
+                let mut groups = groups;
+                groups.push("system:authenticated".to_string());
+                let ask = authz::Ask { user, groups, verb, subresource };
+                if !authorizer.allowed(&ask).await {
+                    return Ok(text_error(StatusCode::FORBIDDEN, authz::forbidden_text(&ask)));
+                }
+                tracing::debug!(user = ask.user, method = %request.method(), uri = %request.uri(), "kubelet API");
                 router.oneshot(request.map(Body::new)).await
             }
         })

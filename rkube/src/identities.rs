@@ -11,6 +11,9 @@ use rkube_certs::{KubeconfigSpec, Pki};
 
 /// `system:kube-scheduler`: upstream's scheduler user (ClusterRole `system:kube-scheduler`).
 pub const SCHEDULER: &str = "system:kube-scheduler";
+/// `system:kube-controller-manager`, which gets each controller its service account's
+/// credentials (ClusterRole `system:kube-controller-manager`).
+pub const CONTROLLER_MANAGER: &str = "system:kube-controller-manager";
 /// `system:kube-proxy` (ClusterRole `system:node-proxier`).
 pub const PROXY: &str = "system:kube-proxy";
 /// `system:rkube-dns`: the node's cluster DNS (ClusterRole `system:rkube-dns`).

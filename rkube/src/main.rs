@@ -462,6 +462,12 @@ struct ControllerManagerArgs {
     /// The most addresses of one Endpoints subset mirrored to an EndpointSlice (1 to 1000).
     #[arg(long, default_value_t = 1000)]
     mirroring_max_endpoints_per_subset: usize,
+    /// Run each controller as its own service account in kube-system (bound by the
+    /// bootstrap policy to `system:controller:<name>`), as upstream's flag; the controller
+    /// manager's own credentials then need only `system:kube-controller-manager`. On by
+    /// default in `rkube server` (as kubeadm and k3s set it), off in `rkube controller-manager`.
+    #[arg(long, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
+    use_service_account_credentials: Option<bool>,
     /// Run the controllers only while holding the leader Lease, so that of several
     /// controller managers one acts (`--leader-elect=false`: always act).
     #[arg(long, default_value_t = true, num_args = 0..=1, default_missing_value = "true", action = clap::ArgAction::Set)]
@@ -532,9 +538,25 @@ impl ControllerManagerArgs {
     /// When it loses the Lease it stops its controllers and, with `campaign_again`, waits for
     /// the Lease again (inside `rkube server`, which keeps serving); else the task ends with
     /// the error (`rkube controller-manager` then exits, as upstream's does).
+    /// Each controller's client: its own account's with `--use-service-account-credentials`
+    /// (`default` when the flag is not given), tokens kept under `token_dir`.
+    async fn clients(
+        &self,
+        kubeconfig: &std::path::Path,
+        default: bool,
+        token_dir: PathBuf,
+    ) -> anyhow::Result<Arc<rkube_controllers::ClientBuilder>> {
+        let config = config_from(kubeconfig).await?;
+        let root = kube::Client::try_from(config.clone())?;
+        Ok(Arc::new(match self.use_service_account_credentials.unwrap_or(default) {
+            true => rkube_controllers::ClientBuilder::service_accounts(root, config, token_dir),
+            false => rkube_controllers::ClientBuilder::shared(root),
+        }))
+    }
+
     fn spawn(
         &self,
-        client: kube::Client,
+        clients: Arc<rkube_controllers::ClientBuilder>,
         identity: String,
         stop: tokio::sync::watch::Receiver<bool>,
         campaign_again: bool,
@@ -560,7 +582,7 @@ impl ControllerManagerArgs {
                     let _ = stop.wait_for(|s| *s).await;
                 };
                 let result = rkube_controllers::run_leader_elected(
-                    client.clone(),
+                    clients.clone(),
                     config.clone(),
                     &election,
                     identity.clone(),
@@ -759,8 +781,8 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
     rkube_certs::write_kubeconfig(&kubeconfig, &pki.admin_kubeconfig(&url))?;
     let kubeconfig = std::fs::canonicalize(&kubeconfig).unwrap_or(kubeconfig);
     // The controllers, the scheduler, the kubelet, the proxy and the DNS reach the API server
-    // like any client: over HTTPS, each as its upstream counterpart's user.
-    let client = client_from(&kubeconfig).await?;
+    // like any client: over HTTPS, each as its upstream counterpart's user; none is
+    // system:masters.
     let component =
         |file: &str, user: &str| identities::write(&pki, &args.data_dir, &url, file, user, &[]);
     let scheduler_client =
@@ -775,7 +797,11 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
         false => {
             let identity = server_controller_manager_identity(&args.data_dir)?;
             let stop = controllers_stopped.clone();
-            Some(args.controller_manager.spawn(client.clone(), identity, stop, true)?)
+            let kubeconfig =
+                component("controller-manager.kubeconfig", identities::CONTROLLER_MANAGER)?;
+            let token_dir = args.data_dir.join("controller-tokens");
+            let clients = args.controller_manager.clients(&kubeconfig, true, token_dir).await?;
+            Some(args.controller_manager.spawn(clients, identity, stop, true)?)
         }
     };
     let scheduler_config = scheduler_config(args.scheduler_config.as_deref())?;
@@ -901,11 +927,14 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn client_from(kubeconfig: &std::path::Path) -> anyhow::Result<kube::Client> {
+async fn config_from(kubeconfig: &std::path::Path) -> anyhow::Result<kube::Config> {
     let raw = kube::config::Kubeconfig::read_from(kubeconfig)
         .with_context(|| format!("cannot read {}", kubeconfig.display()))?;
-    let config = kube::Config::from_custom_kubeconfig(raw, &Default::default()).await?;
-    Ok(kube::Client::try_from(config)?)
+    Ok(kube::Config::from_custom_kubeconfig(raw, &Default::default()).await?)
+}
+
+async fn client_from(kubeconfig: &std::path::Path) -> anyhow::Result<kube::Client> {
+    Ok(kube::Client::try_from(config_from(kubeconfig).await?)?)
 }
 
 /// `rkube scheduler`: the scheduler alone, against any API server.
@@ -932,14 +961,16 @@ async fn scheduler(args: SchedulerArgs) -> anyhow::Result<()> {
 /// `rkube controller-manager`: the controllers alone, against any API server, leader-elected
 /// as kube-controller-manager is: of several, one acts; when it stops, another takes over.
 async fn controller_manager(args: ControllerManagerCommandArgs) -> anyhow::Result<()> {
-    let client = client_from(&args.kubeconfig).await?;
+    let token_dir =
+        std::env::temp_dir().join(format!("rkube-controller-tokens-{}", std::process::id()));
+    let clients = args.controller_manager.clients(&args.kubeconfig, false, token_dir).await?;
     eprintln!(
         "rkube: controller manager running against the API server in {}",
         args.kubeconfig.display()
     );
     let identity = rkube_runtime::leader_election::default_identity();
     let (stop, stopped) = tokio::sync::watch::channel(false);
-    let mut task = args.controller_manager.spawn(client, identity, stopped, false)?;
+    let mut task = args.controller_manager.spawn(clients, identity, stopped, false)?;
     let _health = match args.secure_port {
         0 => None,
         port => {
