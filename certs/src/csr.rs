@@ -60,7 +60,7 @@ pub fn parse_request(pem: &[u8]) -> Result<CertificateRequest, CertError> {
     if !text[start + begin.len()..].starts_with("CERTIFICATE REQUEST-----") {
         return Err(not_request());
     }
-    let req = X509Req::from_pem(text[start..].as_bytes()).map_err(|e| {
+    let req = X509Req::from_pem(&pem[start..]).map_err(|e| {
         CertError::InvalidRequest(format!("x509: malformed certificate request: {e}"))
     })?;
     let subject = req.subject_name();
