@@ -105,6 +105,15 @@ fn read_alt_names(parsed: &mut CertificateRequest) -> Result<(), CertError> {
     Ok(())
 }
 
+/// When the first certificate of `pem` stops being valid (Unix seconds).
+pub fn certificate_not_after(pem: &[u8]) -> Result<i64, CertError> {
+    const ACTION: &str = "read a certificate";
+    let cert = X509::from_pem(pem).ossl(ACTION)?;
+    let epoch = Asn1Time::from_unix(0).ossl(ACTION)?;
+    let end = epoch.diff(cert.not_after()).ossl(ACTION)?;
+    Ok(i64::from(end.days) * 86_400 + i64::from(end.secs))
+}
+
 /// A CA that signs certificate requests (kube-controller-manager's
 /// `--cluster-signing-cert-file` and `--cluster-signing-key-file`).
 pub struct Signer {
@@ -157,9 +166,8 @@ impl Signer {
         let now = issue::unix_now();
         let ttl = i64::try_from(ttl.as_secs()).unwrap_or(i64::MAX / 2);
         let mut not_after = if ttl < SHORT_SECS { now + ttl } else { now + ttl - BACKDATE_SECS };
-        let epoch = Asn1Time::from_unix(0).ossl(ACTION)?;
-        let ca_end = epoch.diff(self.cert.not_after()).ossl(ACTION)?;
-        not_after = not_after.min(i64::from(ca_end.days) * 86_400 + i64::from(ca_end.secs));
+        let ca_end = certificate_not_after(&self.cert.to_pem().ossl(ACTION)?)?;
+        not_after = not_after.min(ca_end);
         let mut b = issue::validity_builder(now - BACKDATE_SECS, not_after)?;
         b.set_subject_name(req.req.subject_name()).ossl(ACTION)?;
         b.set_issuer_name(self.cert.subject_name()).ossl(ACTION)?;

@@ -42,6 +42,9 @@ pub fn account_of(controller: &str) -> &str {
         "endpoints-controller" => "endpoint-controller",
         "endpointslice-mirroring-controller" => "endpointslicemirroring-controller",
         "service-lb-controller" => "service-controller",
+        "csrsigning-controller" | "csrapproving-controller" | "csrcleaner-controller" => {
+            "certificate-controller"
+        }
         other => other,
     }
 }
