@@ -7,6 +7,10 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use crate::attributes::Attributes;
+use crate::authorizer::{Authorizer, AuthorizerSlot};
+use crate::certificate_approval::{self, CertificateApproval};
+use crate::certificate_signing::{self, CertificateSigning};
+use crate::certificate_subject_restriction::{self, CertificateSubjectRestriction};
 use crate::default_toleration_seconds::{self, DefaultTolerationSeconds};
 use crate::error::AdmissionError;
 use crate::state::ClusterState;
@@ -90,6 +94,9 @@ pub const IMPLEMENTED: &[&str] = &[
     node_restriction::NAME,
     priority::NAME,
     default_toleration_seconds::NAME,
+    certificate_approval::NAME,
+    certificate_signing::NAME,
+    certificate_subject_restriction::NAME,
 ];
 
 /// What the plugins are configured with (kube-apiserver's flags of each plugin).
@@ -150,8 +157,8 @@ pub fn enabled(enable: &[String], disable: &[String]) -> Result<Vec<&'static str
 
 type Halves = (Option<Arc<dyn MutatingPlugin>>, Option<Arc<dyn ValidatingPlugin>>);
 
-/// One plugin, built.
-fn build(name: &str, settings: &Settings) -> Halves {
+/// One plugin, built; those that ask the authorizer get the chain's slot.
+fn build(name: &str, settings: &Settings, authorizer: &AuthorizerSlot) -> Halves {
     match name {
         namespace_lifecycle::NAME => {
             (Some(Arc::new(namespace_lifecycle::NamespaceLifecycle::default())), None)
@@ -168,6 +175,15 @@ fn build(name: &str, settings: &Settings) -> Halves {
         default_toleration_seconds::NAME => {
             (Some(Arc::new(settings.default_toleration_seconds)), None)
         }
+        certificate_approval::NAME => {
+            (None, Some(Arc::new(CertificateApproval { authorizer: authorizer.clone() })))
+        }
+        certificate_signing::NAME => {
+            (None, Some(Arc::new(CertificateSigning { authorizer: authorizer.clone() })))
+        }
+        certificate_subject_restriction::NAME => {
+            (None, Some(Arc::new(CertificateSubjectRestriction)))
+        }
         other => unreachable!("{other} is not in IMPLEMENTED"),
     }
 }
@@ -177,6 +193,7 @@ pub struct Chain {
     names: Vec<&'static str>,
     mutating: Vec<Arc<dyn MutatingPlugin>>,
     validating: Vec<Arc<dyn ValidatingPlugin>>,
+    authorizer: AuthorizerSlot,
 }
 
 impl Chain {
@@ -186,12 +203,19 @@ impl Chain {
         let names: Vec<&'static str> =
             ALL_ORDERED.iter().copied().filter(|n| names.contains(n)).collect();
         let (mut mutating, mut validating) = (Vec::new(), Vec::new());
+        let authorizer = AuthorizerSlot::default();
         for name in &names {
-            let (m, v) = build(name, &settings);
+            let (m, v) = build(name, &settings, &authorizer);
             mutating.extend(m);
             validating.extend(v);
         }
-        Chain { names, mutating, validating }
+        Chain { names, mutating, validating, authorizer }
+    }
+
+    /// Gives the plugins that ask for authorization decisions the server's authorizer
+    /// (upstream's `WantsAuthorizer` initializer). Until it is set they allow nothing.
+    pub fn set_authorizer(&self, authorizer: Arc<dyn Authorizer>) {
+        self.authorizer.set(authorizer);
     }
 
     /// The chain of kube-apiserver's flags.
@@ -269,20 +293,29 @@ mod tests {
             "NodeRestriction",
             "Priority",
             "DefaultTolerationSeconds",
+            "CertificateApproval",
+            "CertificateSigning",
+            "CertificateSubjectRestriction",
         ];
+        let without = |gone: &[&str]| -> Vec<&str> {
+            all.iter().copied().filter(|n| !gone.contains(n)).collect()
+        };
         assert_eq!(enabled(&[], &[]).unwrap(), all);
         // Enabling a default one again changes nothing; the order is upstream's.
         assert_eq!(enabled(&strings(&["DefaultTolerationSeconds", "Priority"]), &[]).unwrap(), all);
-        assert_eq!(enabled(&[], &strings(&["DefaultTolerationSeconds", ""])).unwrap(), all[..4]);
+        assert_eq!(
+            enabled(&[], &strings(&["DefaultTolerationSeconds", ""])).unwrap(),
+            without(&["DefaultTolerationSeconds"])
+        );
         // rkube's own default can be turned off like upstream's.
         assert_eq!(
             enabled(&[], &strings(&["NodeRestriction", "ServiceAccount"])).unwrap(),
-            ["NamespaceLifecycle", "Priority", "DefaultTolerationSeconds"]
+            without(&["NodeRestriction", "ServiceAccount"])
         );
         // Disabling one rkube does not have yet is no error: it does not run either way.
         assert_eq!(
             enabled(&[], &strings(&["LimitRanger", "Priority"])).unwrap(),
-            [all[0], all[1], all[2], all[4]]
+            without(&["Priority"])
         );
         assert_eq!(
             enabled(&strings(&["Bogus"]), &[]).unwrap_err().to_string(),
@@ -326,7 +359,16 @@ mod tests {
                 "DefaultTolerationSeconds"
             ]
         );
-        assert_eq!(validating, ["ServiceAccount", "Priority"]);
+        assert_eq!(
+            validating,
+            [
+                "ServiceAccount",
+                "Priority",
+                "CertificateApproval",
+                "CertificateSigning",
+                "CertificateSubjectRestriction"
+            ]
+        );
     }
 
     fn pod_create<'a>(object: &'a mut serde_json::Value, namespace: &'a str) -> Attributes<'a> {

@@ -13,10 +13,19 @@
 //!
 //! The plugins: [`namespace_lifecycle`] (NamespaceLifecycle), [`service_account`]
 //! (ServiceAccount), [`node_restriction`] (NodeRestriction), [`priority`] (Priority) and
-//! [`default_toleration_seconds`] (DefaultTolerationSeconds). A new plugin is one module
+//! [`default_toleration_seconds`] (DefaultTolerationSeconds), and the certificate checks
+//! [`certificate_approval`] (CertificateApproval), [`certificate_signing`]
+//! (CertificateSigning) and [`certificate_subject_restriction`]
+//! (CertificateSubjectRestriction). Plugins that need an authorization decision ask the
+//! server's authorizer through [`authorizer::Authorizer`], which the server hands the chain
+//! with [`Chain::set_authorizer`]. A new plugin is one module
 //! implementing one or both traits, and one row in [`chain`].
 
 pub mod attributes;
+pub mod authorizer;
+pub mod certificate_approval;
+pub mod certificate_signing;
+pub mod certificate_subject_restriction;
 pub mod chain;
 pub mod default_toleration_seconds;
 pub mod error;
@@ -30,6 +39,7 @@ pub mod state;
 pub use attributes::{
     Attributes, GroupVersionKind, GroupVersionResource, Operation, OperationOptions, UserInfo,
 };
+pub use authorizer::{Authorizer, AuthorizerSlot, ResourceCheck};
 pub use chain::{Chain, ConfigError, Settings};
 pub use error::{AdmissionError, Cause};
 pub use state::{ClusterState, Freshness, GroupResource, Object};

@@ -73,6 +73,23 @@ pub trait Strategy: Debug + Send + Sync {
     /// besides metadata and status: a namespace's finalizers, a certificate request's spec.
     fn prepare_for_update(&self, _new: &mut Value, _old: &Value, _subresource: Option<&str>) {}
 
+    /// What a write through a status-like subresource (`status`, a certificate request's
+    /// `approval`) keeps of `old`, after the registry took the new status and kept the rest:
+    /// a certificate request's approval conditions on a status write, its certificate on
+    /// an approval.
+    fn prepare_for_subresource_update(&self, _new: &mut Value, _old: &Value, _sub: &str) {}
+
+    /// Validation of a write through a status-like subresource, beyond its metadata
+    /// (upstream's status strategies mostly check nothing more).
+    fn validate_subresource_update(
+        &self,
+        _new: &Value,
+        _old: &Value,
+        _sub: &str,
+    ) -> Vec<FieldError> {
+        Vec::new()
+    }
+
     /// The metadata fields a write to the `status` subresource may not change (upstream's
     /// status strategies: a Deployment's labels, a pod's owner references).
     fn metadata_kept_on_status_write(&self) -> &'static [&'static str] {
@@ -264,6 +281,29 @@ pub fn prepare_for_update(
     info.strategy.default(new);
     canonicalize(info, new);
     info.strategy.prepare_for_update(new, old, subresource);
+}
+
+/// See [`Strategy::prepare_for_subresource_update`].
+pub fn prepare_for_subresource_update(
+    info: &ResourceInfo,
+    new: &mut Value,
+    old: &Value,
+    sub: &str,
+) {
+    info.strategy.prepare_for_subresource_update(new, old, sub);
+}
+
+/// Validation of a write through a status-like subresource: its metadata, then what the
+/// kind checks of such writes ([`Strategy::validate_subresource_update`]).
+pub fn validate_subresource_update(
+    info: &ResourceInfo,
+    new: &Value,
+    old: &Value,
+    sub: &str,
+) -> Vec<FieldError> {
+    let mut errors = validate_metadata(info, new, Some(old));
+    errors.extend(info.strategy.validate_subresource_update(new, old, sub));
+    errors
 }
 
 /// Validation of a new or updated object: its metadata, then its kind's own fields.

@@ -146,10 +146,7 @@ fn leaf_builder<T: HasPublic>(
     let ski = SubjectKeyIdentifier::new().build(&b.x509v3_context(ca_cert, None)).ossl(ACTION)?;
     b.append_extension(ski).ossl(ACTION)?;
     if let Some(ca_cert) = ca_cert {
-        let aki = AuthorityKeyIdentifier::new()
-            .keyid(false)
-            .build(&b.x509v3_context(Some(ca_cert), None))
-            .ossl(ACTION)?;
+        let aki = authority_key_id(&b, ca_cert)?;
         b.append_extension(aki).ossl(ACTION)?;
     }
     if !profile.sans.is_empty() {
@@ -168,20 +165,41 @@ fn leaf_builder<T: HasPublic>(
 
 /// A v3 certificate builder with a random serial and a validity of `days` from now.
 fn new_builder(days: u32) -> Result<X509Builder, CertError> {
-    const ACTION: &str = "start a certificate";
     if days == 0 {
         return Err(CertError::InvalidRequest("the validity must be at least one day".into()));
     }
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
+    let now = unix_now();
+    validity_builder(now - BACKDATE_SECS, now + i64::from(days) * 86_400)
+}
+
+/// Seconds since the epoch, now.
+pub(crate) fn unix_now() -> i64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
+}
+
+/// A v3 certificate builder with a random serial, valid between two instants (Unix seconds).
+pub(crate) fn validity_builder(not_before: i64, not_after: i64) -> Result<X509Builder, CertError> {
+    const ACTION: &str = "start a certificate";
     let mut b = X509Builder::new().ossl(ACTION)?;
     b.set_version(2).ossl(ACTION)?;
     let serial = random_serial()?;
     b.set_serial_number(&serial).ossl(ACTION)?;
-    let not_before = Asn1Time::from_unix(now - BACKDATE_SECS).ossl(ACTION)?;
-    let not_after = Asn1Time::from_unix(now + i64::from(days) * 86_400).ossl(ACTION)?;
+    let not_before = Asn1Time::from_unix(not_before).ossl(ACTION)?;
+    let not_after = Asn1Time::from_unix(not_after).ossl(ACTION)?;
     b.set_not_before(&not_before).ossl(ACTION)?;
     b.set_not_after(&not_after).ossl(ACTION)?;
     Ok(b)
+}
+
+/// The authority key identifier of a certificate `ca_cert` issues.
+pub(crate) fn authority_key_id(
+    b: &X509Builder,
+    ca_cert: &X509Ref,
+) -> Result<openssl::x509::X509Extension, CertError> {
+    AuthorityKeyIdentifier::new()
+        .keyid(false)
+        .build(&b.x509v3_context(Some(ca_cert), None))
+        .ossl("build a certificate")
 }
 
 /// A random positive 128-bit serial number (RFC 5280 allows up to 20 octets).

@@ -41,12 +41,15 @@
 //! - [`kubeconfig`]: [`KubeconfigSpec`], [`TokenKubeconfigSpec`] and their writers.
 //! - [`tls`]: the TLS acceptor with client certificates the API server and the kubelet
 //!   serve with, and the identity a verified client certificate carries.
+//! - [`csr`]: certificate signing requests read and signed with the cluster CA (the
+//!   controller manager's signer).
 //! - `issue` (private): the X.509 building blocks; `fsutil` (private): atomic writes and
 //!   [`ensure_private_dir`], which the server's data dir and the kubelet's root use too.
 //! - `tests/tls.rs` shows the material in use: a real mutual-TLS handshake with
 //!   `openssl::ssl`.
 #![deny(clippy::all)]
 
+pub mod csr;
 mod error;
 mod fsutil;
 mod idle;

@@ -44,6 +44,9 @@ pub fn account_of(controller: &str) -> &str {
         "service-lb-controller" => "service-controller",
         "serviceaccount-controller" => "service-account-controller",
         "root-ca-certificate-publisher-controller" => "root-ca-cert-publisher",
+        "csrsigning-controller" | "csrapproving-controller" | "csrcleaner-controller" => {
+            "certificate-controller"
+        }
         other => other,
     }
 }

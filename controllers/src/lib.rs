@@ -47,6 +47,10 @@
 //! - `service-lb-controller` ([`service_lb`]): LoadBalancer Services get the Ready nodes'
 //!   addresses as their ingress, as k3s's ServiceLB (the proxy serves them there).
 //!
+//! - `csrsigning-controller`, `csrapproving-controller`, `csrcleaner-controller`
+//!   ([`certificates`]): sign approved CertificateSigningRequests with the cluster CA,
+//!   approve kubelets' client certificate requests, delete requests done with.
+//!
 //! The controllers are built on [`rkube_runtime`], rkube's client runtime: they share one
 //! Node and one Pod informer, whose caches are indexed (pods by owner uid, namespace and node,
 //! so a sync looks up its own pods rather than scanning every pod); events are recorded with
@@ -75,6 +79,7 @@ use rkube_runtime::store::{self, Indexers};
 use tokio::sync::mpsc;
 
 pub mod api_errors;
+pub mod certificates;
 pub mod client_builder;
 pub mod cluster_role_aggregation;
 pub mod controller_history;
@@ -111,9 +116,12 @@ pub use client_builder::ClientBuilder;
 
 /// The controllers, by upstream's names, with the older short names `--controllers` also
 /// accepts.
-pub const CONTROLLERS: [(&str, &str); 21] = [
+pub const CONTROLLERS: [(&str, &str); 24] = [
     ("clusterrole-aggregation-controller", "clusterrole-aggregation"),
     ("cronjob-controller", "cronjob"),
+    ("csrapproving-controller", "csrapproving"),
+    ("csrcleaner-controller", "csrcleaner"),
+    ("csrsigning-controller", "csrsigning"),
     ("daemonset-controller", "daemonset"),
     ("deployment-controller", "deployment"),
     ("endpoints-controller", "endpoint"),
@@ -183,6 +191,9 @@ pub struct Config {
     /// `--service-account-private-key-file`: the key legacy tokens are signed with (without
     /// it the token controller does not run, as upstream's).
     pub service_account_private_key_file: Option<PathBuf>,
+    /// `--cluster-signing-cert-file`, `--cluster-signing-key-file` and
+    /// `--cluster-signing-duration`: the CA the `csrsigning-controller` signs with.
+    pub cluster_signing: certificates::signer::Config,
 }
 
 impl Default for Config {
@@ -206,6 +217,7 @@ impl Default for Config {
             endpoint_slice_mirroring: endpoint_slice_mirroring::Config::default(),
             root_ca_file: None,
             service_account_private_key_file: None,
+            cluster_signing: certificates::signer::Config::default(),
         }
     }
 }
@@ -225,6 +237,8 @@ pub enum ConfigError {
     File { flag: &'static str, path: PathBuf, error: std::io::Error },
     #[error("--service-account-private-key-file: {0}")]
     Key(#[from] rkube_certs::jose::KeyError),
+    #[error("--cluster-signing-cert-file and --cluster-signing-key-file: {0}")]
+    Signing(#[from] rkube_certs::CertError),
 }
 
 impl Config {
@@ -371,6 +385,13 @@ fn controllers(
     config.validate()?;
     let cidrs = node_ipam::CidrSet::new(config.cluster_cidr, config.node_cidr_mask_size)?;
     let (root_ca, token_key) = config.files()?;
+    let signing = &config.cluster_signing;
+    let ca = match (&signing.cert_file, &signing.key_file) {
+        (Some(cert), Some(key)) if config.enabled("csrsigning-controller") => {
+            Some(rkube_certs::csr::Signer::load(cert, key)?)
+        }
+        _ => None,
+    };
     // The shared informers read as the controller manager; each controller writes (and
     // watches what it watches itself) as its own account.
     let client = clients.root();
@@ -414,6 +435,27 @@ fn controllers(
             tasks.spawn(garbage_collector::run(
                 clients.client("garbage-collector-controller").await,
                 gc,
+            ));
+        }
+        if let Some(ca) = ca {
+            let signer =
+                certificates::signer::Signer { ca, duration: config.cluster_signing.duration };
+            let client = clients.client("csrsigning-controller").await;
+            tasks.spawn(certificates::run("csrsigning-controller", client, signer));
+        } else if config.enabled("csrsigning-controller") {
+            tracing::warn!("csrsigning-controller not started: no --cluster-signing-cert-file and --cluster-signing-key-file");
+        }
+        if config.enabled("csrapproving-controller") {
+            let client = clients.client("csrapproving-controller").await;
+            let approver = certificates::approver::Approver { reviews: Api::all(client.clone()) };
+            tasks.spawn(certificates::run("csrapproving-controller", client, approver));
+        }
+        if config.enabled("csrcleaner-controller") {
+            let client = clients.client("csrcleaner-controller").await;
+            tasks.spawn(certificates::run(
+                "csrcleaner-controller",
+                client,
+                certificates::cleaner::Cleaner,
             ));
         }
         if config.enabled("namespace-controller") {

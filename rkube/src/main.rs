@@ -469,6 +469,17 @@ struct ControllerManagerArgs {
     /// The most addresses of one Endpoints subset mirrored to an EndpointSlice (1 to 1000).
     #[arg(long, default_value_t = 1000)]
     mirroring_max_endpoints_per_subset: usize,
+    /// The CA certificate (PEM) the csrsigning-controller signs CertificateSigningRequests
+    /// with (`rkube server`: the cluster CA).
+    #[arg(long)]
+    cluster_signing_cert_file: Option<std::path::PathBuf>,
+    /// The CA's private key (PEM) (`rkube server`: the cluster CA's).
+    #[arg(long)]
+    cluster_signing_key_file: Option<std::path::PathBuf>,
+    /// The longest validity of the certificates it signs (a request's
+    /// `spec.expirationSeconds` may ask for less).
+    #[arg(long, default_value = "8760h", value_parser = parse_duration)]
+    cluster_signing_duration: Duration,
     /// Run each controller as its own service account in kube-system (bound by the
     /// bootstrap policy to `system:controller:<name>`), as upstream's flag; the controller
     /// manager's own credentials then need only `system:kube-controller-manager`. On by
@@ -537,6 +548,11 @@ impl ControllerManagerArgs {
             },
             root_ca_file: self.root_ca_file.clone(),
             service_account_private_key_file: self.service_account_private_key_file.clone(),
+            cluster_signing: rkube_controllers::certificates::signer::Config {
+                cert_file: self.cluster_signing_cert_file.clone(),
+                key_file: self.cluster_signing_key_file.clone(),
+                duration: self.cluster_signing_duration,
+            },
         }
     }
 
@@ -827,6 +843,12 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
             let kubeconfig =
                 component("controller-manager.kubeconfig", identities::CONTROLLER_MANAGER)?;
             let token_dir = args.data_dir.join("controller-tokens");
+            // The cluster CA signs CertificateSigningRequests unless told otherwise.
+            let cm = &mut args.controller_manager;
+            if cm.cluster_signing_cert_file.is_none() && cm.cluster_signing_key_file.is_none() {
+                cm.cluster_signing_cert_file = Some(pki.path(rkube_certs::files::CA_CERT));
+                cm.cluster_signing_key_file = Some(pki.path(rkube_certs::files::CA_KEY));
+            }
             let clients = args.controller_manager.clients(&kubeconfig, true, token_dir).await?;
             Some(args.controller_manager.spawn(clients, identity, stop, true)?)
         }

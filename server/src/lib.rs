@@ -187,6 +187,9 @@ impl Server {
         let authorizer: Arc<dyn authz::Authorizer> =
             Arc::new(authz::modes::chain(&config.authorization_modes, &authz_sources));
         escalation.set_authorizer(authorizer.clone());
+        registry
+            .admission
+            .set_authorizer(Arc::new(authz::admission::ForAdmission(authorizer.clone())));
         let openapi_docs = Arc::new(openapi::OpenApi::new(registry.clone()));
         let oidc = oidc_discovery(&config);
         let api_state = Arc::new(api::ApiState {

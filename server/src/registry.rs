@@ -438,7 +438,9 @@ impl Registry {
             // status strategies do, so an object stored before a stricter rule keeps getting
             // status updates.
             let errors = match subresource {
-                Some("status") => strategy::validate_metadata(info, &new, Some(&old)),
+                Some(sub @ ("status" | "approval")) => {
+                    strategy::validate_subresource_update(info, &new, &old, sub)
+                }
                 Some("ephemeralcontainers") => {
                     let mut errors = strategy::validate_metadata(info, &new, Some(&old));
                     errors.extend(rkube_apis::validation::ephemeral_containers_update(&new, &old));
@@ -808,7 +810,8 @@ fn record_update(
     let schema = rkube_apis::patch::PatchSchema::builtin();
     let type_ref = schema.definition_for(info.group, info.version, info.kind);
     let time = object::now();
-    let subresource = subresource.filter(|s| matches!(*s, "status" | "ephemeralcontainers"));
+    let subresource =
+        subresource.filter(|s| matches!(*s, "status" | "ephemeralcontainers" | "approval"));
     rkube_apis::apply::record_update(
         schema,
         type_ref,
@@ -901,7 +904,9 @@ fn prepare_for_update(
     old: &Value,
     subresource: Option<&str>,
 ) -> Value {
-    if subresource == Some("status") {
+    // A certificate request's `approval` writes its status as `status` does (its strategy
+    // then keeps all but the conditions).
+    if let Some(sub @ ("status" | "approval")) = subresource {
         let mut merged = old.clone();
         match new.get("status").filter(|s| !s.is_null()) {
             Some(status) => merged["status"] = status.clone(),
@@ -923,6 +928,7 @@ fn prepare_for_update(
             };
         }
         strategy::drop_empty_metadata(&mut merged);
+        strategy::prepare_for_subresource_update(info, &mut merged, old, sub);
         return merged;
     }
     if subresource == Some("ephemeralcontainers") {

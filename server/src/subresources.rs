@@ -71,6 +71,12 @@ pub const TABLE: &[Subresource] = &[
         serve: Serve::Handler(status),
     },
     Subresource {
+        name: "approval",
+        resource: Some(("certificates.k8s.io", "certificatesigningrequests")),
+        verbs: READ_WRITE,
+        serve: Serve::Handler(status),
+    },
+    Subresource {
         name: "ephemeralcontainers",
         resource: POD,
         verbs: READ_WRITE,
@@ -194,8 +200,9 @@ pub async fn serve(
     }
 }
 
-/// `status` of any resource, and `pods/ephemeralcontainers`: the object, with writes that
-/// change only that part of it.
+/// `status` of any resource, `pods/ephemeralcontainers` and
+/// `certificatesigningrequests/approval`: the object, with writes that change only that
+/// part of it.
 fn status(c: Call<'_>) -> Replied<'_> {
     Box::pin(async move {
         let registry = &c.state.registry;

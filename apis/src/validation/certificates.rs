@@ -121,6 +121,31 @@ fn go_bytes(bytes: Option<&[u8]>) -> String {
 /// update never changes them; rkube's registry restores the status but not the spec, so the
 /// spec checks here apply to whatever spec the update carries.
 pub fn certificate_signing_request(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    csr_write(obj, old, Paths::default())
+}
+
+/// What a write through a subresource may set beyond a plain update (upstream's
+/// `allowSettingCertificate` and `allowSettingApprovalConditions`).
+#[derive(Clone, Copy, Default)]
+struct Paths {
+    approval: bool,
+    certificate: bool,
+}
+
+/// A write of a CertificateSigningRequest through its `status` subresource (which may set
+/// the certificate, once) or its `approval` subresource (which may add or change the
+/// Approved and Denied conditions): upstream's `ValidateCertificateSigningRequestStatusUpdate`
+/// and `...ApprovalUpdate`. Other subresources are checked as a plain update.
+pub fn certificate_signing_request_subresource(
+    obj: &Value,
+    old: &Value,
+    subresource: &str,
+) -> Vec<FieldError> {
+    let paths = Paths { approval: subresource == "approval", certificate: subresource == "status" };
+    csr_write(obj, Some(old), paths)
+}
+
+fn csr_write(obj: &Value, old: Option<&Value>, paths: Paths) -> Vec<FieldError> {
     let opts = CsrOptions::new(obj, old);
     let mut errors = csr_spec(&obj["spec"], &opts);
     csr_conditions(obj, &opts, &mut errors);
@@ -135,7 +160,7 @@ pub fn certificate_signing_request(obj: &Value, old: Option<&Value>) -> Vec<Fiel
         }
     }
     if let Some(old) = old {
-        csr_update(obj, old, &mut errors);
+        csr_update(obj, old, paths, &mut errors);
     }
     errors
 }
@@ -318,7 +343,7 @@ fn conditions_of(csr: &Value, kind: &str) -> Vec<Value> {
 
 /// What a plain update may not do to the status: drop an Approved, Denied or Failed
 /// condition, add or change an Approved or Denied one, or touch the certificate.
-fn csr_update(obj: &Value, old: &Value, errors: &mut Vec<FieldError>) {
+fn csr_update(obj: &Value, old: &Value, paths: Paths, errors: &mut Vec<FieldError>) {
     for kind in [APPROVED, DENIED, FAILED] {
         if conditions_of(obj, kind).len() < conditions_of(old, kind).len() {
             errors.push(FieldError::forbidden(
@@ -327,7 +352,7 @@ fn csr_update(obj: &Value, old: &Value, errors: &mut Vec<FieldError>) {
             ));
         }
     }
-    for kind in [APPROVED, DENIED] {
+    for kind in [APPROVED, DENIED].into_iter().filter(|_| !paths.approval) {
         let (was, now) = (conditions_of(old, kind), conditions_of(obj, kind));
         let change = if now.len() > was.len() {
             "add"
@@ -342,11 +367,18 @@ fn csr_update(obj: &Value, old: &Value, errors: &mut Vec<FieldError>) {
         ));
     }
     let cert = bytes_of(&obj["status"]["certificate"]).unwrap_or_default();
-    if cert != bytes_of(&old["status"]["certificate"]).unwrap_or_default() {
-        errors.push(FieldError::forbidden(
-            "status.certificate",
-            "updates may not set certificate content",
-        ));
+    let old_cert = bytes_of(&old["status"]["certificate"]).unwrap_or_default();
+    if cert != old_cert {
+        let detail = if !paths.certificate {
+            Some("updates may not set certificate content")
+        } else if !old_cert.is_empty() {
+            Some("updates may not modify existing certificate content")
+        } else {
+            None
+        };
+        if let Some(detail) = detail {
+            errors.push(FieldError::forbidden("status.certificate", detail));
+        }
     }
 }
 
@@ -660,6 +692,38 @@ mod tests {
         let legacy =
             csr(json!({"signerName": "kubernetes.io/legacy-unknown", "usages": ["flying"]}));
         assert!(certificate_signing_request(&legacy, Some(&legacy)).is_empty());
+    }
+
+    #[test]
+    fn subresources_set_what_they_are_for() {
+        let plain = csr(json!({}));
+        let mut approved = plain.clone();
+        approved["status"] =
+            json!({"conditions": [{"type": "Approved", "status": "True", "reason": "ok"}]});
+        assert!(certificate_signing_request_subresource(&approved, &plain, "approval").is_empty());
+        assert_eq!(
+            lines(certificate_signing_request_subresource(&approved, &plain, "status")),
+            ["status.conditions: Forbidden: updates may not add a condition of type \"Approved\""]
+        );
+        // Approval may not take a decision back.
+        assert_eq!(
+            lines(certificate_signing_request_subresource(&plain, &approved, "approval")),
+            ["status.conditions: Forbidden: updates may not remove a condition of type \"Approved\""]
+        );
+        let cert = "-----BEGIN CERTIFICATE-----\nMIIBAA==\n-----END CERTIFICATE-----\n";
+        let mut issued = approved.clone();
+        issued["status"]["certificate"] = json!(b64(cert));
+        assert!(certificate_signing_request_subresource(&issued, &approved, "status").is_empty());
+        assert_eq!(
+            lines(certificate_signing_request_subresource(&issued, &approved, "approval")),
+            ["status.certificate: Forbidden: updates may not set certificate content"]
+        );
+        let mut reissued = issued.clone();
+        reissued["status"]["certificate"] = json!(b64(&cert.replace("MIIBAA==", "MIIBAB==")));
+        assert_eq!(
+            lines(certificate_signing_request_subresource(&reissued, &issued, "status")),
+            ["status.certificate: Forbidden: updates may not modify existing certificate content"]
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //! |------|---------------|
 //! | [`attributes`] | [`Attributes`]: what a request asks, read from its method, path and query (or from a `SubjectAccessReview`'s spec) |
 //! | [`rules`] | the rules an authorizer lists for `SelfSubjectRulesReview`, and how a rule matches attributes |
+//! | [`admission`] | the authorizer as admission plugins ask it (CertificateApproval, CertificateSigning) |
 //! | [`filter`] | the axum layer that asks the authorizer and answers `403 Forbidden` with upstream's message |
 //! | [`modes`] | `--authorization-mode`: upstream's mode names, and the chain built from them |
 //! | [`union`] | the chain itself: the first authorizer with an opinion decides |
@@ -25,6 +26,7 @@
 //! index, Node from the pods cache), so asking one costs no allocation of a future per
 //! request.
 
+pub mod admission;
 pub mod allow_authenticated;
 pub mod always_allow;
 pub mod always_deny;

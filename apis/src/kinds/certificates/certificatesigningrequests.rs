@@ -45,8 +45,37 @@ impl Strategy for CertificateSigningRequests {
         new["spec"] = old["spec"].clone();
     }
 
+    /// Upstream's status and approval strategies: a status write keeps the Approved and
+    /// Denied conditions as they were (when it kept as many of them); an approval changes
+    /// only the conditions, and keeps the Failed ones. Conditions get their timestamps.
+    fn prepare_for_subresource_update(&self, new: &mut Value, old: &Value, sub: &str) {
+        match sub {
+            "status" => {
+                keep_conditions(new, old, "Approved");
+                keep_conditions(new, old, "Denied");
+            }
+            "approval" => {
+                let conditions = new["status"].get("conditions").cloned();
+                new["status"] = old.get("status").cloned().unwrap_or_else(|| json!({}));
+                match conditions {
+                    Some(c) => new["status"]["conditions"] = c,
+                    None => {
+                        new["status"].as_object_mut().map(|s| s.remove("conditions"));
+                    }
+                }
+                keep_conditions(new, old, "Failed");
+            }
+            _ => return,
+        }
+        stamp_conditions(new, old);
+    }
+
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
         validation::certificates::certificate_signing_request(obj, old)
+    }
+
+    fn validate_subresource_update(&self, new: &Value, old: &Value, sub: &str) -> Vec<FieldError> {
+        validation::certificates::certificate_signing_request_subresource(new, old, sub)
     }
 
     fn selectable_fields(&self) -> &'static [SelectableField] {
@@ -55,6 +84,53 @@ impl Strategy for CertificateSigningRequests {
 
     fn printer(&self) -> &'static TablePrinter {
         &PRINTER
+    }
+}
+
+/// Upstream's `preserveConditionInstances`: when `new` has as many conditions of `kind` as
+/// `old`, they are put back as they were.
+fn keep_conditions(new: &mut Value, old: &Value, kind: &str) {
+    let of = |v: &Value| -> Vec<usize> {
+        arr(v, &["status", "conditions"])
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| st(c, &["type"]) == kind)
+            .map(|(i, _)| i)
+            .collect()
+    };
+    let (was, now) = (of(old), of(new));
+    if was.len() != now.len() {
+        return;
+    }
+    for (o, n) in was.into_iter().zip(now) {
+        new["status"]["conditions"][n] = old["status"]["conditions"][o].clone();
+    }
+}
+
+/// Upstream's `populateConditionTimestamps`: a condition without `lastUpdateTime` gets now;
+/// without `lastTransitionTime`, that of the old condition of the same type and status, or
+/// now.
+fn stamp_conditions(new: &mut Value, old: &Value) {
+    let now = Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let old_conditions = arr(old, &["status", "conditions"]).to_vec();
+    let Some(conditions) = new["status"].get_mut("conditions").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for c in conditions.iter_mut().filter(|c| c.is_object()) {
+        if st(c, &["lastUpdateTime"]).is_empty() {
+            c["lastUpdateTime"] = json!(now);
+        }
+        if st(c, &["lastTransitionTime"]).is_empty() {
+            let since = old_conditions
+                .iter()
+                .find(|o| {
+                    st(o, &["type"]) == st(c, &["type"])
+                        && st(o, &["status"]) == st(c, &["status"])
+                        && !st(o, &["lastTransitionTime"]).is_empty()
+                })
+                .map_or_else(|| json!(now), |o| o["lastTransitionTime"].clone());
+            c["lastTransitionTime"] = since;
+        }
     }
 }
 
