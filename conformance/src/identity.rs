@@ -114,11 +114,9 @@ pub fn token_kubeconfig(s: &RkubeServer, name: &str, token: &str) -> PathBuf {
     path
 }
 
-/// One part of a JWT (0: header, 1: claims), decoded from base64url without padding.
-pub fn jwt_part(token: &str, index: usize) -> serde_json::Value {
-    let parts: Vec<&str> = token.trim().split('.').collect();
-    assert_eq!(parts.len(), 3, "not a JWT: {token}");
-    let mut standard: String = parts[index]
+/// base64url without padding, decoded.
+pub fn base64url(text: &str) -> Vec<u8> {
+    let mut standard: String = text
         .chars()
         .map(|c| match c {
             '-' => '+',
@@ -129,6 +127,21 @@ pub fn jwt_part(token: &str, index: usize) -> serde_json::Value {
     while !standard.len().is_multiple_of(4) {
         standard.push('=');
     }
-    let bytes = openssl::base64::decode_block(&standard).expect("base64url");
+    openssl::base64::decode_block(&standard).expect("base64url")
+}
+
+/// Makes the service account `default/<name>` and returns a kubeconfig with a token of its
+/// (from `kubectl create token`) and nothing else.
+pub fn service_account_kubeconfig(s: &RkubeServer, name: &str) -> PathBuf {
+    s.ok(&["create", "serviceaccount", name]);
+    let token = s.ok(&["create", "token", name]);
+    token_kubeconfig(s, name, &token)
+}
+
+/// One part of a JWT (0: header, 1: claims), decoded from base64url without padding.
+pub fn jwt_part(token: &str, index: usize) -> serde_json::Value {
+    let parts: Vec<&str> = token.trim().split('.').collect();
+    assert_eq!(parts.len(), 3, "not a JWT: {token}");
+    let bytes = base64url(parts[index]);
     serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("not JSON ({e}): {token}"))
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use rkube_conformance::cluster::{
     rkube_binary, stderr_of, stdout_of, wait_with_timeout, RkubeServer,
 };
+use rkube_conformance::identity::base64url;
 use serde_json::{json, Value};
 
 fn json(text: &str) -> Value {
@@ -266,22 +267,6 @@ fn bootstrap_tokens_authenticate_while_valid_and_marked_for_authentication() {
         );
         assert_eq!(code, 401, "{token}");
     }
-}
-
-/// base64url (no padding) decoded with openssl's standard decoder.
-fn base64url(text: &str) -> Vec<u8> {
-    let mut standard: String = text
-        .chars()
-        .map(|c| match c {
-            '-' => '+',
-            '_' => '/',
-            c => c,
-        })
-        .collect();
-    while !standard.len().is_multiple_of(4) {
-        standard.push('=');
-    }
-    openssl::base64::decode_block(&standard).expect("base64")
 }
 
 #[test]

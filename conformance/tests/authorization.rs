@@ -6,13 +6,14 @@
 //! too), the access reviews behind `kubectl auth can-i` answering what a request would get,
 //! and an unknown, unimplemented or missing mode refused at startup.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use rkube_conformance::cluster::{
     rkube_binary, stderr_of, stdout_of, wait_with_timeout, RkubeServer,
 };
+use rkube_conformance::identity::service_account_kubeconfig;
 use serde_json::{json, Value};
 
 fn json(text: &str) -> Value {
@@ -30,22 +31,6 @@ fn anonymous(s: &RkubeServer, method: &str, path: &str) -> (u16, String) {
     let text = String::from_utf8(out.stdout).expect("UTF-8");
     let (body, code) = text.rsplit_once('\n').expect("curl wrote the status code");
     (code.parse().unwrap_or(0), body.to_string())
-}
-
-/// A kubeconfig for the service account `default/<name>`'s token, and nothing else (a client
-/// certificate would authenticate first).
-fn service_account_kubeconfig(s: &RkubeServer, name: &str) -> PathBuf {
-    s.ok(&["create", "serviceaccount", name]);
-    let token = s.ok(&["create", "token", name]);
-    let path = s.data_dir.path().join(format!("{name}.kubeconfig"));
-    let config = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:{}\n    certificate-authority: {}\nusers:\n- name: u\n  user:\n    token: {}\ncontexts:\n- name: x\n  context: {{cluster: c, user: u}}\ncurrent-context: x\n",
-        s.port,
-        s.data_dir.path().join("pki/ca.crt").display(),
-        token.trim()
-    );
-    std::fs::write(&path, config).unwrap();
-    path
 }
 
 /// A SubjectAccessReview created by the admin about `user` listing pods in `default`.

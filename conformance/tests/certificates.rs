@@ -11,7 +11,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use base64::Engine as _;
-use rkube_conformance::cluster::{stderr_of, stdout_of, RkubeServer};
+use rkube_conformance::cluster::RkubeServer;
+use rkube_conformance::identity::service_account_kubeconfig;
 
 /// A fresh key and a request for `subject` (`/O=devs/CN=jane`), with `sans` (openssl's
 /// `subjectAltName` syntax) when given: the key's path and the request's PEM.
@@ -93,29 +94,6 @@ fn cert_kubeconfig(s: &RkubeServer, name: &str, cert_pem: &str, key: &Path) -> P
     path
 }
 
-/// A kubeconfig for the service account `default/<name>`'s token.
-fn token_kubeconfig(s: &RkubeServer, name: &str) -> PathBuf {
-    s.ok(&["create", "serviceaccount", name]);
-    let token = s.ok(&["create", "token", name]);
-    let path = s.data_dir.path().join(format!("{name}.kubeconfig"));
-    let config = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:{}\n    certificate-authority: {}\nusers:\n- name: u\n  user:\n    token: {}\ncontexts:\n- name: x\n  context: {{cluster: c, user: u}}\ncurrent-context: x\n",
-        s.port,
-        s.data_dir.path().join("pki/ca.crt").display(),
-        token.trim()
-    );
-    std::fs::write(&path, config).unwrap();
-    path
-}
-
-/// kubectl as `kubeconfig`: success, stdout, stderr.
-fn kubectl_as(s: &RkubeServer, kubeconfig: &Path, args: &[&str]) -> (bool, String, String) {
-    let mut full = vec!["--kubeconfig", kubeconfig.to_str().unwrap()];
-    full.extend_from_slice(args);
-    let out = s.kubectl(&full);
-    (out.status.success(), stdout_of(&out), stderr_of(&out))
-}
-
 #[test]
 fn an_admin_mints_a_users_certificate_and_rbac_bounds_the_user() {
     let s = RkubeServer::start();
@@ -166,19 +144,19 @@ fn an_admin_mints_a_users_certificate_and_rbac_bounds_the_user() {
     s.ok(&["create", "role", "pod-reader", "--verb=get,list", "--resource=pods"]);
     s.ok(&["create", "rolebinding", "jane-reads-pods", "--role=pod-reader", "--user=jane"]);
     let jane = cert_kubeconfig(&s, "jane", &pem, &key);
-    let (ok, out, err) = kubectl_as(&s, &jane, &["get", "pods"]);
+    let (ok, out, err) = s.kubectl_as(&jane, &["get", "pods"]);
     assert!(ok, "{out}{err}");
-    let (ok, _, err) = kubectl_as(&s, &jane, &["get", "secrets"]);
+    let (ok, _, err) = s.kubectl_as(&jane, &["get", "secrets"]);
     assert!(!ok);
     assert_eq!(
         err.trim(),
         "Error from server (Forbidden): secrets is forbidden: User \"jane\" cannot list resource \"secrets\" in API group \"\" in the namespace \"default\""
     );
-    let (ok, _, err) = kubectl_as(&s, &jane, &["get", "pods", "-n", "kube-system"]);
+    let (ok, _, err) = s.kubectl_as(&jane, &["get", "pods", "-n", "kube-system"]);
     assert!(!ok);
     assert!(err.contains("User \"jane\" cannot list resource \"pods\" in API group \"\" in the namespace \"kube-system\""), "{err}");
     assert_eq!(
-        kubectl_as(&s, &jane, &["auth", "whoami", "-o", "jsonpath={.status.userInfo.groups}"]).1,
+        s.kubectl_as(&jane, &["auth", "whoami", "-o", "jsonpath={.status.userInfo.groups}"]).1,
         "[\"devs\",\"system:authenticated\"]"
     );
 }
@@ -208,8 +186,8 @@ fn approval_needs_approve_on_the_signer_and_denials_stand() {
         "--clusterrole=csr-writer",
         "--serviceaccount=default:approver",
     ]);
-    let approver = token_kubeconfig(&s, "approver");
-    let (ok, _, err) = kubectl_as(&s, &approver, &["certificate", "approve", "bob"]);
+    let approver = service_account_kubeconfig(&s, "approver");
+    let (ok, _, err) = s.kubectl_as(&approver, &["certificate", "approve", "bob"]);
     assert!(!ok);
     assert!(
         err.contains("certificatesigningrequests.certificates.k8s.io \"bob\" is forbidden: user not permitted to approve requests with signerName \"kubernetes.io/kube-apiserver-client\""),
@@ -225,7 +203,7 @@ fn approval_needs_approve_on_the_signer_and_denials_stand() {
         "--clusterrole=signer-approver",
         "--serviceaccount=default:approver",
     ]);
-    let (ok, out, err) = kubectl_as(&s, &approver, &["certificate", "deny", "bob"]);
+    let (ok, out, err) = s.kubectl_as(&approver, &["certificate", "deny", "bob"]);
     assert!(ok, "{out}{err}");
     assert_eq!(out.trim(), "certificatesigningrequest.certificates.k8s.io/bob denied");
     let conditions = s.ok(&[
