@@ -80,12 +80,19 @@ pub enum Subject {
     Group(String),
 }
 
-impl std::fmt::Display for Subject {
+/// A subject borrowed from the asking user: what a decision looks up, without copying names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SubjectRef<'a> {
+    User(&'a str),
+    Group(&'a str),
+}
+
+impl std::fmt::Display for SubjectRef<'_> {
     /// As upstream describes a subject in a decision's reason: `User "jane"`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Subject::User(name) => write!(f, "User {name:?}"),
-            Subject::Group(name) => write!(f, "Group {name:?}"),
+            SubjectRef::User(name) => write!(f, "User {name:?}"),
+            SubjectRef::Group(name) => write!(f, "Group {name:?}"),
         }
     }
 }
@@ -126,7 +133,7 @@ pub struct Source<'a> {
     pub binding: &'a str,
     pub role_ref: &'a RoleRef,
     /// The subject of the binding that matched the user.
-    pub subject: &'a Subject,
+    pub subject: SubjectRef<'a>,
 }
 
 impl Source<'_> {
@@ -143,14 +150,50 @@ pub struct MissingRole {
     pub message: String,
 }
 
+/// Objects by namespace, then name (`""` namespace for cluster-scoped ones), so that a
+/// lookup borrows the request's strings instead of building a key: a decision allocates
+/// nothing.
+#[derive(Debug)]
+struct ByNamespace<T>(HashMap<String, HashMap<String, T>>);
+
+impl<T> Default for ByNamespace<T> {
+    fn default() -> Self {
+        ByNamespace(HashMap::new())
+    }
+}
+
+impl<T> ByNamespace<T> {
+    fn get(&self, namespace: &str, name: &str) -> Option<&T> {
+        self.0.get(namespace)?.get(name)
+    }
+
+    fn insert(&mut self, namespace: String, name: String, value: T) {
+        self.0.entry(namespace).or_default().insert(name, value);
+    }
+
+    fn remove(&mut self, namespace: &str, name: &str) -> Option<T> {
+        let names = self.0.get_mut(namespace)?;
+        let removed = names.remove(name);
+        if names.is_empty() {
+            self.0.remove(namespace);
+        }
+        removed
+    }
+
+    fn len(&self) -> usize {
+        self.0.values().map(HashMap::len).sum()
+    }
+}
+
 /// The index (see the module doc).
 #[derive(Debug, Default)]
 pub struct Index {
-    roles: HashMap<(String, String), Arc<RoleRules>>,
+    roles: ByNamespace<Arc<RoleRules>>,
     cluster_roles: HashMap<String, Arc<RoleRules>>,
-    /// By (namespace, name); `""` namespace for ClusterRoleBindings.
-    bindings: HashMap<(String, String), Binding>,
-    by_subject: HashMap<Subject, SubjectBindings>,
+    /// `""` namespace for ClusterRoleBindings.
+    bindings: ByNamespace<Binding>,
+    by_user: HashMap<String, SubjectBindings>,
+    by_group: HashMap<String, SubjectBindings>,
 }
 
 /// `system:serviceaccount:<ns>:<name>`.
@@ -185,7 +228,7 @@ impl Index {
         let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
         match kind {
             Kind::Role => {
-                self.roles.insert((namespace, name), Arc::new(RoleRules::from_json(&obj["rules"])));
+                self.roles.insert(namespace, name, Arc::new(RoleRules::from_json(&obj["rules"])));
             }
             Kind::ClusterRole => {
                 self.cluster_roles.insert(name, Arc::new(RoleRules::from_json(&obj["rules"])));
@@ -201,14 +244,18 @@ impl Index {
                 };
                 let subjects = subjects_of(&namespace, &obj["subjects"]);
                 for subject in &subjects {
-                    let entry = self.by_subject.entry(subject.clone()).or_default();
+                    let entry = match subject {
+                        Subject::User(user) => self.by_user.entry(user.clone()),
+                        Subject::Group(group) => self.by_group.entry(group.clone()),
+                    }
+                    .or_default();
                     if namespace.is_empty() {
                         entry.cluster.push(name.clone());
                     } else {
                         entry.namespaced.entry(namespace.clone()).or_default().push(name.clone());
                     }
                 }
-                self.bindings.insert((namespace, name), Binding { role_ref, subjects });
+                self.bindings.insert(namespace, name, Binding { role_ref, subjects });
             }
         }
     }
@@ -217,7 +264,7 @@ impl Index {
     pub fn remove(&mut self, kind: Kind, namespace: &str, name: &str) {
         match kind {
             Kind::Role => {
-                self.roles.remove(&(namespace.to_string(), name.to_string()));
+                self.roles.remove(namespace, name);
             }
             Kind::ClusterRole => {
                 self.cluster_roles.remove(name);
@@ -230,15 +277,16 @@ impl Index {
     /// Forgets every object of `kind` (before it is loaded again).
     pub fn clear(&mut self, kind: Kind) {
         match kind {
-            Kind::Role => self.roles.clear(),
+            Kind::Role => self.roles = ByNamespace::default(),
             Kind::ClusterRole => self.cluster_roles.clear(),
             Kind::RoleBinding | Kind::ClusterRoleBinding => {
                 let cluster = kind == Kind::ClusterRoleBinding;
                 let keys: Vec<(String, String)> = self
                     .bindings
-                    .keys()
+                    .0
+                    .iter()
                     .filter(|(ns, _)| ns.is_empty() == cluster)
-                    .cloned()
+                    .flat_map(|(ns, names)| names.keys().map(|n| (ns.clone(), n.clone())))
                     .collect();
                 for (ns, name) in keys {
                     self.remove_binding(&ns, &name);
@@ -248,11 +296,15 @@ impl Index {
     }
 
     fn remove_binding(&mut self, namespace: &str, name: &str) {
-        let Some(old) = self.bindings.remove(&(namespace.to_string(), name.to_string())) else {
+        let Some(old) = self.bindings.remove(namespace, name) else {
             return;
         };
         for subject in old.subjects {
-            let Some(entry) = self.by_subject.get_mut(&subject) else { continue };
+            let (map, key) = match &subject {
+                Subject::User(user) => (&mut self.by_user, user),
+                Subject::Group(group) => (&mut self.by_group, group),
+            };
+            let Some(entry) = map.get_mut(key) else { continue };
             if namespace.is_empty() {
                 entry.cluster.retain(|n| n != name);
             } else if let Some(names) = entry.namespaced.get_mut(namespace) {
@@ -262,7 +314,7 @@ impl Index {
                 }
             }
             if entry.is_empty() {
-                self.by_subject.remove(&subject);
+                map.remove(key);
             }
         }
     }
@@ -273,11 +325,17 @@ impl Index {
             RoleRef::ClusterRole(name) => self.cluster_roles.get(name).ok_or_else(|| MissingRole {
                 message: format!("clusterrole.rbac.authorization.k8s.io {name:?} not found"),
             }),
-            RoleRef::Role(name) => {
-                self.roles.get(&(namespace.to_string(), name.clone())).ok_or_else(|| MissingRole {
-                    message: format!("role.rbac.authorization.k8s.io {name:?} not found"),
-                })
-            }
+            RoleRef::Role(name) => self.roles.get(namespace, name).ok_or_else(|| MissingRole {
+                message: format!("role.rbac.authorization.k8s.io {name:?} not found"),
+            }),
+        }
+    }
+
+    /// The bindings naming `subject`, if any.
+    fn bindings_of(&self, subject: SubjectRef<'_>) -> Option<&SubjectBindings> {
+        match subject {
+            SubjectRef::User(user) => self.by_user.get(user),
+            SubjectRef::Group(group) => self.by_group.get(group),
         }
     }
 
@@ -291,11 +349,12 @@ impl Index {
         namespace: &str,
         mut visit: impl FnMut(Source<'_>, Result<&RoleRules, &MissingRole>) -> ControlFlow<B>,
     ) -> Option<B> {
-        let subjects = std::iter::once(Subject::User(user.name.clone()))
-            .chain(user.groups.iter().map(|g| Subject::Group(g.clone())));
-        let subjects: Vec<Subject> = subjects.collect();
-        let mut each = |ns: &str, name: &String, subject: &Subject| -> ControlFlow<B> {
-            let Some(binding) = self.bindings.get(&(ns.to_string(), name.clone())) else {
+        let subjects = || {
+            std::iter::once(SubjectRef::User(user.name.as_str()))
+                .chain(user.groups.iter().map(|g| SubjectRef::Group(g.as_str())))
+        };
+        let mut each = |ns: &str, name: &str, subject: SubjectRef<'_>| -> ControlFlow<B> {
+            let Some(binding) = self.bindings.get(ns, name) else {
                 return ControlFlow::Continue(());
             };
             let source =
@@ -305,21 +364,19 @@ impl Index {
                 Err(missing) => visit(source, Err(&missing)),
             }
         };
-        for subject in &subjects {
-            if let Some(entry) = self.by_subject.get(subject) {
-                for name in &entry.cluster {
-                    if let ControlFlow::Break(b) = each("", name, subject) {
-                        return Some(b);
-                    }
+        for subject in subjects() {
+            let Some(entry) = self.bindings_of(subject) else { continue };
+            for name in &entry.cluster {
+                if let ControlFlow::Break(b) = each("", name, subject) {
+                    return Some(b);
                 }
             }
         }
         if namespace.is_empty() {
             return None;
         }
-        for subject in &subjects {
-            let Some(names) =
-                self.by_subject.get(subject).and_then(|e| e.namespaced.get(namespace))
+        for subject in subjects() {
+            let Some(names) = self.bindings_of(subject).and_then(|e| e.namespaced.get(namespace))
             else {
                 continue;
             };
@@ -434,7 +491,7 @@ mod tests {
         index.remove(Kind::ClusterRoleBinding, "", "crb");
         index.remove(Kind::RoleBinding, "a", "view");
         assert!(rules_seen(&index, &jane, "a").is_empty());
-        assert!(!index.by_subject.contains_key(&Subject::Group("devs".into())));
+        assert!(!index.by_group.contains_key("devs"));
         // A role that goes is reported missing.
         index.remove(Kind::Role, "a", "r");
         let joe = UserInfo::authenticated("joe".into(), vec![]);
