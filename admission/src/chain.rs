@@ -15,8 +15,8 @@ use crate::default_toleration_seconds::{self, DefaultTolerationSeconds};
 use crate::error::AdmissionError;
 use crate::state::ClusterState;
 use crate::{
-    namespace_lifecycle, node_restriction, priority, service_account, MutatingPlugin,
-    ValidatingPlugin,
+    namespace_lifecycle, node_restriction, priority, resource_quota, service_account,
+    MutatingPlugin, ValidatingPlugin,
 };
 
 /// kube-apiserver's plugins, in the order it runs them (`AllOrderedPlugins`).
@@ -97,6 +97,7 @@ pub const IMPLEMENTED: &[&str] = &[
     certificate_approval::NAME,
     certificate_signing::NAME,
     certificate_subject_restriction::NAME,
+    resource_quota::NAME,
 ];
 
 /// What the plugins are configured with (kube-apiserver's flags of each plugin).
@@ -184,6 +185,7 @@ fn build(name: &str, settings: &Settings, authorizer: &AuthorizerSlot) -> Halves
         certificate_subject_restriction::NAME => {
             (None, Some(Arc::new(CertificateSubjectRestriction)))
         }
+        resource_quota::NAME => (None, Some(Arc::new(resource_quota::ResourceQuota::default()))),
         other => unreachable!("{other} is not in IMPLEMENTED"),
     }
 }
@@ -296,6 +298,7 @@ mod tests {
             "CertificateApproval",
             "CertificateSigning",
             "CertificateSubjectRestriction",
+            "ResourceQuota",
         ];
         let without = |gone: &[&str]| -> Vec<&str> {
             all.iter().copied().filter(|n| !gone.contains(n)).collect()
@@ -366,7 +369,8 @@ mod tests {
                 "Priority",
                 "CertificateApproval",
                 "CertificateSigning",
-                "CertificateSubjectRestriction"
+                "CertificateSubjectRestriction",
+                "ResourceQuota"
             ]
         );
     }

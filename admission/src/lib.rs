@@ -16,7 +16,7 @@
 //! [`default_toleration_seconds`] (DefaultTolerationSeconds), and the certificate checks
 //! [`certificate_approval`] (CertificateApproval), [`certificate_signing`]
 //! (CertificateSigning) and [`certificate_subject_restriction`]
-//! (CertificateSubjectRestriction). Plugins that need an authorization decision ask the
+//! (CertificateSubjectRestriction), and [`resource_quota`] (ResourceQuota). Plugins that need an authorization decision ask the
 //! server's authorizer through [`authorizer::Authorizer`], which the server hands the chain
 //! with [`Chain::set_authorizer`]. A new plugin is one module
 //! implementing one or both traits, and one row in [`chain`].
@@ -33,6 +33,7 @@ pub mod namespace_lifecycle;
 pub mod node_restriction;
 pub mod pod_refs;
 pub mod priority;
+pub mod resource_quota;
 pub mod service_account;
 pub mod state;
 

@@ -73,6 +73,23 @@ pub trait ClusterState: Send + Sync {
         freshness: Freshness,
     ) -> Result<Vec<Arc<dyn Object>>, AdmissionError>;
 
+    /// Replaces the status of `object` (of `resource`), on the condition that its
+    /// `metadata.resourceVersion` is still the stored one: the one write plugins make
+    /// (ResourceQuota charging what a request uses). `Ok(None)` when the object changed or
+    /// went since it was read: read it again and decide again. Readers that cannot write
+    /// (snapshots) refuse.
+    async fn update_status(
+        &self,
+        resource: GroupResource<'_>,
+        object: &Value,
+    ) -> Result<Option<Arc<dyn Object>>, AdmissionError> {
+        let _ = object;
+        Err(AdmissionError::Internal(format!(
+            "this cluster state cannot write {}",
+            resource.resource
+        )))
+    }
+
     /// The objects in `namespace` (every namespace with `None`) whose `field` (one of the
     /// kind's field-selector fields, e.g. `spec.nodeName`) is `value`.
     async fn list_by_field(

@@ -19,6 +19,7 @@ pub mod node_selector;
 pub mod openapi;
 pub mod patch;
 pub mod quantity;
+pub mod quota;
 pub mod resources;
 pub mod selectors;
 pub mod strategy;

@@ -101,17 +101,44 @@ pub fn parse_units(q: &str) -> Option<i64> {
 }
 
 /// A resource quantity as upstream holds it: the exact value in billionths, and the format
-/// its suffix chose (which decides how it is printed back).
-pub(crate) struct Quantity {
+/// its suffix chose (which decides how it is printed back). Equal when their values are.
+#[derive(Clone, Copy, Debug)]
+pub struct Quantity {
     pub(crate) nanos: i128,
     format: Format,
+}
+
+impl PartialEq for Quantity {
+    fn eq(&self, other: &Self) -> bool {
+        self.nanos == other.nanos
+    }
+}
+
+impl Eq for Quantity {}
+
+impl PartialOrd for Quantity {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Quantity {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.nanos.cmp(&other.nanos)
+    }
+}
+
+impl std::fmt::Display for Quantity {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.canonical())
+    }
 }
 
 impl Quantity {
     /// A quantity string (or JSON number); `None` when it does not parse (upstream refuses
     /// such an object when decoding it, before validation). Unlike [`parse_milli`] and
     /// [`parse_units`], surrounding whitespace is not allowed.
-    pub(crate) fn parse(v: &Value) -> Option<Quantity> {
+    pub fn parse(v: &Value) -> Option<Quantity> {
         let text = match v {
             Value::String(s) => s.clone(),
             Value::Number(n) => n.to_string(),
@@ -130,8 +157,42 @@ impl Quantity {
         Some(Quantity { nanos: if parts.negative { -nanos } else { nanos }, format: parts.format })
     }
 
+    /// A count (`pods: 3`), printed as upstream's `DecimalSI` quantities are.
+    pub fn count(n: i64) -> Quantity {
+        Quantity { nanos: i128::from(n) * 1_000_000_000, format: Format::DecimalSI }
+    }
+
+    /// The value in billionths of a unit.
+    pub fn nanos(&self) -> i128 {
+        self.nanos
+    }
+
+    pub fn is_zero(&self) -> bool {
+        self.nanos == 0
+    }
+
+    /// `self + other`, in `self`'s format (`other`'s when `self` is zero), as upstream's
+    /// `Quantity.Add`: `0` plus `1Gi` prints `1Gi`, `1Gi` plus `512Mi` prints `1536Mi`.
+    pub fn add(&self, other: &Quantity) -> Quantity {
+        let format = if self.nanos == 0 { other.format } else { self.format };
+        Quantity { nanos: self.nanos.saturating_add(other.nanos), format }
+    }
+
+    /// `self - other`, formatted as [`Quantity::add`] formats.
+    pub fn sub(&self, other: &Quantity) -> Quantity {
+        let format = if self.nanos == 0 { other.format } else { self.format };
+        Quantity { nanos: self.nanos.saturating_sub(other.nanos), format }
+    }
+
+    /// Rounded up to a whole unit (storage is charged in whole bytes, as upstream).
+    pub fn round_up(&self) -> Quantity {
+        const NANO: i128 = 1_000_000_000;
+        let whole = self.nanos.div_euclid(NANO) + i128::from(self.nanos.rem_euclid(NANO) != 0);
+        Quantity { nanos: whole * NANO, format: self.format }
+    }
+
     /// Upstream's canonical form (`Quantity.String()`): `1500m`, `1`, `1536Mi`, `1e3`.
-    pub(crate) fn canonical(&self) -> String {
+    pub fn canonical(&self) -> String {
         const NANO: i128 = 1_000_000_000;
         if self.nanos == 0 {
             return "0".to_string();

@@ -44,6 +44,8 @@
 //!   `kubernetes.io/service-account-token` Secrets, deleted with their account.
 //! - `clusterrole-aggregation-controller` ([`cluster_role_aggregation`]): the rules of
 //!   aggregated ClusterRoles (`admin`, `edit`, `view`).
+//! - `resourcequota-controller` ([`resource_quota`]): every ResourceQuota's `status.hard`
+//!   and `status.used`, recounted on changes and every `--resource-quota-sync-period`.
 //! - `service-lb-controller` ([`service_lb`]): LoadBalancer Services get the Ready nodes'
 //!   addresses as their ingress, as k3s's ServiceLB (the proxy serves them there).
 //!
@@ -101,6 +103,7 @@ pub mod pod_control;
 pub mod pod_events;
 pub mod pod_state;
 pub mod replica_set;
+pub mod resource_quota;
 pub mod root_ca_publisher;
 pub mod service_account;
 pub mod service_account_token;
@@ -116,7 +119,7 @@ pub use client_builder::ClientBuilder;
 
 /// The controllers, by upstream's names, with the older short names `--controllers` also
 /// accepts.
-pub const CONTROLLERS: [(&str, &str); 24] = [
+pub const CONTROLLERS: [(&str, &str); 25] = [
     ("clusterrole-aggregation-controller", "clusterrole-aggregation"),
     ("cronjob-controller", "cronjob"),
     ("csrapproving-controller", "csrapproving"),
@@ -134,6 +137,7 @@ pub const CONTROLLERS: [(&str, &str); 24] = [
     ("node-lifecycle-controller", "nodelifecycle"),
     ("replicaset-controller", "replicaset"),
     ("replicationcontroller-controller", "replicationcontroller"),
+    ("resourcequota-controller", "resourcequota"),
     ("root-ca-certificate-publisher-controller", "root-ca-cert-publisher"),
     ("serviceaccount-controller", "serviceaccount"),
     ("serviceaccount-token-controller", "serviceaccount-token"),
@@ -185,6 +189,9 @@ pub struct Config {
     /// `--mirroring-concurrent-service-endpoint-syncs` and
     /// `--mirroring-max-endpoints-per-subset`: the mirroring controller's.
     pub endpoint_slice_mirroring: endpoint_slice_mirroring::Config,
+    /// `--concurrent-resource-quota-syncs` and `--resource-quota-sync-period`: the resource
+    /// quota controller's.
+    pub resource_quota: resource_quota::Config,
     /// `--root-ca-file`: the CA bundle published in `kube-root-ca.crt` and token Secrets
     /// (without it the root CA publisher does not run and token Secrets get no `ca.crt`).
     pub root_ca_file: Option<PathBuf>,
@@ -215,6 +222,7 @@ impl Default for Config {
             concurrent_endpoint_syncs: 5,
             endpoint_slice: endpoint_slice::Config::default(),
             endpoint_slice_mirroring: endpoint_slice_mirroring::Config::default(),
+            resource_quota: resource_quota::Config::default(),
             root_ca_file: None,
             service_account_private_key_file: None,
             cluster_signing: certificates::signer::Config::default(),
@@ -278,6 +286,7 @@ impl Config {
             ("node-monitor-period", lifecycle.node_monitor_period),
             ("node-monitor-grace-period", lifecycle.node_monitor_grace_period),
             ("node-startup-grace-period", lifecycle.node_startup_grace_period),
+            ("resource-quota-sync-period", self.resource_quota.resync),
         ] {
             if value == Duration::ZERO {
                 return Err(ConfigError::Zero { flag });
@@ -296,6 +305,7 @@ impl Config {
             ("concurrent-endpoint-syncs", self.concurrent_endpoint_syncs),
             ("concurrent-service-endpoint-syncs", self.endpoint_slice.workers),
             ("mirroring-concurrent-service-endpoint-syncs", self.endpoint_slice_mirroring.workers),
+            ("concurrent-resource-quota-syncs", self.resource_quota.workers),
         ] {
             if value == 0 {
                 return Err(ConfigError::Zero { flag });
@@ -502,6 +512,7 @@ fn controllers(
         let job_rx = jobs.then(|| channel(&mut pod_txs));
         let daemon_set_rx = daemon_sets.then(|| (channel(&mut node_txs), channel(&mut pod_txs)));
         let stateful_set_rx = stateful_sets.then(|| channel(&mut pod_txs));
+        let resource_quota_rx = config.enabled(resource_quota::NAME).then(|| channel(&mut pod_txs));
         // The endpoint controllers share a Service informer too.
         let mut service_txs = Vec::new();
         let endpoints_rx = config
@@ -555,6 +566,14 @@ fn controllers(
             // first list at the same time.
             if nodes.wait_until_ready().await.is_err() || pods.wait_until_ready().await.is_err() {
                 return;
+            }
+            if let Some(pod_rx) = resource_quota_rx {
+                tasks.spawn(resource_quota::run(
+                    clients.client(resource_quota::NAME).await,
+                    config.resource_quota.clone(),
+                    pods.clone(),
+                    pod_rx,
+                ));
             }
             if let Some((node_rx, pod_rx)) = lifecycle_rx {
                 tasks.spawn(node_lifecycle::run(

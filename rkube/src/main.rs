@@ -469,6 +469,12 @@ struct ControllerManagerArgs {
     /// The most addresses of one Endpoints subset mirrored to an EndpointSlice (1 to 1000).
     #[arg(long, default_value_t = 1000)]
     mirroring_max_endpoints_per_subset: usize,
+    /// How many namespaces' ResourceQuotas are recounted at once.
+    #[arg(long, default_value_t = 5)]
+    concurrent_resource_quota_syncs: usize,
+    /// How often every ResourceQuota's usage is recounted, changes or not.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    resource_quota_sync_period: Duration,
     /// The CA certificate (PEM) the csrsigning-controller signs CertificateSigningRequests
     /// with (`rkube server`: the cluster CA).
     #[arg(long)]
@@ -545,6 +551,10 @@ impl ControllerManagerArgs {
             endpoint_slice_mirroring: rkube_controllers::endpoint_slice_mirroring::Config {
                 workers: self.mirroring_concurrent_service_endpoint_syncs,
                 max_endpoints_per_subset: self.mirroring_max_endpoints_per_subset,
+            },
+            resource_quota: rkube_controllers::resource_quota::Config {
+                workers: self.concurrent_resource_quota_syncs,
+                resync: self.resource_quota_sync_period,
             },
             root_ca_file: self.root_ca_file.clone(),
             service_account_private_key_file: self.service_account_private_key_file.clone(),

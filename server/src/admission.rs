@@ -227,6 +227,34 @@ impl ClusterState for CacheState<'_> {
             .await
     }
 
+    async fn update_status(
+        &self,
+        resource: GroupResource<'_>,
+        object: &Value,
+    ) -> Result<Option<Arc<dyn Object>>, AdmissionError> {
+        let info = self.storage(resource)?;
+        let namespace = object::meta_str(object, "namespace").filter(|n| !n.is_empty());
+        let name = object::name(object).unwrap_or("").to_string();
+        // The server's own write (as upstream's quota admission writes through its loopback
+        // client): admitted as a status update of no user, recorded for no field manager.
+        let written = self
+            .registry
+            .update(&info, namespace, &name, Some("status"), object.clone(), &Default::default())
+            .await;
+        match written {
+            Ok(mut value) => {
+                // The registry answers in the storage version already.
+                if value["metadata"]["resourceVersion"].is_null() {
+                    return Ok(None);
+                }
+                rkube_apis::go_json::drop_nulls(&mut value);
+                Ok(Some(Arc::new(JsonObject::new(value))))
+            }
+            Err(e) if e.code == StatusCode::CONFLICT || e.code == StatusCode::NOT_FOUND => Ok(None),
+            Err(e) => Err(AdmissionError::Internal(e.message)),
+        }
+    }
+
     async fn list_by_field(
         &self,
         resource: GroupResource<'_>,

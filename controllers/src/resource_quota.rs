@@ -1,0 +1,394 @@
+//! The `resourcequota-controller`, as kube-controller-manager's: keeps every ResourceQuota's
+//! `status.hard` (its `spec.hard`) and `status.used` (what the namespace's objects use of
+//! each limited resource, measured by [`rkube_apis::quota`], the same measure the
+//! ResourceQuota admission plugin charges with) right, so that a new quota starts to limit
+//! and `kubectl describe quota` tells the truth.
+//!
+//! Start at [`run`]: a namespace is recounted (every quota in it, one status write each when
+//! something changed) when one of its quotas changes, when one of its pods changes (pods come
+//! from the shared informer), when a Service, PersistentVolumeClaim, ConfigMap, Secret or
+//! ReplicationController in it changes or goes (metadata watches), and every `resync`
+//! (`--resource-quota-sync-period`), which also catches `count/<resource>.<group>` quotas on
+//! other resources. Objects other than pods are listed from the API server when counted.
+//! A write that loses a race with admission's charge is retried from a fresh read.
+//!
+//! A recount never lowers a quota's usage within [`CHARGE_GRACE`] of admission's last charge
+//! to it: a request admission charged may not be stored yet (nor in this controller's
+//! caches), and lowering the usage then would let others in beyond the quota. The recount
+//! is made again once the grace has passed (raising usage is written at once).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{Pod, ResourceQuota};
+use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use kube::core::PartialObjectMeta;
+use kube::discovery::ApiResource;
+use kube::runtime::watcher::{self, watcher};
+use kube::Client;
+use rkube_apis::quota::{list, scopes, Evaluator, ResourceList};
+use rkube_runtime::informer::{self, Change};
+use rkube_runtime::store::Store;
+use rkube_runtime::workqueue::WorkQueue;
+use serde_json::Value;
+use tokio::sync::mpsc::UnboundedReceiver;
+
+/// Upstream's controller name.
+pub const NAME: &str = "resourcequota-controller";
+
+/// The longest back-off of a namespace whose recount keeps failing.
+const MAX_BACKOFF: Duration = Duration::from_secs(300);
+/// The longest one recount may take before it is retried.
+const SYNC_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long after admission charged a quota its usage may be lowered (see the module doc):
+/// far longer than a create takes from its charge to the store and to this controller.
+pub const CHARGE_GRACE: Duration = Duration::from_secs(5);
+
+/// The controller's settings (kube-controller-manager's flags).
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// `--concurrent-resource-quota-syncs`.
+    pub workers: usize,
+    /// `--resource-quota-sync-period`: every namespace with a quota is recounted this often.
+    pub resync: Duration,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config { workers: 5, resync: Duration::from_secs(300) }
+    }
+}
+
+/// The core resources whose changes are watched (by metadata) to recount their namespace.
+const WATCHED: [(&str, &str, &str); 5] = [
+    ("Service", "services", "v1"),
+    ("PersistentVolumeClaim", "persistentvolumeclaims", "v1"),
+    ("ConfigMap", "configmaps", "v1"),
+    ("Secret", "secrets", "v1"),
+    ("ReplicationController", "replicationcontrollers", "v1"),
+];
+
+struct Controller {
+    client: Client,
+    quotas: Store<ResourceQuota>,
+    pods: Store<Pod>,
+    queue: WorkQueue<String>,
+    /// Resources found by discovery, by (group, plural), for `count/<resource>.<group>`.
+    resources: tokio::sync::Mutex<HashMap<(String, String), ApiResource>>,
+    /// Per quota (namespace, name): when a change of it not written here was last seen,
+    /// and the resourceVersion this controller last wrote.
+    seen: std::sync::Mutex<HashMap<(String, String), Seen>>,
+}
+
+#[derive(Default)]
+struct Seen {
+    charged_at: Option<std::time::Instant>,
+    own_version: String,
+}
+
+/// Runs the controller until the task is aborted; `pods` and `pod_changes` are the shared
+/// pod informer's.
+pub async fn run(
+    client: Client,
+    config: Config,
+    pods: Store<Pod>,
+    mut pod_changes: UnboundedReceiver<Change>,
+) {
+    let (tx, mut quota_changes) = tokio::sync::mpsc::unbounded_channel();
+    let (quotas, _watch) = informer::start(
+        Api::<ResourceQuota>::all(client.clone()),
+        watcher::Config::default(),
+        vec![tx],
+    );
+    if quotas.wait_until_ready().await.is_err() {
+        return;
+    }
+    let ctl = Arc::new(Controller {
+        client,
+        quotas,
+        pods,
+        queue: WorkQueue::new(MAX_BACKOFF),
+        resources: Default::default(),
+        seen: Default::default(),
+    });
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..config.workers.max(1) {
+        let ctl = ctl.clone();
+        tasks.spawn(async move {
+            let sync = |ns: String| {
+                let ctl = ctl.clone();
+                async move { ctl.recount(&ns).await }
+            };
+            ctl.queue.work(NAME, SYNC_TIMEOUT, sync, is_conflict).await
+        });
+    }
+    for (kind, plural, version) in WATCHED {
+        tasks.spawn(watch_namespaces(
+            ctl.clone(),
+            ApiResource::from_gvk_with_plural(
+                &kube::core::GroupVersionKind::gvk("", version, kind),
+                plural,
+            ),
+        ));
+    }
+    let resync = ctl.clone();
+    tasks.spawn(async move {
+        let mut tick = tokio::time::interval(config.resync);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            for quota in resync.quotas.state() {
+                resync.queue.add(quota.metadata.namespace.clone().unwrap_or_default());
+            }
+        }
+    });
+    tracing::info!(workers = config.workers, "{NAME} started");
+    loop {
+        let change = tokio::select! {
+            Some(change) = quota_changes.recv() => {
+                ctl.note_charge(&change);
+                change
+            }
+            Some(change) = pod_changes.recv() => change,
+            else => break,
+        };
+        match change {
+            Change::Object { namespace: Some(ns), .. } => ctl.enqueue_if_quoted(&ns),
+            Change::Synced => {
+                for quota in ctl.quotas.state() {
+                    ctl.queue.add(quota.metadata.namespace.clone().unwrap_or_default());
+                }
+            }
+            Change::Object { .. } => {}
+        }
+    }
+    ctl.queue.shut_down();
+}
+
+/// Whether the error is a lost race (retried at once, without a warning).
+fn is_conflict(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 409)
+}
+
+/// Queues the namespace of every change of `resource` (by metadata only) that has a quota.
+async fn watch_namespaces(ctl: Arc<Controller>, resource: ApiResource) {
+    let api: Api<PartialObjectMeta<DynamicObject>> = Api::all_with(ctl.client.clone(), &resource);
+    let mut events = std::pin::pin!(watcher(api, watcher::Config::default()));
+    while let Some(event) = events.next().await {
+        let namespaces: Vec<String> = match event {
+            Ok(watcher::Event::Apply(o) | watcher::Event::Delete(o)) => {
+                o.metadata.namespace.into_iter().collect()
+            }
+            Ok(_) => continue,
+            Err(e) => {
+                tracing::debug!(error = %e, resource = resource.plural, "quota watch failed; retrying");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                continue;
+            }
+        };
+        for ns in namespaces {
+            ctl.enqueue_if_quoted(&ns);
+        }
+    }
+}
+
+impl Controller {
+    /// Notes when a quota changed by another hand than this controller's (admission's
+    /// charges, or its spec).
+    fn note_charge(&self, change: &Change) {
+        let Change::Object { namespace: Some(ns), name } = change else { return };
+        let key = (ns.clone(), name.clone());
+        let quota = self.quotas.get(&kube::runtime::reflector::ObjectRef::new(name).within(ns));
+        let mut seen = self.seen.lock().expect("quota seen lock");
+        let Some(quota) = quota else {
+            seen.remove(&key);
+            return;
+        };
+        let version = quota.metadata.resource_version.clone().unwrap_or_default();
+        let entry = seen.entry(key).or_default();
+        if entry.own_version != version {
+            entry.charged_at = Some(std::time::Instant::now());
+        }
+    }
+
+    /// How long a lowering of `namespace/name`'s usage must still wait.
+    fn grace_left(&self, namespace: &str, name: &str) -> Option<Duration> {
+        let seen = self.seen.lock().expect("quota seen lock");
+        let at = seen.get(&(namespace.to_string(), name.to_string()))?.charged_at?;
+        CHARGE_GRACE.checked_sub(at.elapsed()).filter(|d| !d.is_zero())
+    }
+
+    fn enqueue_if_quoted(&self, namespace: &str) {
+        if !self.quotas.in_namespace(namespace).is_empty() {
+            self.queue.add(namespace.to_string());
+        }
+    }
+
+    /// Recounts every quota of `namespace` and writes the statuses that changed; when a
+    /// lowering has to wait, how long until the namespace is counted again.
+    async fn recount(&self, namespace: &str) -> Result<Option<Duration>, kube::Error> {
+        let mut again: Option<Duration> = None;
+        let quotas = self.quotas.in_namespace(namespace);
+        // Objects listed once per recount, by evaluator.
+        let mut objects: HashMap<Evaluator, Vec<Value>> = HashMap::new();
+        let now = SystemTime::now();
+        for quota in quotas {
+            if quota.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            let value = serde_json::to_value(&*quota).unwrap_or_default();
+            let hard = list::from_json(&value["spec"]["hard"]);
+            let names: Vec<&str> = hard.keys().map(String::as_str).collect();
+            let selectors = scopes::of_quota(&value);
+            // What is still counted elsewhere keeps its last value (upstream starts from the
+            // old usage), then each evaluator's names are counted afresh.
+            let mut used = list::from_json(&value["status"]["used"]);
+            for evaluator in evaluators(&names) {
+                let matched = evaluator.matching_resources(names.iter().copied());
+                if !objects.contains_key(&evaluator) {
+                    let listed = self.list(&evaluator, namespace).await?;
+                    objects.insert(evaluator.clone(), listed);
+                }
+                let mut counted: ResourceList = matched
+                    .iter()
+                    .map(|n| (n.clone(), rkube_apis::quantity::Quantity::count(0)))
+                    .collect();
+                for obj in &objects[&evaluator] {
+                    if selectors.iter().all(|s| evaluator.matches_scope(s, obj)) {
+                        counted =
+                            list::add(&counted, &list::mask(&evaluator.usage(obj, now), &matched));
+                    }
+                }
+                used.extend(counted);
+            }
+            let used = list::mask(&used, &names);
+            let old_hard = list::from_json(&value["status"]["hard"]);
+            let old_used = list::from_json(&value["status"]["used"]);
+            let unset = value["status"]["hard"].is_null() || value["status"]["used"].is_null();
+            if !unset && list::equals(&old_hard, &hard) && list::equals(&old_used, &used) {
+                continue;
+            }
+            let name = quota.metadata.name.clone().unwrap_or_default();
+            let lowers = used.iter().any(|(n, q)| old_used.get(n).is_some_and(|old| q < old));
+            if lowers {
+                if let Some(wait) = self.grace_left(namespace, &name) {
+                    again = Some(again.map_or(wait, |a| a.min(wait)));
+                    continue;
+                }
+            }
+            let mut updated = value.clone();
+            updated["status"] = serde_json::json!({
+                "hard": list::to_json(&hard),
+                "used": list::to_json(&used),
+            });
+            let api: Api<ResourceQuota> = Api::namespaced(self.client.clone(), namespace);
+            let Ok(body) = serde_json::from_value::<ResourceQuota>(updated) else { continue };
+            // The cached resourceVersion is the precondition: a charge admission wrote since
+            // makes this a conflict, and the namespace is counted again.
+            let written = api.replace_status(&name, &PostParams::default(), &body).await?;
+            let mut seen = self.seen.lock().expect("quota seen lock");
+            let entry = seen.entry((namespace.to_string(), name)).or_default();
+            entry.own_version = written.metadata.resource_version.unwrap_or_default();
+        }
+        Ok(again)
+    }
+
+    /// The objects of `evaluator`'s resource in `namespace`, as JSON.
+    async fn list(
+        &self,
+        evaluator: &Evaluator,
+        namespace: &str,
+    ) -> Result<Vec<Value>, kube::Error> {
+        if *evaluator == Evaluator::Pods {
+            return Ok(self
+                .pods
+                .in_namespace(namespace)
+                .iter()
+                .filter_map(|p| serde_json::to_value(&**p).ok())
+                .collect());
+        }
+        let (group, resource) = evaluator.group_resource();
+        let Some(api_resource) = self.resource(group, resource).await else {
+            // A quota on a resource the server does not serve counts nothing (upstream).
+            return Ok(Vec::new());
+        };
+        let api: Api<DynamicObject> =
+            Api::namespaced_with(self.client.clone(), namespace, &api_resource);
+        let listed = api.list(&ListParams::default()).await?;
+        Ok(listed.items.iter().filter_map(|o| serde_json::to_value(o).ok()).collect())
+    }
+
+    /// The served resource `group`/`plural`, from discovery (asked again on a miss, so a
+    /// CustomResourceDefinition made later is found).
+    async fn resource(&self, group: &str, plural: &str) -> Option<ApiResource> {
+        let key = (group.to_string(), plural.to_string());
+        let mut known = self.resources.lock().await;
+        if let Some(found) = known.get(&key) {
+            return Some(found.clone());
+        }
+        let discovery = crate::discovery::run(&self.client).await.ok()?;
+        for (resource, _) in crate::discovery::preferred_resources(&discovery) {
+            known.insert((resource.group.clone(), resource.plural.clone()), resource);
+        }
+        known.get(&key).cloned()
+    }
+}
+
+/// The evaluators a quota's hard names need: pods, services and claims by their names, and
+/// an object count for `count/<resource>[.<group>]` and the legacy count names.
+fn evaluators(names: &[&str]) -> Vec<Evaluator> {
+    let mut out: Vec<Evaluator> = Vec::new();
+    let mut push = |e: Evaluator| {
+        if !out.contains(&e) {
+            out.push(e);
+        }
+    };
+    for name in names {
+        let specific = [Evaluator::Pods, Evaluator::Services, Evaluator::PersistentVolumeClaims];
+        if let Some(e) = specific.into_iter().find(|e| !e.matching_resources([*name]).is_empty()) {
+            push(e);
+            continue;
+        }
+        if let Some(counted) = name.strip_prefix("count/") {
+            let (resource, group) = counted.split_once('.').unwrap_or((counted, ""));
+            push(Evaluator::of(group, resource));
+        } else if ["configmaps", "secrets", "replicationcontrollers", "resourcequotas"]
+            .contains(name)
+        {
+            push(Evaluator::of("", name));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quota_names_choose_their_evaluators() {
+        let names = [
+            "pods",
+            "requests.cpu",
+            "services.nodeports",
+            "count/deployments.apps",
+            "secrets",
+            "gold.storageclass.storage.k8s.io/requests.storage",
+            "count/configmaps",
+            "bogus",
+        ];
+        assert_eq!(
+            evaluators(&names),
+            [
+                Evaluator::Pods,
+                Evaluator::Services,
+                Evaluator::of("apps", "deployments"),
+                Evaluator::of("", "secrets"),
+                Evaluator::PersistentVolumeClaims,
+                Evaluator::of("", "configmaps"),
+            ]
+        );
+    }
+}
