@@ -1,0 +1,318 @@
+//! Admission benchmark: what the default admission chain costs a Pod create, and whether a
+//! ResourceQuota holds under concurrent creators.
+//!
+//! ```text
+//! cargo build --release -p rkube -p rkube-conformance
+//! target/release/admission-bench [--quick] [--output FILE]
+//! ```
+//!
+//! - Pod creates (one busybox container, no resources stated) from 64 kube-rs tasks against
+//!   two API servers (`--disable scheduler,controllers`) in alternating turns: one with
+//!   every default admission plugin and, in the namespace, a LimitRange (container defaults,
+//!   min and max) and a ResourceQuota (pods, requests.cpu, limits.memory, configmaps) that
+//!   admission charges; the other with `--disable-admission-plugins` naming every default
+//!   plugin. The quota's status is set by this program (the controllers are off).
+//! - Quota races: 64 tasks each create one pod at once in a namespace whose quota allows
+//!   10, ten times (the whole `rkube server`, controllers on): over-admissions counted.
+//!
+//! Writes the `admission-bench` section of docs/benchmarks.md (or `--output`).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use k8s_openapi::api::core::v1::{Namespace, Pod, ResourceQuota, ServiceAccount};
+use kube::api::{Api, ObjectMeta, PostParams};
+use kube::Client;
+use rkube_conformance::cluster::RkubeServer;
+use rkube_conformance::report::{self, Table};
+use serde_json::json;
+
+const CONCURRENCY: usize = 64;
+const TURNS: usize = 4;
+const RACE_RUNS: usize = 10;
+const RACE_LIMIT: usize = 10;
+
+/// One timed phase: creates per second and sorted latencies.
+struct Run {
+    latencies: Vec<Duration>,
+    elapsed: Duration,
+}
+
+impl Run {
+    fn rate(&self) -> f64 {
+        self.latencies.len() as f64 / self.elapsed.as_secs_f64()
+    }
+    fn cell(&self) -> String {
+        format!(
+            "{:.0}/s, p50 {}, p99 {}",
+            self.rate(),
+            report::ms(report::percentile(&self.latencies, 50.0)),
+            report::ms(report::percentile(&self.latencies, 99.0))
+        )
+    }
+}
+
+fn pod(name: String) -> Pod {
+    serde_json::from_value(json!({
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "main", "image": "busybox", "command": ["sleep", "3600"]}]}
+    }))
+    .expect("a pod")
+}
+
+/// Pod creates into `ns` from [`CONCURRENCY`] tasks for `duration`; any error ends it.
+async fn creates(client: &Client, ns: &str, prefix: &str, duration: Duration) -> Result<Run> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let next = Arc::new(AtomicUsize::new(0));
+    let started = Instant::now();
+    let end = started + duration;
+    let tasks: Vec<_> = (0..CONCURRENCY)
+        .map(|_| {
+            let (api, next, prefix) = (api.clone(), next.clone(), prefix.to_string());
+            tokio::spawn(async move {
+                let mut latencies = Vec::new();
+                while Instant::now() < end {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let t = Instant::now();
+                    api.create(&PostParams::default(), &pod(format!("{prefix}-{i:07}"))).await?;
+                    latencies.push(t.elapsed());
+                }
+                anyhow::Ok(latencies)
+            })
+        })
+        .collect();
+    let mut latencies = Vec::new();
+    for t in tasks {
+        latencies.extend(t.await??);
+    }
+    latencies.sort();
+    Ok(Run { latencies, elapsed: started.elapsed() })
+}
+
+async fn namespace(client: &Client, name: &str) -> Result<()> {
+    let ns = Namespace {
+        metadata: ObjectMeta { name: Some(name.into()), ..Default::default() },
+        ..Default::default()
+    };
+    Api::<Namespace>::all(client.clone()).create(&PostParams::default(), &ns).await?;
+    // The ServiceAccount plugin wants the `default` account (its controller is off here).
+    let account = ServiceAccount {
+        metadata: ObjectMeta { name: Some("default".into()), ..Default::default() },
+        ..Default::default()
+    };
+    Api::<ServiceAccount>::namespaced(client.clone(), name)
+        .create(&PostParams::default(), &account)
+        .await?;
+    Ok(())
+}
+
+/// The namespace's LimitRange and ResourceQuota, the quota's status counted as the
+/// controller would (nothing in it yet).
+async fn policies(client: &Client, ns: &str) -> Result<()> {
+    let limits = json!({
+        "apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "limits"},
+        "spec": {"limits": [{"type": "Container",
+            "default": {"cpu": "100m", "memory": "64Mi"},
+            "defaultRequest": {"cpu": "10m", "memory": "16Mi"},
+            "min": {"cpu": "1m", "memory": "1Mi"},
+            "max": {"cpu": "2", "memory": "1Gi"}}]}
+    });
+    let limit_ranges: Api<kube::api::DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        ns,
+        &kube::discovery::ApiResource::erase::<k8s_openapi::api::core::v1::LimitRange>(&()),
+    );
+    limit_ranges.create(&PostParams::default(), &serde_json::from_value(limits)?).await?;
+    let hard = json!({"pods": "10000000", "requests.cpu": "100000", "limits.memory": "100000Gi", "configmaps": "100"});
+    let quota: ResourceQuota = serde_json::from_value(json!({
+        "metadata": {"name": "quota"}, "spec": {"hard": hard}
+    }))?;
+    let quotas: Api<ResourceQuota> = Api::namespaced(client.clone(), ns);
+    let mut created = quotas.create(&PostParams::default(), &quota).await?;
+    created.status = Some(serde_json::from_value(json!({
+        "hard": hard,
+        "used": {"pods": "0", "requests.cpu": "0", "limits.memory": "0", "configmaps": "0"}
+    }))?);
+    quotas.replace_status("quota", &PostParams::default(), &created).await?;
+    Ok(())
+}
+
+/// `--disable-admission-plugins` of every plugin rkube runs by default.
+fn every_default_plugin() -> String {
+    let names = rkube_admission::chain::enabled(&[], &[]).expect("the defaults are known");
+    format!("--disable-admission-plugins={}", names.join(","))
+}
+
+struct Figures {
+    /// Per turn: (whole chain with quota and limits, chain off).
+    turns: Vec<(Run, Run)>,
+    /// Per race run: pods admitted.
+    races: Vec<usize>,
+    plugins: Vec<&'static str>,
+}
+
+async fn bench(duration: Duration) -> Result<Figures> {
+    eprintln!("starting two API servers (whole chain, chain off)");
+    let on = tokio::task::spawn_blocking(|| {
+        RkubeServer::start_with(&["--disable", "scheduler,controllers"])
+    })
+    .await?;
+    let off = tokio::task::spawn_blocking(|| {
+        RkubeServer::start_with(&["--disable", "scheduler,controllers", &every_default_plugin()])
+    })
+    .await?;
+    let (on_client, off_client) = (on.kube_client().await?, off.kube_client().await?);
+    let ns = "bench-admission";
+    namespace(&on_client, ns).await?;
+    namespace(&off_client, ns).await?;
+    policies(&on_client, ns).await?;
+    policies(&off_client, ns).await?;
+    // Warm both (connections, caches), then the turns, alternating which goes first.
+    creates(&on_client, ns, "warm", Duration::from_millis(500)).await?;
+    creates(&off_client, ns, "warm", Duration::from_millis(500)).await?;
+    let mut turns = Vec::new();
+    for turn in 0..TURNS {
+        let (a, b) = (format!("on{turn}"), format!("off{turn}"));
+        let pair = if matches!(turn % 4, 0 | 3) {
+            let with = creates(&on_client, ns, &a, duration).await?;
+            (with, creates(&off_client, ns, &b, duration).await?)
+        } else {
+            let without = creates(&off_client, ns, &b, duration).await?;
+            (creates(&on_client, ns, &a, duration).await?, without)
+        };
+        eprintln!("  turn {turn}: chain {}; off {}", pair.0.cell(), pair.1.cell());
+        turns.push(pair);
+    }
+    // The LimitRange's defaults were applied and the quota charged: check, so the figure is
+    // of the work the issue names.
+    let sample = Api::<Pod>::namespaced(on_client.clone(), ns).get("on0-0000000").await?;
+    let limits = serde_json::to_value(&sample.spec.context("no spec")?.containers[0].resources)?;
+    if limits["limits"]["memory"] != "64Mi" {
+        bail!("the LimitRange's defaults were not applied: {limits}");
+    }
+    let used = Api::<ResourceQuota>::namespaced(on_client.clone(), ns).get("quota").await?;
+    eprintln!("  quota used: {:?}", used.status.and_then(|s| s.used));
+    drop((on, off));
+
+    eprintln!("starting the whole rkube server (quota races)");
+    let server = tokio::task::spawn_blocking(RkubeServer::start).await?;
+    let client = server.kube_client().await?;
+    let mut races = Vec::new();
+    for run in 0..RACE_RUNS {
+        let ns = format!("race-{run}");
+        Api::<Namespace>::all(client.clone())
+            .create(
+                &PostParams::default(),
+                &Namespace {
+                    metadata: ObjectMeta { name: Some(ns.clone()), ..Default::default() },
+                    ..Default::default()
+                },
+            )
+            .await?;
+        let quotas: Api<ResourceQuota> = Api::namespaced(client.clone(), &ns);
+        let quota: ResourceQuota = serde_json::from_value(
+            json!({"metadata": {"name": "pods"}, "spec": {"hard": {"pods": RACE_LIMIT.to_string()}}}),
+        )?;
+        quotas.create(&PostParams::default(), &quota).await?;
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while quotas.get("pods").await?.status.and_then(|s| s.used).is_none() {
+            if Instant::now() > deadline {
+                bail!("the quota in {ns} was not counted within 30 s");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // Each namespace waits for its default account, as a user's first pod would.
+        let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), &ns);
+        while accounts.get_opt("default").await?.is_none() {
+            if Instant::now() > deadline {
+                bail!("no default ServiceAccount in {ns} within 30 s");
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        let tasks: Vec<_> = (0..CONCURRENCY)
+            .map(|i| {
+                let pods = pods.clone();
+                tokio::spawn(async move {
+                    match pods.create(&PostParams::default(), &pod(format!("p{i}"))).await {
+                        Ok(_) => Ok(true),
+                        Err(kube::Error::Api(e)) if e.code == 403 => Ok(false),
+                        Err(e) => Err(e),
+                    }
+                })
+            })
+            .collect();
+        let mut admitted = 0;
+        for t in tasks {
+            admitted += usize::from(t.await??);
+        }
+        let stored = pods.list(&Default::default()).await?.items.len();
+        if stored != admitted {
+            bail!("{ns}: {admitted} creates answered 201 but {stored} pods are stored");
+        }
+        eprintln!("  race {run}: {admitted} of {CONCURRENCY} admitted (quota {RACE_LIMIT})");
+        races.push(admitted);
+    }
+    let plugins = rkube_admission::chain::enabled(&[], &[]).expect("the defaults are known");
+    Ok(Figures { turns, races, plugins })
+}
+
+fn render(f: &Figures, quick: bool) -> String {
+    let mut table =
+        Table::new(&["turn", "whole chain, quota and LimitRange", "chain off", "chain / off"]);
+    let (mut with, mut without) = (0.0, 0.0);
+    for (i, (a, b)) in f.turns.iter().enumerate() {
+        with += a.rate();
+        without += b.rate();
+        table.row(vec![
+            format!("{}", i + 1),
+            a.cell(),
+            b.cell(),
+            format!("{:.2}x the rate", a.rate() / b.rate()),
+        ]);
+    }
+    let slower = (1.0 - with / without) * 100.0;
+    let over: usize = f.races.iter().map(|a| a.saturating_sub(RACE_LIMIT)).sum();
+    let under = f.races.iter().filter(|a| **a < RACE_LIMIT).count();
+    format!(
+        "## Admission (`admission-bench`)\n\n{}{}\n\nPod creates (one busybox container, no \
+         resources stated), {CONCURRENCY} at a time with kube-rs, on two API servers \
+         (`--disable scheduler,controllers`) in {TURNS} alternating turns: one with the whole \
+         default chain ({}) and, in the namespace, a LimitRange whose defaults every pod gets \
+         and a ResourceQuota that charges each create; the other with every one of those \
+         plugins disabled. Over all turns the chain made creates **{:.1}%** {} (target: at \
+         most 10% slower).\n\n{}\n\nQuota races: {CONCURRENCY} concurrent pod creates into a \
+         namespace whose quota allows {RACE_LIMIT} pods, {} times on the whole server: \
+         **{over} over-admissions** (admitted per run: {}){}.\n",
+        report::machine(),
+        if quick { " (quick run)" } else { "" },
+        f.plugins.join(", "),
+        slower.abs(),
+        if slower >= 0.0 { "slower" } else { "faster" },
+        table.markdown(),
+        f.races.len(),
+        f.races.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", "),
+        if under > 0 {
+            format!("; {under} runs admitted fewer than the limit")
+        } else {
+            String::new()
+        },
+    )
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let report::Args { quick, output } = report::Args::parse();
+    let duration = if quick { Duration::from_secs(1) } else { Duration::from_secs(5) };
+    let figures = bench(duration).await?;
+    let markdown = render(&figures, quick);
+    println!("{markdown}");
+    if !quick {
+        report::write_section(&output, "admission-bench", &markdown)
+            .with_context(|| format!("writing {output}"))?;
+        eprintln!("wrote {output}");
+    }
+    Ok(())
+}
