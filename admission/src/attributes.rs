@@ -4,6 +4,7 @@
 //! nothing on the request path.
 
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 
 use serde_json::{json, Value};
 
@@ -123,6 +124,25 @@ pub struct Attributes<'a> {
     pub old_object: Option<&'a Value>,
     pub dry_run: bool,
     pub options: OperationOptions<'a>,
+    /// What the plugins tell the client: the server sends them as `Warning` headers.
+    pub warnings: Warnings,
+}
+
+/// Warnings for the client (upstream's `warning.AddWarning`): plugins add them while they
+/// admit a request, and the server answers with each as an HTTP `Warning` header (`kubectl`
+/// prints `Warning: <text>`), whether the request then succeeds or not.
+#[derive(Debug, Default)]
+pub struct Warnings(Mutex<Vec<String>>);
+
+impl Warnings {
+    pub fn add(&self, text: impl Into<String>) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(text.into());
+    }
+
+    /// The warnings added so far, in order; none are left.
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
 }
 
 impl Attributes<'_> {

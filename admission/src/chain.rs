@@ -384,6 +384,7 @@ mod tests {
             old_object: None,
             dry_run: false,
             options: OperationOptions::Create { field_manager: None },
+            warnings: Default::default(),
         }
     }
 

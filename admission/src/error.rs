@@ -115,6 +115,7 @@ mod tests {
             old_object: None,
             dry_run: false,
             options: OperationOptions::None,
+            warnings: Default::default(),
         };
         let e = AdmissionError::forbidden(&a, "no");
         assert_eq!(e.to_string(), "pods \"web-\" is forbidden: no");

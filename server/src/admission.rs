@@ -78,6 +78,7 @@ impl Write<'_> {
             old_object,
             dry_run: self.dry_run,
             options: self.options,
+            warnings: Default::default(),
         }
     }
 }
@@ -91,7 +92,9 @@ impl Registry {
         old: Option<&Value>,
     ) -> ApiResult<()> {
         let mut attributes = write.attributes(object, old);
-        Ok(self.admission.admit(&mut attributes, &CacheState { registry: self }).await?)
+        let admitted = self.admission.admit(&mut attributes, &CacheState { registry: self }).await;
+        crate::warnings::add(attributes.warnings.take());
+        Ok(admitted?)
     }
 
     /// The validating plugins, after the object passed validation.
@@ -103,10 +106,15 @@ impl Registry {
     ) -> ApiResult<()> {
         let attributes = write.attributes(object, old);
         let state = CacheState { registry: self };
-        for guard in &self.guards {
-            guard.validate(&attributes, &state).await?;
+        let validated = async {
+            for guard in &self.guards {
+                guard.validate(&attributes, &state).await?;
+            }
+            self.admission.validate(&attributes, &state).await
         }
-        Ok(self.admission.validate(&attributes, &state).await?)
+        .await;
+        crate::warnings::add(attributes.warnings.take());
+        Ok(validated?)
     }
 }
 
