@@ -116,7 +116,8 @@ pub struct Attributes<'a> {
     /// `""` for cluster-scoped resources.
     pub namespace: &'a str,
     /// The name the request names: `""` for a create whose name is generated
-    /// (`metadata.generateName`).
+    /// (`metadata.generateName`) while the mutating plugins run; the validating ones see the
+    /// generated name, as upstream's do.
     pub name: &'a str,
     /// The object as it will be stored: mutating plugins may change it. `None` for a delete.
     pub object: Option<&'a mut Value>,
