@@ -4,6 +4,7 @@
 //! nothing on the request path.
 
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 
 use serde_json::{json, Value};
 
@@ -115,7 +116,8 @@ pub struct Attributes<'a> {
     /// `""` for cluster-scoped resources.
     pub namespace: &'a str,
     /// The name the request names: `""` for a create whose name is generated
-    /// (`metadata.generateName`).
+    /// (`metadata.generateName`) while the mutating plugins run; the validating ones see the
+    /// generated name, as upstream's do.
     pub name: &'a str,
     /// The object as it will be stored: mutating plugins may change it. `None` for a delete.
     pub object: Option<&'a mut Value>,
@@ -123,6 +125,25 @@ pub struct Attributes<'a> {
     pub old_object: Option<&'a Value>,
     pub dry_run: bool,
     pub options: OperationOptions<'a>,
+    /// What the plugins tell the client: the server sends them as `Warning` headers.
+    pub warnings: Warnings,
+}
+
+/// Warnings for the client (upstream's `warning.AddWarning`): plugins add them while they
+/// admit a request, and the server answers with each as an HTTP `Warning` header (`kubectl`
+/// prints `Warning: <text>`), whether the request then succeeds or not.
+#[derive(Debug, Default)]
+pub struct Warnings(Mutex<Vec<String>>);
+
+impl Warnings {
+    pub fn add(&self, text: impl Into<String>) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(text.into());
+    }
+
+    /// The warnings added so far, in order; none are left.
+    pub fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
 }
 
 impl Attributes<'_> {

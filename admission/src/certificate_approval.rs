@@ -83,6 +83,7 @@ pub(crate) mod tests {
             old_object: None,
             dry_run: false,
             options: OperationOptions::None,
+            warnings: Default::default(),
         }
     }
 

@@ -15,7 +15,7 @@ use crate::default_toleration_seconds::{self, DefaultTolerationSeconds};
 use crate::error::AdmissionError;
 use crate::state::ClusterState;
 use crate::{
-    namespace_lifecycle, node_restriction, priority, resource_quota, service_account,
+    namespace_lifecycle, node_restriction, pod_security, priority, resource_quota, service_account,
     MutatingPlugin, ValidatingPlugin,
 };
 
@@ -92,6 +92,7 @@ pub const IMPLEMENTED: &[&str] = &[
     namespace_lifecycle::NAME,
     service_account::NAME,
     node_restriction::NAME,
+    pod_security::NAME,
     priority::NAME,
     default_toleration_seconds::NAME,
     certificate_approval::NAME,
@@ -169,6 +170,7 @@ fn build(name: &str, settings: &Settings, authorizer: &AuthorizerSlot) -> Halves
             (Some(plugin.clone()), Some(plugin))
         }
         node_restriction::NAME => (Some(Arc::new(node_restriction::NodeRestriction)), None),
+        pod_security::NAME => (None, Some(Arc::new(pod_security::PodSecurity))),
         priority::NAME => {
             let plugin = Arc::new(priority::Priority::default());
             (Some(plugin.clone()), Some(plugin))
@@ -293,6 +295,7 @@ mod tests {
             "NamespaceLifecycle",
             "ServiceAccount",
             "NodeRestriction",
+            "PodSecurity",
             "Priority",
             "DefaultTolerationSeconds",
             "CertificateApproval",
@@ -366,6 +369,7 @@ mod tests {
             validating,
             [
                 "ServiceAccount",
+                "PodSecurity",
                 "Priority",
                 "CertificateApproval",
                 "CertificateSigning",
@@ -388,6 +392,7 @@ mod tests {
             old_object: None,
             dry_run: false,
             options: OperationOptions::Create { field_manager: None },
+            warnings: Default::default(),
         }
     }
 

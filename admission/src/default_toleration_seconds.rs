@@ -143,6 +143,7 @@ mod tests {
                 old_object: None,
                 dry_run: false,
                 options: OperationOptions::None,
+                warnings: Default::default(),
             };
             plugin.admit(&mut a, &state).await.unwrap();
             assert_eq!(

@@ -27,6 +27,15 @@ pub enum AdmissionError {
     /// 404 Not Found: `namespaces "x" not found`.
     #[error("{} {name:?} not found", qualified(group, resource))]
     NotFound { group: String, resource: String, name: String },
+    /// 422 Unprocessable Entity: `Namespace "x" is invalid: <field errors>`, as the
+    /// registry's own validation answers (upstream's `NewInvalid`).
+    #[error("{kind} {name:?} is invalid")]
+    Invalid {
+        group: String,
+        kind: String,
+        name: String,
+        causes: Vec<rkube_apis::validation::FieldError>,
+    },
     /// 400 Bad Request.
     #[error("{0}")]
     BadRequest(String),
@@ -115,6 +124,7 @@ mod tests {
             old_object: None,
             dry_run: false,
             options: OperationOptions::None,
+            warnings: Default::default(),
         };
         let e = AdmissionError::forbidden(&a, "no");
         assert_eq!(e.to_string(), "pods \"web-\" is forbidden: no");

@@ -12,14 +12,16 @@
 //! which the server answers with the `Status` upstream sends (403 Forbidden, 404, ...).
 //!
 //! The plugins: [`namespace_lifecycle`] (NamespaceLifecycle), [`service_account`]
-//! (ServiceAccount), [`node_restriction`] (NodeRestriction), [`priority`] (Priority) and
+//! (ServiceAccount), [`node_restriction`] (NodeRestriction), [`pod_security`]
+//! (PodSecurity), [`priority`] (Priority) and
 //! [`default_toleration_seconds`] (DefaultTolerationSeconds), and the certificate checks
 //! [`certificate_approval`] (CertificateApproval), [`certificate_signing`]
 //! (CertificateSigning) and [`certificate_subject_restriction`]
 //! (CertificateSubjectRestriction), and [`resource_quota`] (ResourceQuota). Plugins that need an authorization decision ask the
 //! server's authorizer through [`authorizer::Authorizer`], which the server hands the chain
-//! with [`Chain::set_authorizer`]. A new plugin is one module
-//! implementing one or both traits, and one row in [`chain`].
+//! with [`Chain::set_authorizer`]. Plugins tell the client things through
+//! [`Attributes::warnings`], which the server sends as `Warning` headers. A new plugin is one
+//! module implementing one or both traits, and one row in [`chain`].
 
 pub mod attributes;
 pub mod authorizer;
@@ -32,6 +34,7 @@ pub mod error;
 pub mod namespace_lifecycle;
 pub mod node_restriction;
 pub mod pod_refs;
+pub mod pod_security;
 pub mod priority;
 pub mod resource_quota;
 pub mod service_account;
@@ -39,6 +42,7 @@ pub mod state;
 
 pub use attributes::{
     Attributes, GroupVersionKind, GroupVersionResource, Operation, OperationOptions, UserInfo,
+    Warnings,
 };
 pub use authorizer::{Authorizer, AuthorizerSlot, ResourceCheck};
 pub use chain::{Chain, ConfigError, Settings};

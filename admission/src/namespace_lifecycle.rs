@@ -162,6 +162,7 @@ mod tests {
             old_object: None,
             dry_run: false,
             options: OperationOptions::None,
+            warnings: Default::default(),
         };
         plugin.admit(&mut a, state).await
     }
@@ -276,6 +277,7 @@ mod tests {
                 old_object: None,
                 dry_run: false,
                 options: OperationOptions::None,
+                warnings: Default::default(),
             };
             NamespaceLifecycle::admit(plugin, &mut a, &Lagging).await
         };
@@ -294,6 +296,7 @@ mod tests {
             old_object: None,
             dry_run: false,
             options: OperationOptions::None,
+            warnings: Default::default(),
         };
         plugin.admit(&mut delete, &Lagging).await.unwrap();
         let refused = create(&plugin).await.unwrap_err();

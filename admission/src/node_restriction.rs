@@ -634,6 +634,7 @@ mod tests {
                 old_object: self.old.as_ref(),
                 dry_run: false,
                 options: OperationOptions::None,
+                warnings: Default::default(),
             };
             NodeRestriction.admit(&mut a, state).await
         }

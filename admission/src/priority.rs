@@ -247,6 +247,7 @@ mod tests {
             old_object: old,
             dry_run: false,
             options: OperationOptions::None,
+            warnings: Default::default(),
         }
     }
 

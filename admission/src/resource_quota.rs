@@ -546,6 +546,7 @@ mod tests {
             old_object: None,
             dry_run,
             options: OperationOptions::None,
+            warnings: Default::default(),
         };
         plugin.validate(&a, state).await
     }

@@ -426,6 +426,7 @@ mod tests {
             old_object: None,
             dry_run: false,
             options: OperationOptions::None,
+            warnings: Default::default(),
         }
     }
 

@@ -134,7 +134,7 @@ pub(crate) fn go_json_kind(v: &Value) -> &'static str {
 
 /// `fmt.Sprintf("%q", s)`: a double-quoted Go string literal, with Go's escapes for quotes,
 /// backslashes and control characters.
-pub(crate) fn go_quote(s: &str) -> String {
+pub fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     for c in s.chars() {

@@ -13,6 +13,7 @@ pub mod defaults;
 pub mod disabled_fields;
 pub mod go_json;
 mod gofmt;
+pub use gofmt::go_quote;
 pub mod kinds;
 pub mod names;
 pub mod node_selector;

@@ -78,6 +78,7 @@ impl Write<'_> {
             old_object,
             dry_run: self.dry_run,
             options: self.options,
+            warnings: Default::default(),
         }
     }
 }
@@ -91,7 +92,9 @@ impl Registry {
         old: Option<&Value>,
     ) -> ApiResult<()> {
         let mut attributes = write.attributes(object, old);
-        Ok(self.admission.admit(&mut attributes, &CacheState { registry: self }).await?)
+        let admitted = self.admission.admit(&mut attributes, &CacheState { registry: self }).await;
+        crate::warnings::add(attributes.warnings.take());
+        Ok(admitted?)
     }
 
     /// The validating plugins, after the object passed validation.
@@ -101,12 +104,23 @@ impl Registry {
         object: Option<&mut Value>,
         old: Option<&Value>,
     ) -> ApiResult<()> {
-        let attributes = write.attributes(object, old);
-        let state = CacheState { registry: self };
-        for guard in &self.guards {
-            guard.validate(&attributes, &state).await?;
+        // A create's generated name exists by now: upstream's validating plugins see it
+        // (its store generates the name between the mutating and the validating plugins).
+        let generated = object.as_deref().and_then(object::name).unwrap_or("").to_string();
+        let mut attributes = write.attributes(object, old);
+        if attributes.name.is_empty() {
+            attributes.name = &generated;
         }
-        Ok(self.admission.validate(&attributes, &state).await?)
+        let state = CacheState { registry: self };
+        let validated = async {
+            for guard in &self.guards {
+                guard.validate(&attributes, &state).await?;
+            }
+            self.admission.validate(&attributes, &state).await
+        }
+        .await;
+        crate::warnings::add(attributes.warnings.take());
+        Ok(validated?)
     }
 }
 
@@ -311,7 +325,8 @@ impl From<AdmissionError> for ApiError {
         match e {
             AdmissionError::Forbidden { group, resource, name, causes, .. } => {
                 let mut error = ApiError::new(StatusCode::FORBIDDEN, "Forbidden", message);
-                error.details.name = Some(name);
+                // Upstream leaves out an empty name (a create whose name is generated).
+                error.details.name = Some(name).filter(|n| !n.is_empty());
                 error.details.group = Some(group);
                 error.details.kind = Some(resource);
                 error.details.causes = causes
@@ -319,6 +334,9 @@ impl From<AdmissionError> for ApiError {
                     .map(|c| Cause { reason: c.reason, message: c.message, field: c.field })
                     .collect();
                 error
+            }
+            AdmissionError::Invalid { group, kind, name, causes } => {
+                ApiError::invalid(&group, &kind, &name, causes)
             }
             AdmissionError::NotFound { group, resource, name } => {
                 ApiError::not_found(&group, &resource, &name)
@@ -424,6 +442,61 @@ mod tests {
         let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
         registry.create(namespaces, None, ns, &options).await.unwrap();
         registry.delete(namespaces, None, "default", &DeleteOptions::default()).await.unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn plugin_warnings_and_refusals_reach_the_request_as_upstreams() {
+        let chain = rkube_admission::Chain::new(&["PodSecurity"], Default::default());
+        let (registry, dir) = start("pod-security", chain).await;
+        let (namespaces, pods) = (info("", "namespaces"), info("", "pods"));
+        let options = WriteOptions::default();
+        let labels = json!({"pod-security.kubernetes.io/enforce": "baseline",
+            "pod-security.kubernetes.io/warn": "restricted"});
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "w", "labels": labels}});
+        registry.create(namespaces, None, ns, &options).await.unwrap();
+        let pod = |meta: Value, port: Value| {
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+                "spec": {"containers": [{"name": "c", "image": "busybox", "ports": [port]}]}})
+        };
+
+        // Baseline lets it in; the restricted level's findings are warnings of the request.
+        let plain = json!({"containerPort": 80});
+        let create = registry.create(pods, Some("w"), pod(json!({"name": "p"}), plain), &options);
+        let (created, warnings) = crate::warnings::recording(create).await;
+        created.unwrap();
+        assert_eq!(
+            warnings,
+            ["would violate PodSecurity \"restricted:latest\": allowPrivilegeEscalation != false (container \"c\" must set securityContext.allowPrivilegeEscalation=false), unrestricted capabilities (container \"c\" must set securityContext.capabilities.drop=[\"ALL\"]), runAsNonRoot != true (pod or container \"c\" must set securityContext.runAsNonRoot=true), seccompProfile (pod or container \"c\" must set securityContext.seccompProfile.type to \"RuntimeDefault\" or \"Localhost\")"]
+        );
+
+        // A refusal of a pod whose name is generated names the generated name, as
+        // upstream's validating plugins see it.
+        let host_port = json!({"containerPort": 80, "hostPort": 8080});
+        let generated = pod(json!({"generateName": "p-"}), host_port);
+        let create = registry.create(pods, Some("w"), generated, &options);
+        let (refused, warnings) = crate::warnings::recording(create).await;
+        let status = refused.unwrap_err().to_status();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(status["code"], 403);
+        let name = status["details"]["name"].as_str().unwrap_or_default().to_string();
+        assert!(name.starts_with("p-") && name.len() == 7, "{status}");
+        assert_eq!(
+            status["message"],
+            format!("pods \"{name}\" is forbidden: violates PodSecurity \"baseline:latest\": hostPort (container \"c\" uses hostPort 8080)")
+        );
+        assert_eq!(status["details"]["kind"], "pods");
+
+        // Labels that do not parse: 422 with the field.
+        let bad = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "bad",
+            "labels": {"pod-security.kubernetes.io/enforce": "x"}}});
+        let refused = registry.create(namespaces, None, bad, &options).await.unwrap_err();
+        assert_eq!(refused.code, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(
+            refused.message,
+            "Namespace \"bad\" is invalid: metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: \"x\": must be one of privileged, baseline, restricted"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -231,8 +231,23 @@ fn component_statuses<'a>(
 }
 
 /// Serves one request for a resource: `raw` is the connection of a request that streams to
-/// a kubelet (REST only).
+/// a kubelet (REST only). The warnings raised while it is served (admission's) go out with
+/// its answer, a refusal's too.
 pub async fn serve(
+    state: &ApiState,
+    req: &Request,
+    raw: Option<kubelet::RawRequest>,
+) -> ApiResult<Reply> {
+    let (answer, warnings) = crate::warnings::recording(serve_resource(state, req, raw)).await;
+    match answer {
+        Ok(reply) => Ok(reply.with_warnings(&warnings)),
+        // A Status as an answer carries no Retry-After: such errors keep their own way out.
+        Err(e) if warnings.is_empty() || e.details.retry_after.is_some() => Err(e),
+        Err(e) => Ok(Reply::error(e).with_warnings(&warnings)),
+    }
+}
+
+async fn serve_resource(
     state: &ApiState,
     req: &Request,
     raw: Option<kubelet::RawRequest>,

@@ -3,11 +3,41 @@
 //! characters and what no longer fits is left out. A request with 100,000 unknown fields then
 //! gets a few kilobytes of warnings, not megabytes of headers no client accepts.
 //!
+//! Warnings raised deep in a request (admission plugins) reach its answer through the
+//! request's [`recording`] scope, as upstream's warning recorder rides the request context:
+//! [`add`] records into the scope of the task serving the request; outside one (the server's
+//! own writes, tests) it drops them, as upstream does without a recorder.
+//!
 //! One bound is rkube's own: at most [`MAX_HEADERS`] warnings. Upstream sends as many as fit
 //! in the 4096 characters (hundreds of short ones), and a response with more than 100 header
 //! lines is one that hyper's HTTP/1 client, and so kube-rs, refuses to read at all.
 
 use std::collections::HashSet;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+
+tokio::task_local! {
+    static RECORDER: Arc<Mutex<Vec<String>>>;
+}
+
+/// Runs `request` with a recorder for its warnings: its output, and what [`add`] recorded
+/// while it ran, in order.
+pub async fn recording<F: Future>(request: F) -> (F::Output, Vec<String>) {
+    let recorder = Arc::new(Mutex::new(Vec::new()));
+    let output = RECORDER.scope(recorder.clone(), request).await;
+    let texts = std::mem::take(&mut *recorder.lock().unwrap_or_else(|e| e.into_inner()));
+    (output, texts)
+}
+
+/// Records warnings for the answer of the request being served (see [`recording`]).
+pub fn add(texts: Vec<String>) {
+    if texts.is_empty() {
+        return;
+    }
+    let _ = RECORDER.try_with(|recorder| {
+        recorder.lock().unwrap_or_else(|e| e.into_inner()).extend(texts);
+    });
+}
 
 /// Upstream's limit on the characters of all warning texts together.
 pub const TOTAL_CHARS: usize = 4 * 1024;
@@ -94,6 +124,19 @@ mod tests {
         assert_eq!(got[0], r#"299 - "unknown field \"f0\"""#);
         let total: usize = got.iter().map(String::len).sum();
         assert!(total < 2 * TOTAL_CHARS, "{total}");
+    }
+
+    #[tokio::test]
+    async fn recorded_within_the_request_and_dropped_outside() {
+        add(vec!["lost".into()]);
+        let (output, texts) = recording(async {
+            add(vec!["a".into()]);
+            tokio::task::yield_now().await;
+            add(vec!["b".into(), "c".into()]);
+            7
+        })
+        .await;
+        assert_eq!((output, texts), (7, vec!["a".to_string(), "b".into(), "c".into()]));
     }
 
     #[test]
