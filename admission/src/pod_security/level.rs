@@ -14,8 +14,6 @@ use std::fmt;
 use rkube_apis::validation::FieldError;
 use serde_json::json;
 
-/// The label prefix of the namespace labels (and of upstream's audit annotations).
-pub const LABEL_PREFIX: &str = "pod-security.kubernetes.io/";
 pub const ENFORCE_LEVEL: &str = "pod-security.kubernetes.io/enforce";
 pub const ENFORCE_VERSION: &str = "pod-security.kubernetes.io/enforce-version";
 pub const AUDIT_LEVEL: &str = "pod-security.kubernetes.io/audit";

@@ -23,6 +23,7 @@
 //! read but has no effect: upstream writes its findings as audit annotations, and rkube has no
 //! audit log.
 
+use k8s_openapi::api::core::v1::{Container, PodSpec};
 use rkube_apis::go_quote;
 use serde_json::Value;
 
@@ -130,10 +131,7 @@ async fn validate_pod(a: &Attributes<'_>, state: &dyn ClusterState) -> Result<()
             causes: Vec::new(),
         });
     }
-    let warned = match policy.warn == policy.enforce {
-        true => enforced,
-        false => evaluate(policy.warn, &pod),
-    };
+    let warned = if policy.warn == policy.enforce { enforced } else { evaluate(policy.warn, &pod) };
     warn(a, &policy, &warned);
     Ok(())
 }
@@ -168,23 +166,19 @@ fn warn(a: &Attributes<'_>, policy: &Policy, found: &evaluator::Violations) {
 /// Whether a pod update changes what the standards look at: the only such fields a pod
 /// update may change are container images, and ephemeral containers may be added.
 fn significant_update(new: &Pod, old: &Pod) -> bool {
-    let image = |c: &Option<String>| c.as_deref().unwrap_or("").to_string();
-    let images = |containers: &[k8s_openapi::api::core::v1::Container]| -> Vec<String> {
-        containers.iter().map(|c| image(&c.image)).collect()
-    };
-    let (new_spec, old_spec) = (&new.spec, &old.spec);
-    if images(&new_spec.containers) != images(&old_spec.containers) {
-        return true;
+    fn images(containers: &[Container]) -> Vec<&str> {
+        containers.iter().map(|c| c.image.as_deref().unwrap_or("")).collect()
     }
-    let init = |spec: &k8s_openapi::api::core::v1::PodSpec| {
+    fn init(spec: &PodSpec) -> Vec<&str> {
         images(spec.init_containers.as_deref().unwrap_or_default())
-    };
-    if init(new_spec) != init(old_spec) {
+    }
+    let (new, old) = (&new.spec, &old.spec);
+    if images(&new.containers) != images(&old.containers) || init(new) != init(old) {
         return true;
     }
-    new_spec.ephemeral_containers.iter().flatten().any(|c| {
-        let old = old_spec.ephemeral_containers.iter().flatten().find(|o| o.name == c.name);
-        old.is_none_or(|o| image(&o.image) != image(&c.image))
+    new.ephemeral_containers.iter().flatten().any(|c| {
+        let was = old.ephemeral_containers.iter().flatten().find(|o| o.name == c.name);
+        was.is_none_or(|o| o.image.as_deref().unwrap_or("") != c.image.as_deref().unwrap_or(""))
     })
 }
 
