@@ -15,7 +15,7 @@ use crate::default_toleration_seconds::{self, DefaultTolerationSeconds};
 use crate::error::AdmissionError;
 use crate::state::ClusterState;
 use crate::{
-    namespace_lifecycle, node_restriction, priority, service_account, MutatingPlugin,
+    limit_ranger, namespace_lifecycle, node_restriction, priority, service_account, MutatingPlugin,
     ValidatingPlugin,
 };
 
@@ -90,6 +90,7 @@ pub const RKUBE_DEFAULT_ENABLED: &[&str] = &[node_restriction::NAME];
 /// The plugins rkube has.
 pub const IMPLEMENTED: &[&str] = &[
     namespace_lifecycle::NAME,
+    limit_ranger::NAME,
     service_account::NAME,
     node_restriction::NAME,
     priority::NAME,
@@ -162,6 +163,10 @@ fn build(name: &str, settings: &Settings, authorizer: &AuthorizerSlot) -> Halves
     match name {
         namespace_lifecycle::NAME => {
             (Some(Arc::new(namespace_lifecycle::NamespaceLifecycle::default())), None)
+        }
+        limit_ranger::NAME => {
+            let plugin = Arc::new(limit_ranger::LimitRanger::default());
+            (Some(plugin.clone()), Some(plugin))
         }
         service_account::NAME => {
             let plugin = Arc::new(service_account::ServiceAccount::default());
@@ -289,6 +294,7 @@ mod tests {
     fn flags_choose_the_set_and_never_the_order() {
         let all = [
             "NamespaceLifecycle",
+            "LimitRanger",
             "ServiceAccount",
             "NodeRestriction",
             "Priority",
@@ -314,7 +320,7 @@ mod tests {
         );
         // Disabling one rkube does not have yet is no error: it does not run either way.
         assert_eq!(
-            enabled(&[], &strings(&["LimitRanger", "Priority"])).unwrap(),
+            enabled(&[], &strings(&["AlwaysPullImages", "Priority"])).unwrap(),
             without(&["Priority"])
         );
         assert_eq!(
@@ -353,6 +359,7 @@ mod tests {
             mutating,
             [
                 "NamespaceLifecycle",
+                "LimitRanger",
                 "ServiceAccount",
                 "NodeRestriction",
                 "Priority",
@@ -362,6 +369,7 @@ mod tests {
         assert_eq!(
             validating,
             [
+                "LimitRanger",
                 "ServiceAccount",
                 "Priority",
                 "CertificateApproval",

@@ -29,6 +29,7 @@ pub mod certificate_subject_restriction;
 pub mod chain;
 pub mod default_toleration_seconds;
 pub mod error;
+pub mod limit_ranger;
 pub mod namespace_lifecycle;
 pub mod node_restriction;
 pub mod pod_refs;

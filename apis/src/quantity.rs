@@ -1,8 +1,8 @@
 //! Kubernetes resource quantities (`100m`, `1.5Gi`, `2e3`): parsed once (`split`) into
 //! sign, digits, exponent and suffix, then read either as integers (CPU in thousandths with
 //! [`parse_milli`], bytes and counts in whole units with [`parse_units`], rounded up as
-//! upstream's `ScaledValue`), or as an exact `Quantity` that validation compares and prints
-//! back in upstream's canonical form.
+//! upstream's `ScaledValue`), or as an exact [`Quantity`] that validation and admission
+//! compare, add and print back in upstream's canonical form.
 
 use serde_json::Value;
 
@@ -100,9 +100,11 @@ pub fn parse_units(q: &str) -> Option<i64> {
     scaled(q, 0)
 }
 
-/// A resource quantity as upstream holds it: the exact value in billionths, and the format
-/// its suffix chose (which decides how it is printed back).
-pub(crate) struct Quantity {
+/// A resource quantity as upstream holds it (`resource.Quantity`): the exact value in
+/// billionths, and the format its suffix chose (which decides how it is printed back).
+/// Quantities compare by value (`Cmp`, and `Semantic.DeepEqual`): `1Gi` equals `1024Mi`.
+#[derive(Clone, Copy, Debug)]
+pub struct Quantity {
     pub(crate) nanos: i128,
     format: Format,
 }
@@ -111,7 +113,7 @@ impl Quantity {
     /// A quantity string (or JSON number); `None` when it does not parse (upstream refuses
     /// such an object when decoding it, before validation). Unlike [`parse_milli`] and
     /// [`parse_units`], surrounding whitespace is not allowed.
-    pub(crate) fn parse(v: &Value) -> Option<Quantity> {
+    pub fn parse(v: &Value) -> Option<Quantity> {
         let text = match v {
             Value::String(s) => s.clone(),
             Value::Number(n) => n.to_string(),
@@ -131,7 +133,7 @@ impl Quantity {
     }
 
     /// Upstream's canonical form (`Quantity.String()`): `1500m`, `1`, `1536Mi`, `1e3`.
-    pub(crate) fn canonical(&self) -> String {
+    pub fn canonical(&self) -> String {
         const NANO: i128 = 1_000_000_000;
         if self.nanos == 0 {
             return "0".to_string();
@@ -173,6 +175,61 @@ impl Quantity {
             (_, e) => format!("e{e}"),
         };
         format!("{m}{suffix}")
+    }
+}
+
+impl Quantity {
+    /// The exact value in billionths.
+    pub fn nanos(&self) -> i128 {
+        self.nanos
+    }
+
+    pub fn is_zero(&self) -> bool {
+        self.nanos == 0
+    }
+
+    /// Adds `other` (upstream's `Add`): the sum keeps this quantity's format, or takes the
+    /// other's when this one is zero.
+    pub fn add(&mut self, other: &Quantity) {
+        if self.nanos == 0 {
+            self.format = other.format;
+        }
+        self.nanos += other.nanos;
+    }
+
+    /// Upstream's `Value()`: in whole units, rounded up.
+    pub fn value(&self) -> i128 {
+        ceil_div(self.nanos, 1_000_000_000)
+    }
+
+    /// Upstream's `MilliValue()`: in thousandths, rounded up.
+    pub fn milli_value(&self) -> i128 {
+        ceil_div(self.nanos, 1_000_000)
+    }
+}
+
+/// `n / d` rounded towards positive infinity (`d` > 0), as `ScaledValue` rounds.
+fn ceil_div(n: i128, d: i128) -> i128 {
+    n.div_euclid(d) + i128::from(n.rem_euclid(d) != 0)
+}
+
+impl PartialEq for Quantity {
+    fn eq(&self, other: &Self) -> bool {
+        self.nanos == other.nanos
+    }
+}
+
+impl Eq for Quantity {}
+
+impl PartialOrd for Quantity {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Quantity {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.nanos.cmp(&other.nanos)
     }
 }
 
@@ -219,5 +276,30 @@ mod tests {
             assert_eq!(canonical(input.clone()), out, "{input}");
         }
         assert!(Quantity::parse(&json!("1 Gi")).is_none());
+    }
+
+    #[test]
+    fn quantities_compare_add_and_scale_as_upstream() {
+        let q = |s: &str| Quantity::parse(&json!(s)).unwrap();
+        assert_eq!(q("1Gi"), q("1024Mi"));
+        assert!(q("500m") < q("1"));
+        assert!(q("1G") < q("1Gi"));
+        let mut sum = q("500m");
+        sum.add(&q("1500m"));
+        assert_eq!(sum.canonical(), "2");
+        // The sum keeps the first format, unless the first is zero.
+        let mut memory = q("1Gi");
+        memory.add(&q("512Mi"));
+        assert_eq!(memory.canonical(), "1536Mi");
+        let mut from_zero = q("0");
+        from_zero.add(&q("1Ki"));
+        assert_eq!(from_zero.canonical(), "1Ki");
+        let mut decimal = q("1k");
+        decimal.add(&q("24"));
+        assert_eq!(decimal.canonical(), "1024");
+        assert_eq!((q("100m").milli_value(), q("100m").value()), (100, 1));
+        assert_eq!((q("1500u").milli_value(), q("1Ki").value()), (2, 1024));
+        assert_eq!(q("1n").milli_value(), 1, "rounded up");
+        assert_eq!(q("0").milli_value(), 0);
     }
 }
