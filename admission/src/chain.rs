@@ -15,8 +15,8 @@ use crate::default_toleration_seconds::{self, DefaultTolerationSeconds};
 use crate::error::AdmissionError;
 use crate::state::ClusterState;
 use crate::{
-    limit_ranger, namespace_lifecycle, node_restriction, priority, service_account, MutatingPlugin,
-    ValidatingPlugin,
+    default_ingress_class, limit_ranger, namespace_lifecycle, node_restriction, priority,
+    runtime_class, service_account, taint_nodes_by_condition, MutatingPlugin, ValidatingPlugin,
 };
 
 /// kube-apiserver's plugins, in the order it runs them (`AllOrderedPlugins`).
@@ -93,11 +93,14 @@ pub const IMPLEMENTED: &[&str] = &[
     limit_ranger::NAME,
     service_account::NAME,
     node_restriction::NAME,
+    taint_nodes_by_condition::NAME,
     priority::NAME,
     default_toleration_seconds::NAME,
+    runtime_class::NAME,
     certificate_approval::NAME,
     certificate_signing::NAME,
     certificate_subject_restriction::NAME,
+    default_ingress_class::NAME,
 ];
 
 /// What the plugins are configured with (kube-apiserver's flags of each plugin).
@@ -173,6 +176,16 @@ fn build(name: &str, settings: &Settings, authorizer: &AuthorizerSlot) -> Halves
             (Some(plugin.clone()), Some(plugin))
         }
         node_restriction::NAME => (Some(Arc::new(node_restriction::NodeRestriction)), None),
+        taint_nodes_by_condition::NAME => {
+            (Some(Arc::new(taint_nodes_by_condition::TaintNodesByCondition)), None)
+        }
+        runtime_class::NAME => {
+            let plugin = Arc::new(runtime_class::RuntimeClass);
+            (Some(plugin.clone()), Some(plugin))
+        }
+        default_ingress_class::NAME => {
+            (Some(Arc::new(default_ingress_class::DefaultIngressClass)), None)
+        }
         priority::NAME => {
             let plugin = Arc::new(priority::Priority::default());
             (Some(plugin.clone()), Some(plugin))
@@ -297,11 +310,14 @@ mod tests {
             "LimitRanger",
             "ServiceAccount",
             "NodeRestriction",
+            "TaintNodesByCondition",
             "Priority",
             "DefaultTolerationSeconds",
+            "RuntimeClass",
             "CertificateApproval",
             "CertificateSigning",
             "CertificateSubjectRestriction",
+            "DefaultIngressClass",
         ];
         let without = |gone: &[&str]| -> Vec<&str> {
             all.iter().copied().filter(|n| !gone.contains(n)).collect()
@@ -362,8 +378,11 @@ mod tests {
                 "LimitRanger",
                 "ServiceAccount",
                 "NodeRestriction",
+                "TaintNodesByCondition",
                 "Priority",
-                "DefaultTolerationSeconds"
+                "DefaultTolerationSeconds",
+                "RuntimeClass",
+                "DefaultIngressClass"
             ]
         );
         assert_eq!(
@@ -372,6 +391,7 @@ mod tests {
                 "LimitRanger",
                 "ServiceAccount",
                 "Priority",
+                "RuntimeClass",
                 "CertificateApproval",
                 "CertificateSigning",
                 "CertificateSubjectRestriction"

@@ -1,24 +1,9 @@
-//! What LimitRanger reads and compares: resource lists (`{"cpu": "500m", ...}`) as exact
-//! quantities, LimitRange items, and a pod's effective requests and limits.
+//! What LimitRanger reads and compares: LimitRange items, containers' requirements, and a
+//! pod's effective requests and limits.
 
-use std::collections::BTreeMap;
-
-use rkube_apis::quantity::Quantity;
 use serde_json::Value;
 
-/// A resource list by resource name. Entries that are not quantities are left out: they
-/// never reach the validating half (the object's own validation refuses them first).
-pub type ResourceList = BTreeMap<String, Quantity>;
-
-/// The resource list at `value` (absent or not an object: empty).
-pub fn resource_list(value: &Value) -> ResourceList {
-    value
-        .as_object()
-        .map(|list| {
-            list.iter().filter_map(|(k, v)| Some((k.clone(), Quantity::parse(v)?))).collect()
-        })
-        .unwrap_or_default()
-}
+pub use crate::resource_list::{resource_list, ResourceList};
 
 /// One item of a LimitRange's `spec.limits`.
 #[derive(Debug, Default)]
