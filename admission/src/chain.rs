@@ -15,7 +15,8 @@ use crate::default_toleration_seconds::{self, DefaultTolerationSeconds};
 use crate::error::AdmissionError;
 use crate::state::ClusterState;
 use crate::{
-    namespace_lifecycle, node_restriction, pod_security, priority, resource_quota, service_account,
+    default_ingress_class, limit_ranger, namespace_lifecycle, node_restriction, pod_security,
+    priority, resource_quota, runtime_class, service_account, taint_nodes_by_condition,
     MutatingPlugin, ValidatingPlugin,
 };
 
@@ -90,15 +91,19 @@ pub const RKUBE_DEFAULT_ENABLED: &[&str] = &[node_restriction::NAME];
 /// The plugins rkube has.
 pub const IMPLEMENTED: &[&str] = &[
     namespace_lifecycle::NAME,
+    limit_ranger::NAME,
     service_account::NAME,
     node_restriction::NAME,
     pod_security::NAME,
+    taint_nodes_by_condition::NAME,
     priority::NAME,
     default_toleration_seconds::NAME,
+    runtime_class::NAME,
     certificate_approval::NAME,
     certificate_signing::NAME,
     certificate_subject_restriction::NAME,
     resource_quota::NAME,
+    default_ingress_class::NAME,
 ];
 
 /// What the plugins are configured with (kube-apiserver's flags of each plugin).
@@ -165,12 +170,26 @@ fn build(name: &str, settings: &Settings, authorizer: &AuthorizerSlot) -> Halves
         namespace_lifecycle::NAME => {
             (Some(Arc::new(namespace_lifecycle::NamespaceLifecycle::default())), None)
         }
+        limit_ranger::NAME => {
+            let plugin = Arc::new(limit_ranger::LimitRanger::default());
+            (Some(plugin.clone()), Some(plugin))
+        }
         service_account::NAME => {
             let plugin = Arc::new(service_account::ServiceAccount::default());
             (Some(plugin.clone()), Some(plugin))
         }
         node_restriction::NAME => (Some(Arc::new(node_restriction::NodeRestriction)), None),
         pod_security::NAME => (None, Some(Arc::new(pod_security::PodSecurity))),
+        taint_nodes_by_condition::NAME => {
+            (Some(Arc::new(taint_nodes_by_condition::TaintNodesByCondition)), None)
+        }
+        runtime_class::NAME => {
+            let plugin = Arc::new(runtime_class::RuntimeClass);
+            (Some(plugin.clone()), Some(plugin))
+        }
+        default_ingress_class::NAME => {
+            (Some(Arc::new(default_ingress_class::DefaultIngressClass)), None)
+        }
         priority::NAME => {
             let plugin = Arc::new(priority::Priority::default());
             (Some(plugin.clone()), Some(plugin))
@@ -293,14 +312,18 @@ mod tests {
     fn flags_choose_the_set_and_never_the_order() {
         let all = [
             "NamespaceLifecycle",
+            "LimitRanger",
             "ServiceAccount",
             "NodeRestriction",
+            "TaintNodesByCondition",
             "PodSecurity",
             "Priority",
             "DefaultTolerationSeconds",
+            "RuntimeClass",
             "CertificateApproval",
             "CertificateSigning",
             "CertificateSubjectRestriction",
+            "DefaultIngressClass",
             "ResourceQuota",
         ];
         let without = |gone: &[&str]| -> Vec<&str> {
@@ -320,7 +343,7 @@ mod tests {
         );
         // Disabling one rkube does not have yet is no error: it does not run either way.
         assert_eq!(
-            enabled(&[], &strings(&["LimitRanger", "Priority"])).unwrap(),
+            enabled(&[], &strings(&["AlwaysPullImages", "Priority"])).unwrap(),
             without(&["Priority"])
         );
         assert_eq!(
@@ -359,18 +382,24 @@ mod tests {
             mutating,
             [
                 "NamespaceLifecycle",
+                "LimitRanger",
                 "ServiceAccount",
                 "NodeRestriction",
+                "TaintNodesByCondition",
                 "Priority",
-                "DefaultTolerationSeconds"
+                "DefaultTolerationSeconds",
+                "RuntimeClass",
+                "DefaultIngressClass"
             ]
         );
         assert_eq!(
             validating,
             [
+                "LimitRanger",
                 "ServiceAccount",
                 "PodSecurity",
                 "Priority",
+                "RuntimeClass",
                 "CertificateApproval",
                 "CertificateSigning",
                 "CertificateSubjectRestriction",

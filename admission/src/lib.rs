@@ -11,17 +11,20 @@
 //! with its watch caches: plugins never touch the store. A refusal is an [`AdmissionError`],
 //! which the server answers with the `Status` upstream sends (403 Forbidden, 404, ...).
 //!
-//! The plugins: [`namespace_lifecycle`] (NamespaceLifecycle), [`service_account`]
-//! (ServiceAccount), [`node_restriction`] (NodeRestriction), [`pod_security`]
-//! (PodSecurity), [`priority`] (Priority) and
-//! [`default_toleration_seconds`] (DefaultTolerationSeconds), and the certificate checks
+//! The plugins: [`namespace_lifecycle`] (NamespaceLifecycle), [`limit_ranger`] (LimitRanger),
+//! [`service_account`] (ServiceAccount), [`node_restriction`] (NodeRestriction),
+//! [`taint_nodes_by_condition`] (TaintNodesByCondition), [`pod_security`] (PodSecurity),
+//! [`priority`] (Priority), [`default_toleration_seconds`] (DefaultTolerationSeconds),
+//! [`runtime_class`] (RuntimeClass), [`default_ingress_class`] (DefaultIngressClass), and the certificate checks
 //! [`certificate_approval`] (CertificateApproval), [`certificate_signing`]
 //! (CertificateSigning) and [`certificate_subject_restriction`]
 //! (CertificateSubjectRestriction), and [`resource_quota`] (ResourceQuota). Plugins that need an authorization decision ask the
 //! server's authorizer through [`authorizer::Authorizer`], which the server hands the chain
 //! with [`Chain::set_authorizer`]. Plugins tell the client things through
-//! [`Attributes::warnings`], which the server sends as `Warning` headers. A new plugin is one
-//! module implementing one or both traits, and one row in [`chain`].
+//! [`Attributes::warnings`], which the server sends as `Warning` headers. Shared helpers:
+//! [`resource_list`] (resource lists as exact quantities) and [`tolerations`] (upstream's
+//! merging of tolerations). A new plugin is one module implementing one or both traits, and
+//! one row in [`chain`].
 
 pub mod attributes;
 pub mod authorizer;
@@ -29,16 +32,22 @@ pub mod certificate_approval;
 pub mod certificate_signing;
 pub mod certificate_subject_restriction;
 pub mod chain;
+pub mod default_ingress_class;
 pub mod default_toleration_seconds;
 pub mod error;
+pub mod limit_ranger;
 pub mod namespace_lifecycle;
 pub mod node_restriction;
 pub mod pod_refs;
 pub mod pod_security;
 pub mod priority;
+pub mod resource_list;
 pub mod resource_quota;
+pub mod runtime_class;
 pub mod service_account;
 pub mod state;
+pub mod taint_nodes_by_condition;
+pub mod tolerations;
 
 pub use attributes::{
     Attributes, GroupVersionKind, GroupVersionResource, Operation, OperationOptions, UserInfo,

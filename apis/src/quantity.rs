@@ -1,8 +1,8 @@
 //! Kubernetes resource quantities (`100m`, `1.5Gi`, `2e3`): parsed once (`split`) into
 //! sign, digits, exponent and suffix, then read either as integers (CPU in thousandths with
 //! [`parse_milli`], bytes and counts in whole units with [`parse_units`], rounded up as
-//! upstream's `ScaledValue`), or as an exact `Quantity` that validation compares and prints
-//! back in upstream's canonical form.
+//! upstream's `ScaledValue`), or as an exact [`Quantity`] that validation and admission
+//! compare, add and print back in upstream's canonical form.
 
 use serde_json::Value;
 
@@ -100,8 +100,9 @@ pub fn parse_units(q: &str) -> Option<i64> {
     scaled(q, 0)
 }
 
-/// A resource quantity as upstream holds it: the exact value in billionths, and the format
-/// its suffix chose (which decides how it is printed back). Equal when their values are.
+/// A resource quantity as upstream holds it (`resource.Quantity`): the exact value in
+/// billionths, and the format its suffix chose (which decides how it is printed back).
+/// Quantities compare by value (`Cmp`, and `Semantic.DeepEqual`): `1Gi` equals `1024Mi`.
 #[derive(Clone, Copy, Debug)]
 pub struct Quantity {
     pub(crate) nanos: i128,
@@ -173,12 +174,14 @@ impl Quantity {
 
     /// `self + other`, in `self`'s format (`other`'s when `self` is zero), as upstream's
     /// `Quantity.Add`: `0` plus `1Gi` prints `1Gi`, `1Gi` plus `512Mi` prints `1536Mi`.
+    #[must_use]
     pub fn add(&self, other: &Quantity) -> Quantity {
         let format = if self.nanos == 0 { other.format } else { self.format };
         Quantity { nanos: self.nanos.saturating_add(other.nanos), format }
     }
 
     /// `self - other`, formatted as [`Quantity::add`] formats.
+    #[must_use]
     pub fn sub(&self, other: &Quantity) -> Quantity {
         let format = if self.nanos == 0 { other.format } else { self.format };
         Quantity { nanos: self.nanos.saturating_sub(other.nanos), format }
@@ -237,6 +240,23 @@ impl Quantity {
     }
 }
 
+impl Quantity {
+    /// Upstream's `Value()`: in whole units, rounded up.
+    pub fn value(&self) -> i128 {
+        ceil_div(self.nanos, 1_000_000_000)
+    }
+
+    /// Upstream's `MilliValue()`: in thousandths, rounded up.
+    pub fn milli_value(&self) -> i128 {
+        ceil_div(self.nanos, 1_000_000)
+    }
+}
+
+/// `n / d` rounded towards positive infinity (`d` > 0), as `ScaledValue` rounds.
+fn ceil_div(n: i128, d: i128) -> i128 {
+    n.div_euclid(d) + i128::from(n.rem_euclid(d) != 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -280,5 +300,30 @@ mod tests {
             assert_eq!(canonical(input.clone()), out, "{input}");
         }
         assert!(Quantity::parse(&json!("1 Gi")).is_none());
+    }
+
+    #[test]
+    fn quantities_compare_add_and_scale_as_upstream() {
+        let q = |s: &str| Quantity::parse(&json!(s)).unwrap();
+        assert_eq!(q("1Gi"), q("1024Mi"));
+        assert!(q("500m") < q("1"));
+        assert!(q("1G") < q("1Gi"));
+        let mut sum = q("500m");
+        sum = sum.add(&q("1500m"));
+        assert_eq!(sum.canonical(), "2");
+        // The sum keeps the first format, unless the first is zero.
+        let mut memory = q("1Gi");
+        memory = memory.add(&q("512Mi"));
+        assert_eq!(memory.canonical(), "1536Mi");
+        let mut from_zero = q("0");
+        from_zero = from_zero.add(&q("1Ki"));
+        assert_eq!(from_zero.canonical(), "1Ki");
+        let mut decimal = q("1k");
+        decimal = decimal.add(&q("24"));
+        assert_eq!(decimal.canonical(), "1024");
+        assert_eq!((q("100m").milli_value(), q("100m").value()), (100, 1));
+        assert_eq!((q("1500u").milli_value(), q("1Ki").value()), (2, 1024));
+        assert_eq!(q("1n").milli_value(), 1, "rounded up");
+        assert_eq!(q("0").milli_value(), 0);
     }
 }
