@@ -9,11 +9,13 @@
 //! `crate::resources` maps resources to strategies. Nothing outside those matches on a kind's
 //! name: everything per-kind is a method here, with the generic behaviour as its default.
 
+use std::collections::BTreeMap;
 use std::fmt::Debug;
 
 use serde_json::Value;
 
 use crate::resources::ResourceInfo;
+use crate::selectors::LabelSelector;
 use crate::tables::{TablePrinter, NAME_AGE};
 use crate::validation::{validate_object_meta, FieldError, NameRule};
 
@@ -158,6 +160,46 @@ pub trait Strategy: Debug + Send + Sync {
     /// What marking the object for deletion changes besides its metadata (a namespace's
     /// phase becomes `Terminating`).
     fn mark_for_deletion(&self, _obj: &mut Value) {}
+
+    /// What the `/scale` subresource of a scalable kind shows: a built-in workload's
+    /// `spec.replicas`, `status.replicas` and `spec.selector` (a label selector, or a
+    /// ReplicationController's map of labels) in its string form.
+    fn scale(&self, obj: &Value) -> ScaleView {
+        let selector = &obj["spec"]["selector"];
+        let is_label_selector = selector
+            .as_object()
+            .is_some_and(|m| m.keys().all(|k| k == "matchLabels" || k == "matchExpressions"));
+        let selector = if is_label_selector {
+            LabelSelector::from_api(selector).map(|s| s.to_string()).unwrap_or_default()
+        } else {
+            let labels: BTreeMap<String, String> = selector
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                .collect();
+            LabelSelector::from_map(&labels).to_string()
+        };
+        ScaleView {
+            spec_replicas: obj["spec"]["replicas"].as_i64().unwrap_or(0),
+            status_replicas: obj["status"]["replicas"].as_i64().unwrap_or(0),
+            selector,
+        }
+    }
+
+    /// Sets the replicas a `/scale` write asks for.
+    fn set_scale_replicas(&self, obj: &mut Value, replicas: i64) {
+        obj["spec"]["replicas"] = replicas.into();
+    }
+}
+
+/// A scalable object as its `autoscaling/v1 Scale` shows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ScaleView {
+    pub spec_replicas: i64,
+    pub status_replicas: i64,
+    /// The pods' label selector in its string form (`app=web,tier in (a,b)`).
+    pub selector: String,
 }
 
 /// The strategy of a resource that does nothing of its own.
@@ -628,5 +670,31 @@ mod tests {
         assert!(fields.contains(&("spec.nodeName", "n1".to_string())));
         assert!(fields.contains(&("status.phase", "Running".to_string())));
         assert!(fields.contains(&("spec.hostNetwork", "false".to_string())));
+    }
+
+    #[test]
+    fn scale_views_of_built_in_workloads() {
+        let resources = Resources::builtin();
+        let deployments = resources.get("apps", "v1", "deployments").unwrap();
+        let deployment = json!({
+            "spec": {"replicas": 3, "selector": {
+                "matchLabels": {"app": "web"},
+                "matchExpressions": [{"key": "tier", "operator": "In", "values": ["b", "a"]}]}},
+            "status": {"replicas": 2}});
+        let view = deployments.strategy.scale(&deployment);
+        assert_eq!(
+            view,
+            ScaleView {
+                spec_replicas: 3,
+                status_replicas: 2,
+                selector: "app=web,tier in (a,b)".into()
+            }
+        );
+        let controllers = resources.get("", "v1", "replicationcontrollers").unwrap();
+        let rc = json!({"spec": {"replicas": 1, "selector": {"b": "2", "a": "1"}}});
+        assert_eq!(controllers.strategy.scale(&rc).selector, "a=1,b=2");
+        let mut rc = rc;
+        controllers.strategy.set_scale_replicas(&mut rc, 5);
+        assert_eq!(rc["spec"]["replicas"], 5);
     }
 }

@@ -42,6 +42,7 @@ pub fn account_of(controller: &str) -> &str {
         "endpoints-controller" => "endpoint-controller",
         "endpointslice-mirroring-controller" => "endpointslicemirroring-controller",
         "service-lb-controller" => "service-controller",
+        "horizontal-pod-autoscaler-controller" => "horizontal-pod-autoscaler",
         "serviceaccount-controller" => "service-account-controller",
         "root-ca-certificate-publisher-controller" => "root-ca-cert-publisher",
         "csrsigning-controller" | "csrapproving-controller" | "csrcleaner-controller" => {

@@ -44,6 +44,10 @@
 //!   `kubernetes.io/service-account-token` Secrets, deleted with their account.
 //! - `clusterrole-aggregation-controller` ([`cluster_role_aggregation`]): the rules of
 //!   aggregated ClusterRoles (`admin`, `edit`, `view`).
+//! - `horizontal-pod-autoscaler-controller` ([`horizontal_pod_autoscaler`]): scales each
+//!   HorizontalPodAutoscaler's target through its `/scale` subresource by the metrics the API
+//!   server serves (upstream's algorithm: tolerance, stabilization windows, behavior
+//!   policies), and reports it in the HPA's status and events.
 //! - `resourcequota-controller` ([`resource_quota`]): every ResourceQuota's `status.hard`
 //!   and `status.used`, recounted on changes and every `--resource-quota-sync-period`.
 //! - `service-lb-controller` ([`service_lb`]): LoadBalancer Services get the Ready nodes'
@@ -94,6 +98,7 @@ pub mod endpoint_slice;
 pub mod endpoint_slice_mirroring;
 pub mod endpoints;
 pub mod garbage_collector;
+pub mod horizontal_pod_autoscaler;
 pub mod job;
 pub mod namespace;
 pub mod namespace_objects;
@@ -119,7 +124,7 @@ pub use client_builder::ClientBuilder;
 
 /// The controllers, by upstream's names, with the older short names `--controllers` also
 /// accepts.
-pub const CONTROLLERS: [(&str, &str); 25] = [
+pub const CONTROLLERS: [(&str, &str); 26] = [
     ("clusterrole-aggregation-controller", "clusterrole-aggregation"),
     ("cronjob-controller", "cronjob"),
     ("csrapproving-controller", "csrapproving"),
@@ -131,6 +136,7 @@ pub const CONTROLLERS: [(&str, &str); 25] = [
     ("endpointslice-controller", "endpointslice"),
     ("endpointslice-mirroring-controller", "endpointslicemirroring"),
     ("garbage-collector-controller", "garbagecollector"),
+    ("horizontal-pod-autoscaler-controller", "horizontalpodautoscaling"),
     ("job-controller", "job"),
     ("namespace-controller", "namespace"),
     ("node-ipam-controller", "nodeipam"),
@@ -192,6 +198,8 @@ pub struct Config {
     /// `--concurrent-resource-quota-syncs` and `--resource-quota-sync-period`: the resource
     /// quota controller's.
     pub resource_quota: resource_quota::Config,
+    /// The `--horizontal-pod-autoscaler-*` flags and `--concurrent-horizontal-pod-autoscaler-syncs`.
+    pub horizontal_pod_autoscaler: horizontal_pod_autoscaler::Config,
     /// `--root-ca-file`: the CA bundle published in `kube-root-ca.crt` and token Secrets
     /// (without it the root CA publisher does not run and token Secrets get no `ca.crt`).
     pub root_ca_file: Option<PathBuf>,
@@ -223,6 +231,7 @@ impl Default for Config {
             endpoint_slice: endpoint_slice::Config::default(),
             endpoint_slice_mirroring: endpoint_slice_mirroring::Config::default(),
             resource_quota: resource_quota::Config::default(),
+            horizontal_pod_autoscaler: horizontal_pod_autoscaler::Config::default(),
             root_ca_file: None,
             service_account_private_key_file: None,
             cluster_signing: certificates::signer::Config::default(),
@@ -287,6 +296,7 @@ impl Config {
             ("node-monitor-grace-period", lifecycle.node_monitor_grace_period),
             ("node-startup-grace-period", lifecycle.node_startup_grace_period),
             ("resource-quota-sync-period", self.resource_quota.resync),
+            ("horizontal-pod-autoscaler-sync-period", self.horizontal_pod_autoscaler.sync_period),
         ] {
             if value == Duration::ZERO {
                 return Err(ConfigError::Zero { flag });
@@ -306,6 +316,7 @@ impl Config {
             ("concurrent-service-endpoint-syncs", self.endpoint_slice.workers),
             ("mirroring-concurrent-service-endpoint-syncs", self.endpoint_slice_mirroring.workers),
             ("concurrent-resource-quota-syncs", self.resource_quota.workers),
+            ("concurrent-horizontal-pod-autoscaler-syncs", self.horizontal_pod_autoscaler.workers),
         ] {
             if value == 0 {
                 return Err(ConfigError::Zero { flag });
@@ -513,6 +524,8 @@ fn controllers(
         let daemon_set_rx = daemon_sets.then(|| (channel(&mut node_txs), channel(&mut pod_txs)));
         let stateful_set_rx = stateful_sets.then(|| channel(&mut pod_txs));
         let resource_quota_rx = config.enabled(resource_quota::NAME).then(|| channel(&mut pod_txs));
+        // The autoscaler reads the pod cache only; it is not woken by pod changes.
+        let autoscaler = config.enabled(horizontal_pod_autoscaler::NAME);
         // The endpoint controllers share a Service informer too.
         let mut service_txs = Vec::new();
         let endpoints_rx = config
@@ -548,7 +561,7 @@ fn controllers(
                 service_rx,
             ));
         }
-        if !node_txs.is_empty() || !pod_txs.is_empty() {
+        if !node_txs.is_empty() || !pod_txs.is_empty() || autoscaler {
             let (nodes, node_watch) = informer::start(
                 Api::<Node>::all(client.clone()),
                 watcher::Config::default(),
@@ -566,6 +579,13 @@ fn controllers(
             // first list at the same time.
             if nodes.wait_until_ready().await.is_err() || pods.wait_until_ready().await.is_err() {
                 return;
+            }
+            if autoscaler {
+                tasks.spawn(horizontal_pod_autoscaler::run(
+                    clients.client(horizontal_pod_autoscaler::NAME).await,
+                    config.horizontal_pod_autoscaler.clone(),
+                    pods.clone(),
+                ));
             }
             if let Some(pod_rx) = resource_quota_rx {
                 tasks.spawn(resource_quota::run(

@@ -403,7 +403,8 @@ struct ControllerManagerArgs {
     /// to disable one (clusterrole-aggregation-controller, cronjob-controller,
     /// daemonset-controller, deployment-controller,
     /// endpoints-controller, endpointslice-controller, endpointslice-mirroring-controller,
-    /// garbage-collector-controller, job-controller, namespace-controller,
+    /// garbage-collector-controller, horizontal-pod-autoscaler-controller, job-controller,
+    /// namespace-controller,
     /// node-ipam-controller, node-lifecycle-controller, replicaset-controller,
     /// replicationcontroller-controller, root-ca-certificate-publisher-controller,
     /// serviceaccount-controller, serviceaccount-token-controller, statefulset-controller,
@@ -475,6 +476,27 @@ struct ControllerManagerArgs {
     /// How often every ResourceQuota's usage is recounted, changes or not.
     #[arg(long, default_value = "5m", value_parser = parse_duration)]
     resource_quota_sync_period: Duration,
+    /// How often each HorizontalPodAutoscaler is reconciled (its metrics read, its target
+    /// scaled).
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    horizontal_pod_autoscaler_sync_period: Duration,
+    /// How far from the target a metric's ratio must be before the autoscaler scales.
+    #[arg(long, default_value_t = 0.1)]
+    horizontal_pod_autoscaler_tolerance: f64,
+    /// How long the autoscaler looks back before scaling down (the highest recommendation of
+    /// that window wins), for HPAs without `spec.behavior.scaleDown.stabilizationWindowSeconds`.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    horizontal_pod_autoscaler_downscale_stabilization: Duration,
+    /// How long after a pod starts its CPU samples count only once it has been ready for a
+    /// whole sample window.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    horizontal_pod_autoscaler_cpu_initialization_period: Duration,
+    /// How long after a pod starts a not-ready pod counts as never having been ready.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    horizontal_pod_autoscaler_initial_readiness_delay: Duration,
+    /// How many HorizontalPodAutoscalers are reconciled at once.
+    #[arg(long, default_value_t = 5)]
+    concurrent_horizontal_pod_autoscaler_syncs: usize,
     /// The CA certificate (PEM) the csrsigning-controller signs CertificateSigningRequests
     /// with (`rkube server`: the cluster CA).
     #[arg(long)]
@@ -555,6 +577,14 @@ impl ControllerManagerArgs {
             resource_quota: rkube_controllers::resource_quota::Config {
                 workers: self.concurrent_resource_quota_syncs,
                 resync: self.resource_quota_sync_period,
+            },
+            horizontal_pod_autoscaler: rkube_controllers::horizontal_pod_autoscaler::Config {
+                sync_period: self.horizontal_pod_autoscaler_sync_period,
+                tolerance: self.horizontal_pod_autoscaler_tolerance,
+                downscale_stabilization: self.horizontal_pod_autoscaler_downscale_stabilization,
+                cpu_initialization_period: self.horizontal_pod_autoscaler_cpu_initialization_period,
+                initial_readiness_delay: self.horizontal_pod_autoscaler_initial_readiness_delay,
+                workers: self.concurrent_horizontal_pod_autoscaler_syncs,
             },
             root_ca_file: self.root_ca_file.clone(),
             service_account_private_key_file: self.service_account_private_key_file.clone(),

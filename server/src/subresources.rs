@@ -251,7 +251,8 @@ fn scale(c: Call<'_>) -> Replied<'_> {
         let (info, ns, name) = (c.info, c.namespace, c.name);
         if c.verb == "get" {
             let obj = registry.get(info, ns, name).await?;
-            return Ok(negotiate::respond(StatusCode::OK, &to_scale(&obj), Output::Json, &[]));
+            let scale = to_scale(info, &obj);
+            return Ok(negotiate::respond(StatusCode::OK, &scale, Output::Json, &[]));
         }
         let options = api::write_options(c.req, c.verb)?;
         let current = registry.get(info, ns, name).await?;
@@ -263,7 +264,7 @@ fn scale(c: Call<'_>) -> Replied<'_> {
             let type_name = schema.definition_for("autoscaling", "v1", "Scale");
             apply_patch(
                 patch_type,
-                &to_scale(&current),
+                &to_scale(info, &current),
                 &patch,
                 type_name.map(|_| schema),
                 type_name.unwrap_or(""),
@@ -287,14 +288,14 @@ fn scale(c: Call<'_>) -> Replied<'_> {
         let updated = registry
             .modify(info, ns, name, None, &options, precondition, |old| {
                 let mut new = old.clone();
-                new["spec"]["replicas"] = json!(replicas);
+                info.strategy.set_scale_replicas(&mut new, replicas);
                 if let Some(m) = new["metadata"].as_object_mut() {
                     m.remove("resourceVersion");
                 }
                 Ok(new)
             })
             .await?;
-        Ok(negotiate::respond(StatusCode::OK, &to_scale(&updated), Output::Json, &[]))
+        Ok(negotiate::respond(StatusCode::OK, &to_scale(info, &updated), Output::Json, &[]))
     })
 }
 
@@ -414,25 +415,15 @@ fn bind(old: &Value, name: &str, node: &str, annotations: &Value) -> ApiResult<V
     Ok(new)
 }
 
-/// The `autoscaling/v1 Scale` view of a scalable object.
-fn to_scale(obj: &Value) -> Value {
-    let selector = &obj["spec"]["selector"];
-    let selector_string = match selector.get("matchLabels").and_then(Value::as_object) {
-        Some(labels) => labels
-            .iter()
-            .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
-            .collect::<Vec<_>>()
-            .join(","),
-        None => selector
-            .as_object()
-            .map(|m| {
-                m.iter()
-                    .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
-                    .collect::<Vec<_>>()
-                    .join(",")
-            })
-            .unwrap_or_default(),
-    };
+/// The `autoscaling/v1 Scale` view of a scalable object (its strategy knows where it keeps
+/// its replicas and selector).
+fn to_scale(info: &ResourceInfo, obj: &Value) -> Value {
+    let view = info.strategy.scale(obj);
+    let mut status = json!({"replicas": view.status_replicas});
+    // `omitempty`, as upstream's ScaleStatus.
+    if !view.selector.is_empty() {
+        status["selector"] = json!(view.selector);
+    }
     json!({
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
@@ -443,7 +434,7 @@ fn to_scale(obj: &Value) -> Value {
             "resourceVersion": obj["metadata"]["resourceVersion"],
             "creationTimestamp": obj["metadata"]["creationTimestamp"],
         },
-        "spec": {"replicas": obj["spec"]["replicas"].as_i64().unwrap_or(0)},
-        "status": {"replicas": obj["status"]["replicas"].as_i64().unwrap_or(0), "selector": selector_string},
+        "spec": {"replicas": view.spec_replicas},
+        "status": status,
     })
 }

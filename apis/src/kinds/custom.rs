@@ -14,7 +14,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use crate::resources::{intern, intern_list, ResourceInfo, SchemaFn, STANDARD_VERBS};
-use crate::strategy::{spec_differs, Strategy};
+use crate::strategy::{spec_differs, ScaleView, Strategy};
 
 /// The strategy of one custom resource.
 #[derive(Debug)]
@@ -22,6 +22,42 @@ pub struct CustomResources {
     /// True when the definition gives the version a `status` subresource: the status is then
     /// written only there and does not count for the generation.
     status_subresource: bool,
+    /// The version's `scale` subresource paths, when it has one.
+    scale: Option<ScalePaths>,
+}
+
+/// Where a custom resource keeps what its `/scale` subresource shows (the definition's
+/// `specReplicasPath`, `statusReplicasPath` and `labelSelectorPath`, split into fields).
+#[derive(Debug, Clone, Default)]
+struct ScalePaths {
+    spec_replicas: Vec<String>,
+    status_replicas: Vec<String>,
+    label_selector: Vec<String>,
+}
+
+impl ScalePaths {
+    fn of(scale: &Value) -> ScalePaths {
+        // `.spec.replicas` -> ["spec", "replicas"], as upstream's `ToFieldPath`.
+        let path = |key: &str| -> Vec<String> {
+            match scale[key].as_str().map(|p| p.trim_start_matches('.')) {
+                Some(p) if !p.is_empty() => p.split('.').map(String::from).collect(),
+                _ => Vec::new(),
+            }
+        };
+        ScalePaths {
+            spec_replicas: path("specReplicasPath"),
+            status_replicas: path("statusReplicasPath"),
+            label_selector: path("labelSelectorPath"),
+        }
+    }
+}
+
+/// The value at `path` in `obj` (none for an empty path).
+fn at_path<'a>(obj: &'a Value, path: &[String]) -> Option<&'a Value> {
+    if path.is_empty() {
+        return None;
+    }
+    path.iter().try_fold(obj, |v, key| v.get(key))
 }
 
 impl Strategy for CustomResources {
@@ -37,6 +73,36 @@ impl Strategy for CustomResources {
 
     fn accepts_strategic_merge_patch(&self) -> bool {
         false
+    }
+
+    /// The replicas at the definition's paths, and the selector string at its
+    /// `labelSelectorPath` as the object holds it (empty without one), as upstream's custom
+    /// resource scale.
+    fn scale(&self, obj: &Value) -> ScaleView {
+        let paths = self.scale.clone().unwrap_or_default();
+        let int = |path: &[String]| at_path(obj, path).and_then(Value::as_i64).unwrap_or(0);
+        ScaleView {
+            spec_replicas: int(&paths.spec_replicas),
+            status_replicas: int(&paths.status_replicas),
+            selector: at_path(obj, &paths.label_selector)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string(),
+        }
+    }
+
+    /// Sets the replicas at the definition's `specReplicasPath`, making the fields on the way.
+    fn set_scale_replicas(&self, obj: &mut Value, replicas: i64) {
+        let Some(paths) = &self.scale else { return };
+        let Some((last, parents)) = paths.spec_replicas.split_last() else { return };
+        let mut at = obj;
+        for key in parents {
+            if !at[key.as_str()].is_object() {
+                at[key.as_str()] = json!({});
+            }
+            at = &mut at[key.as_str()];
+        }
+        at[last.as_str()] = json!(replicas);
     }
 }
 
@@ -96,7 +162,10 @@ pub fn resources_of(crd: &Value) -> Result<Vec<ResourceInfo>, String> {
             storage_resource: (group, plural),
             normalize: Arc::new(keep_as_sent),
             schema: schema_of(group, name, kind, schema),
-            strategy: Arc::new(CustomResources { status_subresource: status }),
+            strategy: Arc::new(CustomResources {
+                status_subresource: status,
+                scale: scale.then(|| ScalePaths::of(&version["subresources"]["scale"])),
+            }),
         });
     }
     Ok(served)
@@ -188,7 +257,7 @@ mod tests {
         let old = json!({"spec": {"a": 1}, "status": {"b": 1}});
         assert!(!strategy.bumps_generation(&json!({"spec": {"a": 1}, "status": {"b": 2}}), &old));
         assert!(strategy.bumps_generation(&json!({"spec": {"a": 2}, "status": {"b": 1}}), &old));
-        let plain = CustomResources { status_subresource: false };
+        let plain = CustomResources { status_subresource: false, scale: None };
         assert!(plain.bumps_generation(&json!({"spec": {"a": 1}, "status": {"b": 2}}), &old));
     }
 
@@ -201,5 +270,25 @@ mod tests {
         let defined = &generator.definitions()["com.example.v1.Widget"];
         assert_eq!(defined["properties"]["spec"], json!({"type": "object"}));
         assert!(defined["properties"]["metadata"]["$ref"].is_string());
+    }
+
+    #[test]
+    fn the_scale_subresource_reads_and_writes_the_definitions_paths() {
+        let mut crd = widgets();
+        crd["spec"]["versions"][0]["subresources"]["scale"] = json!({
+            "specReplicasPath": ".spec.size", "statusReplicasPath": ".status.count",
+            "labelSelectorPath": ".status.selector"});
+        let served = resources_of(&crd).unwrap();
+        let strategy = &served[0].strategy;
+        let mut obj = json!({"spec": {"size": 2}, "status": {"count": 1, "selector": "app=w"}});
+        let view = strategy.scale(&obj);
+        assert_eq!((view.spec_replicas, view.status_replicas), (2, 1));
+        assert_eq!(view.selector, "app=w");
+        strategy.set_scale_replicas(&mut obj, 4);
+        assert_eq!(obj["spec"]["size"], 4);
+        let mut bare = json!({});
+        strategy.set_scale_replicas(&mut bare, 3);
+        assert_eq!(bare, json!({"spec": {"size": 3}}));
+        assert_eq!(strategy.scale(&bare).selector, "", "no selector yet");
     }
 }
