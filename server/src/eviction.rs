@@ -426,6 +426,68 @@ fn set_disruption_target(status: &mut Value, now: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rkube_admission::{AdmissionError, Attributes, ClusterState, Operation, ValidatingPlugin};
+    use rkube_apis::resources::Resources;
+
+    /// Refuses every delete and every status write, as a policy on DELETE pods would.
+    struct RefuseDeletes;
+
+    #[async_trait::async_trait]
+    impl ValidatingPlugin for RefuseDeletes {
+        fn name(&self) -> &'static str {
+            "RefuseDeletes"
+        }
+
+        async fn validate(
+            &self,
+            a: &Attributes<'_>,
+            _: &dyn ClusterState,
+        ) -> Result<(), AdmissionError> {
+            if a.operation == Operation::Delete || a.subresource == "status" {
+                return Err(AdmissionError::Forbidden {
+                    group: String::new(),
+                    resource: "pods".into(),
+                    name: a.name.to_string(),
+                    reason: "no deletes here".into(),
+                    causes: Vec::new(),
+                });
+            }
+            Ok(())
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn an_evictions_own_writes_are_not_admitted_again() {
+        let dir = std::env::temp_dir().join(format!("rkube-eviction-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = rkube_store::SqliteStore::open(&dir, Default::default()).unwrap();
+        let ranges = crate::services::ServiceRanges::parse("10.43.0.0/16", (30000, 32767));
+        let mut registry = Registry::new(Arc::new(store), ranges.unwrap());
+        registry.admission = rkube_admission::Chain::new(&[], Default::default());
+        registry.guards.push(Arc::new(RefuseDeletes));
+        registry.start_caches().await.unwrap();
+        let info = |group: &str, plural: &str| {
+            Resources::builtin().storage_version_of(group, plural).unwrap()
+        };
+        let (namespaces, pods) = (info("", "namespaces"), info("", "pods"));
+        let options = WriteOptions::default();
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
+        registry.create(namespaces, None, ns, &options).await.unwrap();
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "spec": {"containers": [{"name": "c", "image": "busybox"}]}});
+        registry.create(pods, Some("default"), pod, &options).await.unwrap();
+        // A plain delete is refused by the policy...
+        let refused = registry.delete(pods, Some("default"), "p", &DeleteOptions::default()).await;
+        assert_eq!(refused.err().map(|e| e.code), Some(StatusCode::FORBIDDEN));
+        // ... an eviction, admitted as the create of pods/eviction, is not refused again.
+        let options = DeleteOptions { admitted: true, ..DeleteOptions::default() };
+        let eviction =
+            Eviction { registry: &registry, pods, namespace: "default", name: "p", options };
+        eviction.run().await.unwrap();
+        let gone = registry.get(pods, Some("default"), "p").await;
+        assert_eq!(gone.err().map(|e| e.code), Some(StatusCode::NOT_FOUND));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn dry_run_is_carried_from_the_request_into_the_delete_options() {
