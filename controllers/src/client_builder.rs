@@ -38,6 +38,7 @@ pub fn account_of(controller: &str) -> &str {
             "node-controller"
         }
         "replicationcontroller-controller" => "replication-controller",
+        "pod-garbage-collector-controller" => "pod-garbage-collector",
         "daemonset-controller" => "daemon-set-controller",
         "endpoints-controller" => "endpoint-controller",
         "endpointslice-mirroring-controller" => "endpointslicemirroring-controller",

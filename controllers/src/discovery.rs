@@ -43,24 +43,35 @@ pub fn preferred_resources(discovery: &Discovery) -> Vec<(ApiResource, ApiCapabi
 #[derive(Clone, Debug, Default)]
 pub struct Mapper {
     kinds: HashMap<(String, String), (ApiResource, bool)>,
+    /// The subresources of each (apiVersion, kind), by name (`scale`, `status`, ...).
+    subresources: HashSet<(String, String, String)>,
 }
 
 impl Mapper {
     pub fn new(discovery: &Discovery) -> Mapper {
         let mut kinds = HashMap::new();
+        let mut subresources = HashSet::new();
         for group in discovery.groups() {
             for version in group.versions() {
                 for (resource, caps) in group.versioned_resources(version) {
                     let key = (resource.api_version.clone(), resource.kind.clone());
+                    for (sub, _) in &caps.subresources {
+                        subresources.insert((key.0.clone(), key.1.clone(), sub.plural.clone()));
+                    }
                     kinds.entry(key).or_insert((resource, caps.scope == Scope::Namespaced));
                 }
             }
         }
-        Mapper { kinds }
+        Mapper { kinds, subresources }
     }
 
     /// The resource for `api_version` and `kind`, and whether it is namespaced.
     pub fn resolve(&self, api_version: &str, kind: &str) -> Option<(ApiResource, bool)> {
         self.kinds.get(&(api_version.to_string(), kind.to_string())).cloned()
+    }
+
+    /// Whether the resource of `api_version` and `kind` serves the subresource `name`.
+    pub fn has_subresource(&self, api_version: &str, kind: &str, name: &str) -> bool {
+        self.subresources.contains(&(api_version.to_string(), kind.to_string(), name.to_string()))
     }
 }

@@ -53,6 +53,13 @@
 //! - `service-lb-controller` ([`service_lb`]): LoadBalancer Services get the Ready nodes'
 //!   addresses as their ingress, as k3s's ServiceLB (the proxy serves them there).
 //!
+//! - `disruption-controller` ([`disruption`]): the status of PodDisruptionBudgets (how many
+//!   of their pods are healthy and how many may be disrupted), which the `pods/eviction`
+//!   handler reads.
+//! - `pod-garbage-collector-controller` ([`pod_gc`]): deletes terminated pods beyond
+//!   `--terminated-pod-gc-threshold`, pods of nodes that are gone, and pods being deleted
+//!   that no kubelet will finish.
+//!
 //! - `csrsigning-controller`, `csrapproving-controller`, `csrcleaner-controller`
 //!   ([`certificates`]): sign approved CertificateSigningRequests with the cluster CA,
 //!   approve kubelets' client certificate requests, delete requests done with.
@@ -94,6 +101,7 @@ pub mod cron_job;
 pub mod daemon_set;
 pub mod deployment;
 pub mod discovery;
+pub mod disruption;
 pub mod endpoint_slice;
 pub mod endpoint_slice_mirroring;
 pub mod endpoints;
@@ -106,6 +114,7 @@ pub mod node_ipam;
 pub mod node_lifecycle;
 pub mod pod_control;
 pub mod pod_events;
+pub mod pod_gc;
 pub mod pod_state;
 pub mod replica_set;
 pub mod resource_quota;
@@ -124,7 +133,7 @@ pub use client_builder::ClientBuilder;
 
 /// The controllers, by upstream's names, with the older short names `--controllers` also
 /// accepts.
-pub const CONTROLLERS: [(&str, &str); 26] = [
+pub const CONTROLLERS: [(&str, &str); 28] = [
     ("clusterrole-aggregation-controller", "clusterrole-aggregation"),
     ("cronjob-controller", "cronjob"),
     ("csrapproving-controller", "csrapproving"),
@@ -132,6 +141,7 @@ pub const CONTROLLERS: [(&str, &str); 26] = [
     ("csrsigning-controller", "csrsigning"),
     ("daemonset-controller", "daemonset"),
     ("deployment-controller", "deployment"),
+    ("disruption-controller", "disruption"),
     ("endpoints-controller", "endpoint"),
     ("endpointslice-controller", "endpointslice"),
     ("endpointslice-mirroring-controller", "endpointslicemirroring"),
@@ -141,6 +151,7 @@ pub const CONTROLLERS: [(&str, &str); 26] = [
     ("namespace-controller", "namespace"),
     ("node-ipam-controller", "nodeipam"),
     ("node-lifecycle-controller", "nodelifecycle"),
+    ("pod-garbage-collector-controller", "podgc"),
     ("replicaset-controller", "replicaset"),
     ("replicationcontroller-controller", "replicationcontroller"),
     ("resourcequota-controller", "resourcequota"),
@@ -209,6 +220,9 @@ pub struct Config {
     /// `--cluster-signing-cert-file`, `--cluster-signing-key-file` and
     /// `--cluster-signing-duration`: the CA the `csrsigning-controller` signs with.
     pub cluster_signing: certificates::signer::Config,
+    /// `--terminated-pod-gc-threshold`: terminated pods kept before the pod garbage collector
+    /// deletes the oldest (0: never).
+    pub terminated_pod_gc_threshold: i32,
 }
 
 impl Default for Config {
@@ -235,6 +249,7 @@ impl Default for Config {
             root_ca_file: None,
             service_account_private_key_file: None,
             cluster_signing: certificates::signer::Config::default(),
+            terminated_pod_gc_threshold: pod_gc::Config::default().terminated_pod_gc_threshold,
         }
     }
 }
@@ -506,6 +521,8 @@ fn controllers(
         let jobs = config.enabled("job-controller");
         let daemon_sets = config.enabled("daemonset-controller");
         let stateful_sets = config.enabled("statefulset-controller");
+        let disruption = config.enabled("disruption-controller");
+        let pod_gc = config.enabled("pod-garbage-collector-controller");
         // Shared informers: kept here so they stop with the controllers. Each controller that
         // reads nodes or pods gets its own channel of changes.
         let mut _informers = Vec::new();
@@ -526,6 +543,7 @@ fn controllers(
         let resource_quota_rx = config.enabled(resource_quota::NAME).then(|| channel(&mut pod_txs));
         // The autoscaler reads the pod cache only; it is not woken by pod changes.
         let autoscaler = config.enabled(horizontal_pod_autoscaler::NAME);
+        let disruption_rx = disruption.then(|| channel(&mut pod_txs));
         // The endpoint controllers share a Service informer too.
         let mut service_txs = Vec::new();
         let endpoints_rx = config
@@ -561,7 +579,8 @@ fn controllers(
                 service_rx,
             ));
         }
-        if !node_txs.is_empty() || !pod_txs.is_empty() || autoscaler {
+        // The pod garbage collector and the autoscaler read the caches and need no channel.
+        if !node_txs.is_empty() || !pod_txs.is_empty() || pod_gc || autoscaler {
             let (nodes, node_watch) = informer::start(
                 Api::<Node>::all(client.clone()),
                 watcher::Config::default(),
@@ -665,6 +684,25 @@ fn controllers(
                     workers,
                     pods.clone(),
                     pod_rx,
+                ));
+            }
+            if let Some(pod_rx) = disruption_rx {
+                tasks.spawn(disruption::run(
+                    clients.client("disruption-controller").await,
+                    pods.clone(),
+                    pod_rx,
+                ));
+            }
+            if pod_gc {
+                let gc = pod_gc::Config {
+                    terminated_pod_gc_threshold: config.terminated_pod_gc_threshold,
+                    ..pod_gc::Config::default()
+                };
+                tasks.spawn(pod_gc::run(
+                    clients.client("pod-garbage-collector-controller").await,
+                    gc,
+                    nodes.clone(),
+                    pods.clone(),
                 ));
             }
             if let (Some(services), Some((service_rx, pod_rx))) = (&services, endpoints_rx) {

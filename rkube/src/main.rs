@@ -401,11 +401,11 @@ impl ServingArgs {
 struct ControllerManagerArgs {
     /// The controllers to run (comma-separated): `*` for all, `name` to enable one, `-name`
     /// to disable one (clusterrole-aggregation-controller, cronjob-controller,
-    /// daemonset-controller, deployment-controller,
+    /// daemonset-controller, deployment-controller, disruption-controller,
     /// endpoints-controller, endpointslice-controller, endpointslice-mirroring-controller,
     /// garbage-collector-controller, horizontal-pod-autoscaler-controller, job-controller,
-    /// namespace-controller,
-    /// node-ipam-controller, node-lifecycle-controller, replicaset-controller,
+    /// namespace-controller, node-ipam-controller, node-lifecycle-controller,
+    /// pod-garbage-collector-controller, replicaset-controller, resourcequota-controller,
     /// replicationcontroller-controller, root-ca-certificate-publisher-controller,
     /// serviceaccount-controller, serviceaccount-token-controller, statefulset-controller,
     /// taint-eviction-controller,
@@ -458,6 +458,10 @@ struct ControllerManagerArgs {
     /// How many Services' Endpoints are synced at once.
     #[arg(long, default_value_t = 5)]
     concurrent_endpoint_syncs: usize,
+    /// How many terminated pods may exist before the pod garbage collector deletes the
+    /// oldest; 0 or less turns that off.
+    #[arg(long, default_value_t = 12500, allow_negative_numbers = true)]
+    terminated_pod_gc_threshold: i32,
     /// How many Services' EndpointSlices are synced at once.
     #[arg(long, default_value_t = 5)]
     concurrent_service_endpoint_syncs: usize,
@@ -593,6 +597,7 @@ impl ControllerManagerArgs {
                 key_file: self.cluster_signing_key_file.clone(),
                 duration: self.cluster_signing_duration,
             },
+            terminated_pod_gc_threshold: self.terminated_pod_gc_threshold,
         }
     }
 

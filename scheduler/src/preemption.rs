@@ -3,16 +3,21 @@
 //! nominate the node (`status.nominatedNodeName`). The pod is scheduled for real once the
 //! victims are gone.
 //!
-//! PodDisruptionBudgets are respected where they can be, as upstream does: a victim whose
+//! PodDisruptionBudgets (the scheduler's informer's cache of them, their status kept by the
+//! disruption controller) are respected where they can be, as upstream does: a victim whose
 //! eviction would take a budget below what its `status.disruptionsAllowed` permits is put
-//! back first, and the node needing the fewest such violations wins. (Victims are deleted,
-//! as upstream's preemption does, not evicted through the eviction API.)
+//! back first, and the node needing the fewest such violations wins; a pod the eviction API
+//! already counted against its budget (`status.disruptedPods`) uses up nothing more.
+//! Victims get the `DisruptionTarget` condition (`PreemptionByScheduler`) and are deleted, as
+//! upstream's preemption does, not evicted through the eviction API.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::Client;
 use rkube_runtime::events::{pod_reference, Recorder};
@@ -44,8 +49,9 @@ fn fits(profile: &Profile, pod: &PodInfo, node: &NodeInfo, all: &[&NodeInfo]) ->
 
 /// Splits candidate victims (most important first) into those whose eviction would violate
 /// a PodDisruptionBudget and the others (upstream's filterPodsWithPDBViolation): each pod a
-/// budget selects uses up one of its allowed disruptions; past them, it violates. Budgets
-/// with an empty selector select nothing here, as upstream.
+/// budget selects uses up one of its allowed disruptions, unless the budget already counts
+/// it as disrupted; past them, it violates. Budgets with an empty selector select nothing
+/// here, as upstream.
 fn split_by_budgets(
     pods: Vec<Arc<PodInfo>>,
     budgets: &[Arc<PodDisruptionBudget>],
@@ -69,7 +75,12 @@ fn split_by_budgets(
         for (i, budget) in budgets.iter().enumerate() {
             let same_namespace = budget.metadata.namespace.as_deref() == Some(pod.namespace());
             let selected = selectors[i].as_ref().is_some_and(|s| s.matches(&labels));
-            if same_namespace && selected {
+            let counted = budget
+                .status
+                .as_ref()
+                .and_then(|s| s.disrupted_pods.as_ref())
+                .is_some_and(|d| d.contains_key(pod.name()));
+            if same_namespace && selected && !counted {
                 allowed[i] -= 1;
                 violates |= allowed[i] < 0;
             }
@@ -146,6 +157,21 @@ pub fn find(
         .map(|(node, (victims, _))| Plan { node, victims })
 }
 
+/// The condition a victim gets before it is deleted.
+fn disruption_target(preemptor: &Pod) -> serde_json::Value {
+    let scheduler = preemptor.spec.as_ref().and_then(|s| s.scheduler_name.as_deref());
+    json!({
+        "type": "DisruptionTarget",
+        "status": "True",
+        "reason": "PreemptionByScheduler",
+        "message": format!(
+            "{}: preempting to accommodate a higher priority pod",
+            scheduler.unwrap_or("default-scheduler")
+        ),
+        "lastTransitionTime": Time(Timestamp::now()),
+    })
+}
+
 /// Evicts the victims and nominates the node for the preemptor.
 pub async fn carry_out(client: &Client, recorder: &Recorder, preemptor: &Pod, plan: Plan) {
     let namespace = preemptor.metadata.namespace.as_deref().unwrap_or("default");
@@ -159,6 +185,29 @@ pub async fn carry_out(client: &Client, recorder: &Recorder, preemptor: &Pod, pl
         let victims: Api<Pod> = Api::namespaced(client.clone(), victim.namespace());
         let uid = preemptor.metadata.uid.as_deref().unwrap_or("");
         let message = format!("Preempted by pod {uid} on node {}", plan.node);
+        // Marked first (the uid naming this very pod), as upstream does; a victim that
+        // cannot be marked is not deleted.
+        let marked =
+            victim.pod.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|c| {
+                c.iter().any(|c| {
+                    c.type_ == "DisruptionTarget"
+                        && c.status == "True"
+                        && c.reason.as_deref() == Some("PreemptionByScheduler")
+                })
+            });
+        if !marked {
+            let patch = json!({
+                "metadata": {"uid": victim.pod.metadata.uid},
+                "status": {"conditions": [disruption_target(preemptor)]},
+            });
+            let params = PatchParams::default();
+            if let Err(e) =
+                victims.patch_status(victim.name(), &params, &Patch::Strategic(&patch)).await
+            {
+                tracing::warn!(error = %e, victim = victim.name(), "cannot mark the victim; not preempting it");
+                continue;
+            }
+        }
         recorder.record(&pod_reference(&victim.pod), "Normal", "Preempted", &message);
         match victims.delete(victim.name(), &DeleteParams::default()).await {
             Ok(_) => tracing::info!(
@@ -257,7 +306,28 @@ mod tests {
         let (violating, _) = split_by_budgets(pods.clone(), &[budget("default", json!({}), 0)]);
         assert!(violating.is_empty());
         let other = budget("other", json!({"matchLabels": {"app": "db"}}), 0);
-        let (violating, _) = split_by_budgets(pods, &[other]);
+        let (violating, _) = split_by_budgets(pods.clone(), &[other]);
         assert!(violating.is_empty());
+        // A pod the eviction API already counted uses up nothing more.
+        let mut counted = (*budget("default", json!({"matchLabels": {"app": "db"}}), 1)).clone();
+        let status = counted.status.as_mut().unwrap();
+        status.disrupted_pods = Some([("a".to_string(), Time(Timestamp::now()))].into());
+        let (violating, fine) = split_by_budgets(pods, &[Arc::new(counted)]);
+        assert_eq!(fine.iter().map(|p| p.name()).collect::<Vec<_>>(), ["a", "b"]);
+        assert_eq!(violating.iter().map(|p| p.name()).collect::<Vec<_>>(), ["c"]);
+    }
+
+    #[test]
+    fn victims_are_marked_as_upstream_marks_them() {
+        let preemptor: Pod = serde_json::from_value(json!({
+            "metadata": {"name": "urgent"}, "spec": {"schedulerName": "my-scheduler", "containers": []}
+        }))
+        .unwrap();
+        let condition = disruption_target(&preemptor);
+        assert_eq!(condition["reason"], "PreemptionByScheduler");
+        assert_eq!(
+            condition["message"],
+            "my-scheduler: preempting to accommodate a higher priority pod"
+        );
     }
 }

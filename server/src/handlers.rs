@@ -862,17 +862,7 @@ fn delete_options(req: &Request) -> ApiResult<DeleteOptions> {
                 "the body of the request could not be decoded as DeleteOptions: {e}"
             ))
         })?;
-        options.grace_period_seconds = value["gracePeriodSeconds"].as_i64();
-        options.propagation_policy = value["propagationPolicy"].as_str().map(String::from);
-        options.precondition_uid = value["preconditions"]["uid"].as_str().map(String::from);
-        options.precondition_resource_version =
-            value["preconditions"]["resourceVersion"].as_str().map(String::from);
-        if let Some(dry) = value["dryRun"].as_array() {
-            options.dry_run = dry.iter().any(|d| d == "All");
-        }
-        if value["orphanDependents"] == json!(true) && options.propagation_policy.is_none() {
-            options.propagation_policy = Some("Orphan".into());
-        }
+        read_delete_options(&value, &mut options);
     }
     if let Some(g) = query.get("gracePeriodSeconds") {
         options.grace_period_seconds = Some(
@@ -892,6 +882,21 @@ fn delete_options(req: &Request) -> ApiResult<DeleteOptions> {
     }
     options.dry_run |= dry_run(query)?;
     Ok(options)
+}
+
+/// The fields of a `DeleteOptions` body (a delete's, or an Eviction's `deleteOptions`).
+pub(crate) fn read_delete_options(value: &Value, options: &mut DeleteOptions) {
+    options.grace_period_seconds = value["gracePeriodSeconds"].as_i64();
+    options.propagation_policy = value["propagationPolicy"].as_str().map(String::from);
+    options.precondition_uid = value["preconditions"]["uid"].as_str().map(String::from);
+    options.precondition_resource_version =
+        value["preconditions"]["resourceVersion"].as_str().map(String::from);
+    if let Some(dry) = value["dryRun"].as_array() {
+        options.dry_run = dry.iter().any(|d| d == "All");
+    }
+    if value["orphanDependents"] == json!(true) && options.propagation_policy.is_none() {
+        options.propagation_policy = Some("Orphan".into());
+    }
 }
 
 /// The patch type (from the Content-Type).

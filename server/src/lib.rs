@@ -27,6 +27,7 @@ pub mod discovery;
 pub mod duplicates;
 pub mod endpoint_reconciler;
 pub mod error;
+pub mod eviction;
 pub mod handlers;
 pub mod inflight;
 pub mod kubelet;

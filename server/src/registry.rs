@@ -46,6 +46,10 @@ pub struct WriteOptions {
     /// Who asks for a create, for the kinds that record it (see
     /// `strategy::record_requester`); `None` for the server's own writes.
     pub requester: Option<strategy::Requester>,
+    /// The request was admitted already as another operation (an eviction: a create of
+    /// `pods/eviction`), so the write is not admitted again, as upstream's eviction writes
+    /// with `rest.ValidateAllObjectFunc`.
+    pub admitted: bool,
 }
 
 /// What a delete asks for (DeleteOptions).
@@ -59,6 +63,8 @@ pub struct DeleteOptions {
     pub precondition_resource_version: Option<String>,
     /// Who asks (for admission); `None` for the server's own deletes.
     pub requester: Option<strategy::Requester>,
+    /// Admitted already as another operation (see [`WriteOptions::admitted`]).
+    pub admitted: bool,
 }
 
 /// What a delete did.
@@ -429,7 +435,9 @@ impl Registry {
                     field_manager: options.field_manager.as_deref(),
                 },
             };
-            self.admit(&write, Some(&mut new), Some(&old)).await?;
+            if !options.admitted {
+                self.admit(&write, Some(&mut new), Some(&old)).await?;
+            }
             let hooks = self.hooks(info).filter(|_| subresource.is_none());
             if let Some(hooks) = hooks {
                 hooks.keep_allocated(&mut new, &old);
@@ -451,7 +459,9 @@ impl Registry {
             if !errors.is_empty() {
                 return Err(ApiError::invalid(info.group, info.kind, name, errors));
             }
-            self.validate_admission(&write, Some(&mut new), Some(&old)).await?;
+            if !options.admitted {
+                self.validate_admission(&write, Some(&mut new), Some(&old)).await?;
+            }
             if new == old {
                 return Ok(old); // nothing changed: no write, same resourceVersion
             }
@@ -532,8 +542,10 @@ impl Registry {
                     propagation_policy: options.propagation_policy.as_deref(),
                 },
             };
-            self.admit(&write, None, Some(&old)).await?;
-            self.validate_admission(&write, None, Some(&old)).await?;
+            if !options.admitted {
+                self.admit(&write, None, Some(&old)).await?;
+                self.validate_admission(&write, None, Some(&old)).await?;
+            }
             let grace = grace_period(info, &old, options);
             let mut finalizers = object::finalizers(&old);
             match options.propagation_policy.as_deref() {

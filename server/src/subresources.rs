@@ -19,7 +19,6 @@ use crate::handlers::{self as api, Reply, ReplyBody, Request};
 use crate::kubelet;
 use crate::negotiate::{self, Output};
 use crate::object;
-use crate::registry::DeleteOptions;
 use crate::request::{Query, ResourceRequest};
 use crate::status::{ApiError, ApiResult};
 
@@ -37,7 +36,8 @@ pub struct Call<'a> {
     pub output: Output,
 }
 
-type Replied<'a> = Pin<Box<dyn Future<Output = ApiResult<Reply>> + Send + 'a>>;
+/// What a handler answers, later.
+pub type Replied<'a> = Pin<Box<dyn Future<Output = ApiResult<Reply>> + Send + 'a>>;
 
 /// How a subresource is served.
 #[derive(Clone, Copy)]
@@ -90,7 +90,12 @@ pub const TABLE: &[Subresource] = &[
     },
     Subresource { name: "scale", resource: None, verbs: READ_WRITE, serve: Serve::Handler(scale) },
     Subresource { name: "binding", resource: POD, verbs: CREATE, serve: Serve::Handler(binding) },
-    Subresource { name: "eviction", resource: POD, verbs: CREATE, serve: Serve::Handler(eviction) },
+    Subresource {
+        name: "eviction",
+        resource: POD,
+        verbs: CREATE,
+        serve: Serve::Handler(crate::eviction::serve),
+    },
     Subresource {
         name: "token",
         resource: Some(("", "serviceaccounts")),
@@ -335,33 +340,6 @@ fn token(c: Call<'_>) -> Replied<'_> {
                 .await?;
         let output = if matches!(c.output, Output::Yaml) { Output::Yaml } else { Output::Json };
         Ok(negotiate::respond(StatusCode::CREATED, &answered, output, &warnings))
-    })
-}
-
-/// `pods/eviction`: admitted as a create of the subresource (NodeRestriction lets a node
-/// evict only its own pods), then stored as a plain delete for now (no PodDisruptionBudget
-/// check yet).
-fn eviction(c: Call<'_>) -> Replied<'_> {
-    Box::pin(async move {
-        let requester = api::requester(&c.req.user);
-        let mut body: Value =
-            if c.req.body.bytes.is_empty() { json!({}) } else { c.req.body.decode()? };
-        let write = crate::admission::Write {
-            operation: rkube_admission::Operation::Create,
-            info: c.info,
-            namespace: c.namespace,
-            name: c.name,
-            subresource: Some("eviction"),
-            dry_run: false,
-            user: Some(&requester),
-            options: rkube_admission::OperationOptions::Create { field_manager: None },
-        };
-        c.state.registry.admit(&write, Some(&mut body), None).await?;
-        c.state.registry.validate_admission(&write, Some(&mut body), None).await?;
-        let options = DeleteOptions { requester: Some(requester), ..Default::default() };
-        c.state.registry.delete(c.info, c.namespace, c.name, &options).await?;
-        let status = json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201});
-        Ok(negotiate::respond(StatusCode::CREATED, &status, Output::Json, &[]))
     })
 }
 

@@ -264,6 +264,41 @@ impl LabelSelector {
     }
 }
 
+/// A `metav1.LabelSelector` as Go's generated `(*LabelSelector).String()` prints it (what
+/// upstream's messages show for `%v` of one): `&LabelSelector{MatchLabels:map[string]string{app:
+/// web,},MatchExpressions:[]LabelSelectorRequirement{},}`, or `nil` for none.
+pub fn go_string(selector: Option<&Value>) -> String {
+    let Some(selector) = selector.filter(|s| !s.is_null()) else {
+        return "nil".to_string();
+    };
+    let mut labels: Vec<(&String, &Value)> =
+        selector["matchLabels"].as_object().map(|m| m.iter().collect()).unwrap_or_default();
+    labels.sort_by(|a, b| a.0.cmp(b.0));
+    let labels: String =
+        labels.iter().map(|(k, v)| format!("{k}: {},", v.as_str().unwrap_or(""))).collect();
+    let expressions: String = selector["matchExpressions"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+        .iter()
+        .map(|e| {
+            let values: Vec<&str> = e["values"]
+                .as_array()
+                .map(|v| v.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            format!(
+                "LabelSelectorRequirement{{Key:{},Operator:{},Values:[{}],}},",
+                e["key"].as_str().unwrap_or(""),
+                e["operator"].as_str().unwrap_or(""),
+                values.join(" ")
+            )
+        })
+        .collect();
+    format!(
+        "&LabelSelector{{MatchLabels:map[string]string{{{labels}}},MatchExpressions:[]LabelSelectorRequirement{{{expressions}}},}}"
+    )
+}
+
 /// The canonical string form (upstream's `Selector.String()`); empty for everything/nothing.
 impl fmt::Display for LabelSelector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

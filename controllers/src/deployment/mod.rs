@@ -51,7 +51,7 @@ mod replica_sets;
 mod rollback;
 mod rolling;
 mod status;
-mod surge;
+pub(crate) mod surge;
 mod sync;
 
 #[cfg(test)]

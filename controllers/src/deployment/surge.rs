@@ -35,7 +35,7 @@ fn rolling_parameters(d: &Deployment) -> (IntOrString, IntOrString) {
 }
 
 /// A number as is, or a percentage of `total`, rounded up or down.
-pub(super) fn scaled_value(value: &IntOrString, total: i32, round_up: bool) -> Result<i32, String> {
+pub(crate) fn scaled_value(value: &IntOrString, total: i32, round_up: bool) -> Result<i32, String> {
     match value {
         IntOrString::Int(n) => Ok(*n),
         IntOrString::String(s) => {

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use crate::strategy::Strategy;
-use crate::tables::{age, arr, at, name, st, strings, text, TablePrinter, AGE, NAME};
+use crate::tables::{age, at, name, st, text, TablePrinter, AGE, NAME};
 use crate::validation::FieldError;
 use crate::{defaults, validation};
 
@@ -67,35 +67,10 @@ fn param_ref(param_ref: Option<&Value>) -> String {
             format!("{namespace}/{name}")
         }
     } else if let Some(selector) = at(p, &["selector"]).filter(|s| s.is_object()) {
-        go_label_selector(selector)
+        crate::selectors::labels::go_string(Some(selector))
     } else {
         "<unset>".to_string()
     }
-}
-
-/// A label selector the way Go's generated `LabelSelector.String()` prints it.
-fn go_label_selector(selector: &Value) -> String {
-    let mut labels: Vec<(&String, &Value)> = at(selector, &["matchLabels"])
-        .and_then(Value::as_object)
-        .map(|m| m.iter().collect())
-        .unwrap_or_default();
-    labels.sort_by(|a, b| a.0.cmp(b.0));
-    let labels: String =
-        labels.iter().map(|(k, v)| format!("{k}: {},", v.as_str().unwrap_or(""))).collect();
-    let expressions: String = arr(selector, &["matchExpressions"])
-        .iter()
-        .map(|e| {
-            format!(
-                "LabelSelectorRequirement{{Key:{},Operator:{},Values:[{}],}},",
-                st(e, &["key"]),
-                st(e, &["operator"]),
-                strings(at(e, &["values"])).join(" ")
-            )
-        })
-        .collect();
-    format!(
-        "&LabelSelector{{MatchLabels:map[string]string{{{labels}}},MatchExpressions:[]LabelSelectorRequirement{{{expressions}}},}}"
-    )
 }
 
 #[cfg(test)]
