@@ -15,8 +15,8 @@ use crate::default_toleration_seconds::{self, DefaultTolerationSeconds};
 use crate::error::AdmissionError;
 use crate::state::ClusterState;
 use crate::{
-    namespace_lifecycle, node_restriction, priority, service_account, MutatingPlugin,
-    ValidatingPlugin,
+    default_storage_class, namespace_lifecycle, node_restriction, persistent_volume_claim_resize,
+    priority, service_account, storage_object_in_use_protection, MutatingPlugin, ValidatingPlugin,
 };
 
 /// kube-apiserver's plugins, in the order it runs them (`AllOrderedPlugins`).
@@ -97,6 +97,9 @@ pub const IMPLEMENTED: &[&str] = &[
     certificate_approval::NAME,
     certificate_signing::NAME,
     certificate_subject_restriction::NAME,
+    default_storage_class::NAME,
+    storage_object_in_use_protection::NAME,
+    persistent_volume_claim_resize::NAME,
 ];
 
 /// What the plugins are configured with (kube-apiserver's flags of each plugin).
@@ -183,6 +186,15 @@ fn build(name: &str, settings: &Settings, authorizer: &AuthorizerSlot) -> Halves
         }
         certificate_subject_restriction::NAME => {
             (None, Some(Arc::new(CertificateSubjectRestriction)))
+        }
+        default_storage_class::NAME => {
+            (Some(Arc::new(default_storage_class::DefaultStorageClass)), None)
+        }
+        storage_object_in_use_protection::NAME => {
+            (Some(Arc::new(storage_object_in_use_protection::StorageObjectInUseProtection)), None)
+        }
+        persistent_volume_claim_resize::NAME => {
+            (None, Some(Arc::new(persistent_volume_claim_resize::PersistentVolumeClaimResize)))
         }
         other => unreachable!("{other} is not in IMPLEMENTED"),
     }
@@ -293,6 +305,9 @@ mod tests {
             "NodeRestriction",
             "Priority",
             "DefaultTolerationSeconds",
+            "DefaultStorageClass",
+            "StorageObjectInUseProtection",
+            "PersistentVolumeClaimResize",
             "CertificateApproval",
             "CertificateSigning",
             "CertificateSubjectRestriction",
@@ -356,7 +371,9 @@ mod tests {
                 "ServiceAccount",
                 "NodeRestriction",
                 "Priority",
-                "DefaultTolerationSeconds"
+                "DefaultTolerationSeconds",
+                "DefaultStorageClass",
+                "StorageObjectInUseProtection"
             ]
         );
         assert_eq!(
@@ -364,6 +381,7 @@ mod tests {
             [
                 "ServiceAccount",
                 "Priority",
+                "PersistentVolumeClaimResize",
                 "CertificateApproval",
                 "CertificateSigning",
                 "CertificateSubjectRestriction"

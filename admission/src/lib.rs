@@ -16,7 +16,9 @@
 //! [`default_toleration_seconds`] (DefaultTolerationSeconds), and the certificate checks
 //! [`certificate_approval`] (CertificateApproval), [`certificate_signing`]
 //! (CertificateSigning) and [`certificate_subject_restriction`]
-//! (CertificateSubjectRestriction). Plugins that need an authorization decision ask the
+//! (CertificateSubjectRestriction), and the storage ones [`default_storage_class`]
+//! (DefaultStorageClass), [`storage_object_in_use_protection`] (StorageObjectInUseProtection)
+//! and [`persistent_volume_claim_resize`] (PersistentVolumeClaimResize). Plugins that need an authorization decision ask the
 //! server's authorizer through [`authorizer::Authorizer`], which the server hands the chain
 //! with [`Chain::set_authorizer`]. A new plugin is one module
 //! implementing one or both traits, and one row in [`chain`].
@@ -27,14 +29,17 @@ pub mod certificate_approval;
 pub mod certificate_signing;
 pub mod certificate_subject_restriction;
 pub mod chain;
+pub mod default_storage_class;
 pub mod default_toleration_seconds;
 pub mod error;
 pub mod namespace_lifecycle;
 pub mod node_restriction;
+pub mod persistent_volume_claim_resize;
 pub mod pod_refs;
 pub mod priority;
 pub mod service_account;
 pub mod state;
+pub mod storage_object_in_use_protection;
 
 pub use attributes::{
     Attributes, GroupVersionKind, GroupVersionResource, Operation, OperationOptions, UserInfo,

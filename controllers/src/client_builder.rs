@@ -42,6 +42,9 @@ pub fn account_of(controller: &str) -> &str {
         "endpoints-controller" => "endpoint-controller",
         "endpointslice-mirroring-controller" => "endpointslicemirroring-controller",
         "service-lb-controller" => "service-controller",
+        "persistentvolume-binder-controller" => "persistent-volume-binder",
+        "persistentvolume-protection-controller" => "pv-protection-controller",
+        "persistentvolumeclaim-protection-controller" => "pvc-protection-controller",
         "serviceaccount-controller" => "service-account-controller",
         "root-ca-certificate-publisher-controller" => "root-ca-cert-publisher",
         "csrsigning-controller" | "csrapproving-controller" | "csrcleaner-controller" => {
@@ -231,6 +234,11 @@ mod tests {
         assert_eq!(account_of("daemonset-controller"), "daemon-set-controller");
         assert_eq!(account_of("deployment-controller"), "deployment-controller");
         assert_eq!(account_of("service-lb-controller"), "service-controller");
+        assert_eq!(account_of("persistentvolume-binder-controller"), "persistent-volume-binder");
+        assert_eq!(
+            account_of("persistentvolumeclaim-protection-controller"),
+            "pvc-protection-controller"
+        );
     }
 
     #[test]

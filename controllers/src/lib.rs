@@ -46,6 +46,10 @@
 //!   aggregated ClusterRoles (`admin`, `edit`, `view`).
 //! - `service-lb-controller` ([`service_lb`]): LoadBalancer Services get the Ready nodes'
 //!   addresses as their ingress, as k3s's ServiceLB (the proxy serves them there).
+//! - `persistentvolume-binder-controller`, `persistentvolumeclaim-protection-controller`,
+//!   `persistentvolume-protection-controller` ([`volume`]): claims bound to volumes (or
+//!   handed to a provisioner), volumes released and reclaimed, and the protection finalizers
+//!   of claims in use and bound volumes.
 //!
 //! - `csrsigning-controller`, `csrapproving-controller`, `csrcleaner-controller`
 //!   ([`certificates`]): sign approved CertificateSigningRequests with the cluster CA,
@@ -111,12 +115,13 @@ pub mod status_write;
 pub mod taint_eviction;
 pub mod trigger_time;
 pub mod ttl_after_finished;
+pub mod volume;
 
 pub use client_builder::ClientBuilder;
 
 /// The controllers, by upstream's names, with the older short names `--controllers` also
 /// accepts.
-pub const CONTROLLERS: [(&str, &str); 24] = [
+pub const CONTROLLERS: [(&str, &str); 27] = [
     ("clusterrole-aggregation-controller", "clusterrole-aggregation"),
     ("cronjob-controller", "cronjob"),
     ("csrapproving-controller", "csrapproving"),
@@ -132,6 +137,9 @@ pub const CONTROLLERS: [(&str, &str); 24] = [
     ("namespace-controller", "namespace"),
     ("node-ipam-controller", "nodeipam"),
     ("node-lifecycle-controller", "nodelifecycle"),
+    ("persistentvolume-binder-controller", "persistentvolume-binder"),
+    ("persistentvolume-protection-controller", "pv-protection"),
+    ("persistentvolumeclaim-protection-controller", "pvc-protection"),
     ("replicaset-controller", "replicaset"),
     ("replicationcontroller-controller", "replicationcontroller"),
     ("root-ca-certificate-publisher-controller", "root-ca-cert-publisher"),
@@ -194,6 +202,8 @@ pub struct Config {
     /// `--cluster-signing-cert-file`, `--cluster-signing-key-file` and
     /// `--cluster-signing-duration`: the CA the `csrsigning-controller` signs with.
     pub cluster_signing: certificates::signer::Config,
+    /// `--pvclaimbinder-sync-period`: the PV binder's.
+    pub volume_binder: volume::binder::Config,
 }
 
 impl Default for Config {
@@ -218,6 +228,7 @@ impl Default for Config {
             root_ca_file: None,
             service_account_private_key_file: None,
             cluster_signing: certificates::signer::Config::default(),
+            volume_binder: volume::binder::Config::default(),
         }
     }
 }
@@ -278,6 +289,7 @@ impl Config {
             ("node-monitor-period", lifecycle.node_monitor_period),
             ("node-monitor-grace-period", lifecycle.node_monitor_grace_period),
             ("node-startup-grace-period", lifecycle.node_startup_grace_period),
+            ("pvclaimbinder-sync-period", self.volume_binder.sync_period),
         ] {
             if value == Duration::ZERO {
                 return Err(ConfigError::Zero { flag });
@@ -502,6 +514,15 @@ fn controllers(
         let job_rx = jobs.then(|| channel(&mut pod_txs));
         let daemon_set_rx = daemon_sets.then(|| (channel(&mut node_txs), channel(&mut pod_txs)));
         let stateful_set_rx = stateful_sets.then(|| channel(&mut pod_txs));
+        let volume_binder = config.enabled("persistentvolume-binder-controller");
+        let pvc_protection_rx = config
+            .enabled("persistentvolumeclaim-protection-controller")
+            .then(|| channel(&mut pod_txs));
+        if config.enabled("persistentvolume-protection-controller") {
+            tasks.spawn(volume::pv_protection::run(
+                clients.client("persistentvolume-protection-controller").await,
+            ));
+        }
         // The endpoint controllers share a Service informer too.
         let mut service_txs = Vec::new();
         let endpoints_rx = config
@@ -537,7 +558,7 @@ fn controllers(
                 service_rx,
             ));
         }
-        if !node_txs.is_empty() || !pod_txs.is_empty() {
+        if !node_txs.is_empty() || !pod_txs.is_empty() || volume_binder {
             let (nodes, node_watch) = informer::start(
                 Api::<Node>::all(client.clone()),
                 watcher::Config::default(),
@@ -546,7 +567,9 @@ fn controllers(
             let (pods, pod_watch) = informer::start_indexed(
                 Api::<Pod>::all(client.clone()),
                 watcher::Config::default(),
-                Indexers::default().with(store::NODE_NAME, store::pod_node_name),
+                Indexers::default()
+                    .with(store::NODE_NAME, store::pod_node_name)
+                    .with(volume::POD_CLAIMS, volume::pod_claim_keys),
                 pod_txs,
             );
             _informers.push(node_watch);
@@ -615,6 +638,20 @@ fn controllers(
                     config.concurrent_daemonset_syncs,
                     nodes.clone(),
                     node_rx,
+                    pods.clone(),
+                    pod_rx,
+                ));
+            }
+            if volume_binder {
+                tasks.spawn(volume::binder::run(
+                    clients.client("persistentvolume-binder-controller").await,
+                    config.volume_binder.clone(),
+                    pods.clone(),
+                ));
+            }
+            if let Some(pod_rx) = pvc_protection_rx {
+                tasks.spawn(volume::pvc_protection::run(
+                    clients.client("persistentvolumeclaim-protection-controller").await,
                     pods.clone(),
                     pod_rx,
                 ));

@@ -480,6 +480,9 @@ struct ControllerManagerArgs {
     /// `spec.expirationSeconds` may ask for less).
     #[arg(long, default_value = "8760h", value_parser = parse_duration)]
     cluster_signing_duration: Duration,
+    /// How often the PV binder syncs every claim and volume again.
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pvclaimbinder_sync_period: Duration,
     /// Run each controller as its own service account in kube-system (bound by the
     /// bootstrap policy to `system:controller:<name>`), as upstream's flag; the controller
     /// manager's own credentials then need only `system:kube-controller-manager`. On by
@@ -552,6 +555,9 @@ impl ControllerManagerArgs {
                 cert_file: self.cluster_signing_cert_file.clone(),
                 key_file: self.cluster_signing_key_file.clone(),
                 duration: self.cluster_signing_duration,
+            },
+            volume_binder: rkube_controllers::volume::binder::Config {
+                sync_period: self.pvclaimbinder_sync_period,
             },
         }
     }
