@@ -15,8 +15,9 @@ use crate::default_toleration_seconds::{self, DefaultTolerationSeconds};
 use crate::error::AdmissionError;
 use crate::state::ClusterState;
 use crate::{
-    default_ingress_class, limit_ranger, namespace_lifecycle, node_restriction, pod_security,
-    priority, resource_quota, runtime_class, service_account, taint_nodes_by_condition,
+    default_ingress_class, default_storage_class, limit_ranger, namespace_lifecycle,
+    node_restriction, persistent_volume_claim_resize, pod_security, priority, resource_quota,
+    runtime_class, service_account, storage_object_in_use_protection, taint_nodes_by_condition,
     MutatingPlugin, ValidatingPlugin,
 };
 
@@ -104,6 +105,9 @@ pub const IMPLEMENTED: &[&str] = &[
     certificate_subject_restriction::NAME,
     resource_quota::NAME,
     default_ingress_class::NAME,
+    default_storage_class::NAME,
+    storage_object_in_use_protection::NAME,
+    persistent_volume_claim_resize::NAME,
 ];
 
 /// What the plugins are configured with (kube-apiserver's flags of each plugin).
@@ -207,6 +211,15 @@ fn build(name: &str, settings: &Settings, authorizer: &AuthorizerSlot) -> Halves
             (None, Some(Arc::new(CertificateSubjectRestriction)))
         }
         resource_quota::NAME => (None, Some(Arc::new(resource_quota::ResourceQuota::default()))),
+        default_storage_class::NAME => {
+            (Some(Arc::new(default_storage_class::DefaultStorageClass)), None)
+        }
+        storage_object_in_use_protection::NAME => {
+            (Some(Arc::new(storage_object_in_use_protection::StorageObjectInUseProtection)), None)
+        }
+        persistent_volume_claim_resize::NAME => {
+            (None, Some(Arc::new(persistent_volume_claim_resize::PersistentVolumeClaimResize)))
+        }
         other => unreachable!("{other} is not in IMPLEMENTED"),
     }
 }
@@ -319,6 +332,9 @@ mod tests {
             "PodSecurity",
             "Priority",
             "DefaultTolerationSeconds",
+            "DefaultStorageClass",
+            "StorageObjectInUseProtection",
+            "PersistentVolumeClaimResize",
             "RuntimeClass",
             "CertificateApproval",
             "CertificateSigning",
@@ -388,6 +404,8 @@ mod tests {
                 "TaintNodesByCondition",
                 "Priority",
                 "DefaultTolerationSeconds",
+                "DefaultStorageClass",
+                "StorageObjectInUseProtection",
                 "RuntimeClass",
                 "DefaultIngressClass"
             ]
@@ -399,6 +417,7 @@ mod tests {
                 "ServiceAccount",
                 "PodSecurity",
                 "Priority",
+                "PersistentVolumeClaimResize",
                 "RuntimeClass",
                 "CertificateApproval",
                 "CertificateSigning",

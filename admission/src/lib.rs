@@ -18,7 +18,10 @@
 //! [`runtime_class`] (RuntimeClass), [`default_ingress_class`] (DefaultIngressClass), and the certificate checks
 //! [`certificate_approval`] (CertificateApproval), [`certificate_signing`]
 //! (CertificateSigning) and [`certificate_subject_restriction`]
-//! (CertificateSubjectRestriction), and [`resource_quota`] (ResourceQuota). Plugins that need an authorization decision ask the
+//! (CertificateSubjectRestriction), the storage ones [`default_storage_class`]
+//! (DefaultStorageClass), [`storage_object_in_use_protection`] (StorageObjectInUseProtection)
+//! and [`persistent_volume_claim_resize`] (PersistentVolumeClaimResize), and
+//! [`resource_quota`] (ResourceQuota). Plugins that need an authorization decision ask the
 //! server's authorizer through [`authorizer::Authorizer`], which the server hands the chain
 //! with [`Chain::set_authorizer`]. Plugins tell the client things through
 //! [`Attributes::warnings`], which the server sends as `Warning` headers. Shared helpers:
@@ -33,11 +36,13 @@ pub mod certificate_signing;
 pub mod certificate_subject_restriction;
 pub mod chain;
 pub mod default_ingress_class;
+pub mod default_storage_class;
 pub mod default_toleration_seconds;
 pub mod error;
 pub mod limit_ranger;
 pub mod namespace_lifecycle;
 pub mod node_restriction;
+pub mod persistent_volume_claim_resize;
 pub mod pod_refs;
 pub mod pod_security;
 pub mod priority;
@@ -46,6 +51,7 @@ pub mod resource_quota;
 pub mod runtime_class;
 pub mod service_account;
 pub mod state;
+pub mod storage_object_in_use_protection;
 pub mod taint_nodes_by_condition;
 pub mod tolerations;
 

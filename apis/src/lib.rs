@@ -19,6 +19,7 @@ pub mod names;
 pub mod node_selector;
 pub mod openapi;
 pub mod patch;
+pub mod persistent_volumes;
 pub mod quantity;
 pub mod quota;
 pub mod resources;

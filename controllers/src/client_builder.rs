@@ -44,6 +44,9 @@ pub fn account_of(controller: &str) -> &str {
         "endpointslice-mirroring-controller" => "endpointslicemirroring-controller",
         "service-lb-controller" => "service-controller",
         "horizontal-pod-autoscaler-controller" => "horizontal-pod-autoscaler",
+        "persistentvolume-binder-controller" => "persistent-volume-binder",
+        "persistentvolume-protection-controller" => "pv-protection-controller",
+        "persistentvolumeclaim-protection-controller" => "pvc-protection-controller",
         "serviceaccount-controller" => "service-account-controller",
         "root-ca-certificate-publisher-controller" => "root-ca-cert-publisher",
         "csrsigning-controller" | "csrapproving-controller" | "csrcleaner-controller" => {
@@ -233,6 +236,11 @@ mod tests {
         assert_eq!(account_of("daemonset-controller"), "daemon-set-controller");
         assert_eq!(account_of("deployment-controller"), "deployment-controller");
         assert_eq!(account_of("service-lb-controller"), "service-controller");
+        assert_eq!(account_of("persistentvolume-binder-controller"), "persistent-volume-binder");
+        assert_eq!(
+            account_of("persistentvolumeclaim-protection-controller"),
+            "pvc-protection-controller"
+        );
     }
 
     #[test]

@@ -52,6 +52,10 @@
 //!   and `status.used`, recounted on changes and every `--resource-quota-sync-period`.
 //! - `service-lb-controller` ([`service_lb`]): LoadBalancer Services get the Ready nodes'
 //!   addresses as their ingress, as k3s's ServiceLB (the proxy serves them there).
+//! - `persistentvolume-binder-controller`, `persistentvolumeclaim-protection-controller`,
+//!   `persistentvolume-protection-controller` ([`volume`]): claims bound to volumes (or
+//!   handed to a provisioner), volumes released and reclaimed, and the protection finalizers
+//!   of claims in use and bound volumes.
 //!
 //! - `disruption-controller` ([`disruption`]): the status of PodDisruptionBudgets (how many
 //!   of their pods are healthy and how many may be disrupted), which the `pods/eviction`
@@ -128,12 +132,13 @@ pub mod status_write;
 pub mod taint_eviction;
 pub mod trigger_time;
 pub mod ttl_after_finished;
+pub mod volume;
 
 pub use client_builder::ClientBuilder;
 
 /// The controllers, by upstream's names, with the older short names `--controllers` also
 /// accepts.
-pub const CONTROLLERS: [(&str, &str); 28] = [
+pub const CONTROLLERS: [(&str, &str); 31] = [
     ("clusterrole-aggregation-controller", "clusterrole-aggregation"),
     ("cronjob-controller", "cronjob"),
     ("csrapproving-controller", "csrapproving"),
@@ -152,6 +157,9 @@ pub const CONTROLLERS: [(&str, &str); 28] = [
     ("node-ipam-controller", "nodeipam"),
     ("node-lifecycle-controller", "nodelifecycle"),
     ("pod-garbage-collector-controller", "podgc"),
+    ("persistentvolume-binder-controller", "persistentvolume-binder"),
+    ("persistentvolume-protection-controller", "pv-protection"),
+    ("persistentvolumeclaim-protection-controller", "pvc-protection"),
     ("replicaset-controller", "replicaset"),
     ("replicationcontroller-controller", "replicationcontroller"),
     ("resourcequota-controller", "resourcequota"),
@@ -223,6 +231,8 @@ pub struct Config {
     /// `--terminated-pod-gc-threshold`: terminated pods kept before the pod garbage collector
     /// deletes the oldest (0: never).
     pub terminated_pod_gc_threshold: i32,
+    /// `--pvclaimbinder-sync-period`: the PV binder's.
+    pub volume_binder: volume::binder::Config,
 }
 
 impl Default for Config {
@@ -250,6 +260,7 @@ impl Default for Config {
             service_account_private_key_file: None,
             cluster_signing: certificates::signer::Config::default(),
             terminated_pod_gc_threshold: pod_gc::Config::default().terminated_pod_gc_threshold,
+            volume_binder: volume::binder::Config::default(),
         }
     }
 }
@@ -312,6 +323,7 @@ impl Config {
             ("node-startup-grace-period", lifecycle.node_startup_grace_period),
             ("resource-quota-sync-period", self.resource_quota.resync),
             ("horizontal-pod-autoscaler-sync-period", self.horizontal_pod_autoscaler.sync_period),
+            ("pvclaimbinder-sync-period", self.volume_binder.sync_period),
         ] {
             if value == Duration::ZERO {
                 return Err(ConfigError::Zero { flag });
@@ -544,6 +556,15 @@ fn controllers(
         // The autoscaler reads the pod cache only; it is not woken by pod changes.
         let autoscaler = config.enabled(horizontal_pod_autoscaler::NAME);
         let disruption_rx = disruption.then(|| channel(&mut pod_txs));
+        let volume_binder = config.enabled("persistentvolume-binder-controller");
+        let pvc_protection_rx = config
+            .enabled("persistentvolumeclaim-protection-controller")
+            .then(|| channel(&mut pod_txs));
+        if config.enabled("persistentvolume-protection-controller") {
+            tasks.spawn(volume::pv_protection::run(
+                clients.client("persistentvolume-protection-controller").await,
+            ));
+        }
         // The endpoint controllers share a Service informer too.
         let mut service_txs = Vec::new();
         let endpoints_rx = config
@@ -579,8 +600,8 @@ fn controllers(
                 service_rx,
             ));
         }
-        // The pod garbage collector and the autoscaler read the caches and need no channel.
-        if !node_txs.is_empty() || !pod_txs.is_empty() || pod_gc || autoscaler {
+        // The pod garbage collector, the autoscaler and the volume binder read the caches.
+        if !node_txs.is_empty() || !pod_txs.is_empty() || pod_gc || autoscaler || volume_binder {
             let (nodes, node_watch) = informer::start(
                 Api::<Node>::all(client.clone()),
                 watcher::Config::default(),
@@ -589,7 +610,9 @@ fn controllers(
             let (pods, pod_watch) = informer::start_indexed(
                 Api::<Pod>::all(client.clone()),
                 watcher::Config::default(),
-                Indexers::default().with(store::NODE_NAME, store::pod_node_name),
+                Indexers::default()
+                    .with(store::NODE_NAME, store::pod_node_name)
+                    .with(volume::POD_CLAIMS, volume::pod_claim_keys),
                 pod_txs,
             );
             _informers.push(node_watch);
@@ -673,6 +696,20 @@ fn controllers(
                     config.concurrent_daemonset_syncs,
                     nodes.clone(),
                     node_rx,
+                    pods.clone(),
+                    pod_rx,
+                ));
+            }
+            if volume_binder {
+                tasks.spawn(volume::binder::run(
+                    clients.client("persistentvolume-binder-controller").await,
+                    config.volume_binder.clone(),
+                    pods.clone(),
+                ));
+            }
+            if let Some(pod_rx) = pvc_protection_rx {
+                tasks.spawn(volume::pvc_protection::run(
+                    clients.client("persistentvolumeclaim-protection-controller").await,
                     pods.clone(),
                     pod_rx,
                 ));

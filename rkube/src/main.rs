@@ -512,6 +512,9 @@ struct ControllerManagerArgs {
     /// `spec.expirationSeconds` may ask for less).
     #[arg(long, default_value = "8760h", value_parser = parse_duration)]
     cluster_signing_duration: Duration,
+    /// How often the PV binder syncs every claim and volume again.
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pvclaimbinder_sync_period: Duration,
     /// Run each controller as its own service account in kube-system (bound by the
     /// bootstrap policy to `system:controller:<name>`), as upstream's flag; the controller
     /// manager's own credentials then need only `system:kube-controller-manager`. On by
@@ -598,6 +601,9 @@ impl ControllerManagerArgs {
                 duration: self.cluster_signing_duration,
             },
             terminated_pod_gc_threshold: self.terminated_pod_gc_threshold,
+            volume_binder: rkube_controllers::volume::binder::Config {
+                sync_period: self.pvclaimbinder_sync_period,
+            },
         }
     }
 

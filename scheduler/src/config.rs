@@ -33,7 +33,7 @@ use crate::plugins::node_resources_fit::ScoringStrategy;
 use crate::plugins::{
     default_profile, ImageLocality, InterPodAffinity, NodeAffinity, NodeName, NodePorts,
     NodeResourcesBalancedAllocation, NodeResourcesFit, NodeUnschedulable, PodTopologySpread,
-    TaintToleration, VolumeRestrictions, DEFAULT_SCHEDULER_NAME,
+    TaintToleration, VolumeBinding, VolumeRestrictions, DEFAULT_SCHEDULER_NAME,
 };
 
 /// The only API version kube-scheduler v1.33 reads.
@@ -363,6 +363,7 @@ pub fn new_filter(name: &str, args: &PluginArgs) -> Option<Box<dyn FilterPlugin>
         "PodTopologySpread" => Box::new(PodTopologySpread),
         "InterPodAffinity" => Box::new(InterPodAffinity),
         "VolumeRestrictions" => Box::new(VolumeRestrictions),
+        "VolumeBinding" => Box::new(VolumeBinding),
         _ => return None,
     })
 }
@@ -391,7 +392,6 @@ fn is_registered(name: &str) -> bool {
 const UPSTREAM_ONLY: &[&str] = &[
     "PrioritySort",
     "NodeVolumeLimits",
-    "VolumeBinding",
     "VolumeZone",
     "DefaultPreemption",
     "DefaultBinder",
@@ -794,6 +794,7 @@ mod tests {
                 "NodeAffinity",
                 "NodeResourcesFit",
                 "VolumeRestrictions",
+                "VolumeBinding",
                 "PodTopologySpread",
                 "InterPodAffinity"
             ]
@@ -806,7 +807,7 @@ mod tests {
         assert!(!scores(&p).iter().any(|(n, _)| *n == "TaintToleration"));
         // Disabling a plugin rkube does not have is fine (upstream configs do it).
         one(&format!(
-            "{HEAD}profiles:\n- plugins:\n    multiPoint:\n      disabled:\n      - name: VolumeBinding\n"
+            "{HEAD}profiles:\n- plugins:\n    multiPoint:\n      disabled:\n      - name: VolumeZone\n"
         ));
     }
 
@@ -872,9 +873,9 @@ mod tests {
             "{e}"
         );
         let e = err(&format!(
-            "{HEAD}profiles:\n- plugins:\n    multiPoint:\n      enabled:\n      - name: VolumeBinding\n"
+            "{HEAD}profiles:\n- plugins:\n    multiPoint:\n      enabled:\n      - name: VolumeZone\n"
         ));
-        assert!(e.contains("plugin \"VolumeBinding\" is not available in rkube"), "{e}");
+        assert!(e.contains("plugin \"VolumeZone\" is not available in rkube"), "{e}");
         let e = err(&format!(
             "{HEAD}profiles:\n- plugins:\n    filter:\n      enabled:\n      - name: ImageLocality\n"
         ));

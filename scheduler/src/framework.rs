@@ -16,6 +16,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{ContainerPort, Node, Pod};
 
 use crate::plugins::interpod_affinity::AffinityTerms;
+use crate::plugins::volume_binding::PodVolumeClaims;
 use crate::resources::{non_zero_requests, Resources};
 
 /// A pod with what the plugins ask of it, computed once.
@@ -39,6 +40,10 @@ pub struct PodInfo {
     /// Services, ReplicationControllers, ReplicaSets and StatefulSets that select it (set
     /// by the scheduler, which watches them; None when nothing does).
     pub default_spread_selector: Option<rkube_apis::selectors::LabelSelector>,
+    /// The pod's PersistentVolumeClaims for `VolumeBinding` (set by the scheduler, which
+    /// watches claims, volumes and classes): None when it uses none, else the claims or why
+    /// no node can take the pod.
+    pub volume_claims: Option<Result<Arc<PodVolumeClaims>, String>>,
 }
 
 impl PodInfo {
@@ -55,6 +60,7 @@ impl PodInfo {
             affinity,
             read_write_once_pod_claims: Vec::new(),
             default_spread_selector: None,
+            volume_claims: None,
         }
     }
 

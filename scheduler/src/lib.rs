@@ -4,8 +4,8 @@
 //! Start at [`framework`] (what plugins see and implement) and [`plugins`] (the default
 //! set); [`scheduler`] is the loop (watches, cache, binding), [`queue`] the scheduling queue,
 //! [`resources`] parses quantities and computes what a pod requests, [`config`] reads a
-//! KubeSchedulerConfiguration, and [`workloads`] keeps the selectors the default topology
-//! spread constraints need. One active scheduler is elected through the
+//! KubeSchedulerConfiguration, [`workloads`] keeps the selectors the default topology
+//! spread constraints need, and [`volumes`] the claims and volumes `VolumeBinding` needs. One active scheduler is elected through the
 //! `kube-system/kube-scheduler` Lease with [`rkube_runtime::leader_election`].
 
 pub mod config;
@@ -15,6 +15,7 @@ pub mod preemption;
 pub mod queue;
 pub mod resources;
 pub mod scheduler;
+pub mod volumes;
 pub mod workloads;
 
 pub use rkube_runtime::leader_election;

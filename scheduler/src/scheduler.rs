@@ -9,8 +9,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod, Taint};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod, Taint};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::Client;
@@ -24,7 +25,9 @@ use crate::framework::{
     num_feasible_nodes_to_find, CycleState, FilterPlugin, Next, NodeInfo, PodInfo, Profile,
     MAX_NODE_SCORE,
 };
+use crate::plugins::volume_binding::{self, PodVolumeClaims, PodVolumes};
 use crate::queue::{PodKey, Queue};
+use crate::volumes::{self, VolumeCache};
 
 /// The cluster as the scheduler sees it, kept up to date event by event: each node with the
 /// pods on it (so a scheduling cycle copies nothing).
@@ -43,6 +46,8 @@ struct Cache {
     binding: std::collections::HashSet<PodKey>,
     /// Claims with the ReadWriteOncePod access mode, by namespace and name.
     exclusive_claims: std::collections::HashSet<(String, String)>,
+    /// Claims, volumes and classes, for VolumeBinding.
+    volumes: VolumeCache,
 }
 
 /// A stand-in for a node known only from the pods bound to it.
@@ -181,6 +186,8 @@ struct BindResult {
     pod: Arc<Pod>,
     node: String,
     error: Option<String>,
+    /// The volumes promised to the pod, to forget when the binding failed.
+    volumes: PodVolumes,
 }
 
 /// The component on the scheduler's events.
@@ -203,12 +210,23 @@ pub async fn run(client: Client, profile: Profile) {
     // PodDisruptionBudgets, which preemption respects where it can: read from the cache.
     let (budgets, _budget_watch) =
         Informer::new(Api::<PodDisruptionBudget>::all(client.clone())).start();
-    // Claims, for the ReadWriteOncePod access mode.
+    // Claims (for the ReadWriteOncePod access mode and VolumeBinding), volumes and classes.
     let (claim_tx, mut claim_deltas) = tokio::sync::mpsc::unbounded_channel();
     let (_, _claim_watch) = Informer::new(Api::<PersistentVolumeClaim>::all(client.clone()))
         .indexers(Indexers::none())
         .deltas(claim_tx)
         .start();
+    let (volume_tx, mut volume_deltas) = tokio::sync::mpsc::unbounded_channel();
+    let (_, _volume_watch) = Informer::new(Api::<PersistentVolume>::all(client.clone()))
+        .indexers(Indexers::none())
+        .deltas(volume_tx)
+        .start();
+    let (class_tx, mut class_deltas) = tokio::sync::mpsc::unbounded_channel();
+    let (_, _class_watch) = Informer::new(Api::<StorageClass>::all(client.clone()))
+        .indexers(Indexers::none())
+        .deltas(class_tx)
+        .start();
+    let binds_volumes = profile.filters.iter().any(|f| f.name() == volume_binding::NAME);
     // What selects pods, for the default topology spread constraints.
     let workloads = crate::workloads::Workloads::start(&client);
     // Events name the scheduler as upstream's does (`reportingInstance` too).
@@ -240,8 +258,20 @@ pub async fn run(client: Client, profile: Profile) {
                 None => return,
             },
             Some(delta) = claim_deltas.recv() => {
-                if on_claim_delta(&mut cache, delta) {
-                    // A claim changed access modes or went: pods waiting on it may fit.
+                // A claim came, changed (bound, access modes) or went: pods waiting on it
+                // may fit.
+                let volumes_changed = cache.volumes.on_claim(&delta);
+                if on_claim_delta(&mut cache, delta) || volumes_changed {
+                    queue.cluster_changed();
+                }
+            }
+            Some(delta) = volume_deltas.recv() => {
+                if cache.volumes.on_volume(&delta) {
+                    queue.cluster_changed();
+                }
+            }
+            Some(delta) = class_deltas.recv() => {
+                if cache.volumes.on_class(&delta) {
                     queue.cluster_changed();
                 }
             }
@@ -250,6 +280,7 @@ pub async fn run(client: Client, profile: Profile) {
                 if let Some(error) = result.error {
                     // Forget the assumption and try again later.
                     tracing::warn!(pod = %result.key, node = result.node, error, "binding failed; backing off");
+                    cache.volumes.forget(&result.volumes);
                     cache.unassign(&result.key);
                     cache.pending.insert(result.key.clone(), result.pod);
                     queue.backoff(result.key);
@@ -262,9 +293,21 @@ pub async fn run(client: Client, profile: Profile) {
                 let mut info = PodInfo::new(pod.clone());
                 info.read_write_once_pod_claims = cache.read_write_once_pod_claims(&info);
                 info.default_spread_selector = workloads.default_spread_selector(&info);
+                if binds_volumes {
+                    info.volume_claims = PodVolumeClaims::gather(&pod, &cache.volumes)
+                        .map(|claims| claims.map(Arc::new));
+                }
                 let nodes: Vec<&NodeInfo> = cache.nodes.values().collect();
                 match decide(&profile, &info, &nodes, &mut next_start) {
                     Ok(node) => {
+                        // What the pod's claims need on the node, promised at once.
+                        let plan = match (&info.volume_claims, cache.nodes.get(&node)) {
+                            (Some(Ok(claims)), Some(node_info)) => {
+                                volume_binding::find_pod_volumes(claims, node_info).unwrap_or_default()
+                            }
+                            _ => PodVolumes::default(),
+                        };
+                        let promised = cache.volumes.assume(&plan, &node);
                         cache.pending.remove(&key);
                         cache.assign(key.clone(), node.clone(), Arc::new(info));
                         cache.binding.insert(key.clone());
@@ -272,14 +315,25 @@ pub async fn run(client: Client, profile: Profile) {
                         let (client, tx) = (client.clone(), bound_tx.clone());
                         let recorder = recorder.clone();
                         tokio::spawn(async move {
-                            let error = match bind(&client, &pod, &node).await {
-                                Ok(()) => {
-                                    record_scheduled(&recorder, &pod, &node);
-                                    None
-                                }
-                                Err(e) => Some(e.to_string()),
+                            let bound_volumes = match promised.is_empty() {
+                                true => Ok(()),
+                                false => volumes::bind_pod_volumes(&client, &pod, &node, &promised, volumes::BIND_TIMEOUT).await,
                             };
-                            let _ = tx.send(BindResult { key, pod, node, error });
+                            let error = match bound_volumes {
+                                Err(e) => {
+                                    let message = e.message();
+                                    record_failure(&client, &recorder, &pod, "SchedulerError", &message).await;
+                                    Some(message)
+                                }
+                                Ok(()) => match bind(&client, &pod, &node).await {
+                                    Ok(()) => {
+                                        record_scheduled(&recorder, &pod, &node);
+                                        None
+                                    }
+                                    Err(e) => Some(e.to_string()),
+                                },
+                            };
+                            let _ = tx.send(BindResult { key, pod, node, error, volumes: promised });
                         });
                     }
                     Err(message) => {
@@ -438,11 +492,15 @@ pub fn decide(
             Ok(Next::Run) => filters.push(filter.as_ref()),
             Ok(Next::Skip) => {}
             Err(rejection) => {
-                // The pod fits no node at all, for the same reasons everywhere.
-                for reason in rejection.reasons {
-                    *reasons.entry(reason).or_default() += nodes.len();
-                }
-                return Err(unschedulable(&reasons));
+                // The pod fits no node at all, for the same reasons everywhere: upstream
+                // gives the PreFilter's reasons without counting nodes.
+                return Err(format!(
+                    "0/{} nodes are available: {}. preemption: 0/{} nodes are available: {} Preemption is not helpful for scheduling.",
+                    nodes.len(),
+                    rejection.reasons.join(", "),
+                    nodes.len(),
+                    nodes.len()
+                ));
             }
         }
     }
@@ -517,8 +575,20 @@ fn now() -> String {
     chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
-/// `PodScheduled=False` with the reason, and a `FailedScheduling` event.
+/// `PodScheduled=False` with the reason `Unschedulable`, and a `FailedScheduling` event.
 async fn record_unschedulable(client: &Client, recorder: &Recorder, pod: &Pod, message: &str) {
+    record_failure(client, recorder, pod, "Unschedulable", message).await
+}
+
+/// `PodScheduled=False` with `reason` (`Unschedulable`, or `SchedulerError` when the
+/// binding cycle failed), and a `FailedScheduling` event.
+async fn record_failure(
+    client: &Client,
+    recorder: &Recorder,
+    pod: &Pod,
+    reason: &str,
+    message: &str,
+) {
     let namespace = pod.metadata.namespace.as_deref().unwrap_or("default");
     let name = pod.metadata.name.as_deref().unwrap_or("");
     let pods: Api<Pod> = Api::namespaced(client.clone(), namespace);
@@ -532,7 +602,7 @@ async fn record_unschedulable(client: &Client, recorder: &Recorder, pod: &Pod, m
         let patch = json!({"status": {"conditions": [{
             "type": "PodScheduled",
             "status": "False",
-            "reason": "Unschedulable",
+            "reason": reason,
             "message": message,
             "lastProbeTime": null,
             "lastTransitionTime": now(),

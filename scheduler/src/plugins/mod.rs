@@ -1,8 +1,8 @@
 //! The default plugins, each named as its kube-scheduler counterpart.
 //!
 //! [`default_profile`] wires them up as kube-scheduler v1.33's default profile does (same
-//! order, same score weights), leaving out the plugins rkube does not have yet (the volume
-//! plugins, dynamic resources and preemption).
+//! order, same score weights), leaving out the plugins rkube does not have yet
+//! (NodeVolumeLimits, VolumeZone, dynamic resources).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -21,6 +21,7 @@ pub mod node_resources_fit;
 pub mod node_unschedulable;
 pub mod pod_topology_spread;
 pub mod taint_toleration;
+pub mod volume_binding;
 pub mod volume_restrictions;
 
 pub use image_locality::ImageLocality;
@@ -33,6 +34,7 @@ pub use node_resources_fit::NodeResourcesFit;
 pub use node_unschedulable::NodeUnschedulable;
 pub use pod_topology_spread::PodTopologySpread;
 pub use taint_toleration::TaintToleration;
+pub use volume_binding::VolumeBinding;
 pub use volume_restrictions::VolumeRestrictions;
 
 /// The scheduler name pods get when they name none.
@@ -51,6 +53,7 @@ pub fn default_profile() -> Profile {
             Box::new(NodePorts),
             Box::new(NodeResourcesFit::default()),
             Box::new(VolumeRestrictions),
+            Box::new(VolumeBinding),
             Box::new(PodTopologySpread),
             Box::new(InterPodAffinity),
         ],
@@ -296,6 +299,7 @@ mod tests {
                 "NodePorts",
                 "NodeResourcesFit",
                 "VolumeRestrictions",
+                "VolumeBinding",
                 "PodTopologySpread",
                 "InterPodAffinity"
             ]

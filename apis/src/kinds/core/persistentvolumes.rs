@@ -1,7 +1,8 @@
-//! PersistentVolumes (`v1`): created with the status their creator gives.
+//! PersistentVolumes (`v1`): created `Pending` whatever status the creator sent (the binder
+//! moves them on), with `status.lastPhaseTransitionTime` kept as upstream keeps it.
 
 use chrono::{DateTime, Utc};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::strategy::Strategy;
 use crate::tables::{
@@ -16,8 +17,14 @@ use crate::{defaults, validation};
 pub struct PersistentVolumes;
 
 impl Strategy for PersistentVolumes {
-    fn keeps_status_on_create(&self) -> bool {
-        true
+    fn prepare_for_create(&self, obj: &mut Value) {
+        obj["status"] = json!({"phase": "Pending", "lastPhaseTransitionTime": now()});
+    }
+
+    fn prepare_for_subresource_update(&self, new: &mut Value, old: &Value, sub: &str) {
+        if sub == "status" {
+            phase_transition_time(new, old);
+        }
     }
 
     fn default(&self, obj: &mut Value) {
@@ -81,6 +88,34 @@ fn row(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
     ]
 }
 
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+/// Upstream's status strategy: a write that keeps the phase keeps its transition time (unless
+/// it sets one); a write that changes the phase gets the time of the change, unless the
+/// writer set a time of its own.
+fn phase_transition_time(new: &mut Value, old: &Value) {
+    const KEY: &str = "lastPhaseTransitionTime";
+    let (old_status, new_status) = (&old["status"], &new["status"]);
+    let given = new_status.get(KEY).filter(|t| !t.is_null()).cloned();
+    let time = if old_status["phase"] == new_status["phase"] {
+        given.or_else(|| old_status.get(KEY).filter(|t| !t.is_null()).cloned())
+    } else if given.is_none() || given.as_ref() == old_status.get(KEY) {
+        Some(json!(now()))
+    } else {
+        given
+    };
+    if !new["status"].is_object() {
+        new["status"] = json!({});
+    }
+    let status = new["status"].as_object_mut().expect("an object");
+    match time {
+        Some(t) => status.insert(KEY.into(), t),
+        None => status.remove(KEY),
+    };
+}
+
 // Column descriptions: the API field documentation upstream takes them from.
 const D_PV_CAPACITY: &str = "capacity is the description of the persistent volume's resources and capacity. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#capacity";
 const D_PV_ACCESS: &str = "accessModes contains all ways the volume can be mounted. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#access-modes";
@@ -89,3 +124,26 @@ const D_PV_PHASE: &str = "phase indicates if a volume is available, bound to a c
 const D_PV_CLAIM: &str = "claimRef is part of a bi-directional binding between PersistentVolume and PersistentVolumeClaim. Expected to be non-nil when bound. claim.VolumeName is the authoritative bind between PV and PVC. More info: https://kubernetes.io/docs/concepts/storage/persistent-volumes#binding";
 const D_PV_REASON: &str = "reason is a brief CamelCase string that describes any failure and is meant for machine parsing and tidy display in the CLI.";
 const D_PV_MODE: &str = "volumeMode defines if a volume is intended to be used with a formatted filesystem or to remain in raw block state. Value of Filesystem is implied when not included in spec.";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn phase_changes_stamp_the_transition_time() {
+        let old = json!({"status": {"phase": "Available", "lastPhaseTransitionTime": "2020-01-01T00:00:00Z"}});
+        let mut same = json!({"status": {"phase": "Available"}});
+        phase_transition_time(&mut same, &old);
+        assert_eq!(same["status"]["lastPhaseTransitionTime"], "2020-01-01T00:00:00Z");
+        let mut bound = json!({"status": {"phase": "Bound", "lastPhaseTransitionTime": "2020-01-01T00:00:00Z"}});
+        phase_transition_time(&mut bound, &old);
+        assert_ne!(bound["status"]["lastPhaseTransitionTime"], "2020-01-01T00:00:00Z");
+        let mut own = json!({"status": {"phase": "Bound", "lastPhaseTransitionTime": "2021-01-01T00:00:00Z"}});
+        phase_transition_time(&mut own, &old);
+        assert_eq!(own["status"]["lastPhaseTransitionTime"], "2021-01-01T00:00:00Z");
+        let mut created = json!({"spec": {}, "status": {"phase": "Bound"}});
+        PersistentVolumes.prepare_for_create(&mut created);
+        assert_eq!(created["status"]["phase"], "Pending");
+        assert!(created["status"]["lastPhaseTransitionTime"].is_string());
+    }
+}
