@@ -232,6 +232,8 @@ mod tests {
         assert_eq!(account_of("daemonset-controller"), "daemon-set-controller");
         assert_eq!(account_of("deployment-controller"), "deployment-controller");
         assert_eq!(account_of("service-lb-controller"), "service-controller");
+        assert_eq!(account_of("pod-garbage-collector-controller"), "pod-garbage-collector");
+        assert_eq!(account_of("disruption-controller"), "disruption-controller");
     }
 
     #[test]
