@@ -459,6 +459,12 @@ fn evictions_follow_the_budget_the_pods_state_and_the_delete_options() {
     let first: Value =
         serde_json::from_str(watch.body.lines().next().unwrap_or("")).expect("a watch event");
     assert_eq!(first["type"], "MODIFIED", "{}", watch.body);
+    let managers =
+        first["object"]["metadata"]["managedFields"].as_array().cloned().unwrap_or_default();
+    assert!(
+        managers.iter().any(|m| m["manager"] == "kube-apiserver" && m["subresource"] == "status"),
+        "{managers:?}"
+    );
     let status = first["object"]["status"].clone();
     assert_eq!(status["disruptionsAllowed"], 0, "{status}");
     assert!(status["disruptedPods"]["ready-1"].is_string(), "{status}");

@@ -241,6 +241,8 @@ mod tests {
             account_of("persistentvolumeclaim-protection-controller"),
             "pvc-protection-controller"
         );
+        assert_eq!(account_of("pod-garbage-collector-controller"), "pod-garbage-collector");
+        assert_eq!(account_of("disruption-controller"), "disruption-controller");
     }
 
     #[test]

@@ -810,6 +810,9 @@ mod tests {
         assert!(endpoints.enabled("endpointslice-controller"));
         assert!(is_controller("endpointslice") && is_controller("endpoints-controller"));
         assert!(!is_controller("controllers") && !is_controller("kubelet"));
+        assert!(is_controller("podgc") && is_controller("disruption"));
+        assert!(!with(&["*", "-podgc"]).enabled("pod-garbage-collector-controller"));
+        assert!(with(&["*", "-podgc"]).enabled("disruption-controller"));
         for (name, short) in [
             ("serviceaccount-controller", "serviceaccount"),
             ("serviceaccount-token-controller", "serviceaccount-token"),

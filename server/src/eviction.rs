@@ -328,7 +328,11 @@ impl Eviction<'_> {
         }
         updated["status"]["disruptedPods"][self.name] = json!(now);
         let precondition = object::resource_version(budget).map(String::from);
-        let options = WriteOptions::default();
+        // Upstream writes through its loopback client, recorded as `kube-apiserver`'s.
+        let options = WriteOptions {
+            field_manager: Some("kube-apiserver".into()),
+            ..WriteOptions::default()
+        };
         self.registry
             .modify(
                 info,
