@@ -456,8 +456,14 @@ fn evictions_follow_the_budget_the_pods_state_and_the_delete_options() {
         &[],
         &format!("/apis/policy/v1/namespaces/default/poddisruptionbudgets?watch=1&resourceVersion={before}&timeoutSeconds=1"),
     );
-    let first: Value =
-        serde_json::from_str(watch.body.lines().next().unwrap_or("")).expect("a watch event");
+    // The controller may write the budget's status first: the eviction's write is the one
+    // that records the pod.
+    let first: Value = watch
+        .body
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|e| e["object"]["status"]["disruptedPods"]["ready-1"].is_string())
+        .unwrap_or_else(|| panic!("no watch event records the eviction: {}", watch.body));
     assert_eq!(first["type"], "MODIFIED", "{}", watch.body);
     let managers =
         first["object"]["metadata"]["managedFields"].as_array().cloned().unwrap_or_default();
