@@ -25,8 +25,8 @@
 //! server's authorizer through [`authorizer::Authorizer`], which the server hands the chain
 //! with [`Chain::set_authorizer`]. Plugins tell the client things through
 //! [`Attributes::warnings`], which the server sends as `Warning` headers. Shared helpers:
-//! [`resource_list`] (resource lists as exact quantities) and [`tolerations`] (upstream's
-//! merging of tolerations). A new plugin is one module implementing one or both traits, and
+//! [`tolerations`] (upstream's merging of tolerations); resource lists and what a pod asks
+//! for are `rkube_apis::quota`'s, shared with the ResourceQuota plugin and controller. A new plugin is one module implementing one or both traits, and
 //! one row in [`chain`].
 
 pub mod attributes;
@@ -46,7 +46,6 @@ pub mod persistent_volume_claim_resize;
 pub mod pod_refs;
 pub mod pod_security;
 pub mod priority;
-pub mod resource_list;
 pub mod resource_quota;
 pub mod runtime_class;
 pub mod service_account;

@@ -11,9 +11,9 @@ use serde_json::{Map, Value};
 
 use crate::attributes::{Attributes, Operation};
 use crate::error::AdmissionError;
-use crate::resource_list::{resource_list, ResourceList};
 use crate::state::{ClusterState, Freshness, GroupResource};
 use crate::{tolerations, MutatingPlugin, ValidatingPlugin};
+use rkube_apis::quota::list::{from_json as resource_list, ResourceList};
 
 pub const NAME: &str = "RuntimeClass";
 

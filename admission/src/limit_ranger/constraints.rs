@@ -158,8 +158,8 @@ pub fn pod_violations(limit_range: &LimitRange, pod: &Value) -> Vec<String> {
             }
             POD => {
                 let totals = Requirements {
-                    requests: pod_total(spec, |r| r.requests),
-                    limits: pod_total(spec, |r| r.limits),
+                    requests: pod_total(spec, "requests"),
+                    limits: pod_total(spec, "limits"),
                 };
                 check_all(POD, item, &totals, &mut out);
             }

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-pub use crate::resource_list::{resource_list, ResourceList};
+pub use rkube_apis::quota::list::{from_json as resource_list, ResourceList};
 
 /// One item of a LimitRange's `spec.limits`.
 #[derive(Debug, Default)]
@@ -75,54 +75,10 @@ impl Requirements {
     }
 }
 
-/// Adds each of `more` into `list` (upstream's `addResourceList`).
-fn add(list: &mut ResourceList, more: &ResourceList) {
-    for (name, q) in more {
-        match list.get_mut(name) {
-            Some(sum) => *sum = sum.add(q),
-            None => {
-                list.insert(name.clone(), *q);
-            }
-        }
-    }
-}
-
-/// Raises each of `list` to `other`'s where that is greater (upstream's `maxResourceList`).
-fn raise(list: &mut ResourceList, other: &ResourceList) {
-    for (name, q) in other {
-        if list.get(name).is_none_or(|have| q > have) {
-            list.insert(name.clone(), *q);
-        }
-    }
-}
-
-/// What a pod asks for as a whole, from one side of its containers' requirements (requests
-/// or limits): the app containers and the sidecars (restartable init containers) add up,
-/// and each ordinary init container runs alone next to the sidecars started before it, so
-/// the pod needs the larger of the two (upstream's `podRequests` / `podLimits` in
-/// LimitRanger; pod overhead is not counted there).
-pub fn pod_total(spec: &Value, side: fn(Requirements) -> ResourceList) -> ResourceList {
-    let containers = |field: &str| spec[field].as_array().cloned().unwrap_or_default();
-    let mut total = ResourceList::new();
-    for container in containers("containers") {
-        add(&mut total, &side(Requirements::of(&container)));
-    }
-    let (mut sidecars, mut init) = (ResourceList::new(), ResourceList::new());
-    for container in containers("initContainers") {
-        let own = side(Requirements::of(&container));
-        let running = if container["restartPolicy"] == "Always" {
-            add(&mut total, &own);
-            add(&mut sidecars, &own);
-            sidecars.clone()
-        } else {
-            let mut alone = own;
-            add(&mut alone, &sidecars);
-            alone
-        };
-        raise(&mut init, &running);
-    }
-    raise(&mut total, &init);
-    total
+/// What a pod asks for as a whole, of its containers' `requests` or `limits` (`side`):
+/// upstream's `podRequests` / `podLimits` in LimitRanger, which leave pod overhead out.
+pub fn pod_total(spec: &Value, side: &str) -> ResourceList {
+    rkube_apis::quota::evaluator::pod_containers_total(spec, side)
 }
 
 #[cfg(test)]
@@ -143,14 +99,14 @@ mod tests {
             "containers": [c("500m", "128Mi"), c("250m", "128Mi")],
             "initContainers": [c("1", "32Mi"), sidecar, c("700m", "512Mi")],
         });
-        let requests = pod_total(&spec, |r| r.requests);
+        let requests = pod_total(&spec, "requests");
         // cpu: containers 750m + sidecar 100m = 850m, below the first init container's 1;
         // memory: 256Mi + 64Mi = 320Mi, below the last init container's 512Mi + 64Mi.
         assert_eq!(
             canonical(&requests),
             [("cpu".to_string(), "1".to_string()), ("memory".to_string(), "576Mi".to_string())]
         );
-        assert!(pod_total(&spec, |r| r.limits).is_empty());
+        assert!(pod_total(&spec, "limits").is_empty());
     }
 
     #[test]

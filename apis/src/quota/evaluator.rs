@@ -314,37 +314,37 @@ fn container_usage(requests: &Value, limits: &Value) -> ResourceList {
     out
 }
 
-/// `a` with each of `b`'s quantities raised to at least `b`'s.
-fn max_into(a: &mut ResourceList, b: &ResourceList) {
-    for (name, q) in b {
-        if a.get(name).is_none_or(|have| q > have) {
-            a.insert(name.clone(), *q);
-        }
-    }
-}
-
-/// A pod's effective requests or limits (`field`): its containers' sum, raised to what its
-/// init containers need one at a time (sidecars, restartPolicy Always, run alongside and
-/// add up), plus the RuntimeClass overhead (to limits only where a limit is set).
-fn pod_resources(pod: &Value, field: &str) -> ResourceList {
-    let spec = &pod["spec"];
+/// A pod's containers' requests or limits (`field`) as a whole: the app containers and the
+/// sidecars (init containers with restartPolicy Always) add up, and each other init
+/// container runs alone next to the sidecars started before it, so the pod needs the larger
+/// of the two. Upstream's `PodRequests`/`PodLimits` without the overhead, as LimitRanger
+/// counts a pod (quota adds the overhead, [`pod_resources`]).
+pub fn pod_containers_total(spec: &Value, field: &str) -> ResourceList {
     let of = |c: &Value| list::from_json(&c["resources"][field]);
     let mut total = ResourceList::new();
     for c in spec["containers"].as_array().into_iter().flatten() {
-        total = list::add(&total, &of(c));
+        list::add_into(&mut total, &of(c));
     }
     let (mut sidecars, mut init_max) = (ResourceList::new(), ResourceList::new());
     for c in spec["initContainers"].as_array().into_iter().flatten() {
         let needs = if c["restartPolicy"] == "Always" {
-            total = list::add(&total, &of(c));
-            sidecars = list::add(&sidecars, &of(c));
+            list::add_into(&mut total, &of(c));
+            list::add_into(&mut sidecars, &of(c));
             sidecars.clone()
         } else {
             list::add(&of(c), &sidecars)
         };
-        max_into(&mut init_max, &needs);
+        list::max_into(&mut init_max, &needs);
     }
-    max_into(&mut total, &init_max);
+    list::max_into(&mut total, &init_max);
+    total
+}
+
+/// A pod's effective requests or limits (`field`) as quota charges them: its containers'
+/// total plus the RuntimeClass overhead (to limits only where a limit is set).
+fn pod_resources(pod: &Value, field: &str) -> ResourceList {
+    let spec = &pod["spec"];
+    let mut total = pod_containers_total(spec, field);
     let overhead = list::from_json(&spec["overhead"]);
     for (name, q) in overhead {
         if field == "requests" {

@@ -28,11 +28,26 @@ pub fn to_json(list: &ResourceList) -> Value {
 /// `a + b`, name by name.
 pub fn add(a: &ResourceList, b: &ResourceList) -> ResourceList {
     let mut out = a.clone();
-    for (name, q) in b {
-        let sum = out.get(name).map_or(*q, |have| have.add(q));
-        out.insert(name.clone(), sum);
-    }
+    add_into(&mut out, b);
     out
+}
+
+/// Adds each of `more` into `list` (upstream's `addResourceList`).
+pub fn add_into(list: &mut ResourceList, more: &ResourceList) {
+    for (name, q) in more {
+        let sum = list.get(name).map_or(*q, |have| have.add(q));
+        list.insert(name.clone(), sum);
+    }
+}
+
+/// Raises each of `list`'s quantities to `other`'s where that is greater (upstream's
+/// `maxResourceList`).
+pub fn max_into(list: &mut ResourceList, other: &ResourceList) {
+    for (name, q) in other {
+        if list.get(name).is_none_or(|have| q > have) {
+            list.insert(name.clone(), *q);
+        }
+    }
 }
 
 /// `a - b`, name by name, never below zero (upstream's `SubtractWithNonNegativeResult`).
