@@ -371,7 +371,9 @@ fn a_read_write_once_pod_claim_serves_one_pod_at_a_time() {
     s.ok_stdin(&["apply", "-f", "-"], &node("only", "4", None));
     s.ok_stdin(
         &["apply", "-f", "-"],
-        "apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\nspec:\n  accessModes: [ReadWriteOncePod]\n  resources:\n    requests:\n      storage: 1Gi\n",
+        // A volume for the claim to bind to: pods with an unbound claim are not scheduled.
+        "apiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: disk\nspec:\n  storageClassName: \"\"\n  accessModes: [ReadWriteOncePod]\n  capacity:\n    storage: 1Gi\n  hostPath:\n    path: /tmp/rkube-scheduler-test-unused\n---\n\
+         apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata:\n  name: data\nspec:\n  storageClassName: \"\"\n  accessModes: [ReadWriteOncePod]\n  resources:\n    requests:\n      storage: 1Gi\n",
     );
     let pod_with_claim = |name: &str| {
         pod(name, "100m")
