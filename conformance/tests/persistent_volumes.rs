@@ -138,6 +138,13 @@ fn a_local_path_claim_binds_on_first_use_keeps_its_data_and_goes_with_its_volume
         assert!(annotations.contains(&format!("\"{key}\":\"{value}\"")), "{key} in {annotations}");
     }
     assert_eq!(field(s, "pvc", "data", "{.status.capacity.storage}"), "1Gi");
+    let claims = s.ok(&["get", "pvc", "data"]);
+    let row: Vec<&str> = claims.lines().nth(1).unwrap_or_default().split_whitespace().collect();
+    assert_eq!(
+        row[..6],
+        ["data", "Bound", volume.as_str(), "1Gi", "RWO", "local-path"],
+        "{claims}"
+    );
     let pvs = s.ok(&["get", "pv"]);
     let row: Vec<&str> = pvs.lines().nth(1).unwrap_or_default().split_whitespace().collect();
     assert_eq!(
