@@ -254,6 +254,27 @@ spec:
   resources: {requests: {storage: 1Gi}}
 "#;
 
+const ORPHAN: &str = r#"
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: orphan}
+spec:
+  storageClassName: absent
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: stuck}
+spec:
+  containers:
+  - {name: app, image: "busybox:1.36", imagePullPolicy: IfNotPresent, command: ["sleep", "3600"],
+     volumeMounts: [{name: data, mountPath: /data}]}
+  volumes:
+  - name: data
+    persistentVolumeClaim: {claimName: orphan}
+"#;
+
 const STATEFUL_SET: &str = r#"
 apiVersion: v1
 kind: Service
@@ -327,6 +348,38 @@ fn a_static_volume_binds_by_selector_and_a_stateful_set_gets_its_claims_with_no_
     });
     let pvs = s.ok(&["get", "pv", "fast-disk"]);
     assert!(pvs.lines().nth(1).unwrap_or_default().contains("Retain"), "{pvs}");
+
+    // A claim of a class that does not exist binds to nothing: its pod waits, with
+    // upstream's reason, and the binder says why.
+    s.ok_stdin(&["apply", "-f", "-"], ORPHAN);
+    let message = node.wait_for(
+        &[
+            "get",
+            "pod",
+            "stuck",
+            "-o",
+            &jsonpath("{.status.conditions[?(@.type==\"PodScheduled\")].message}"),
+        ],
+        WAIT,
+        |m| !m.is_empty(),
+    );
+    assert_eq!(
+        message,
+        "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+    );
+    node.wait_for(
+        &[
+            "get",
+            "events",
+            "--field-selector",
+            "involvedObject.name=orphan,reason=ProvisioningFailed",
+            "-o",
+            &jsonpath("{.items[*].message}"),
+        ],
+        WAIT,
+        |m| m.contains("storageclass.storage.k8s.io \"absent\" not found"),
+    );
+    s.ok(&["delete", "pod", "stuck", "--wait=false"]);
 
     // A StatefulSet's claims come from its templates, bind to local-path volumes on the node
     // its pods are scheduled to, and its pods become Ready.
