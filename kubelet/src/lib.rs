@@ -7,7 +7,8 @@
 //! over WebSockets or SPDY in [`remotecommand`], port-forward in [`portforward`], both on
 //! [`httpstream`] and [`spdy`]), with the node's and its pods' resource usage
 //! ([`stats`]). Projected service-account tokens come from the TokenRequest API through its
-//! token cache ([`tokens`]).
+//! token cache ([`tokens`]). Next to it runs the node's local-path provisioner
+//! ([`local_path`]), which makes and removes the directories of `local-path` volumes.
 //!
 //! It reaches the API server only through its public API (a kube-rs client), like any
 //! other client: the same code runs inside `rkube server` and as `rkube kubelet` on another
@@ -18,6 +19,7 @@
 pub mod authz;
 pub mod error;
 pub mod httpstream;
+pub mod local_path;
 pub mod net;
 pub mod node;
 pub mod pods;

@@ -18,6 +18,9 @@ pub const CONTROLLER_MANAGER: &str = "system:kube-controller-manager";
 pub const PROXY: &str = "system:kube-proxy";
 /// `system:rkube-dns`: the node's cluster DNS (ClusterRole `system:rkube-dns`).
 pub const DNS: &str = "system:rkube-dns";
+/// `system:rkube-local-path-provisioner`: the node's local-path provisioner (ClusterRole
+/// `system:rkube-local-path-provisioner`, what k3s's provisioner account may do).
+pub const LOCAL_PATH: &str = "system:rkube-local-path-provisioner";
 
 /// Writes `DIR/<file>` for the user `cn` in `groups` against `url`; returns its path.
 pub fn write(

@@ -301,9 +301,12 @@ struct ServerArgs {
     #[arg(long, value_delimiter = ',')]
     tls_san: Vec<String>,
     /// Components not to run here (comma-separated): `controllers`, `scheduler`, `kubelet`,
-    /// `proxy`.
+    /// `proxy`, `local-storage` (the `local-path` StorageClass and the node's provisioner).
     #[arg(long, value_delimiter = ',')]
     disable: Vec<String>,
+    /// Where the local node's `local-path` volumes are made (default: DATA_DIR/storage).
+    #[arg(long)]
+    default_local_storage_path: Option<PathBuf>,
     /// How long a pod tolerates its node being not ready, unless it says: the
     /// `DefaultTolerationSeconds` admission plugin's `NoExecute` toleration.
     #[arg(long, default_value_t = 300)]
@@ -974,6 +977,29 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
                 None
             }
         }
+    };
+    // As k3s: the default StorageClass `local-path`, and the node's provisioner of it.
+    let _local_path = match (&_kubelet, disabled("local-storage")) {
+        (Some(_), false) => {
+            let path = args
+                .default_local_storage_path
+                .clone()
+                .unwrap_or_else(|| args.data_dir.join("storage"));
+            let path = std::path::absolute(&path).unwrap_or(path);
+            let admin = client_from(&kubeconfig).await?;
+            if let Err(e) = rkube_kubelet::local_path::ensure_storage_class(admin).await {
+                eprintln!("rkube: no local-path StorageClass: {e}");
+            }
+            let client = client_from(&component(
+                "local-path-provisioner.kubeconfig",
+                identities::LOCAL_PATH,
+            )?)
+            .await?;
+            let config =
+                rkube_kubelet::local_path::Config { node_name: node_name(&args.node)?, path };
+            Some(rkube_kubelet::local_path::start(client, config))
+        }
+        _ => None,
     };
     let _proxy = match (&_kubelet, disabled("proxy")) {
         (Some(_), false) => {

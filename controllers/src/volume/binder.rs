@@ -21,7 +21,8 @@
 //! - A claim naming a volume is bound to it if the volume is free and suits it, else waits.
 //! - A volume whose claim is gone is `Released`, then kept (`Retain`), deleted (`Delete`:
 //!   by its external provisioner, or for a hostPath under `/tmp` by removing the directory as
-//!   upstream's host-path deleter does) or failed (`Recycle`: rkube has no recycler).
+//!   upstream's host-path deleter does: [`super::reclaim`]) or failed (`Recycle`: rkube has
+//!   no recycler).
 
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
@@ -48,6 +49,7 @@ use rkube_runtime::store::Store;
 use rkube_runtime::workqueue::WorkQueue;
 use tokio::sync::mpsc;
 
+use super::reclaim::{delete_host_path, deleter_of, DeleteError, Deleter};
 use super::{claim_key, pod_terminated, POD_CLAIMS};
 use crate::api_errors;
 
@@ -85,8 +87,23 @@ pub enum SyncError {
     Misbound { claim: String, volume: String, other: String },
     #[error("PersistentVolume {0:?} is without a storage capacity")]
     NoCapacity(String),
-    #[error("{0}")]
-    Delete(String),
+    #[error(transparent)]
+    Delete(#[from] DeleteError),
+}
+
+/// Why a claim cannot have the volume it names (upstream's texts, in `VolumeMismatch` events).
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub enum Mismatch {
+    #[error("the volume is marked for deletion {0:?}")]
+    BeingDeleted(String),
+    #[error("requested PV is too small")]
+    TooSmall,
+    #[error("storageClassName does not match")]
+    Class,
+    #[error("incompatible volumeMode")]
+    VolumeMode,
+    #[error("incompatible accessMode")]
+    AccessMode,
 }
 
 impl SyncError {
@@ -258,21 +275,21 @@ fn reclaim_policy(volume: &PersistentVolume) -> &str {
 pub fn check_volume_satisfies_claim(
     volume: &PersistentVolume,
     claim: &PersistentVolumeClaim,
-) -> Result<(), String> {
+) -> Result<(), Mismatch> {
     if volume.metadata.deletion_timestamp.is_some() {
-        return Err(format!("the volume is marked for deletion {:?}", name_of(volume)));
+        return Err(Mismatch::BeingDeleted(name_of(volume).to_string()));
     }
     if pv::volume_capacity(volume) < pv::claim_request(claim) {
-        return Err("requested PV is too small".into());
+        return Err(Mismatch::TooSmall);
     }
     if pv::volume_class(volume) != claim_class(claim) {
-        return Err("storageClassName does not match".into());
+        return Err(Mismatch::Class);
     }
     if pv::volume_mode_mismatch(claim, volume) {
-        return Err("incompatible volumeMode".into());
+        return Err(Mismatch::VolumeMode);
     }
     if !pv::access_modes_satisfied(claim, volume) {
-        return Err("incompatible accessMode".into());
+        return Err(Mismatch::AccessMode);
     }
     Ok(())
 }
@@ -358,62 +375,6 @@ pub fn external_provisioning_message(provisioner: &str) -> String {
          manually by the system administrator. If volume creation is delayed, please verify that \
          the provisioner is running and correctly registered."
     )
-}
-
-/// Deletes what a hostPath volume holds, as upstream's host-path deleter: only directories
-/// under `/tmp` (anything else is refused with upstream's message).
-pub fn delete_host_path(path: &str) -> Result<(), String> {
-    let allowed = path.strip_prefix("/tmp/").is_some_and(|rest| !rest.is_empty());
-    if !allowed {
-        return Err(format!(
-            "host_path deleter only supports /tmp/.+ but received provided {path}"
-        ));
-    }
-    match std::fs::remove_dir_all(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e.to_string()),
-    }
-}
-
-/// How a volume with the Delete policy is deleted.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Deleter {
-    /// Its external provisioner deletes it (and its PV object).
-    External,
-    /// A hostPath volume: upstream's in-tree host-path deleter.
-    HostPath(String),
-}
-
-/// The deleter of `volume`, or upstream's error when there is none.
-pub fn deleter_of(volume: &PersistentVolume) -> Result<Deleter, String> {
-    let annotations = volume.metadata.annotations.as_ref();
-    let provisioner = annotations.and_then(|a| a.get(ANN_DYNAMICALLY_PROVISIONED));
-    let spec = volume.spec.as_ref();
-    let host_path = spec.and_then(|s| s.host_path.as_ref()).map(|h| h.path.clone());
-    match provisioner.map(String::as_str) {
-        Some(p) if !p.is_empty() => {
-            if !p.starts_with("kubernetes.io/") {
-                return Ok(Deleter::External);
-            }
-            match (p, host_path) {
-                ("kubernetes.io/host-path", Some(path)) => Ok(Deleter::HostPath(path)),
-                _ => Err("no deletable volume plugin matched".into()),
-            }
-        }
-        _ => {
-            if spec.is_some_and(|s| s.csi.is_some()) {
-                return Ok(Deleter::External);
-            }
-            match host_path {
-                Some(path) => Ok(Deleter::HostPath(path)),
-                None => Err(format!(
-                    "error getting deleter volume plugin for volume {:?}: no deletable volume plugin matched",
-                    name_of(volume)
-                )),
-            }
-        }
-    }
 }
 
 impl Binder {
@@ -1023,13 +984,14 @@ impl Binder {
             Ok(Deleter::HostPath(path)) => {
                 tokio::task::spawn_blocking(move || delete_host_path(&path))
                     .await
-                    .unwrap_or_else(|e| Err(e.to_string()))
+                    .unwrap_or_else(|e| Err(DeleteError::Io(e.to_string())))
             }
             Err(e) => Err(e),
         };
-        if let Err(message) = outcome {
+        if let Err(e) = outcome {
+            let message = e.to_string();
             self.volume_phase_with_event(volume, "Failed", "VolumeFailedDelete", &message).await?;
-            return Err(SyncError::Delete(message));
+            return Err(e.into());
         }
         match self.volumes_api.delete(name_of(volume), &DeleteParams::default()).await {
             Ok(_) => Ok(()),
@@ -1081,19 +1043,13 @@ mod tests {
         let c = claim(json!({"storageClassName": ""}));
         assert_eq!(check_volume_satisfies_claim(&volume(json!({})), &c), Ok(()));
         let small = volume(json!({"capacity": {"storage": "512Mi"}}));
-        assert_eq!(
-            check_volume_satisfies_claim(&small, &c),
-            Err("requested PV is too small".into())
-        );
+        assert_eq!(check_volume_satisfies_claim(&small, &c), Err(Mismatch::TooSmall));
         let fast = volume(json!({"storageClassName": "fast"}));
-        assert_eq!(
-            check_volume_satisfies_claim(&fast, &c),
-            Err("storageClassName does not match".into())
-        );
+        assert_eq!(check_volume_satisfies_claim(&fast, &c), Err(Mismatch::Class));
         let rox = volume(json!({"accessModes": ["ReadOnlyMany"]}));
-        assert_eq!(check_volume_satisfies_claim(&rox, &c), Err("incompatible accessMode".into()));
+        assert_eq!(check_volume_satisfies_claim(&rox, &c), Err(Mismatch::AccessMode));
         let block = volume(json!({"volumeMode": "Block"}));
-        assert_eq!(check_volume_satisfies_claim(&block, &c), Err("incompatible volumeMode".into()));
+        assert_eq!(check_volume_satisfies_claim(&block, &c), Err(Mismatch::VolumeMode));
     }
 
     #[test]
@@ -1135,35 +1091,6 @@ mod tests {
         assert!(external_provisioning_message("rancher.io/local-path").starts_with(
             "Waiting for a volume to be created either by the external provisioner 'rancher.io/local-path' or manually"
         ));
-    }
-
-    #[test]
-    fn deleters_as_upstream() {
-        let external =
-            volume(json!({"annotations": {ANN_DYNAMICALLY_PROVISIONED: "rancher.io/local-path"},
-                                     "hostPath": {"path": "/var/lib/x"}}));
-        assert_eq!(deleter_of(&external), Ok(Deleter::External));
-        let host = volume(json!({"hostPath": {"path": "/tmp/data"}}));
-        assert_eq!(deleter_of(&host), Ok(Deleter::HostPath("/tmp/data".into())));
-        let local = volume(json!({"local": {"path": "/mnt/disk"}}));
-        assert_eq!(
-            deleter_of(&local),
-            Err("error getting deleter volume plugin for volume \"pv1\": no deletable volume plugin matched".into())
-        );
-        let in_tree =
-            volume(json!({"annotations": {ANN_DYNAMICALLY_PROVISIONED: "kubernetes.io/aws-ebs"}}));
-        assert_eq!(deleter_of(&in_tree), Err("no deletable volume plugin matched".into()));
-        assert_eq!(
-            delete_host_path("/srv/data"),
-            Err("host_path deleter only supports /tmp/.+ but received provided /srv/data".into())
-        );
-        assert!(delete_host_path("/tmp/").is_err());
-        let path =
-            std::path::PathBuf::from(format!("/tmp/rkube-hostpath-test-{}", std::process::id()));
-        std::fs::create_dir_all(path.join("sub")).unwrap();
-        std::fs::write(path.join("sub/file"), "x").unwrap();
-        delete_host_path(path.to_str().unwrap()).unwrap();
-        assert!(!path.exists());
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! - `persistentvolume-protection-controller` ([`pv_protection`]): a volume being deleted
 //!   keeps its `kubernetes.io/pv-protection` finalizer while it is bound.
 //!
-//! The matching rules themselves live in [`rkube_apis::persistent_volumes`], which the
+//! How released volumes are deleted is [`reclaim`]. The matching rules themselves live in [`rkube_apis::persistent_volumes`], which the
 //! scheduler's `VolumeBinding` plugin shares. Pods are found by the claims they use through
 //! the shared pod informer's [`POD_CLAIMS`] index.
 
@@ -19,6 +19,7 @@ use k8s_openapi::api::core::v1::Pod;
 pub mod binder;
 pub mod pv_protection;
 pub mod pvc_protection;
+pub mod reclaim;
 
 /// The index of pods by the claims their volumes name, as `namespace/claim`.
 pub const POD_CLAIMS: &str = "pvc";

@@ -202,30 +202,7 @@ pub async fn prepare(
             std::fs::create_dir_all(&dir).map_err(io)?;
             dir
         } else if let Some(host) = &volume.host_path {
-            let path = PathBuf::from(&host.path);
-            match host.type_.as_deref().unwrap_or("") {
-                "DirectoryOrCreate" => std::fs::create_dir_all(&path).map_err(io)?,
-                "FileOrCreate" if !path.exists() => {
-                    if let Some(parent) = path.parent() {
-                        std::fs::create_dir_all(parent).map_err(io)?;
-                    }
-                    std::fs::write(&path, b"").map_err(io)?;
-                }
-                "Directory" if !path.is_dir() => {
-                    return Err(ConfigError(format!(
-                        "hostPath type check failed: {} is not a directory",
-                        host.path
-                    )))
-                }
-                "File" if !path.is_file() => {
-                    return Err(ConfigError(format!(
-                        "hostPath type check failed: {} is not a file",
-                        host.path
-                    )))
-                }
-                _ => {}
-            }
-            path
+            host_path(&host.path, host.type_.as_deref(), io)?
         } else if let Some(source) = &volume.config_map {
             let optional = source.optional == Some(true);
             let files = match lookup.config_map(&source.name).await {
@@ -322,16 +299,23 @@ pub async fn prepare(
                 ConfigError(format!("persistentvolume \"{volume_name}\" not found"))
             })?;
             let spec = pv.spec.unwrap_or_default();
-            let path =
-                spec.host_path.map(|h| h.path).or_else(|| spec.local.map(|l| l.path)).ok_or_else(
-                    || {
-                        ConfigError(format!(
-                            "persistentvolume \"{volume_name}\" is neither hostPath nor local"
-                        ))
-                    },
-                )?;
-            std::fs::create_dir_all(&path).map_err(io)?;
-            PathBuf::from(path)
+            // The volume's own type decides, as for an inline hostPath; a local volume's
+            // directory must be there already.
+            match (spec.host_path, spec.local) {
+                (Some(host), _) => host_path(&host.path, host.type_.as_deref(), io)?,
+                (None, Some(local)) => {
+                    let path = PathBuf::from(&local.path);
+                    if !path.exists() {
+                        return Err(ConfigError(format!("path {:?} does not exist", local.path)));
+                    }
+                    path
+                }
+                (None, None) => {
+                    return Err(ConfigError(format!(
+                        "persistentvolume \"{volume_name}\" is neither hostPath nor local"
+                    )))
+                }
+            }
         } else {
             return Err(ConfigError(format!(
                 "volume {:?} has a type this kubelet does not support",
@@ -341,6 +325,34 @@ pub async fn prepare(
         out.insert(volume.name.clone(), Some(path));
     }
     Ok(out)
+}
+
+/// A hostPath volume's path, made or checked as its `type` says (none: no check).
+fn host_path(
+    path: &str,
+    type_: Option<&str>,
+    io: impl Fn(std::io::Error) -> ConfigError,
+) -> Result<PathBuf, ConfigError> {
+    let dir = PathBuf::from(path);
+    match type_.unwrap_or("") {
+        "DirectoryOrCreate" => std::fs::create_dir_all(&dir).map_err(&io)?,
+        "FileOrCreate" if !dir.exists() => {
+            if let Some(parent) = dir.parent() {
+                std::fs::create_dir_all(parent).map_err(&io)?;
+            }
+            std::fs::write(&dir, b"").map_err(&io)?;
+        }
+        "Directory" if !dir.is_dir() => {
+            return Err(ConfigError(format!(
+                "hostPath type check failed: {path} is not a directory"
+            )))
+        }
+        "File" if !dir.is_file() => {
+            return Err(ConfigError(format!("hostPath type check failed: {path} is not a file")))
+        }
+        _ => {}
+    }
+    Ok(dir)
 }
 
 /// Removes what the pod's volumes left on the node (not hostPath or persistent volumes).

@@ -422,6 +422,20 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_pre_filter_refusal_is_reported_without_node_counts() {
+        let lookup = Fixed::default();
+        let mut profile = crate::plugins::default_profile();
+        profile.filters.retain(|f| f.name() == NAME);
+        let p = info(pod_with(&["missing"]), &lookup);
+        let (n1, n2) = (host("n1"), host("n2"));
+        let message = crate::scheduler::decide(&profile, &p, &[&n1, &n2], &mut 0).unwrap_err();
+        assert_eq!(
+            message,
+            "0/2 nodes are available: persistentvolumeclaim \"missing\" not found. preemption: 0/2 nodes are available: 2 Preemption is not helpful for scheduling."
+        );
+    }
+
+    #[test]
     fn bound_volumes_pin_the_pod_to_their_nodes() {
         let done = json!({"annotations": {ANN_BIND_COMPLETED: "yes"}, "phase": "Bound"});
         let mut on_n1 = done.clone();

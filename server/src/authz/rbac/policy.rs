@@ -378,6 +378,18 @@ pub fn cluster_roles() -> Vec<Value> {
             rule("get", "", "nodes"),
         ],
     ));
+    // rkube's own: what each node's local-path provisioner does (k3s's provisioner role).
+    roles.push(cluster_role(
+        "system:rkube-local-path-provisioner",
+        &[],
+        vec![
+            rule(READ, "", "persistentvolumeclaims"),
+            rule("create,delete,get,list,watch", "", "persistentvolumes"),
+            rule(READ, "storage.k8s.io", "storageclasses"),
+            rule("get", "", "nodes"),
+            events(),
+        ],
+    ));
     roles.extend(
         controller_roles()
             .into_iter()
@@ -704,6 +716,11 @@ pub fn cluster_role_bindings() -> Vec<Value> {
         "system:rkube-dns",
         "system:rkube-dns",
         &["User:system:rkube-dns"],
+    ));
+    bindings.push(cluster_binding(
+        "system:rkube-local-path-provisioner",
+        "system:rkube-local-path-provisioner",
+        &["User:system:rkube-local-path-provisioner"],
     ));
     for (name, _) in controller_roles() {
         let role = format!("system:controller:{name}");
