@@ -34,22 +34,28 @@ const TURNS: usize = 4;
 const RACE_RUNS: usize = 10;
 const RACE_LIMIT: usize = 10;
 
-/// One timed phase: creates per second and sorted latencies.
+/// One timed phase: creates per second, sorted latencies, and the server's CPU time.
 struct Run {
     latencies: Vec<Duration>,
     elapsed: Duration,
+    server_cpu: Duration,
 }
 
 impl Run {
     fn rate(&self) -> f64 {
         self.latencies.len() as f64 / self.elapsed.as_secs_f64()
     }
+    /// The server's CPU time per create.
+    fn cpu_per_create(&self) -> Duration {
+        self.server_cpu / self.latencies.len().max(1) as u32
+    }
     fn cell(&self) -> String {
         format!(
-            "{:.0}/s, p50 {}, p99 {}",
+            "{:.0}/s, p50 {}, p99 {}; server CPU {} µs per create",
             self.rate(),
             report::ms(report::percentile(&self.latencies, 50.0)),
-            report::ms(report::percentile(&self.latencies, 99.0))
+            report::ms(report::percentile(&self.latencies, 99.0)),
+            self.cpu_per_create().as_micros()
         )
     }
 }
@@ -62,8 +68,17 @@ fn pod(name: String) -> Pod {
     .expect("a pod")
 }
 
-/// Pod creates into `ns` from [`CONCURRENCY`] tasks for `duration`; any error ends it.
-async fn creates(client: &Client, ns: &str, prefix: &str, duration: Duration) -> Result<Run> {
+/// Pod creates into `ns` on the server `server` from [`CONCURRENCY`] tasks for `duration`;
+/// any error ends it.
+async fn creates(
+    server: &RkubeServer,
+    client: &Client,
+    ns: &str,
+    prefix: &str,
+    duration: Duration,
+) -> Result<Run> {
+    let pid = server.pid().to_string();
+    let cpu_before = report::cpu_time(&pid)?;
     let api: Api<Pod> = Api::namespaced(client.clone(), ns);
     let next = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
@@ -87,8 +102,10 @@ async fn creates(client: &Client, ns: &str, prefix: &str, duration: Duration) ->
     for t in tasks {
         latencies.extend(t.await??);
     }
+    let elapsed = started.elapsed();
+    let server_cpu = report::cpu_time(&pid)?.saturating_sub(cpu_before);
     latencies.sort();
-    Ok(Run { latencies, elapsed: started.elapsed() })
+    Ok(Run { latencies, elapsed, server_cpu })
 }
 
 async fn namespace(client: &Client, name: &str) -> Result<()> {
@@ -170,17 +187,17 @@ async fn bench(duration: Duration) -> Result<Figures> {
     policies(&on_client, ns).await?;
     policies(&off_client, ns).await?;
     // Warm both (connections, caches), then the turns, alternating which goes first.
-    creates(&on_client, ns, "warm", Duration::from_millis(500)).await?;
-    creates(&off_client, ns, "warm", Duration::from_millis(500)).await?;
+    creates(&on, &on_client, ns, "warm", Duration::from_millis(500)).await?;
+    creates(&off, &off_client, ns, "warm", Duration::from_millis(500)).await?;
     let mut turns = Vec::new();
     for turn in 0..TURNS {
         let (a, b) = (format!("on{turn}"), format!("off{turn}"));
         let pair = if matches!(turn % 4, 0 | 3) {
-            let with = creates(&on_client, ns, &a, duration).await?;
-            (with, creates(&off_client, ns, &b, duration).await?)
+            let with = creates(&on, &on_client, ns, &a, duration).await?;
+            (with, creates(&off, &off_client, ns, &b, duration).await?)
         } else {
-            let without = creates(&off_client, ns, &b, duration).await?;
-            (creates(&on_client, ns, &a, duration).await?, without)
+            let without = creates(&off, &off_client, ns, &b, duration).await?;
+            (creates(&on, &on_client, ns, &a, duration).await?, without)
         };
         eprintln!("  turn {turn}: chain {}; off {}", pair.0.cell(), pair.1.cell());
         turns.push(pair);
@@ -263,9 +280,12 @@ fn render(f: &Figures, quick: bool) -> String {
     let mut table =
         Table::new(&["turn", "whole chain, quota and LimitRange", "chain off", "chain / off"]);
     let (mut with, mut without) = (0.0, 0.0);
+    let (mut with_cpu, mut without_cpu) = (Duration::ZERO, Duration::ZERO);
     for (i, (a, b)) in f.turns.iter().enumerate() {
         with += a.rate();
         without += b.rate();
+        with_cpu += a.cpu_per_create() / f.turns.len() as u32;
+        without_cpu += b.cpu_per_create() / f.turns.len() as u32;
         table.row(vec![
             format!("{}", i + 1),
             a.cell(),
@@ -283,7 +303,8 @@ fn render(f: &Figures, quick: bool) -> String {
          default chain ({}) and, in the namespace, a LimitRange whose defaults every pod gets \
          and a ResourceQuota that charges each create; the other with every one of those \
          plugins disabled. Over all turns the chain made creates **{:.1}%** {} (target: at \
-         most 10% slower).\n\n{}\n\nQuota races: {CONCURRENCY} concurrent pod creates into a \
+         most 10% slower); the server spent {} µs of CPU per create with the chain and {} µs \
+         without.\n\n{}\n\nQuota races: {CONCURRENCY} concurrent pod creates into a \
          namespace whose quota allows {RACE_LIMIT} pods, {} times on the whole server: \
          **{over} over-admissions** (admitted per run: {}){}.\n",
         report::machine(),
@@ -291,6 +312,8 @@ fn render(f: &Figures, quick: bool) -> String {
         f.plugins.join(", "),
         slower.abs(),
         if slower >= 0.0 { "slower" } else { "faster" },
+        with_cpu.as_micros(),
+        without_cpu.as_micros(),
         table.markdown(),
         f.races.len(),
         f.races.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", "),
