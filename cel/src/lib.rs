@@ -225,8 +225,8 @@ impl Activation {
         self.value(name, Value::Opaque(Arc::new(authorizer)))
     }
 
-    /// Sets `name` to the result of another program's evaluation (a policy's `variables`).
-    pub fn set(&mut self, name: &str, value: Box<dyn Val>) -> &mut Activation {
+    /// Sets `name` to a CEL value already made.
+    fn set(&mut self, name: &str, value: Box<dyn Val>) -> &mut Activation {
         match self.variables.iter_mut().find(|(n, _)| n == name) {
             Some(slot) => slot.1 = value,
             None => self.variables.push((name.to_string(), value)),
@@ -249,6 +249,14 @@ impl VariableResolver for Activation {
     }
 }
 
+/// A CEL map with string keys: what a caller builds composite variables from (a policy's
+/// `variables`).
+pub fn map_value(entries: impl IntoIterator<Item = (String, Value)>) -> Value {
+    use cel::objects::{Key, Map};
+    let map = entries.into_iter().map(|(k, v)| (Key::String(Arc::new(k)), v)).collect();
+    Value::Map(Map { map: Arc::new(map) })
+}
+
 /// What a value that cannot be made stands as (never in practice: every `Value` converts).
 #[derive(Debug, Clone)]
 struct NullVal;
@@ -262,26 +270,6 @@ impl Val for NullVal {
     }
     fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v> {
         Box::new(NullVal)
-    }
-}
-
-/// Evaluates `program` and keeps the value as a CEL value of any type (quantities, IPs):
-/// for variables other programs read. The cost spent is returned too.
-pub fn evaluate_val(
-    program: &Program,
-    activation: &Activation,
-    limit: u64,
-) -> Result<(Box<dyn Val>, u64), EvalError> {
-    let mut ctx = Context::with_env(ENV.clone());
-    ctx.set_variable_resolver(activation);
-    let (result, cost) = budget::metered(limit, || {
-        let value = Value::resolve_val(&program.expr, &ctx)?;
-        Box::<dyn Val>::try_from(Value::try_from(value.as_ref())?)
-    });
-    match result {
-        _ if budget::exceeded(cost, limit) => Err(EvalError::CostLimit),
-        Ok(v) => Ok((v, cost)),
-        Err(e) => Err(EvalError::Failed(go_words(&e))),
     }
 }
 
