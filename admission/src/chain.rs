@@ -18,7 +18,7 @@ use crate::{
     default_ingress_class, default_storage_class, limit_ranger, namespace_lifecycle,
     node_restriction, persistent_volume_claim_resize, pod_security, priority, resource_quota,
     runtime_class, service_account, storage_object_in_use_protection, taint_nodes_by_condition,
-    MutatingPlugin, ValidatingPlugin,
+    validating_admission_policy, MutatingPlugin, ValidatingPlugin,
 };
 
 /// kube-apiserver's plugins, in the order it runs them (`AllOrderedPlugins`).
@@ -108,6 +108,7 @@ pub const IMPLEMENTED: &[&str] = &[
     default_storage_class::NAME,
     storage_object_in_use_protection::NAME,
     persistent_volume_claim_resize::NAME,
+    validating_admission_policy::NAME,
 ];
 
 /// What the plugins are configured with (kube-apiserver's flags of each plugin).
@@ -220,6 +221,12 @@ fn build(name: &str, settings: &Settings, authorizer: &AuthorizerSlot) -> Halves
         persistent_volume_claim_resize::NAME => {
             (None, Some(Arc::new(persistent_volume_claim_resize::PersistentVolumeClaimResize)))
         }
+        validating_admission_policy::NAME => (
+            None,
+            Some(Arc::new(validating_admission_policy::ValidatingAdmissionPolicy::new(
+                authorizer.clone(),
+            ))),
+        ),
         other => unreachable!("{other} is not in IMPLEMENTED"),
     }
 }
@@ -340,6 +347,7 @@ mod tests {
             "CertificateSigning",
             "CertificateSubjectRestriction",
             "DefaultIngressClass",
+            "ValidatingAdmissionPolicy",
             "ResourceQuota",
         ];
         let without = |gone: &[&str]| -> Vec<&str> {
@@ -422,6 +430,7 @@ mod tests {
                 "CertificateApproval",
                 "CertificateSigning",
                 "CertificateSubjectRestriction",
+                "ValidatingAdmissionPolicy",
                 "ResourceQuota"
             ]
         );

@@ -21,7 +21,8 @@
 //! (CertificateSubjectRestriction), the storage ones [`default_storage_class`]
 //! (DefaultStorageClass), [`storage_object_in_use_protection`] (StorageObjectInUseProtection)
 //! and [`persistent_volume_claim_resize`] (PersistentVolumeClaimResize), and
-//! [`resource_quota`] (ResourceQuota). Plugins that need an authorization decision ask the
+//! [`resource_quota`] (ResourceQuota), and the CEL policies of
+//! [`validating_admission_policy`] (ValidatingAdmissionPolicy). Plugins that need an authorization decision ask the
 //! server's authorizer through [`authorizer::Authorizer`], which the server hands the chain
 //! with [`Chain::set_authorizer`]. Plugins tell the client things through
 //! [`Attributes::warnings`], which the server sends as `Warning` headers. Shared helpers:
@@ -53,6 +54,7 @@ pub mod state;
 pub mod storage_object_in_use_protection;
 pub mod taint_nodes_by_condition;
 pub mod tolerations;
+pub mod validating_admission_policy;
 
 pub use attributes::{
     Attributes, GroupVersionKind, GroupVersionResource, Operation, OperationOptions, UserInfo,
@@ -60,7 +62,7 @@ pub use attributes::{
 };
 pub use authorizer::{Authorizer, AuthorizerSlot, ResourceCheck};
 pub use chain::{Chain, ConfigError, Settings};
-pub use error::{AdmissionError, Cause};
+pub use error::{AdmissionError, Cause, Refusal};
 pub use state::{ClusterState, Freshness, GroupResource, Object};
 
 /// A plugin that may change the object (and refuse the request). Mutating plugins run before
