@@ -343,7 +343,8 @@ impl From<AdmissionError> for ApiError {
             }
             AdmissionError::BadRequest(m) => ApiError::bad_request(m),
             AdmissionError::Internal(m) => ApiError::internal(m),
-            AdmissionError::Status { code, reason, details, .. } => {
+            AdmissionError::Status(status) => {
+                let rkube_admission::error::Status { code, reason, details, .. } = *status;
                 let code = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
                 // A webhook's reason is any text: kept once per distinct text.
                 let mut error =

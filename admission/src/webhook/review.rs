@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 
 use super::matching::{Gvn, Invocation};
 use crate::attributes::Attributes;
-use crate::error::AdmissionError;
+use crate::error::{AdmissionError, Status};
 
 /// The AdmissionReview versions rkube sends, in no order of preference: the webhook's list
 /// decides (its first one rkube has).
@@ -187,7 +187,12 @@ pub(crate) fn denied(webhook: &str, result: Option<&Value>) -> AdmissionError {
         (true, false) => format!("{denied_by}: {reason}"),
         (true, true) => format!("{denied_by} without explanation"),
     };
-    AdmissionError::Status { code, reason, message, details: result["details"].clone() }
+    AdmissionError::Status(Box::new(Status {
+        code,
+        reason,
+        message,
+        details: result["details"].clone(),
+    }))
 }
 
 #[cfg(test)]
@@ -242,25 +247,27 @@ mod tests {
         );
         assert_eq!(
             e,
-            AdmissionError::Status {
+            AdmissionError::Status(Box::new(Status {
                 code: 403,
                 reason: "Forbidden".into(),
                 message:
                     "admission webhook \"deny.example.com\" denied the request: no pods named bad"
                         .into(),
                 details: Value::Null,
-            }
+            }))
         );
-        let AdmissionError::Status { code, message, .. } = denied("w", None) else { panic!() };
+        let AdmissionError::Status(status) = denied("w", None) else { panic!() };
+        let Status { code, message, .. } = *status;
         assert_eq!(
             (code, message.as_str()),
             (400, "admission webhook \"w\" denied the request without explanation")
         );
-        let AdmissionError::Status { code, message, .. } =
+        let AdmissionError::Status(status) =
             denied("w", Some(&json!({"code": 200, "reason": "NotAllowed"})))
         else {
             panic!()
         };
+        let Status { code, message, .. } = *status;
         assert_eq!(
             (code, message.as_str()),
             (400, "admission webhook \"w\" denied the request: NotAllowed")

@@ -271,7 +271,7 @@ async fn failures_obey_the_failure_policy_and_refusals_carry_the_status() {
     let denying = state(vec![], vec![hook("deny", pod_rule(), json!({"failurePolicy": "Ignore"}))]);
     let e = chain.validate(&a, &denying).await.unwrap_err();
     assert!(
-        matches!(&e, AdmissionError::Status { code: 403, reason, .. } if reason == "Forbidden"),
+        matches!(&e, AdmissionError::Status(s) if s.code == 403 && s.reason == "Forbidden"),
         "{e:?}"
     );
     assert_eq!(e.to_string(), "admission webhook \"deny\" denied the request: no");
