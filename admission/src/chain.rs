@@ -13,7 +13,9 @@ use crate::certificate_signing::{self, CertificateSigning};
 use crate::certificate_subject_restriction::{self, CertificateSubjectRestriction};
 use crate::default_toleration_seconds::{self, DefaultTolerationSeconds};
 use crate::error::AdmissionError;
+use crate::reinvocation::Reinvocation;
 use crate::state::ClusterState;
+use crate::webhook::{self, BackendSlot};
 use crate::{
     default_ingress_class, default_storage_class, limit_ranger, namespace_lifecycle,
     node_restriction, persistent_volume_claim_resize, pod_security, priority, resource_quota,
@@ -109,6 +111,8 @@ pub const IMPLEMENTED: &[&str] = &[
     storage_object_in_use_protection::NAME,
     persistent_volume_claim_resize::NAME,
     validating_admission_policy::NAME,
+    webhook::MUTATING,
+    webhook::VALIDATING,
 ];
 
 /// What the plugins are configured with (kube-apiserver's flags of each plugin).
@@ -170,7 +174,12 @@ pub fn enabled(enable: &[String], disable: &[String]) -> Result<Vec<&'static str
 type Halves = (Option<Arc<dyn MutatingPlugin>>, Option<Arc<dyn ValidatingPlugin>>);
 
 /// One plugin, built; those that ask the authorizer get the chain's slot.
-fn build(name: &str, settings: &Settings, authorizer: &AuthorizerSlot) -> Halves {
+fn build(
+    name: &str,
+    settings: &Settings,
+    authorizer: &AuthorizerSlot,
+    webhooks: &BackendSlot,
+) -> Halves {
     match name {
         namespace_lifecycle::NAME => {
             (Some(Arc::new(namespace_lifecycle::NamespaceLifecycle::default())), None)
@@ -227,6 +236,12 @@ fn build(name: &str, settings: &Settings, authorizer: &AuthorizerSlot) -> Halves
                 authorizer.clone(),
             ))),
         ),
+        webhook::MUTATING => {
+            (Some(Arc::new(webhook::MutatingWebhooks::new(webhooks.clone()))), None)
+        }
+        webhook::VALIDATING => {
+            (None, Some(Arc::new(webhook::ValidatingWebhooks::new(webhooks.clone()))))
+        }
         other => unreachable!("{other} is not in IMPLEMENTED"),
     }
 }
@@ -237,6 +252,7 @@ pub struct Chain {
     mutating: Vec<Arc<dyn MutatingPlugin>>,
     validating: Vec<Arc<dyn ValidatingPlugin>>,
     authorizer: AuthorizerSlot,
+    webhooks: BackendSlot,
 }
 
 impl Chain {
@@ -247,12 +263,19 @@ impl Chain {
             ALL_ORDERED.iter().copied().filter(|n| names.contains(n)).collect();
         let (mut mutating, mut validating) = (Vec::new(), Vec::new());
         let authorizer = AuthorizerSlot::default();
+        let webhooks = BackendSlot::default();
         for name in &names {
-            let (m, v) = build(name, &settings, &authorizer);
+            let (m, v) = build(name, &settings, &authorizer, &webhooks);
             mutating.extend(m);
             validating.extend(v);
         }
-        Chain { names, mutating, validating, authorizer }
+        Chain { names, mutating, validating, authorizer, webhooks }
+    }
+
+    /// Gives the webhook plugins the server's HTTPS client and resource table. Until it is
+    /// set, a call to a webhook fails (and obeys the webhook's failure policy).
+    pub fn set_webhook_backend(&self, backend: Arc<dyn webhook::Backend>) {
+        self.webhooks.set(backend);
     }
 
     /// Gives the plugins that ask for authorization decisions the server's authorizer
@@ -280,14 +303,23 @@ impl Chain {
         &self.names
     }
 
-    /// Runs the mutating plugins in order; the first refusal ends it.
+    /// Runs the mutating plugins in order; the first refusal ends it. When a webhook changed
+    /// the object, they all run once more (upstream's reinvocation: the in-tree plugins, and
+    /// the webhooks that asked to see later changes).
     pub async fn admit(
         &self,
         a: &mut Attributes<'_>,
         state: &dyn ClusterState,
     ) -> Result<(), AdmissionError> {
+        let mut reinvocation = Reinvocation::default();
         for plugin in &self.mutating {
-            plugin.admit(a, state).await?;
+            plugin.admit_in(a, state, &mut reinvocation).await?;
+        }
+        if reinvocation.should_reinvoke() {
+            reinvocation.start_reinvocation();
+            for plugin in &self.mutating {
+                plugin.admit_in(a, state, &mut reinvocation).await?;
+            }
         }
         Ok(())
     }
@@ -347,7 +379,9 @@ mod tests {
             "CertificateSigning",
             "CertificateSubjectRestriction",
             "DefaultIngressClass",
+            "MutatingAdmissionWebhook",
             "ValidatingAdmissionPolicy",
+            "ValidatingAdmissionWebhook",
             "ResourceQuota",
         ];
         let without = |gone: &[&str]| -> Vec<&str> {
@@ -415,7 +449,8 @@ mod tests {
                 "DefaultStorageClass",
                 "StorageObjectInUseProtection",
                 "RuntimeClass",
-                "DefaultIngressClass"
+                "DefaultIngressClass",
+                "MutatingAdmissionWebhook"
             ]
         );
         assert_eq!(
@@ -431,6 +466,7 @@ mod tests {
                 "CertificateSigning",
                 "CertificateSubjectRestriction",
                 "ValidatingAdmissionPolicy",
+                "ValidatingAdmissionWebhook",
                 "ResourceQuota"
             ]
         );

@@ -60,6 +60,22 @@ pub enum AdmissionError {
     /// 500: the plugin could not decide (e.g. the cluster state could not be read).
     #[error("{0}")]
     Internal(String),
+    /// A whole `Status` as it goes to the client: a webhook's refusal (its code, reason and
+    /// details, the message prefixed), or upstream's `NewInternalError` with its cause.
+    #[error("{}", .0.message)]
+    Status(Box<Status>),
+}
+
+/// A `metav1.Status` to answer with as it is (see [`AdmissionError::Status`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Status {
+    pub code: u16,
+    /// `""`: no reason (the Status leaves it out).
+    pub reason: String,
+    pub message: String,
+    /// The Status's `details` as JSON (`name`, `group`, `kind`, `causes`,
+    /// `retryAfterSeconds`), `Null` for none.
+    pub details: serde_json::Value,
 }
 
 impl AdmissionError {
@@ -94,6 +110,18 @@ impl AdmissionError {
             causes.push(cause);
         }
         self
+    }
+
+    /// Upstream's `apierrors.NewInternalError(err)`: 500 `InternalError`, the message
+    /// prefixed with `Internal error occurred: `, the error itself the one cause.
+    pub fn internal_error(error: impl std::fmt::Display) -> AdmissionError {
+        let error = error.to_string();
+        AdmissionError::Status(Box::new(Status {
+            code: 500,
+            reason: "InternalError".into(),
+            message: format!("Internal error occurred: {error}"),
+            details: serde_json::json!({"causes": [{"message": error}]}),
+        }))
     }
 
     pub fn not_found(group: &str, resource: &str, name: &str) -> AdmissionError {

@@ -21,8 +21,12 @@
 //! (CertificateSubjectRestriction), the storage ones [`default_storage_class`]
 //! (DefaultStorageClass), [`storage_object_in_use_protection`] (StorageObjectInUseProtection)
 //! and [`persistent_volume_claim_resize`] (PersistentVolumeClaimResize), and
-//! [`resource_quota`] (ResourceQuota), and the CEL policies of
-//! [`validating_admission_policy`] (ValidatingAdmissionPolicy). Plugins that need an authorization decision ask the
+//! [`resource_quota`] (ResourceQuota), the CEL policies of [`validating_admission_policy`]
+//! (ValidatingAdmissionPolicy), and the admission webhooks [`webhook`]
+//! (MutatingAdmissionWebhook, ValidatingAdmissionWebhook), which call out over HTTPS through a
+//! [`webhook::Backend`] the server hands the chain with [`Chain::set_webhook_backend`]. A
+//! mutating webhook that changes the object makes the chain run the mutating plugins a second
+//! time ([`reinvocation`]). Plugins that need an authorization decision ask the
 //! server's authorizer through [`authorizer::Authorizer`], which the server hands the chain
 //! with [`Chain::set_authorizer`]. Plugins tell the client things through
 //! [`Attributes::warnings`], which the server sends as `Warning` headers. Shared helpers:
@@ -47,6 +51,7 @@ pub mod persistent_volume_claim_resize;
 pub mod pod_refs;
 pub mod pod_security;
 pub mod priority;
+pub mod reinvocation;
 pub mod resource_quota;
 pub mod runtime_class;
 pub mod service_account;
@@ -55,6 +60,7 @@ pub mod storage_object_in_use_protection;
 pub mod taint_nodes_by_condition;
 pub mod tolerations;
 pub mod validating_admission_policy;
+pub mod webhook;
 
 pub use attributes::{
     Attributes, GroupVersionKind, GroupVersionResource, Operation, OperationOptions, UserInfo,
@@ -63,6 +69,7 @@ pub use attributes::{
 pub use authorizer::{Authorizer, AuthorizerSlot, ResourceCheck};
 pub use chain::{Chain, ConfigError, Settings};
 pub use error::{AdmissionError, Cause, Refusal};
+pub use reinvocation::Reinvocation;
 pub use state::{ClusterState, Freshness, GroupResource, Object};
 
 /// A plugin that may change the object (and refuse the request). Mutating plugins run before
@@ -77,6 +84,18 @@ pub trait MutatingPlugin: Send + Sync {
         a: &mut Attributes<'_>,
         state: &dyn ClusterState,
     ) -> Result<(), AdmissionError>;
+
+    /// [`MutatingPlugin::admit`] within the request's [`Reinvocation`] context, as the chain
+    /// calls it: plugins that may ask for a second round (webhooks) override this.
+    async fn admit_in(
+        &self,
+        a: &mut Attributes<'_>,
+        state: &dyn ClusterState,
+        reinvocation: &mut Reinvocation,
+    ) -> Result<(), AdmissionError> {
+        let _ = reinvocation;
+        self.admit(a, state).await
+    }
 }
 
 /// A plugin that only checks: it runs after the object passed validation, on the object as

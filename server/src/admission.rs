@@ -357,6 +357,34 @@ impl From<AdmissionError> for ApiError {
             }
             AdmissionError::BadRequest(m) => ApiError::bad_request(m),
             AdmissionError::Internal(m) => ApiError::internal(m),
+            AdmissionError::Status(status) => {
+                let rkube_admission::error::Status { code, reason, details, .. } = *status;
+                let code = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                // A webhook's reason is any text: kept once per distinct text.
+                let mut error =
+                    ApiError::new(code, rkube_apis::resources::intern(&reason), message);
+                let text = |field: &str| details[field].as_str().map(String::from);
+                error.details.name = text("name");
+                error.details.group = text("group");
+                error.details.kind = text("kind");
+                error.details.retry_after = details["retryAfterSeconds"].as_u64().map(|s| s as u32);
+                error.details.causes = details["causes"]
+                    .as_array()
+                    .map(|causes| {
+                        causes
+                            .iter()
+                            .map(|c| Cause {
+                                reason: rkube_apis::resources::intern(
+                                    c["reason"].as_str().unwrap_or(""),
+                                ),
+                                message: c["message"].as_str().unwrap_or("").to_string(),
+                                field: c["field"].as_str().unwrap_or("").to_string(),
+                            })
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                error
+            }
         }
     }
 }

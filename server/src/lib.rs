@@ -15,6 +15,7 @@
 //! [`metrics_api`], read from the kubelets on request.
 
 pub mod admission;
+pub mod admission_webhooks;
 pub mod api;
 pub mod apply;
 pub mod auth;
@@ -42,6 +43,7 @@ pub mod proxy;
 pub mod registry;
 pub mod request;
 pub mod reviews;
+pub mod service_client;
 pub mod service_proxy;
 pub mod services;
 pub mod status;
@@ -155,6 +157,13 @@ impl Server {
         registry.guards.push(escalation.clone());
         registry.start_caches().await.map_err(|e| StartError::Caches(e.message))?;
         let registry = Arc::new(registry);
+        // The server's HTTPS client to URLs and Services (admission webhooks).
+        let service_client =
+            Arc::new(service_client::ServiceClient::new(Arc::downgrade(&registry)));
+        registry.admission.set_webhook_backend(Arc::new(admission_webhooks::WebhookBackend {
+            registry: Arc::downgrade(&registry),
+            client: service_client,
+        }));
         bootstrap(&registry, &config).await?;
         authz::rbac::reconcile::bootstrap_policy(&registry).await.map_err(|e| {
             StartError::Bootstrap {

@@ -145,7 +145,7 @@ where
 }
 
 /// Go's wording for the common dial failures.
-fn dial_error(authority: &str, e: &std::io::Error) -> String {
+pub(crate) fn dial_error(authority: &str, e: &std::io::Error) -> String {
     use std::io::ErrorKind as K;
     let what = match e.kind() {
         K::ConnectionRefused => "connect: connection refused".to_string(),

@@ -1,0 +1,63 @@
+//! The admission webhooks' way out: [`rkube_admission::webhook::Backend`] over the server's
+//! [`ServiceClient`] and its live resource table. A webhook's answer is read as client-go's
+//! REST client reads it: a non-2xx status is an error.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use rkube_admission::webhook::{Backend, CallError, ClientConfig};
+use rkube_apis::resources::Resources;
+
+use crate::registry::Registry;
+use crate::service_client::{self, Destination, ServiceClient};
+
+/// What the chain's webhook plugins call out through.
+pub struct WebhookBackend {
+    pub registry: Weak<Registry>,
+    pub client: Arc<ServiceClient>,
+}
+
+#[async_trait::async_trait]
+impl Backend for WebhookBackend {
+    fn resources(&self) -> Arc<Resources> {
+        match self.registry.upgrade() {
+            Some(registry) => registry.resources(),
+            None => Arc::new(Resources::builtin().clone()),
+        }
+    }
+
+    async fn post(
+        &self,
+        client: &ClientConfig,
+        body: Vec<u8>,
+        timeout: Duration,
+    ) -> Result<Vec<u8>, CallError> {
+        let destination = match (&client.url, &client.service) {
+            (Some(url), _) => Destination::Url(url.clone()),
+            (None, Some(s)) => Destination::Service {
+                namespace: s.namespace.clone(),
+                name: s.name.clone(),
+                port: s.port,
+                path: s.path.clone(),
+            },
+            (None, None) => {
+                return Err(CallError(
+                    "the webhook's clientConfig has no url and no service".into(),
+                ))
+            }
+        };
+        let config =
+            service_client::ClientConfig { destination, ca_bundle: client.ca_bundle.clone() };
+        // Upstream tells the webhook how long it has, in whole seconds.
+        let query = format!("timeout={}s", timeout.as_secs().max(1));
+        let response = self
+            .client
+            .post(&config, &query, "application/json", body, timeout)
+            .await
+            .map_err(|e| CallError(e.0))?;
+        if !response.status.is_success() {
+            return Err(CallError(service_client::rest_error(response.status, &response.body)));
+        }
+        Ok(response.body.to_vec())
+    }
+}
