@@ -3,7 +3,9 @@
 //!
 //! Every function call, list and map literal becomes `@cost(<it>)`, every comprehension range
 //! `@range(<range>)`, and `s.replace(a, b)` (whose result can be far larger than its inputs)
-//! becomes `@replace(s, a, b)`, which charges for the result before making it. The shapes the
+//! becomes `@replace(s, a, b)`, which charges for the result before making it; `s.matches(re)`
+//! becomes `@matches(s, re)`, which compiles each pattern once per thread (cel-rust's
+//! compiles it on every call). The shapes the
 //! interpreter recognises in a comprehension's step (`@result && x`, `@result + [x]`,
 //! `c ? @result + [x] : @result`) are kept as they are, only their operands are rewritten.
 
@@ -165,12 +167,20 @@ fn meter(mut expr: IdedExpr, ids: &mut Ids) -> IdedExpr {
 fn meter_call(mut call: CallExpr, ids: &mut Ids) -> CallExpr {
     if let Some(target) = call.target.take() {
         let target = meter(*target, ids);
-        if call.func_name == "replace" && matches!(call.args.len(), 2 | 3) {
+        let renamed = match (call.func_name.as_str(), call.args.len()) {
+            ("replace", 2 | 3) => Some("@replace"),
+            ("matches", 1) => Some("@matches"),
+            _ => None,
+        };
+        if let Some(name) = renamed {
             let mut args = vec![target];
             args.extend(call.args.into_iter().map(|a| meter(a, ids)));
-            return CallExpr { func_name: "@replace".to_string(), target: None, args };
+            return CallExpr { func_name: name.to_string(), target: None, args };
         }
         call.target = Some(Box::new(target));
+    }
+    if call.func_name == "matches" && call.args.len() == 2 {
+        call.func_name = "@matches".to_string();
     }
     call.args = call.args.into_iter().map(|a| meter(a, ids)).collect();
     call

@@ -1,5 +1,5 @@
 //! Kubernetes' regex library: `s.find(re)` (the first match, `""` without one) and
-//! `s.findAll(re[, n])` (every match, or the first `n`). Compiled patterns are kept per
+//! `s.findAll(re[, n])` (every match, or the first `n`); and the standard `matches`. Compiled patterns are kept per
 //! thread, so a rule that runs per object compiles its pattern once.
 
 use std::cell::RefCell;
@@ -35,7 +35,19 @@ pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
         vec![STRING_TYPE, INT_TYPE],
         find_all,
     )?;
+    env.add_overload(
+        "@matches",
+        "@matches(string,string)",
+        vec![STRING_TYPE, STRING_TYPE],
+        matches,
+    )?;
     Ok(())
+}
+
+/// `s.matches(re)` with the pattern compiled once (see `instrument.rs`).
+fn matches<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Out<'b, 'v> {
+    let re = compiled("matches", string(&args[1])?)?;
+    ok(Value::Bool(re.is_match(string(&args[0])?)))
 }
 
 /// The compiled `pattern`.
