@@ -20,7 +20,7 @@ use crate::{
     default_ingress_class, default_storage_class, limit_ranger, namespace_lifecycle,
     node_restriction, persistent_volume_claim_resize, pod_security, priority, resource_quota,
     runtime_class, service_account, storage_object_in_use_protection, taint_nodes_by_condition,
-    MutatingPlugin, ValidatingPlugin,
+    validating_admission_policy, MutatingPlugin, ValidatingPlugin,
 };
 
 /// kube-apiserver's plugins, in the order it runs them (`AllOrderedPlugins`).
@@ -110,6 +110,7 @@ pub const IMPLEMENTED: &[&str] = &[
     default_storage_class::NAME,
     storage_object_in_use_protection::NAME,
     persistent_volume_claim_resize::NAME,
+    validating_admission_policy::NAME,
     webhook::MUTATING,
     webhook::VALIDATING,
 ];
@@ -229,6 +230,12 @@ fn build(
         persistent_volume_claim_resize::NAME => {
             (None, Some(Arc::new(persistent_volume_claim_resize::PersistentVolumeClaimResize)))
         }
+        validating_admission_policy::NAME => (
+            None,
+            Some(Arc::new(validating_admission_policy::ValidatingAdmissionPolicy::new(
+                authorizer.clone(),
+            ))),
+        ),
         webhook::MUTATING => {
             (Some(Arc::new(webhook::MutatingWebhooks::new(webhooks.clone()))), None)
         }
@@ -373,6 +380,7 @@ mod tests {
             "CertificateSubjectRestriction",
             "DefaultIngressClass",
             "MutatingAdmissionWebhook",
+            "ValidatingAdmissionPolicy",
             "ValidatingAdmissionWebhook",
             "ResourceQuota",
         ];
@@ -457,6 +465,7 @@ mod tests {
                 "CertificateApproval",
                 "CertificateSigning",
                 "CertificateSubjectRestriction",
+                "ValidatingAdmissionPolicy",
                 "ValidatingAdmissionWebhook",
                 "ResourceQuota"
             ]

@@ -11,6 +11,19 @@ pub struct Cause {
     pub field: String,
 }
 
+/// A refusal of a chosen code and reason ([`AdmissionError::Refused`]): `message` is the
+/// whole text; the details name the object as [`AdmissionError::Forbidden`]'s do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub code: u16,
+    pub reason: &'static str,
+    pub group: String,
+    pub resource: String,
+    pub name: String,
+    pub message: String,
+    pub causes: Vec<Cause>,
+}
+
 /// A refused request.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum AdmissionError {
@@ -36,6 +49,11 @@ pub enum AdmissionError {
         name: String,
         causes: Vec<rkube_apis::validation::FieldError>,
     },
+    /// A refusal with the code and reason the refusing policy chose (a
+    /// ValidatingAdmissionPolicy's validation `reason`: 422 `Invalid` unless it says
+    /// otherwise).
+    #[error("{}", .0.message)]
+    Refused(Box<Refusal>),
     /// 400 Bad Request.
     #[error("{0}")]
     BadRequest(String),

@@ -21,7 +21,8 @@
 //! (CertificateSubjectRestriction), the storage ones [`default_storage_class`]
 //! (DefaultStorageClass), [`storage_object_in_use_protection`] (StorageObjectInUseProtection)
 //! and [`persistent_volume_claim_resize`] (PersistentVolumeClaimResize), and
-//! [`resource_quota`] (ResourceQuota), and the admission webhooks [`webhook`]
+//! [`resource_quota`] (ResourceQuota), the CEL policies of [`validating_admission_policy`]
+//! (ValidatingAdmissionPolicy), and the admission webhooks [`webhook`]
 //! (MutatingAdmissionWebhook, ValidatingAdmissionWebhook), which call out over HTTPS through a
 //! [`webhook::Backend`] the server hands the chain with [`Chain::set_webhook_backend`]. A
 //! mutating webhook that changes the object makes the chain run the mutating plugins a second
@@ -58,6 +59,7 @@ pub mod state;
 pub mod storage_object_in_use_protection;
 pub mod taint_nodes_by_condition;
 pub mod tolerations;
+pub mod validating_admission_policy;
 pub mod webhook;
 
 pub use attributes::{
@@ -66,7 +68,7 @@ pub use attributes::{
 };
 pub use authorizer::{Authorizer, AuthorizerSlot, ResourceCheck};
 pub use chain::{Chain, ConfigError, Settings};
-pub use error::{AdmissionError, Cause};
+pub use error::{AdmissionError, Cause, Refusal};
 pub use reinvocation::Reinvocation;
 pub use state::{ClusterState, Freshness, GroupResource, Object};
 

@@ -87,10 +87,11 @@ impl Request {
     }
 }
 
-/// A quota as a batch holds it.
+/// A quota as a batch holds it (the object shared: each request checked copies the quotas'
+/// usage, not the objects).
 #[derive(Clone)]
 struct Quota {
-    value: Value,
+    value: Arc<Value>,
     name: String,
     hard: ResourceList,
     used: ResourceList,
@@ -102,7 +103,7 @@ impl Quota {
             name: value["metadata"]["name"].as_str().unwrap_or("").to_string(),
             hard: list::from_json(&value["status"]["hard"]),
             used: list::from_json(&value["status"]["used"]),
-            value,
+            value: Arc::new(value),
         }
     }
 }
@@ -296,7 +297,7 @@ impl ResourceQuota {
                 if list::equals(&quota.used, &before.used) {
                     continue;
                 }
-                let mut value = quota.value.clone();
+                let mut value = (*quota.value).clone();
                 value["status"]["used"] = list::to_json(&quota.used);
                 match state.update_status(QUOTAS, &value).await {
                     Ok(Some(written)) => {

@@ -275,8 +275,17 @@ pub fn drop_empty_metadata(obj: &mut Value) {
     });
 }
 
-/// Fills in what a new object gets from the server: its canonical form, no disabled fields,
-/// a reset status, the kind's own preparation, and defaults.
+/// A new object as the client sent it with the API's defaults filled in, as kube-apiserver
+/// has it when it decodes the request: what the client owns in its managedFields, before
+/// [`prepare_for_create`] and the admission plugins add what is not the client's.
+pub fn with_defaults(info: &ResourceInfo, obj: &mut Value) {
+    canonicalize(info, obj);
+    info.strategy.default(obj);
+}
+
+/// Fills in what a new object gets from the server before it is admitted and validated: its
+/// canonical form, no disabled fields, a reset status, the kind's own preparation, and
+/// defaults (again, for what preparing added).
 pub fn prepare_for_create(info: &ResourceInfo, obj: &mut Value) {
     canonicalize(info, obj);
     info.strategy.drop_disabled_fields(obj, None);

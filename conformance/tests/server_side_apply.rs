@@ -239,3 +239,36 @@ async fn kube_rs_patch_apply_on_objects_and_status() {
     let forced = api.patch("op", &rival.clone().force(), &Patch::Apply(&other)).await.unwrap();
     assert_eq!(forced.spec.unwrap().replicas, Some(3));
 }
+
+/// A create's managedFields hold what the client sent (with the API's defaults), not what
+/// the strategy and the admission plugins add after it (the service account's volume and
+/// mounts, tolerations, priority, the pod's status), as kube-apiserver records them before
+/// either runs: `kubectl run` gives upstream's familiar entry.
+#[test]
+fn a_creates_managed_fields_are_what_the_client_sent() {
+    let s = RkubeServer::start();
+    s.ok(&["run", "web", "--image=busybox:1.36", "--", "sleep", "3600"]);
+    let pod = get(&s, &["pod", "web"]);
+    // The plugins did their work ...
+    assert!(pod["spec"]["volumes"][0]["name"].as_str().unwrap().starts_with("kube-api-access-"));
+    assert_eq!(pod["status"]["phase"], "Pending");
+    // ... and none of it is kubectl-run's.
+    let run = entry(&pod, "kubectl-run", "Update").expect("kubectl-run's entry");
+    assert_eq!(
+        run["fieldsV1"],
+        json!({
+            "f:metadata": {"f:labels": {".": {}, "f:run": {}}},
+            "f:spec": {
+                "f:containers": {"k:{\"name\":\"web\"}": {
+                    ".": {}, "f:args": {}, "f:image": {}, "f:imagePullPolicy": {}, "f:name": {},
+                    "f:resources": {}, "f:terminationMessagePath": {},
+                    "f:terminationMessagePolicy": {}}},
+                "f:dnsPolicy": {}, "f:enableServiceLinks": {}, "f:restartPolicy": {},
+                "f:schedulerName": {}, "f:securityContext": {},
+                "f:terminationGracePeriodSeconds": {}
+            }
+        }),
+        "{:#}",
+        pod["metadata"]["managedFields"]
+    );
+}

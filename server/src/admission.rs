@@ -335,6 +335,20 @@ impl From<AdmissionError> for ApiError {
                     .collect();
                 error
             }
+            AdmissionError::Refused(refusal) => {
+                let r = *refusal;
+                let code = StatusCode::from_u16(r.code).unwrap_or(StatusCode::FORBIDDEN);
+                let mut error = ApiError::new(code, r.reason, message);
+                error.details.name = Some(r.name).filter(|n| !n.is_empty());
+                error.details.group = Some(r.group);
+                error.details.kind = Some(r.resource);
+                error.details.causes = r
+                    .causes
+                    .into_iter()
+                    .map(|c| Cause { reason: c.reason, message: c.message, field: c.field })
+                    .collect();
+                error
+            }
             AdmissionError::Invalid { group, kind, name, causes } => {
                 ApiError::invalid(&group, &kind, &name, causes)
             }

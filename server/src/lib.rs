@@ -179,6 +179,8 @@ impl Server {
             rbac: rbac_index,
             node_graph: Arc::new(authz::node::CacheGraph { registry: registry.clone() }),
         };
+        // CEL for the definitions' `x-kubernetes-validations`, before any is served.
+        rkube_apis::validation::rules::install(Arc::new(rkube_cel::crd::Engine));
         custom_resources::start(registry.clone());
         let registry_for_endpoints = registry.clone();
         let acceptor = listener::acceptor(&config.tls)?;

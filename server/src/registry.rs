@@ -315,6 +315,13 @@ impl Registry {
                 meta_mut(&mut obj).insert("name".into(), json!(object::generate_name(prefix)));
             }
             if attempt == 0 {
+                // The fields the client sent (defaults included) are its own; what the
+                // strategy and the admission plugins add next is not, as upstream's create
+                // handler records managedFields before either runs.
+                if let Some(manager) = &options.field_manager {
+                    strategy::with_defaults(info, &mut obj);
+                    record_update(info, None, &mut obj, manager, None);
+                }
                 strategy::record_requester(info, &mut obj, options.requester.as_ref());
                 strategy::prepare_for_create(info, &mut obj);
                 self.admit(&write, Some(&mut obj), None).await?;
@@ -325,9 +332,6 @@ impl Registry {
                 if !errors.is_empty() {
                     let name = object::name(&obj).unwrap_or("").to_string();
                     return Err(ApiError::invalid(info.group, info.kind, &name, errors));
-                }
-                if let Some(manager) = &options.field_manager {
-                    record_update(info, None, &mut obj, manager, None);
                 }
                 self.validate_admission(&write, Some(&mut obj), None).await?;
             }

@@ -15,6 +15,8 @@ use serde_json::{json, Value};
 
 use crate::resources::{intern, intern_list, ResourceInfo, SchemaFn, STANDARD_VERBS};
 use crate::strategy::{spec_differs, ScaleView, Strategy};
+use crate::validation::rules::{self, CompiledRules};
+use crate::validation::FieldError;
 
 /// The strategy of one custom resource.
 #[derive(Debug)]
@@ -24,6 +26,8 @@ pub struct CustomResources {
     status_subresource: bool,
     /// The version's `scale` subresource paths, when it has one.
     scale: Option<ScalePaths>,
+    /// The version's `x-kubernetes-validations` rules, compiled once per definition.
+    rules: Option<Arc<dyn CompiledRules>>,
 }
 
 /// Where a custom resource keeps what its `/scale` subresource shows (the definition's
@@ -73,6 +77,11 @@ impl Strategy for CustomResources {
 
     fn accepts_strategic_merge_patch(&self) -> bool {
         false
+    }
+
+    /// The version's CEL rules (`x-kubernetes-validations`).
+    fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+        self.rules.as_ref().map(|r| r.validate(obj, old)).unwrap_or_default()
     }
 
     /// The replicas at the definition's paths, and the selector string at its
@@ -146,6 +155,7 @@ pub fn resources_of(crd: &Value) -> Result<Vec<ResourceInfo>, String> {
             (false, false) => &[],
         };
         let schema = version["schema"]["openAPIV3Schema"].clone();
+        let compiled_rules = rules::engine().and_then(|e| e.compile(&schema));
         served.push(ResourceInfo {
             group,
             version: name,
@@ -165,6 +175,7 @@ pub fn resources_of(crd: &Value) -> Result<Vec<ResourceInfo>, String> {
             strategy: Arc::new(CustomResources {
                 status_subresource: status,
                 scale: scale.then(|| ScalePaths::of(&version["subresources"]["scale"])),
+                rules: compiled_rules,
             }),
         });
     }
@@ -257,7 +268,7 @@ mod tests {
         let old = json!({"spec": {"a": 1}, "status": {"b": 1}});
         assert!(!strategy.bumps_generation(&json!({"spec": {"a": 1}, "status": {"b": 2}}), &old));
         assert!(strategy.bumps_generation(&json!({"spec": {"a": 2}, "status": {"b": 1}}), &old));
-        let plain = CustomResources { status_subresource: false, scale: None };
+        let plain = CustomResources { status_subresource: false, scale: None, rules: None };
         assert!(plain.bumps_generation(&json!({"spec": {"a": 1}, "status": {"b": 2}}), &old));
     }
 

@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
+use super::rules::RuleProblem;
 use super::values::{items, str_of, text, IMMUTABLE};
 use super::webhook::{go_url, webhook_service, webhook_url};
 use super::{name_problems, FieldError, NameRule};
@@ -937,6 +938,33 @@ struct Rule {
     optional_old_self: Option<bool>,
 }
 
+impl Rule {
+    fn parse(r: &Value) -> Rule {
+        Rule {
+            rule: str_of(&r["rule"]).to_string(),
+            message: str_of(&r["message"]).to_string(),
+            message_expression: str_of(&r["messageExpression"]).to_string(),
+            reason: string_opt(&r["reason"]),
+            field_path: str_of(&r["fieldPath"]).to_string(),
+            optional_old_self: r["optionalOldSelf"].as_bool(),
+        }
+    }
+}
+
+/// A rule as Go's `%#v` prints it.
+fn go_rule(r: &Rule) -> String {
+    let ptr = |ty: &str, set: bool| go_present(ty, set);
+    format!(
+        "apiextensions.ValidationRule{{Rule:{}, Message:{}, MessageExpression:{}, Reason:{}, FieldPath:{}, OptionalOldSelf:{}}}",
+        go_quote(&r.rule),
+        go_quote(&r.message),
+        go_quote(&r.message_expression),
+        ptr("apiextensions.FieldValueErrorReason", r.reason.is_some()),
+        go_quote(&r.field_path),
+        ptr("bool", r.optional_old_self.is_some()),
+    )
+}
+
 fn set(v: &Value) -> Option<Value> {
     (!v.is_null()).then(|| v.clone())
 }
@@ -1030,18 +1058,9 @@ impl Props {
             list_map_keys: strings(&v["x-kubernetes-list-map-keys"]),
             list_type: string_opt(&v["x-kubernetes-list-type"]),
             map_type: string_opt(&v["x-kubernetes-map-type"]),
-            validations: v["x-kubernetes-validations"].as_array().map(|a| {
-                a.iter()
-                    .map(|r| Rule {
-                        rule: str_of(&r["rule"]).to_string(),
-                        message: str_of(&r["message"]).to_string(),
-                        message_expression: str_of(&r["messageExpression"]).to_string(),
-                        reason: string_opt(&r["reason"]),
-                        field_path: str_of(&r["fieldPath"]).to_string(),
-                        optional_old_self: r["optionalOldSelf"].as_bool(),
-                    })
-                    .collect()
-            }),
+            validations: v["x-kubernetes-validations"]
+                .as_array()
+                .map(|a| a.iter().map(Rule::parse).collect()),
         }
     }
 
@@ -1271,20 +1290,7 @@ fn go_props(p: &Props) -> String {
     let validations = match &p.validations {
         None => "apiextensions.ValidationRules(nil)".to_string(),
         Some(rules) => {
-            let shown: Vec<String> = rules
-                .iter()
-                .map(|r| {
-                    format!(
-                        "apiextensions.ValidationRule{{Rule:{}, Message:{}, MessageExpression:{}, Reason:{}, FieldPath:{}, OptionalOldSelf:{}}}",
-                        go_quote(&r.rule),
-                        go_quote(&r.message),
-                        go_quote(&r.message_expression),
-                        ptr("apiextensions.FieldValueErrorReason", r.reason.is_some()),
-                        go_quote(&r.field_path),
-                        ptr("bool", r.optional_old_self.is_some()),
-                    )
-                })
-                .collect();
+            let shown: Vec<String> = rules.iter().map(go_rule).collect();
             format!("apiextensions.ValidationRules{{{}}}", shown.join(", "))
         }
     };
@@ -1417,10 +1423,27 @@ fn crd_validation(wrapper: &Value, status_enabled: bool, opts: Opts, at: &str) -
         require_valid_type: opts.require_valid_property_type,
     };
     openapi_schema(&schema, &root, &ssv, true, opts, &mut errors);
+    errors.extend(rule_problems(raw, &root));
     if errors.is_empty() {
         errors.extend(init_error);
     }
     errors
+}
+
+/// The CEL rules' compile errors and estimated costs over the limits (upstream's
+/// `CELErrors`), from the installed rule engine.
+fn rule_problems(schema: &Value, at: &str) -> Vec<FieldError> {
+    let Some(engine) = super::rules::engine() else { return Vec::new() };
+    engine
+        .check(schema, at)
+        .into_iter()
+        .map(|problem| match problem {
+            RuleProblem::Invalid { field, rule, detail } => {
+                FieldError::invalid_shown(field, &go_rule(&Rule::parse(&rule)), &detail)
+            }
+            RuleProblem::Forbidden { field, detail } => FieldError::forbidden(field, &detail),
+        })
+        .collect()
 }
 
 /// `specStandardValidatorV3`'s state.

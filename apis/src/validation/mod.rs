@@ -38,6 +38,7 @@ pub(crate) mod networking;
 pub(crate) mod node;
 pub(crate) mod policy;
 pub(crate) mod rbac;
+pub mod rules;
 pub(crate) mod scheduling;
 pub(crate) mod storage;
 

@@ -11,7 +11,10 @@
 //!   every default admission plugin and, in the namespace, a LimitRange (container defaults,
 //!   min and max) and a ResourceQuota (pods, requests.cpu, limits.memory, configmaps) that
 //!   admission charges; the other with `--disable-admission-plugins` naming every default
-//!   plugin. The quota's status is set by this program (the controllers are off).
+//!   plugin. The quota's status is set by this program (the controllers are off). To show
+//!   where the cost goes, each turn also creates pods in a second namespace of the first
+//!   server that has the LimitRange but no quota. Each run reports the server's CPU time
+//!   per create.
 //! - Quota races: 64 tasks each create one pod at once in a namespace whose quota allows
 //!   10, ten times (the whole `rkube server`, controllers on): over-admissions counted.
 //!
@@ -34,22 +37,28 @@ const TURNS: usize = 4;
 const RACE_RUNS: usize = 10;
 const RACE_LIMIT: usize = 10;
 
-/// One timed phase: creates per second and sorted latencies.
+/// One timed phase: creates per second, sorted latencies, and the server's CPU time.
 struct Run {
     latencies: Vec<Duration>,
     elapsed: Duration,
+    server_cpu: Duration,
 }
 
 impl Run {
     fn rate(&self) -> f64 {
         self.latencies.len() as f64 / self.elapsed.as_secs_f64()
     }
+    /// The server's CPU time per create.
+    fn cpu_per_create(&self) -> Duration {
+        self.server_cpu / self.latencies.len().max(1) as u32
+    }
     fn cell(&self) -> String {
         format!(
-            "{:.0}/s, p50 {}, p99 {}",
+            "{:.0}/s, p50 {}, p99 {}; server CPU {} µs per create",
             self.rate(),
             report::ms(report::percentile(&self.latencies, 50.0)),
-            report::ms(report::percentile(&self.latencies, 99.0))
+            report::ms(report::percentile(&self.latencies, 99.0)),
+            self.cpu_per_create().as_micros()
         )
     }
 }
@@ -62,8 +71,17 @@ fn pod(name: String) -> Pod {
     .expect("a pod")
 }
 
-/// Pod creates into `ns` from [`CONCURRENCY`] tasks for `duration`; any error ends it.
-async fn creates(client: &Client, ns: &str, prefix: &str, duration: Duration) -> Result<Run> {
+/// Pod creates into `ns` on the server `server` from [`CONCURRENCY`] tasks for `duration`;
+/// any error ends it.
+async fn creates(
+    server: &RkubeServer,
+    client: &Client,
+    ns: &str,
+    prefix: &str,
+    duration: Duration,
+) -> Result<Run> {
+    let pid = server.pid().to_string();
+    let cpu_before = report::cpu_time(&pid)?;
     let api: Api<Pod> = Api::namespaced(client.clone(), ns);
     let next = Arc::new(AtomicUsize::new(0));
     let started = Instant::now();
@@ -87,8 +105,10 @@ async fn creates(client: &Client, ns: &str, prefix: &str, duration: Duration) ->
     for t in tasks {
         latencies.extend(t.await??);
     }
+    let elapsed = started.elapsed();
+    let server_cpu = report::cpu_time(&pid)?.saturating_sub(cpu_before);
     latencies.sort();
-    Ok(Run { latencies, elapsed: started.elapsed() })
+    Ok(Run { latencies, elapsed, server_cpu })
 }
 
 async fn namespace(client: &Client, name: &str) -> Result<()> {
@@ -108,9 +128,9 @@ async fn namespace(client: &Client, name: &str) -> Result<()> {
     Ok(())
 }
 
-/// The namespace's LimitRange and ResourceQuota, the quota's status counted as the
-/// controller would (nothing in it yet).
-async fn policies(client: &Client, ns: &str) -> Result<()> {
+/// The namespace's LimitRange and (with `quota`) ResourceQuota, the quota's status counted as
+/// the controller would (nothing in it yet).
+async fn policies(client: &Client, ns: &str, quota: bool) -> Result<()> {
     let limits = json!({
         "apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "limits"},
         "spec": {"limits": [{"type": "Container",
@@ -125,6 +145,9 @@ async fn policies(client: &Client, ns: &str) -> Result<()> {
         &kube::discovery::ApiResource::erase::<k8s_openapi::api::core::v1::LimitRange>(&()),
     );
     limit_ranges.create(&PostParams::default(), &serde_json::from_value(limits)?).await?;
+    if !quota {
+        return Ok(());
+    }
     let hard = json!({"pods": "10000000", "requests.cpu": "100000", "limits.memory": "100000Gi", "configmaps": "100"});
     let quota: ResourceQuota = serde_json::from_value(json!({
         "metadata": {"name": "quota"}, "spec": {"hard": hard}
@@ -148,6 +171,8 @@ fn every_default_plugin() -> String {
 struct Figures {
     /// Per turn: (whole chain with quota and limits, chain off).
     turns: Vec<(Run, Run)>,
+    /// Per turn: the whole chain with the LimitRange but no quota (same server as the first).
+    unquoted: Vec<Run>,
     /// Per race run: pods admitted.
     races: Vec<usize>,
     plugins: Vec<&'static str>,
@@ -167,20 +192,29 @@ async fn bench(duration: Duration) -> Result<Figures> {
     let ns = "bench-admission";
     namespace(&on_client, ns).await?;
     namespace(&off_client, ns).await?;
-    policies(&on_client, ns).await?;
-    policies(&off_client, ns).await?;
+    policies(&on_client, ns, true).await?;
+    policies(&off_client, ns, true).await?;
+    // Where the chain's cost goes: the same chain and LimitRange without a quota.
+    let unquoted_ns = "bench-limits";
+    namespace(&on_client, unquoted_ns).await?;
+    policies(&on_client, unquoted_ns, false).await?;
     // Warm both (connections, caches), then the turns, alternating which goes first.
-    creates(&on_client, ns, "warm", Duration::from_millis(500)).await?;
-    creates(&off_client, ns, "warm", Duration::from_millis(500)).await?;
+    creates(&on, &on_client, ns, "warm", Duration::from_millis(500)).await?;
+    creates(&off, &off_client, ns, "warm", Duration::from_millis(500)).await?;
     let mut turns = Vec::new();
+    let mut unquoted = Vec::new();
     for turn in 0..TURNS {
+        let prefix = format!("limits{turn}");
+        let limits_only = creates(&on, &on_client, unquoted_ns, &prefix, duration).await?;
+        eprintln!("  turn {turn}: chain without quota {}", limits_only.cell());
+        unquoted.push(limits_only);
         let (a, b) = (format!("on{turn}"), format!("off{turn}"));
         let pair = if matches!(turn % 4, 0 | 3) {
-            let with = creates(&on_client, ns, &a, duration).await?;
-            (with, creates(&off_client, ns, &b, duration).await?)
+            let with = creates(&on, &on_client, ns, &a, duration).await?;
+            (with, creates(&off, &off_client, ns, &b, duration).await?)
         } else {
-            let without = creates(&off_client, ns, &b, duration).await?;
-            (creates(&on_client, ns, &a, duration).await?, without)
+            let without = creates(&off, &off_client, ns, &b, duration).await?;
+            (creates(&on, &on_client, ns, &a, duration).await?, without)
         };
         eprintln!("  turn {turn}: chain {}; off {}", pair.0.cell(), pair.1.cell());
         turns.push(pair);
@@ -256,24 +290,42 @@ async fn bench(duration: Duration) -> Result<Figures> {
         races.push(admitted);
     }
     let plugins = rkube_admission::chain::enabled(&[], &[]).expect("the defaults are known");
-    Ok(Figures { turns, races, plugins })
+    Ok(Figures { turns, unquoted, races, plugins })
 }
 
 fn render(f: &Figures, quick: bool) -> String {
-    let mut table =
-        Table::new(&["turn", "whole chain, quota and LimitRange", "chain off", "chain / off"]);
-    let (mut with, mut without) = (0.0, 0.0);
-    for (i, (a, b)) in f.turns.iter().enumerate() {
+    let mut table = Table::new(&[
+        "turn",
+        "whole chain, quota and LimitRange",
+        "whole chain and LimitRange, no quota",
+        "chain off",
+        "chain / off",
+    ]);
+    let (mut with, mut unquoted, mut without) = (0.0, 0.0, 0.0);
+    let per_turn = |run: &Run| run.cpu_per_create() / f.turns.len() as u32;
+    let (mut with_cpu, mut unquoted_cpu, mut without_cpu) =
+        (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+    for (i, ((a, b), u)) in f.turns.iter().zip(&f.unquoted).enumerate() {
         with += a.rate();
+        unquoted += u.rate();
         without += b.rate();
+        with_cpu += per_turn(a);
+        unquoted_cpu += per_turn(u);
+        without_cpu += per_turn(b);
         table.row(vec![
             format!("{}", i + 1),
             a.cell(),
+            u.cell(),
             b.cell(),
-            format!("{:.2}x the rate", a.rate() / b.rate()),
+            format!(
+                "{:.2}x the rate ({:.2}x without quota)",
+                a.rate() / b.rate(),
+                u.rate() / b.rate()
+            ),
         ]);
     }
     let slower = (1.0 - with / without) * 100.0;
+    let unquoted_slower = (1.0 - unquoted / without) * 100.0;
     let over: usize = f.races.iter().map(|a| a.saturating_sub(RACE_LIMIT)).sum();
     let under = f.races.iter().filter(|a| **a < RACE_LIMIT).count();
     format!(
@@ -281,9 +333,12 @@ fn render(f: &Figures, quick: bool) -> String {
          resources stated), {CONCURRENCY} at a time with kube-rs, on two API servers \
          (`--disable scheduler,controllers`) in {TURNS} alternating turns: one with the whole \
          default chain ({}) and, in the namespace, a LimitRange whose defaults every pod gets \
-         and a ResourceQuota that charges each create; the other with every one of those \
-         plugins disabled. Over all turns the chain made creates **{:.1}%** {} (target: at \
-         most 10% slower).\n\n{}\n\nQuota races: {CONCURRENCY} concurrent pod creates into a \
+         and a ResourceQuota that charges each create (and, to show where the cost goes, in a \
+         second namespace of the same server the LimitRange alone); the other with every one \
+         of those plugins disabled. Over all turns the chain made creates **{:.1}%** {} \
+         (target: at most 10% slower), and {:.1}% {} without the quota; the server spent {} µs \
+         of CPU per create with the chain, {} µs without the quota and {} µs with the chain \
+         off.\n\n{}\n\nQuota races: {CONCURRENCY} concurrent pod creates into a \
          namespace whose quota allows {RACE_LIMIT} pods, {} times on the whole server: \
          **{over} over-admissions** (admitted per run: {}){}.\n",
         report::machine(),
@@ -291,6 +346,11 @@ fn render(f: &Figures, quick: bool) -> String {
         f.plugins.join(", "),
         slower.abs(),
         if slower >= 0.0 { "slower" } else { "faster" },
+        unquoted_slower.abs(),
+        if unquoted_slower >= 0.0 { "slower" } else { "faster" },
+        with_cpu.as_micros(),
+        unquoted_cpu.as_micros(),
+        without_cpu.as_micros(),
         table.markdown(),
         f.races.len(),
         f.races.iter().map(|a| a.to_string()).collect::<Vec<_>>().join(", "),

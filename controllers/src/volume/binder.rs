@@ -1002,7 +1002,7 @@ impl Binder {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
@@ -1022,7 +1022,9 @@ mod tests {
         serde_json::from_value(c).unwrap()
     }
 
-    fn volume(extra: serde_json::Value) -> PersistentVolume {
+    /// A volume `pv1` (2Gi, ReadWriteOnce, Retain, Available) with `extra`'s annotations and
+    /// spec fields.
+    pub(crate) fn volume(extra: serde_json::Value) -> PersistentVolume {
         let mut v = json!({
             "metadata": {"name": "pv1"},
             "spec": {"capacity": {"storage": "2Gi"}, "accessModes": ["ReadWriteOnce"],

@@ -81,16 +81,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn volume(extra: serde_json::Value) -> PersistentVolume {
-        let mut v = json!({"metadata": {"name": "pv1"}, "spec": {}});
-        for (k, val) in extra.as_object().unwrap() {
-            match k.as_str() {
-                "annotations" => v["metadata"]["annotations"] = val.clone(),
-                _ => v["spec"][k] = val.clone(),
-            }
-        }
-        serde_json::from_value(v).unwrap()
-    }
+    use crate::volume::binder::tests::volume;
 
     #[test]
     fn deleters_as_upstream() {

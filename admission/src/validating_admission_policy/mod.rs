@@ -1,0 +1,521 @@
+//! ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1): CEL policies and their
+//! bindings, read from the watch caches, checked against every write in upstream's place in
+//! the chain (after the mutating webhooks, before the validating ones).
+//!
+//! For each binding whose policy exists: the policy's `matchConstraints` and the binding's
+//! `matchResources` must cover the request ([`matching`]); the binding's `paramRef` finds
+//! the parameter objects of the policy's `paramKind` (the policy runs once per object found,
+//! or not at all, or is refused, as `parameterNotFoundAction` says); then the policy's
+//! `variables` are evaluated, its `matchConditions` must all hold, and each of its
+//! `validations` that does not hold is a failure, which the binding's `validationActions`
+//! turn into a refusal (`Deny`, with upstream's `ValidatingAdmissionPolicy 'p' with binding
+//! 'b' denied request: ...` and the validation's `reason`), a `Warning` header (`Warn`) or a
+//! log line (`Audit`: rkube has no audit log). An expression that fails to compile or
+//! evaluate obeys the policy's `failurePolicy`. Expressions read `object`, `oldObject`,
+//! `request`, `params`, `namespaceObject`, `authorizer` and `variables`, and each
+//! evaluation is bounded by CEL's cost limits. Compiled policies are kept per policy
+//! version ([`compiled`]).
+//!
+//! Not yet: the policy's `status.typeChecking` (expressions are not type-checked against
+//! the matched kinds' schemas), writing `auditAnnotations` (rkube has no audit log: their
+//! values are logged, their failures obey the failure policy),
+//! `authorizer.requestResource` and non-resource `authorizer.path(...)` checks (the
+//! admission authorizer asks about resources only), and converting the object to the
+//! version a rule names under `matchPolicy: Equivalent` (the object is given as sent).
+
+mod compiled;
+mod matching;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use rkube_apis::resources::Resources;
+use rkube_apis::selectors::LabelSelector;
+use rkube_cel::library::authz::Principal;
+use rkube_cel::{Activation, AuthorizerValue, EvalError, Value, PER_CALL_LIMIT, RUNTIME_BUDGET};
+use serde_json::{json, Value as Json};
+
+use crate::attributes::{Attributes, Operation};
+use crate::authorizer::{AuthorizerSlot, ResourceCheck};
+use crate::error::{AdmissionError, Cause, Refusal};
+use crate::state::{ClusterState, Freshness, GroupResource};
+use crate::{UserInfo, ValidatingPlugin};
+use compiled::{Expression, Policy};
+
+pub const NAME: &str = "ValidatingAdmissionPolicy";
+
+const POLICIES: GroupResource<'static> =
+    GroupResource::new("admissionregistration.k8s.io", "validatingadmissionpolicies");
+const BINDINGS: GroupResource<'static> =
+    GroupResource::new("admissionregistration.k8s.io", "validatingadmissionpolicybindings");
+const NAMESPACES: GroupResource<'static> = GroupResource::new("", "namespaces");
+const DEFINITIONS: GroupResource<'static> =
+    GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
+
+/// The plugin: the chain's authorizer, and the policies compiled so far.
+#[derive(Debug, Default)]
+pub struct ValidatingAdmissionPolicy {
+    pub authorizer: AuthorizerSlot,
+    compiled: Mutex<HashMap<String, Arc<Policy>>>,
+}
+
+/// What one policy said of the request through one binding.
+#[derive(Debug)]
+struct Failure {
+    message: String,
+    reason: &'static str,
+}
+
+/// The resource of a `paramKind`: where its objects are read and whether they are namespaced.
+struct ParamResource {
+    group: String,
+    plural: String,
+    namespaced: bool,
+}
+
+impl ValidatingAdmissionPolicy {
+    /// The plugin, asking `authorizer` for the policies' `authorizer` checks.
+    pub fn new(authorizer: AuthorizerSlot) -> ValidatingAdmissionPolicy {
+        ValidatingAdmissionPolicy { authorizer, compiled: Mutex::default() }
+    }
+
+    /// The policy compiled, from the cache while its version is the one compiled.
+    fn policy(&self, object: &dyn crate::Object) -> Arc<Policy> {
+        let version = object.resource_version();
+        let mut compiled = self.compiled.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(p) = compiled.get(object.name()).filter(|p| p.resource_version == version) {
+            return p.clone();
+        }
+        let policy = Arc::new(Policy::compile(&object.value(), version));
+        compiled.insert(object.name().to_string(), policy.clone());
+        policy
+    }
+}
+
+#[async_trait::async_trait]
+impl ValidatingPlugin for ValidatingAdmissionPolicy {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    async fn validate(
+        &self,
+        a: &Attributes<'_>,
+        state: &dyn ClusterState,
+    ) -> Result<(), AdmissionError> {
+        let everything = LabelSelector::everything();
+        let bindings = state.list(BINDINGS, None, &everything, Freshness::Cached).await?;
+        if bindings.is_empty() {
+            return Ok(());
+        }
+        let mut request = Request { a, state, namespace: None };
+        let mut refusal: Option<AdmissionError> = None;
+        for binding in bindings {
+            let binding = binding.value();
+            let spec = &binding["spec"];
+            let Some(policy_name) = spec["policyName"].as_str() else { continue };
+            let Some(policy) = state.get(POLICIES, None, policy_name, Freshness::Cached).await?
+            else {
+                continue;
+            };
+            let policy = self.policy(policy.as_ref());
+            if !request.matches(&policy.spec["matchConstraints"]).await? {
+                continue;
+            }
+            if !spec["matchResources"].is_null()
+                && !request.matches(&spec["matchResources"]).await?
+            {
+                continue;
+            }
+            let binding_name = binding["metadata"]["name"].as_str().unwrap_or_default();
+            let failures = match request.params(&policy, spec).await? {
+                Ok(params) => {
+                    let mut failures = Vec::new();
+                    for params in params {
+                        failures
+                            .extend(request.evaluate(&policy, &params, &self.authorizer).await?);
+                    }
+                    failures
+                }
+                Err(failure) => vec![failure],
+            };
+            let actions: Vec<&str> = spec["validationActions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Json::as_str)
+                .collect();
+            for failure in failures {
+                let text = format!(
+                    "ValidatingAdmissionPolicy '{}' with binding '{binding_name}' denied request: {}",
+                    policy.name, failure.message
+                );
+                if actions.contains(&"Warn") {
+                    a.warnings.add(format!(
+                        "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{binding_name}': {}",
+                        policy.name, failure.message
+                    ));
+                }
+                if actions.contains(&"Audit") {
+                    tracing::info!(policy = %policy.name, binding = binding_name, message = %failure.message, "validation failed (Audit)");
+                }
+                if actions.contains(&"Deny") && refusal.is_none() {
+                    refusal = Some(refused(a, text, failure.reason));
+                }
+            }
+        }
+        refusal.map_or(Ok(()), Err)
+    }
+}
+
+/// Upstream's refusal: `NewForbidden`'s message and details, with the validation's reason
+/// and its code, and the message again as the one cause.
+fn refused(a: &Attributes<'_>, text: String, reason: &'static str) -> AdmissionError {
+    let code = match reason {
+        "Unauthorized" => 401,
+        "Forbidden" => 403,
+        "RequestEntityTooLarge" => 413,
+        _ => 422,
+    };
+    match AdmissionError::forbidden(a, text.clone()) {
+        AdmissionError::Forbidden { group, resource, name, .. } => {
+            let message = AdmissionError::forbidden(a, text.clone()).to_string();
+            AdmissionError::Refused(Box::new(Refusal {
+                code,
+                reason,
+                group,
+                resource,
+                name,
+                message,
+                causes: vec![Cause { reason: "", message: text, field: String::new() }],
+            }))
+        }
+        other => other,
+    }
+}
+
+fn reason_of(reason: Option<&str>) -> &'static str {
+    match reason {
+        Some("Unauthorized") => "Unauthorized",
+        Some("Forbidden") => "Forbidden",
+        Some("RequestEntityTooLarge") => "RequestEntityTooLarge",
+        _ => "Invalid",
+    }
+}
+
+/// One request being checked, with what is read for it once.
+struct Request<'r, 'a> {
+    a: &'r Attributes<'a>,
+    state: &'r dyn ClusterState,
+    /// The request's namespace object, once read (`Some(Null)` for none).
+    namespace: Option<Json>,
+}
+
+impl Request<'_, '_> {
+    async fn namespace_object(&mut self) -> Result<&Json, AdmissionError> {
+        if self.namespace.is_none() {
+            let found = match self.a.namespace {
+                "" => None,
+                ns => self.state.get(NAMESPACES, None, ns, Freshness::Cached).await?,
+            };
+            self.namespace = Some(found.map(|o| o.value()).unwrap_or(Json::Null));
+        }
+        Ok(self.namespace.as_ref().expect("just read"))
+    }
+
+    /// Whether the `MatchResources` `m` covers the request.
+    async fn matches(&mut self, m: &Json) -> Result<bool, AdmissionError> {
+        if m.is_null() || !matching::rules_match(m, self.a) || !matching::object_matches(m, self.a)
+        {
+            return Ok(false);
+        }
+        let Some(selector) = matching::selector(m, "namespaceSelector") else { return Ok(false) };
+        if selector.is_empty() || !matching::namespace_labels_needed(self.a) {
+            return Ok(true);
+        }
+        let labels = if self.a.is("", "namespaces") {
+            matching::namespace_request_labels(self.a)
+        } else {
+            matching::labels_of(Some(self.namespace_object().await?))
+        };
+        Ok(selector.matches(&labels))
+    }
+
+    /// The resource of the policy's `paramKind`: a built-in kind, else a custom resource's
+    /// definition.
+    async fn param_resource(&self, kind: &Json) -> Result<Option<ParamResource>, AdmissionError> {
+        let (api_version, kind) =
+            (kind["apiVersion"].as_str().unwrap_or(""), kind["kind"].as_str().unwrap_or(""));
+        if let Some(info) = Resources::builtin().kind_in(api_version, kind) {
+            return Ok(Some(ParamResource {
+                group: info.group.to_string(),
+                plural: info.plural.to_string(),
+                namespaced: info.namespaced,
+            }));
+        }
+        let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+        let everything = LabelSelector::everything();
+        let definitions =
+            self.state.list(DEFINITIONS, None, &everything, Freshness::Cached).await?;
+        Ok(definitions.iter().map(|d| d.value()).find_map(|d| {
+            let spec = &d["spec"];
+            (spec["group"] == group && spec["names"]["kind"] == kind).then(|| ParamResource {
+                group: group.to_string(),
+                plural: spec["names"]["plural"].as_str().unwrap_or_default().to_string(),
+                namespaced: spec["scope"] != "Cluster",
+            })
+        }))
+    }
+
+    /// The parameter objects the policy runs with through a binding (`[null]` for a policy
+    /// without `paramKind`), or the failure of finding none where the binding says deny.
+    async fn params(
+        &self,
+        policy: &Policy,
+        binding: &Json,
+    ) -> Result<Result<Vec<Json>, Failure>, AdmissionError> {
+        let kind = &policy.spec["paramKind"];
+        if kind.is_null() {
+            return Ok(Ok(vec![Json::Null]));
+        }
+        let failure = |message: String| Failure { message, reason: "Invalid" };
+        let param_ref = &binding["paramRef"];
+        if param_ref.is_null() {
+            return Ok(Err(failure(format!(
+                "failed to configure binding: paramRef is required when policy '{}' has paramKind",
+                policy.name
+            ))));
+        }
+        let Some(resource) = self.param_resource(kind).await? else {
+            return Ok(Err(failure(format!(
+                "failed to configure binding: failed to find resource referenced by paramKind: '{}, Kind={}'",
+                kind["apiVersion"].as_str().unwrap_or(""),
+                kind["kind"].as_str().unwrap_or("")
+            ))));
+        };
+        let namespace = match (resource.namespaced, param_ref["namespace"].as_str()) {
+            (false, _) => None,
+            (true, Some(ns)) if !ns.is_empty() => Some(ns.to_string()),
+            (true, _) if !self.a.namespace.is_empty() => Some(self.a.namespace.to_string()),
+            (true, _) => {
+                return Ok(Err(failure(
+                    "failed to configure binding: cannot use namespaced paramRef in policy binding that matches cluster-scoped resources".to_string(),
+                )))
+            }
+        };
+        let gr = GroupResource::new(&resource.group, &resource.plural);
+        let found: Vec<Json> = match param_ref["name"].as_str().filter(|n| !n.is_empty()) {
+            Some(name) => self
+                .state
+                .get(gr, namespace.as_deref(), name, Freshness::Cached)
+                .await?
+                .map(|o| o.value())
+                .into_iter()
+                .collect(),
+            None => {
+                let selector = match &param_ref["selector"] {
+                    Json::Null => LabelSelector::everything(),
+                    s => LabelSelector::from_api(s).unwrap_or_else(|_| LabelSelector::nothing()),
+                };
+                let listed =
+                    self.state.list(gr, namespace.as_deref(), &selector, Freshness::Cached).await?;
+                listed.iter().map(|o| o.value()).collect()
+            }
+        };
+        if found.is_empty() && param_ref["parameterNotFoundAction"] != "Allow" {
+            return Ok(Err(failure(
+                "failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction".to_string(),
+            )));
+        }
+        Ok(Ok(found))
+    }
+
+    /// The `request` variable: the AdmissionRequest's fields.
+    fn request_value(&self) -> Json {
+        let a = self.a;
+        let kind = json!({"group": a.kind.group, "version": a.kind.version, "kind": a.kind.kind});
+        let resource = json!({"group": a.resource.group, "version": a.resource.version,
+                              "resource": a.resource.resource});
+        let extra = a.user.extra.map(|e| json!(e)).unwrap_or_else(|| json!({}));
+        json!({
+            "kind": kind, "resource": resource, "subResource": a.subresource,
+            "requestKind": kind, "requestResource": resource, "requestSubResource": a.subresource,
+            "name": a.name, "namespace": a.namespace, "operation": a.operation.as_str(),
+            "userInfo": {"username": a.user.name, "uid": a.user.uid, "groups": a.user.groups,
+                         "extra": extra},
+            "dryRun": a.dry_run, "options": a.options.to_json(a.dry_run),
+        })
+    }
+
+    /// The policy's failures on the request with `params`.
+    async fn evaluate(
+        &mut self,
+        policy: &Policy,
+        params: &Json,
+        authorizer: &AuthorizerSlot,
+    ) -> Result<Vec<Failure>, AdmissionError> {
+        let a = self.a;
+        let mut activation = Activation::new();
+        let object = match a.operation {
+            Operation::Delete => &Json::Null,
+            _ => a.object().unwrap_or(&Json::Null),
+        };
+        activation.json("object", object);
+        activation.json("oldObject", a.old_object.unwrap_or(&Json::Null));
+        activation.json("request", &self.request_value());
+        activation.json("params", params);
+        let namespace = self.namespace_object().await?.clone();
+        activation.json("namespaceObject", &namespace);
+        let principal = Principal {
+            name: a.user.name.to_string(),
+            uid: a.user.uid.to_string(),
+            groups: a.user.groups.to_vec(),
+        };
+        let asker = Arc::new(SlotAuthorizer(authorizer.clone()));
+        activation.authorizer("authorizer", AuthorizerValue::new(asker, principal));
+
+        let mut budget = RUNTIME_BUDGET;
+        let mut run = |e: &Expression, activation: &Activation| -> Result<Value, String> {
+            let program = e.program.as_ref().map_err(|err| format!("compilation error: {err}"))?;
+            match program.evaluate(activation, PER_CALL_LIMIT.min(budget)) {
+                Ok((value, cost)) => {
+                    budget = budget.saturating_sub(cost);
+                    Ok(value)
+                }
+                Err(err) => Err(err.to_string()),
+            }
+        };
+
+        // Variables, in order, each seeing those before it.
+        let mut variables: Vec<(String, Value)> = Vec::new();
+        let mut variable_errors: Vec<(String, String)> = Vec::new();
+        for v in &policy.variables {
+            activation.value("variables", rkube_cel::map_value(variables.clone()));
+            match run(&v.expression, &activation) {
+                Ok(value) => variables.push((v.name.clone(), value)),
+                Err(e) => variable_errors.push((v.name.clone(), e)),
+            }
+        }
+        activation.value("variables", rkube_cel::map_value(variables));
+        // An expression that reads a variable whose evaluation failed fails with its error.
+        let explain = |e: String| -> String {
+            variable_errors
+                .iter()
+                .find(|(name, _)| e == format!("no such key: {name}"))
+                .map_or(e, |(_, err)| err.clone())
+        };
+        let failure_of = |message: String| Failure { message, reason: "Invalid" };
+
+        for condition in &policy.match_conditions {
+            match run(&condition.expression, &activation).map_err(explain) {
+                Ok(Value::Bool(true)) => {}
+                Ok(Value::Bool(false)) => return Ok(Vec::new()),
+                Ok(_) | Err(_) if policy.ignore_failures => return Ok(Vec::new()),
+                Ok(other) => {
+                    return Ok(vec![failure_of(format!(
+                        "failed to evaluate matchCondition '{}': expected bool but got {}",
+                        condition.name,
+                        other.type_of()
+                    ))])
+                }
+                Err(e) => {
+                    return Ok(vec![failure_of(format!(
+                        "failed to evaluate matchCondition '{}': {e}",
+                        condition.name
+                    ))])
+                }
+            }
+        }
+
+        let mut failures = Vec::new();
+        for validation in &policy.validations {
+            let source = validation.expression.source.trim();
+            match run(&validation.expression, &activation).map_err(explain) {
+                Ok(Value::Bool(true)) => {}
+                Ok(Value::Bool(false)) => {
+                    let message = if !validation.message.trim().is_empty() {
+                        validation.message.trim().to_string()
+                    } else {
+                        validation
+                            .message_expression
+                            .as_ref()
+                            .and_then(|m| match run(m, &activation) {
+                                Ok(Value::String(s)) if !s.trim().is_empty() => {
+                                    Some(s.trim().to_string())
+                                }
+                                _ => None,
+                            })
+                            .unwrap_or_else(|| format!("failed expression: {source}"))
+                    };
+                    failures
+                        .push(Failure { message, reason: reason_of(validation.reason.as_deref()) });
+                }
+                _ if policy.ignore_failures => {}
+                Ok(other) => failures.push(failure_of(format!(
+                    "expression '{source}' resulted in error: {}",
+                    EvalError::WrongType { want: "bool", got: other.type_of().to_string() }
+                ))),
+                Err(e) => failures
+                    .push(failure_of(format!("expression '{source}' resulted in error: {e}"))),
+            }
+        }
+        // Audit annotations: rkube has no audit log, so their values are logged; a failure
+        // to evaluate one obeys the failure policy as upstream's does.
+        for annotation in &policy.audit_annotations {
+            let source = annotation.expression.source.trim();
+            match run(&annotation.expression, &activation).map_err(explain) {
+                Ok(Value::String(value)) => {
+                    tracing::debug!(policy = %policy.name, key = %annotation.name, %value, "audit annotation")
+                }
+                Ok(Value::Null) => {}
+                _ if policy.ignore_failures => {}
+                Ok(other) => failures.push(failure_of(format!(
+                    "valueExpression '{source}' resulted in error: expected string but got {}",
+                    other.type_of()
+                ))),
+                Err(e) => failures
+                    .push(failure_of(format!("valueExpression '{source}' resulted in error: {e}"))),
+            }
+        }
+        Ok(failures)
+    }
+}
+
+/// The chain's authorizer as CEL's `authorizer` asks it.
+struct SlotAuthorizer(AuthorizerSlot);
+
+impl rkube_cel::Authorizer for SlotAuthorizer {
+    fn authorize(
+        &self,
+        who: &Principal,
+        attributes: &rkube_cel::ResourceAttributes,
+    ) -> rkube_cel::Decision {
+        if attributes.path.is_some() {
+            return rkube_cel::Decision::Error(
+                "non-resource authorization checks are not supported by rkube's admission policies"
+                    .to_string(),
+            );
+        }
+        // The subresource travels as RBAC reads it, `<resource>/<subresource>`.
+        let resource = match attributes.subresource.as_str() {
+            "" => attributes.resource.clone(),
+            sub => format!("{}/{sub}", attributes.resource),
+        };
+        let user = UserInfo { name: &who.name, uid: &who.uid, groups: &who.groups, extra: None };
+        let check = ResourceCheck {
+            verb: &attributes.verb,
+            group: &attributes.group,
+            resource: &resource,
+            namespace: &attributes.namespace,
+            name: &attributes.name,
+        };
+        if self.0.allowed(&user, &check) {
+            rkube_cel::Decision::Allow(String::new())
+        } else {
+            rkube_cel::Decision::NoOpinion(String::new())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

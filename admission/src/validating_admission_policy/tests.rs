@@ -1,0 +1,232 @@
+//! Policies and bindings over a snapshot of the cluster, against requests built here.
+
+use serde_json::json;
+
+use super::*;
+use crate::attributes::{GroupVersionKind, GroupVersionResource, OperationOptions, UserInfo};
+use crate::state::Snapshot;
+
+fn policy(name: &str, spec: Json) -> Json {
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+           "metadata": {"name": name, "resourceVersion": "1"}, "spec": spec})
+}
+
+fn binding(name: &str, spec: Json) -> Json {
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+           "metadata": {"name": name, "resourceVersion": "1"}, "spec": spec})
+}
+
+fn deployments_rule() -> Json {
+    json!({"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+                              "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]}]})
+}
+
+fn replica_limit() -> Json {
+    policy(
+        "replica-limit",
+        json!({
+            "failurePolicy": "Fail",
+            "matchConstraints": deployments_rule(),
+            "validations": [{"expression": "object.spec.replicas <= 5"}],
+        }),
+    )
+}
+
+fn state(objects: Vec<(&str, &str, Json)>) -> Snapshot {
+    let mut s = Snapshot::default()
+        .with("", "namespaces", json!({"metadata": {"name": "default", "labels": {"env": "prod"}}}))
+        .with("", "namespaces", json!({"metadata": {"name": "dev", "labels": {"env": "dev"}}}));
+    for (group, resource, object) in objects {
+        s = s.with(group, resource, object);
+    }
+    s
+}
+
+const VAP: &str = "admissionregistration.k8s.io";
+
+async fn admit(
+    state: &Snapshot,
+    namespace: &str,
+    replicas: i64,
+) -> (Result<(), AdmissionError>, Vec<String>) {
+    let mut deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": namespace, "labels": {"app": "web"}},
+        "spec": {"replicas": replicas}});
+    let groups = vec!["system:authenticated".to_string()];
+    let a = Attributes {
+        operation: Operation::Create,
+        user: UserInfo { name: "alice", uid: "", groups: &groups, extra: None },
+        resource: GroupVersionResource { group: "apps", version: "v1", resource: "deployments" },
+        subresource: "",
+        kind: GroupVersionKind { group: "apps", version: "v1", kind: "Deployment" },
+        namespace,
+        name: "web",
+        object: Some(&mut deployment),
+        old_object: None,
+        dry_run: false,
+        options: OperationOptions::None,
+        warnings: Default::default(),
+    };
+    let plugin = ValidatingAdmissionPolicy::new(AuthorizerSlot::default());
+    let result = plugin.validate(&a, state).await;
+    (result, a.warnings.take())
+}
+
+#[tokio::test]
+async fn a_deny_binding_refuses_what_the_policy_does_not_allow() {
+    let s = state(vec![
+        (VAP, "validatingadmissionpolicies", replica_limit()),
+        (
+            VAP,
+            "validatingadmissionpolicybindings",
+            binding(
+                "limit-all",
+                json!({
+            "policyName": "replica-limit", "validationActions": ["Deny"]}),
+            ),
+        ),
+    ]);
+    assert!(admit(&s, "default", 3).await.0.is_ok());
+    let refused = admit(&s, "default", 6).await.0.unwrap_err();
+    let text = "ValidatingAdmissionPolicy 'replica-limit' with binding 'limit-all' denied request: failed expression: object.spec.replicas <= 5";
+    assert_eq!(refused.to_string(), format!("deployments.apps \"web\" is forbidden: {text}"));
+    let AdmissionError::Refused(r) = refused else { panic!() };
+    assert_eq!((r.code, r.reason, r.resource.as_str()), (422, "Invalid", "deployments"));
+    assert_eq!(r.causes[0].message, text);
+}
+
+#[tokio::test]
+async fn warn_and_audit_bindings_let_the_request_through() {
+    let s = state(vec![
+        (VAP, "validatingadmissionpolicies", replica_limit()),
+        (
+            VAP,
+            "validatingadmissionpolicybindings",
+            binding(
+                "warn",
+                json!({
+            "policyName": "replica-limit", "validationActions": ["Warn", "Audit"]}),
+            ),
+        ),
+    ]);
+    let (result, warnings) = admit(&s, "default", 6).await;
+    assert!(result.is_ok());
+    assert_eq!(warnings, ["Validation failed for ValidatingAdmissionPolicy 'replica-limit' with binding 'warn': failed expression: object.spec.replicas <= 5"]);
+}
+
+#[tokio::test]
+async fn params_come_from_the_bindings_param_ref() {
+    let p = policy(
+        "param-limit",
+        json!({
+            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "matchConstraints": deployments_rule(),
+            "validations": [{"expression": "object.spec.replicas <= int(params.data.maxReplicas)",
+                              "messageExpression": "'replicas must be at most ' + params.data.maxReplicas",
+                              "reason": "Forbidden"}],
+        }),
+    );
+    let b = binding(
+        "param-binding",
+        json!({"policyName": "param-limit", "validationActions": ["Deny"],
+        "paramRef": {"name": "limits", "namespace": "default", "parameterNotFoundAction": "Deny"}}),
+    );
+    let limits = json!({"metadata": {"name": "limits", "namespace": "default"}, "data": {"maxReplicas": "2"}});
+    let s = state(vec![
+        (VAP, "validatingadmissionpolicies", p.clone()),
+        (VAP, "validatingadmissionpolicybindings", b.clone()),
+        ("", "configmaps", limits),
+    ]);
+    assert!(admit(&s, "default", 2).await.0.is_ok());
+    let refused = admit(&s, "default", 3).await.0.unwrap_err();
+    assert!(
+        refused.to_string().ends_with("denied request: replicas must be at most 2"),
+        "{refused}"
+    );
+    assert!(
+        matches!(refused, AdmissionError::Refused(r) if r.code == 403 && r.reason == "Forbidden")
+    );
+    // Without the parameter object, the binding refuses.
+    let s = state(vec![
+        (VAP, "validatingadmissionpolicies", p),
+        (VAP, "validatingadmissionpolicybindings", b),
+    ]);
+    let refused = admit(&s, "default", 1).await.0.unwrap_err();
+    assert!(refused.to_string().ends_with("denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"), "{refused}");
+}
+
+#[tokio::test]
+async fn selectors_variables_match_conditions_and_failure_policies() {
+    let p = policy(
+        "p",
+        json!({
+            "matchConstraints": {"namespaceSelector": {"matchLabels": {"env": "prod"}}, "resourceRules": deployments_rule()["resourceRules"]},
+            "variables": [{"name": "replicas", "expression": "object.spec.replicas"},
+                          {"name": "many", "expression": "variables.replicas > 4"}],
+            "matchConditions": [{"name": "web-only", "expression": "object.metadata.name == 'web'"}],
+            "validations": [{"expression": "!variables.many", "message": "too many"}],
+        }),
+    );
+    let b = binding("b", json!({"policyName": "p", "validationActions": ["Deny"]}));
+    let s = state(vec![
+        (VAP, "validatingadmissionpolicies", p),
+        (VAP, "validatingadmissionpolicybindings", b.clone()),
+    ]);
+    let refused = admit(&s, "default", 6).await.0.unwrap_err();
+    assert!(refused.to_string().ends_with("denied request: too many"), "{refused}");
+    assert!(admit(&s, "dev", 6).await.0.is_ok(), "the namespace selector leaves dev out");
+
+    let failing = |failure_policy: &str| {
+        policy(
+            "p",
+            json!({
+                "failurePolicy": failure_policy,
+                "matchConstraints": deployments_rule(),
+                "validations": [{"expression": "object.spec.missing > 1"}],
+            }),
+        )
+    };
+    let s = state(vec![
+        (VAP, "validatingadmissionpolicies", failing("Fail")),
+        (VAP, "validatingadmissionpolicybindings", b.clone()),
+    ]);
+    let refused = admit(&s, "default", 1).await.0.unwrap_err();
+    assert!(refused.to_string().ends_with("denied request: expression 'object.spec.missing > 1' resulted in error: no such key: missing"), "{refused}");
+    let s = state(vec![
+        (VAP, "validatingadmissionpolicies", failing("Ignore")),
+        (VAP, "validatingadmissionpolicybindings", b),
+    ]);
+    assert!(admit(&s, "default", 1).await.0.is_ok());
+}
+
+#[tokio::test]
+async fn requests_the_rules_do_not_cover_pass() {
+    let p = policy(
+        "pods-only",
+        json!({
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["*"], "resources": ["pods"]}]},
+            "validations": [{"expression": "false"}],
+        }),
+    );
+    let b = binding("b", json!({"policyName": "pods-only", "validationActions": ["Deny"]}));
+    let s = state(vec![
+        (VAP, "validatingadmissionpolicies", p),
+        (VAP, "validatingadmissionpolicybindings", b),
+    ]);
+    assert!(admit(&s, "default", 100).await.0.is_ok());
+}
+
+#[tokio::test]
+async fn a_bindings_match_resources_without_rules_narrows_by_its_selectors_only() {
+    let b = binding(
+        "prod-only",
+        json!({"policyName": "replica-limit", "validationActions": ["Deny"],
+        "matchResources": {"namespaceSelector": {"matchLabels": {"env": "prod"}}}}),
+    );
+    let s = state(vec![
+        (VAP, "validatingadmissionpolicies", replica_limit()),
+        (VAP, "validatingadmissionpolicybindings", b),
+    ]);
+    assert!(admit(&s, "default", 6).await.0.is_err());
+    assert!(admit(&s, "dev", 6).await.0.is_ok());
+}

@@ -1,0 +1,276 @@
+//! The library's behaviour, expression by expression.
+
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use super::*;
+
+fn eval(source: &str, self_: serde_json::Value) -> Result<Value, EvalError> {
+    let program = compile(source, &["self"]).unwrap_or_else(|e| panic!("{source}: {e}"));
+    let mut activation = Activation::new();
+    activation.json("self", &self_);
+    program.evaluate(&activation, PER_CALL_LIMIT).map(|(v, _)| v)
+}
+
+fn truth(source: &str, self_: serde_json::Value) -> bool {
+    match eval(source, self_) {
+        Ok(Value::Bool(b)) => b,
+        other => panic!("{source}: {other:?}"),
+    }
+}
+
+#[test]
+fn json_reads_as_maps_lists_and_ints() {
+    let obj = json!({"spec": {"replicas": 3, "name": "web", "tags": ["a", "b"], "ratio": 0.5}});
+    assert!(truth("self.spec.replicas == 3 && self.spec.name == 'web'", obj.clone()));
+    assert!(truth("self.spec.tags.size() == 2 && 'a' in self.spec.tags", obj.clone()));
+    assert!(truth(
+        "self.spec.ratio < 1.0 && has(self.spec.name) && !has(self.spec.x)",
+        obj.clone()
+    ));
+    assert!(truth("self.spec.tags.all(t, t.size() == 1)", obj.clone()));
+    assert_eq!(
+        eval("self.spec.missing", obj),
+        Err(EvalError::Failed("no such key: missing".into()))
+    );
+}
+
+#[test]
+fn compile_errors_read_as_cel_gos() {
+    let e = compile("self.x >", &["self"]).unwrap_err();
+    assert!(e.to_string().starts_with("ERROR: <input>:1:"), "{e}");
+    let e = compile("other.x > 1", &["self"]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "ERROR: <input>:1:1: undeclared reference to 'other' (in container '')"
+    );
+    let p = compile("self.a.exists(x, x == oldSelf.b)", &["self", "oldSelf"]).unwrap();
+    assert!(p.uses("oldSelf") && !p.uses("x"));
+}
+
+#[test]
+fn the_kubernetes_list_library() {
+    assert!(truth("[1, 2, 2, 3].isSorted() && ![2, 1].isSorted()", json!({})));
+    assert!(truth("[1, 2, 3].sum() == 6 && [].sum() == 0 && [1.5, 1.5].sum() == 3.0", json!({})));
+    assert!(truth("[3, 1, 2].min() == 1 && ['b', 'c', 'a'].max() == 'c'", json!({})));
+    assert!(truth("[1, 2, 1].indexOf(1) == 0 && [1, 2, 1].lastIndexOf(1) == 2", json!({})));
+    assert!(truth("[1].indexOf(5) == -1", json!({})));
+    assert!(eval("[].min()", json!({})).is_err());
+}
+
+#[test]
+fn the_strings_extension() {
+    assert!(truth("'TacoCat'.lowerAscii() == 'tacocat' && 'a'.upperAscii() == 'A'", json!({})));
+    assert!(truth(
+        "'a,b,c'.split(',') == ['a', 'b', 'c'] && ['a', 'b'].join('-') == 'a-b'",
+        json!({})
+    ));
+    assert!(truth("'hello'.substring(1, 3) == 'el' && '  x '.trim() == 'x'", json!({})));
+    assert!(truth("'aXbX'.replace('X', 'y') == 'ayby' && 'abc'.indexOf('c') == 2", json!({})));
+    assert!(truth("'hello'.replace('l', 'L', 1) == 'heLlo'", json!({})));
+}
+
+#[test]
+fn the_regex_library() {
+    assert!(truth("'abc 123 def 456'.find('[0-9]+') == '123'", json!({})));
+    assert!(truth("'abc 123 def 456'.findAll('[0-9]+') == ['123', '456']", json!({})));
+    assert!(truth(
+        "'a1b2c3'.findAll('[0-9]', 2) == ['1', '2'] && 'x'.find('[0-9]') == ''",
+        json!({})
+    ));
+    assert!(truth("'web-1'.matches('^[a-z]+-[0-9]$')", json!({})));
+}
+
+#[test]
+fn the_url_library() {
+    assert!(truth(
+        "url('https://user@example.com:8080/a/b?x=1&x=2&y=3').getHost() == 'example.com:8080'",
+        json!({})
+    ));
+    assert!(truth("url('https://example.com:8080/a').getHostname() == 'example.com' && url('https://example.com:8080/a').getPort() == '8080'", json!({})));
+    assert!(truth("url('https://[::1]:80/').getHostname() == '::1'", json!({})));
+    assert!(truth("url('https://example.com/a/b').getEscapedPath() == '/a/b' && url('https://example.com').getScheme() == 'https'", json!({})));
+    assert!(truth("url('/healthz?verbose=1').getQuery() == {'verbose': ['1']}", json!({})));
+    assert!(truth("url('https://a.com/?x=1&x=2').getQuery()['x'] == ['1', '2']", json!({})));
+    assert!(truth(
+        "isURL('https://a.com') && !isURL('not a url') && !isURL('relative/path')",
+        json!({})
+    ));
+    assert!(eval("url('nope')", json!({})).is_err());
+}
+
+#[test]
+fn the_quantity_library() {
+    assert!(truth("quantity('1Gi') == quantity('1024Mi')", json!({})));
+    assert!(truth("quantity('500m').isLessThan(quantity('1')) && quantity('2').isGreaterThan(quantity('1500m'))", json!({})));
+    assert!(truth("quantity('1').compareTo(quantity('1000m')) == 0 && quantity('2').compareTo(quantity('3')) == -1", json!({})));
+    assert!(truth("quantity('1Gi').add(quantity('1Gi')) == quantity('2Gi') && quantity('5').sub(2) == quantity('3')", json!({})));
+    assert!(truth(
+        "quantity('5').asInteger() == 5 && quantity('500m').asApproximateFloat() == 0.5",
+        json!({})
+    ));
+    assert!(truth(
+        "quantity('1.5').isInteger() == false && quantity('-3').sign() == -1",
+        json!({})
+    ));
+    assert!(truth("isQuantity('100Mi') && !isQuantity('100MB')", json!({})));
+    assert!(truth(
+        "quantity(self.limits.memory).isLessThan(quantity('2Gi'))",
+        json!({"limits": {"memory": "1Gi"}})
+    ));
+    assert!(eval("quantity('500m').asInteger()", json!({})).is_err());
+}
+
+#[test]
+fn the_ip_and_cidr_libraries() {
+    assert!(truth(
+        "ip('10.0.0.1').family() == 4 && ip('::1').family() == 6 && ip('::1').isLoopback()",
+        json!({})
+    ));
+    assert!(truth(
+        "isIP('1.2.3.4') && !isIP('1.2.3') && !isIP('fe80::1%eth0') && !isIP('::ffff:1.2.3.4')",
+        json!({})
+    ));
+    assert!(truth("ip.isCanonical('2001:db8::1') && !ip.isCanonical('2001:DB8::1')", json!({})));
+    assert!(truth("ip('10.1.2.3').isGlobalUnicast() && !ip('0.0.0.0').isGlobalUnicast() && ip('0.0.0.0').isUnspecified()", json!({})));
+    assert!(truth(
+        "ip('169.254.1.1').isLinkLocalUnicast() && ip('224.0.0.5').isLinkLocalMulticast()",
+        json!({})
+    ));
+    assert!(truth("cidr('10.0.0.0/8').containsIP(ip('10.2.3.4')) && cidr('10.0.0.0/8').containsIP('10.2.3.4') && !cidr('10.0.0.0/8').containsIP('11.0.0.1')", json!({})));
+    assert!(truth("cidr('10.0.0.0/8').containsCIDR('10.1.0.0/16') && !cidr('10.1.0.0/16').containsCIDR('10.0.0.0/8')", json!({})));
+    assert!(truth("cidr('10.1.2.3/8').masked() == cidr('10.0.0.0/8') && cidr('10.1.2.3/8').ip() == ip('10.1.2.3')", json!({})));
+    assert!(truth("cidr('10.0.0.0/8').prefixLength() == 8 && string(cidr('10.0.0.0/8')) == '10.0.0.0/8' && string(ip('::1')) == '::1'", json!({})));
+    assert!(truth("isCIDR('10.0.0.0/8') && !isCIDR('10.0.0.0')", json!({})));
+}
+
+#[test]
+fn the_sets_extension() {
+    assert!(truth("sets.contains([1, 2, 3], [2, 3]) && !sets.contains([1], [2])", json!({})));
+    assert!(truth(
+        "sets.equivalent([1, 2], [2, 1, 1]) && sets.intersects([1, 2], [2, 5])",
+        json!({})
+    ));
+}
+
+struct Grants;
+
+impl Authorizer for Grants {
+    fn authorize(&self, who: &library::authz::Principal, a: &ResourceAttributes) -> Decision {
+        if who.name == "alice"
+            && a.verb == "create"
+            && a.resource == "deployments"
+            && a.group == "apps"
+        {
+            Decision::Allow(String::new())
+        } else {
+            Decision::NoOpinion(format!("{} may not {} {}", who.name, a.verb, a.resource))
+        }
+    }
+}
+
+#[test]
+fn the_authorizer_asks_about_the_user() {
+    let program = compile(
+        "authorizer.group('apps').resource('deployments').namespace('ns').check('create').allowed() && !authorizer.group('').resource('pods').check('delete').allowed()",
+        &["authorizer"],
+    )
+    .unwrap();
+    let principal = library::authz::Principal { name: "alice".into(), ..Default::default() };
+    let mut activation = Activation::new();
+    activation
+        .authorizer("authorizer", AuthorizerValue::new(std::sync::Arc::new(Grants), principal));
+    assert!(program.evaluate_bool(&activation, PER_CALL_LIMIT).unwrap().0);
+    let reason = compile(
+        "authorizer.serviceAccount('ns', 'sa').resource('pods').check('get').reason()",
+        &["authorizer"],
+    )
+    .unwrap();
+    let (reason, _) = reason.evaluate_string(&activation, PER_CALL_LIMIT).unwrap();
+    assert_eq!(reason, "system:serviceaccount:ns:sa may not get pods");
+}
+
+#[test]
+fn a_quadratic_expression_on_large_input_is_stopped_quickly() {
+    let items: Vec<i64> = (0..20_000).collect();
+    let obj = json!({"items": items});
+    let started = Instant::now();
+    let result = eval("self.items.all(x, self.items.all(y, x == y || x != y))", obj.clone());
+    assert_eq!(result, Err(EvalError::CostLimit));
+    assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+    // Nested maps grow the work as the cube of the input: stopped too.
+    let started = Instant::now();
+    let result = eval(
+        "self.items.map(a, self.items.map(b, self.items.map(c, a + b + c))).size() > 0",
+        obj.clone(),
+    );
+    assert_eq!(result, Err(EvalError::CostLimit));
+    assert!(started.elapsed() < Duration::from_secs(10), "took {:?}", started.elapsed());
+    // A blow-up in size (an empty pattern replaced by the whole string, twice) too.
+    let big = "x".repeat(20_000);
+    let result =
+        eval("self.s.replace('', self.s).replace('', self.s).size() > 0", json!({"s": big}));
+    assert_eq!(result, Err(EvalError::CostLimit));
+    // An error absorbed by `||` still counts as the limit passed.
+    let result =
+        eval("self.items.all(x, self.items.all(y, x == y || x != y)) || true", obj.clone());
+    assert_eq!(result, Err(EvalError::CostLimit));
+    // The same expression on a small input runs to the end.
+    assert!(truth(
+        "self.items.all(x, self.items.all(y, x == y || x != y))",
+        json!({"items": [1, 2, 3]})
+    ));
+}
+
+#[test]
+fn estimates_follow_the_sizes_of_the_inputs() {
+    struct Bounded(u64);
+    impl estimate::Sizes for Bounded {
+        fn max_size(&self, _: &[String]) -> Option<u64> {
+            Some(self.0)
+        }
+    }
+    let p = compile("self.items.all(x, self.items.all(y, x != y))", &["self"]).unwrap();
+    let small = p.estimated_cost(&Bounded(10));
+    let large = p.estimated_cost(&Bounded(10_000));
+    assert!(small < 1_000, "{small}");
+    assert!(large > crd::ESTIMATED_RULE_LIMIT, "{large}");
+}
+
+#[test]
+fn compiling_and_evaluating_fit_a_small_stack() {
+    let worker = std::thread::Builder::new().stack_size(2 << 20).spawn(|| {
+        let p = compile(
+            "!has(self.memory) || quantity(self.memory).isLessThan(quantity('2Gi'))",
+            &["self", "oldSelf"],
+        )
+        .unwrap();
+        let mut a = Activation::new();
+        a.json("self", &json!({"memory": "1Gi"}));
+        p.evaluate_bool(&a, PER_CALL_LIMIT).unwrap().0
+    });
+    assert!(worker.unwrap().join().unwrap());
+}
+
+#[test]
+fn crd_rules_report_upstreams_errors() {
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "x-kubernetes-validations": [{"rule": "self.a <= self.b", "message": "a over b"}],
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"},
+            "items": {"type": "array", "items": {"type": "string", "x-kubernetes-validations": [{"rule": "self.size() < 3"}]}}}}}});
+    let rules = crd::Rules::compile(&schema).unwrap();
+    let errors = rules.validate(&json!({"spec": {"a": 2, "b": 1, "items": ["ok", "long"]}}), None);
+    let lines: Vec<String> = errors.iter().map(|e| format!("{}: {}", e.field, e.message)).collect();
+    assert_eq!(
+        lines,
+        [
+            "spec: Invalid value: \"object\": a over b",
+            "spec.items[1]: Invalid value: \"string\": failed rule: self.size() < 3",
+        ]
+    );
+    assert!(crd::Rules::compile(
+        &json!({"type": "object", "properties": {"a": {"type": "string"}}})
+    )
+    .is_none());
+}
