@@ -6,7 +6,8 @@
 //! `store-bench` for the storage layer. [`report`] holds what they share.
 //!
 //! What the tests share: [`cluster`] starts a server and runs kubectl against it, [`node`]
-//! adds a kubelet on Docker, and [`streaming`] follows a kubectl that keeps running.
+//! adds a kubelet on Docker, [`streaming`] follows a kubectl that keeps running, and
+//! [`webhook`] is an admission webhook server with a CA of its own.
 
 pub mod cluster;
 pub mod dns;
@@ -15,3 +16,4 @@ pub mod identity;
 pub mod node;
 pub mod report;
 pub mod streaming;
+pub mod webhook;
