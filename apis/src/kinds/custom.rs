@@ -7,7 +7,9 @@
 //! as upstream's custom resource strategy keeps it; the version's `openAPIV3Schema` in the
 //! OpenAPI documents (so `kubectl explain` works); tables of name and age. Not yet (issue 20):
 //! validation against the schema, pruning of unknown fields, defaults from the schema,
-//! `additionalPrinterColumns`, selectable fields, webhook conversion, CEL rules.
+//! `additionalPrinterColumns`, selectable fields, webhook conversion. The version's CEL
+//! rules (`x-kubernetes-validations`) are compiled once here, by the engine the server
+//! installs (`crate::validation::rules`), and run by [`Strategy::validate`].
 
 use std::sync::Arc;
 

@@ -9,8 +9,10 @@
 //! kube-apiserver's do. Internal field names show in a few paths too
 //! (`spec.conversion.webhookClientConfig`, `...additionalPrinterColumns[0].JSONPath`).
 //!
-//! Left out, as needing more than a static look at the object: compiling
-//! `x-kubernetes-validations` rules (CEL, with their cost estimates), validating `default`
+//! `x-kubernetes-validations` rules (CEL) are compiled and their costs estimated by the
+//! engine the server installs (`super::rules`), reported after the schema's own errors.
+//!
+//! Left out, as needing more than a static look at the object: validating `default`
 //! values against their schema (and that they are pruned), `pattern` regular expressions,
 //! `selectableFields` and `x-kubernetes-validations[].fieldPath` resolution, the conversion
 //! webhook's `caBundle` (PEM parsing; upstream skips it until the CRD is established) and the
