@@ -236,12 +236,14 @@ fn build(
                 authorizer.clone(),
             ))),
         ),
-        webhook::MUTATING => {
-            (Some(Arc::new(webhook::MutatingWebhooks::new(webhooks.clone()))), None)
-        }
-        webhook::VALIDATING => {
-            (None, Some(Arc::new(webhook::ValidatingWebhooks::new(webhooks.clone()))))
-        }
+        webhook::MUTATING => (
+            Some(Arc::new(webhook::MutatingWebhooks::new(webhooks.clone(), authorizer.clone()))),
+            None,
+        ),
+        webhook::VALIDATING => (
+            None,
+            Some(Arc::new(webhook::ValidatingWebhooks::new(webhooks.clone(), authorizer.clone()))),
+        ),
         other => unreachable!("{other} is not in IMPLEMENTED"),
     }
 }

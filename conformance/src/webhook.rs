@@ -156,7 +156,13 @@ impl WebhookServer {
             .enable_all()
             .build()
             .expect("runtime");
-        let listener = runtime.block_on(tokio::net::TcpListener::bind((ip, 0))).expect("bind");
+        // Bound without blocking on the runtime: callers may be async themselves.
+        let listener = std::net::TcpListener::bind((ip, 0)).expect("bind");
+        listener.set_nonblocking(true).expect("non-blocking");
+        let listener = {
+            let _inside = runtime.enter();
+            tokio::net::TcpListener::from_std(listener).expect("listener")
+        };
         let addr = listener.local_addr().expect("addr");
         let reviews: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
         let kept = reviews.clone();

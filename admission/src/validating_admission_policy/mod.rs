@@ -482,7 +482,7 @@ impl Request<'_, '_> {
 }
 
 /// The chain's authorizer as CEL's `authorizer` asks it.
-struct SlotAuthorizer(AuthorizerSlot);
+pub(crate) struct SlotAuthorizer(pub(crate) AuthorizerSlot);
 
 impl rkube_cel::Authorizer for SlotAuthorizer {
     fn authorize(

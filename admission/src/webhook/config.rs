@@ -97,9 +97,21 @@ pub struct Webhook {
     pub review_versions: Vec<String>,
     /// `reinvocationPolicy: IfNeeded` (mutating webhooks).
     pub reinvoke_if_needed: bool,
-    /// `matchConditions[].name`: CEL expressions, which rkube cannot evaluate yet.
-    pub match_conditions: Vec<String>,
+    /// `matchConditions`, compiled once per version of the configuration.
+    pub match_conditions: Vec<MatchCondition>,
 }
+
+/// One of `matchConditions`: a CEL expression over `object`, `oldObject`, `request` and
+/// `authorizer`.
+#[derive(Debug)]
+pub struct MatchCondition {
+    pub name: String,
+    pub expression: String,
+    pub program: Result<rkube_cel::Program, rkube_cel::CompileError>,
+}
+
+/// The variables a webhook's match conditions may read.
+const CONDITION_VARIABLES: &[&str] = &["object", "oldObject", "request", "authorizer"];
 
 fn strings(v: &Value) -> Vec<String> {
     v.as_array()
@@ -153,7 +165,18 @@ impl Webhook {
             reinvoke_if_needed: v["reinvocationPolicy"].as_str() == Some("IfNeeded"),
             match_conditions: v["matchConditions"]
                 .as_array()
-                .map(|c| c.iter().map(|c| c["name"].as_str().unwrap_or("").to_string()).collect())
+                .map(|list| {
+                    list.iter()
+                        .map(|c| {
+                            let expression = c["expression"].as_str().unwrap_or("").to_string();
+                            MatchCondition {
+                                name: c["name"].as_str().unwrap_or("").to_string(),
+                                program: rkube_cel::compile(&expression, CONDITION_VARIABLES),
+                                expression,
+                            }
+                        })
+                        .collect()
+                })
                 .unwrap_or_default(),
             name,
         }

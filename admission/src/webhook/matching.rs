@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use super::config::{FailurePolicy, Rule, Webhook};
 use crate::attributes::{Attributes, Operation};
+use crate::authorizer::AuthorizerSlot;
 use crate::error::AdmissionError;
 use crate::state::{ClusterState, Freshness, GroupResource};
 
@@ -156,6 +157,7 @@ pub(crate) async fn should_call(
     a: &Attributes<'_>,
     state: &dyn ClusterState,
     resources: Option<&Resources>,
+    authorizer: &AuthorizerSlot,
 ) -> Result<Option<Invocation>, AdmissionError> {
     // A selector error counts only for a webhook whose rules match the request.
     let namespace = namespace_matches(hook, a, state).await;
@@ -181,25 +183,8 @@ pub(crate) async fn should_call(
     let Some(invocation) = invocation else { return Ok(None) };
     namespace?;
     object?;
-    if !hook.match_conditions.is_empty() {
-        // rkube has no CEL evaluator here yet: every condition is an evaluation error, which
-        // upstream's matcher answers with the failure policy (Ignore: not called; Fail:
-        // refused). Never silently true.
-        let error = format!(
-            "rkube cannot evaluate the matchConditions ({}) of webhook {:?}: CEL is not supported yet",
-            hook.match_conditions.join(", "),
-            hook.name
-        );
-        return match hook.failure_policy {
-            FailurePolicy::Ignore => Ok(None),
-            FailurePolicy::Fail => Err(AdmissionError::Forbidden {
-                group: a.resource.group.to_string(),
-                resource: a.resource.resource.to_string(),
-                name: a.name.to_string(),
-                reason: error,
-                causes: Vec::new(),
-            }),
-        };
+    if !hook.match_conditions.is_empty() && !conditions_hold(hook, a, &invocation, authorizer)? {
+        return Ok(None);
     }
     Ok(Some(invocation))
 }
@@ -228,4 +213,85 @@ fn equivalent_invocation(
         kind,
         convert_to: own_kind.then(|| (*found).clone()),
     })
+}
+
+/// `object` in the invocation's version (converted when it is for an equivalent resource).
+pub(crate) fn versioned(object: Option<&Value>, invocation: &Invocation) -> Option<Value> {
+    let object = object?;
+    Some(match &invocation.convert_to {
+        Some(info) => rkube_apis::convert::convert(object.clone(), info),
+        None => object.clone(),
+    })
+}
+
+/// Upstream's match-condition matcher: every condition is evaluated (CEL, on the object in
+/// the invocation's version); one that is false means the webhook is not called. Errors
+/// (a condition that does not compile or evaluate, or is not a bool) follow the failure
+/// policy: Ignore skips the webhook, Fail refuses the request (403, the errors).
+fn conditions_hold(
+    hook: &Webhook,
+    a: &Attributes<'_>,
+    invocation: &Invocation,
+    authorizer: &AuthorizerSlot,
+) -> Result<bool, AdmissionError> {
+    use rkube_cel::library::authz::Principal;
+    use rkube_cel::{Activation, AuthorizerValue, Value as Cel, PER_CALL_LIMIT, RUNTIME_BUDGET};
+    let object = match a.operation {
+        Operation::Delete => None,
+        _ => versioned(a.object(), invocation),
+    };
+    let old = versioned(a.old_object, invocation);
+    let mut activation = Activation::new();
+    activation.json("object", object.as_ref().unwrap_or(&Value::Null));
+    activation.json("oldObject", old.as_ref().unwrap_or(&Value::Null));
+    let review = super::review::request("v1", "", a, invocation, None, None);
+    activation.json("request", &review["request"]);
+    let principal = Principal {
+        name: a.user.name.to_string(),
+        uid: a.user.uid.to_string(),
+        groups: a.user.groups.to_vec(),
+    };
+    let asker = Arc::new(crate::validating_admission_policy::SlotAuthorizer(authorizer.clone()));
+    activation.authorizer("authorizer", AuthorizerValue::new(asker, principal));
+    let mut budget = RUNTIME_BUDGET;
+    let mut errors = Vec::new();
+    for condition in &hook.match_conditions {
+        let evaluated = match &condition.program {
+            Err(e) => Err(format!("compilation error: {e}")),
+            Ok(program) => match program.evaluate(&activation, PER_CALL_LIMIT.min(budget)) {
+                Ok((value, cost)) => {
+                    budget = budget.saturating_sub(cost);
+                    Ok(value)
+                }
+                Err(e) => Err(e.to_string()),
+            },
+        };
+        let source = &condition.expression;
+        match evaluated {
+            Ok(Cel::Bool(true)) => {}
+            Ok(Cel::Bool(false)) => return Ok(false),
+            Ok(other) => errors.push(format!(
+                "expression '{source}' resulted in error: expected bool but got {}",
+                other.type_of()
+            )),
+            Err(e) => errors.push(format!("expression '{source}' resulted in error: {e}")),
+        }
+    }
+    if errors.is_empty() {
+        return Ok(true);
+    }
+    match hook.failure_policy {
+        FailurePolicy::Ignore => Ok(false),
+        FailurePolicy::Fail => Err(AdmissionError::Forbidden {
+            group: a.resource.group.to_string(),
+            resource: a.resource.resource.to_string(),
+            name: a.name.to_string(),
+            // Upstream's aggregate: one error as it is, several in brackets.
+            reason: match errors.len() {
+                1 => errors.remove(0),
+                _ => format!("[{}]", errors.join(", ")),
+            },
+            causes: Vec::new(),
+        }),
+    }
 }

@@ -20,10 +20,8 @@
 //! through its endpoints, verified against `caBundle` as `<service>.<namespace>.svc`), which
 //! the server hands the chain with [`crate::Chain::set_webhook_backend`].
 //!
-//! Not here yet: `matchConditions` (CEL) are not evaluated: a webhook that has them is
-//! treated as upstream treats conditions that fail to evaluate (its failure policy: Ignore
-//! skips it, Fail refuses the request). rkube has no audit log: audit annotations from
-//! webhooks are logged.
+//! `matchConditions` are CEL ([`rkube_cel`]) over `object`, `oldObject`, `request` and
+//! `authorizer`. rkube has no audit log: audit annotations from webhooks are logged.
 
 mod config;
 mod matching;
@@ -41,12 +39,13 @@ use serde_json::Value;
 pub use config::{ClientConfig, FailurePolicy, Rule, ServiceReference, Webhook};
 
 use crate::attributes::Attributes;
+use crate::authorizer::AuthorizerSlot;
 use crate::error::AdmissionError;
 use crate::reinvocation::Reinvocation;
 use crate::state::ClusterState;
 use crate::{MutatingPlugin, ValidatingPlugin};
 use config::Configurations;
-use matching::Invocation;
+use matching::{versioned, Invocation};
 use review::Verdict;
 
 /// The mutating plugin's name, as the flags spell it.
@@ -131,6 +130,8 @@ enum Failure {
 struct Dispatcher {
     configurations: Configurations,
     backend: BackendSlot,
+    /// What `matchConditions` ask with `authorizer`.
+    authorizer: AuthorizerSlot,
     mutating: bool,
 }
 
@@ -208,26 +209,18 @@ impl Dispatcher {
     }
 }
 
-/// `object` in the invocation's version (converted when it is for an equivalent resource).
-fn versioned(object: Option<&Value>, invocation: &Invocation) -> Option<Value> {
-    let object = object?;
-    Some(match &invocation.convert_to {
-        Some(info) => rkube_apis::convert::convert(object.clone(), info),
-        None => object.clone(),
-    })
-}
-
 /// `MutatingAdmissionWebhook`.
 pub struct MutatingWebhooks {
     dispatcher: Dispatcher,
 }
 
 impl MutatingWebhooks {
-    pub fn new(backend: BackendSlot) -> MutatingWebhooks {
+    pub fn new(backend: BackendSlot, authorizer: AuthorizerSlot) -> MutatingWebhooks {
         MutatingWebhooks {
             dispatcher: Dispatcher {
                 configurations: Configurations::new("mutatingwebhookconfigurations"),
                 backend,
+                authorizer,
                 mutating: true,
             },
         }
@@ -242,8 +235,14 @@ impl MutatingWebhooks {
     ) -> Result<(), AdmissionError> {
         let resources = self.dispatcher.resources();
         for hook in hooks {
-            let Some(invocation) =
-                matching::should_call(hook, a, state, resources.as_deref()).await?
+            let Some(invocation) = matching::should_call(
+                hook,
+                a,
+                state,
+                resources.as_deref(),
+                &self.dispatcher.authorizer,
+            )
+            .await?
             else {
                 continue;
             };
@@ -372,11 +371,12 @@ pub struct ValidatingWebhooks {
 }
 
 impl ValidatingWebhooks {
-    pub fn new(backend: BackendSlot) -> ValidatingWebhooks {
+    pub fn new(backend: BackendSlot, authorizer: AuthorizerSlot) -> ValidatingWebhooks {
         ValidatingWebhooks {
             dispatcher: Dispatcher {
                 configurations: Configurations::new("validatingwebhookconfigurations"),
                 backend,
+                authorizer,
                 mutating: false,
             },
         }
@@ -404,8 +404,14 @@ impl ValidatingPlugin for ValidatingWebhooks {
         let resources = self.dispatcher.resources();
         let mut calls = Vec::new();
         for hook in &hooks {
-            if let Some(invocation) =
-                matching::should_call(hook, a, state, resources.as_deref()).await?
+            if let Some(invocation) = matching::should_call(
+                hook,
+                a,
+                state,
+                resources.as_deref(),
+                &self.dispatcher.authorizer,
+            )
+            .await?
             {
                 calls.push((hook, invocation));
             }

@@ -300,29 +300,50 @@ async fn dry_runs_need_webhooks_without_side_effects() {
 }
 
 #[tokio::test]
-async fn match_conditions_are_never_assumed_true() {
+async fn match_conditions_choose_and_their_errors_obey_the_failure_policy() {
     let (chain, webhooks) = chain(Box::new(|_, _| Ok(json!({"allowed": false}))));
-    let conditions = json!([{"name": "not-system", "expression": "!request.userInfo.username.startsWith('system:')"}]);
-    let mut object = pod(json!({}));
+    let conditions = |expressions: &[&str]| -> Value {
+        expressions
+            .iter()
+            .enumerate()
+            .map(|(i, e)| json!({"name": format!("c{i}"), "expression": e}))
+            .collect()
+    };
+    let mut object = pod(json!({"app": "web"}));
     let a = attributes(Operation::Create, "prod", Some(&mut object), None);
-    let ignore = state(
-        vec![],
-        vec![hook(
-            "c",
-            pod_rule(),
-            json!({"matchConditions": conditions, "failurePolicy": "Ignore"}),
-        )],
-    );
-    chain.validate(&a, &ignore).await.unwrap();
-    let fail = state(vec![], vec![hook("c", pod_rule(), json!({"matchConditions": conditions}))]);
-    let e = chain.validate(&a, &fail).await.unwrap_err();
-    assert!(
-        e.to_string().starts_with(
-            "pods \"p\" is forbidden: rkube cannot evaluate the matchConditions (not-system)"
-        ),
-        "{e}"
-    );
+    let with = |expressions: &[&str], policy: &str| {
+        state(
+            vec![],
+            vec![hook(
+                "c",
+                pod_rule(),
+                json!({"matchConditions": conditions(expressions), "failurePolicy": policy}),
+            )],
+        )
+    };
+    // A false condition: not called.
+    let not_alice = with(&["request.userInfo.username != 'alice'", "true"], "Fail");
+    chain.validate(&a, &not_alice).await.unwrap();
     assert!(webhooks.calls.lock().unwrap().is_empty());
+    // All true: called (and it refuses).
+    let web = with(&["object.metadata.labels.app == 'web'", "oldObject == null"], "Fail");
+    let e = chain.validate(&a, &web).await.unwrap_err();
+    assert_eq!(e.to_string(), "admission webhook \"c\" denied the request without explanation");
+    assert_eq!(webhooks.calls.lock().unwrap().len(), 1);
+    // Errors: Ignore skips the webhook, Fail refuses with them.
+    let broken = ["object.metadata.labels.missing == 'x'", "1 + 1"];
+    chain.validate(&a, &with(&broken, "Ignore")).await.unwrap();
+    let e = chain.validate(&a, &with(&broken, "Fail")).await.unwrap_err();
+    assert!(matches!(e, AdmissionError::Forbidden { .. }), "{e:?}");
+    let text = e.to_string();
+    assert!(text.starts_with("pods \"p\" is forbidden: [expression 'object.metadata.labels.missing == 'x'' resulted in error: "), "{text}");
+    assert!(
+        text.ends_with("expression '1 + 1' resulted in error: expected bool but got int]"),
+        "{text}"
+    );
+    // A false condition wins over errors.
+    chain.validate(&a, &with(&["1 + 1", "false"], "Fail")).await.unwrap();
+    assert_eq!(webhooks.calls.lock().unwrap().len(), 1);
 }
 
 #[tokio::test]
