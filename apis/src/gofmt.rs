@@ -176,7 +176,7 @@ fn go_number(n: &Number) -> String {
 
 /// Go's `%v` for a float64: strconv's 'g' format with shortest digits, which switches to the
 /// exponent form below 1e-4 and from 1e6 upward.
-fn go_float(f: f64) -> String {
+pub(crate) fn go_float(f: f64) -> String {
     if f.is_nan() {
         return "NaN".to_string();
     }

@@ -25,6 +25,7 @@ pub mod quota;
 pub mod resources;
 pub mod selectors;
 pub mod strategy;
+pub mod structural;
 pub mod tables;
 pub mod taints;
 pub mod validation;

@@ -5,18 +5,22 @@
 //! names, categories and `status`/`scale` subresources; objects stored in the storage
 //! version (conversion strategy `None`: versions differ by `apiVersion` only); a generation
 //! as upstream's custom resource strategy keeps it; the version's `openAPIV3Schema` in the
-//! OpenAPI documents (so `kubectl explain` works); tables of name and age. Not yet (issue 20):
-//! validation against the schema, pruning of unknown fields, defaults from the schema,
-//! `additionalPrinterColumns`, selectable fields, webhook conversion. The version's CEL
-//! rules (`x-kubernetes-validations`) are compiled once here, by the engine the server
-//! installs (`crate::validation::rules`), and run by [`Strategy::validate`].
+//! OpenAPI documents (so `kubectl explain` works); tables of name and age. The version's
+//! schema ([`Schema`], built once here) validates objects on every write (with upstream's
+//! validation ratcheting on updates), prunes unknown fields when a request is decoded (they
+//! are what `fieldValidation` reports) and when a stored object is read, and fills in its
+//! defaults on both. The version's CEL rules (`x-kubernetes-validations`) are compiled once
+//! here, by the engine the server installs (`crate::validation::rules`), and run after the
+//! schema's checks. Not yet (issue 20): `additionalPrinterColumns`, selectable fields,
+//! webhook conversion.
 
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::resources::{intern, intern_list, ResourceInfo, SchemaFn, STANDARD_VERBS};
+use crate::resources::{intern, intern_list, NormalizeFn, ResourceInfo, SchemaFn, STANDARD_VERBS};
 use crate::strategy::{spec_differs, ScaleView, Strategy};
+use crate::structural::Schema;
 use crate::validation::rules::{self, CompiledRules};
 use crate::validation::FieldError;
 
@@ -30,6 +34,8 @@ pub struct CustomResources {
     scale: Option<ScalePaths>,
     /// The version's `x-kubernetes-validations` rules, compiled once per definition.
     rules: Option<Arc<dyn CompiledRules>>,
+    /// The version's structural schema.
+    schema: Arc<Schema>,
 }
 
 /// Where a custom resource keeps what its `/scale` subresource shows (the definition's
@@ -66,6 +72,37 @@ fn at_path<'a>(obj: &'a Value, path: &[String]) -> Option<&'a Value> {
     path.iter().try_fold(obj, |v, key| v.get(key))
 }
 
+impl CustomResources {
+    /// The schema's errors, then the CEL rules' (upstream's custom resource strategy): the
+    /// rules are not run on an object whose schema errors make them meaningless (a missing,
+    /// mistyped, unsupported or too large value), which is said instead.
+    fn with_rules(
+        &self,
+        mut errors: Vec<FieldError>,
+        obj: &Value,
+        old: Option<&Value>,
+    ) -> Vec<FieldError> {
+        let Some(rules) = &self.rules else { return errors };
+        const BLOCKING: &[&str] = &[
+            "FieldValueNotSupported",
+            "FieldValueRequired",
+            "FieldValueTooLong",
+            "FieldValueTooMany",
+            "FieldValueTypeInvalid",
+        ];
+        if errors.iter().any(|e| BLOCKING.contains(&e.reason)) {
+            errors.push(FieldError::invalid(
+                "<nil>",
+                &Value::Null,
+                "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+            ));
+        } else {
+            errors.extend(rules.validate(obj, old));
+        }
+        errors
+    }
+}
+
 impl Strategy for CustomResources {
     fn tracks_generation(&self) -> bool {
         true
@@ -81,9 +118,26 @@ impl Strategy for CustomResources {
         false
     }
 
-    /// The version's CEL rules (`x-kubernetes-validations`).
+    fn default(&self, obj: &mut Value) {
+        self.schema.default(obj);
+    }
+
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
-        self.rules.as_ref().map(|r| r.validate(obj, old)).unwrap_or_default()
+        self.with_rules(ratchet(self.schema.validate(obj), obj, old), obj, old)
+    }
+
+    /// Upstream's status strategy validates the whole object against the schema too.
+    fn validate_subresource_update(&self, new: &Value, old: &Value, _sub: &str) -> Vec<FieldError> {
+        self.with_rules(ratchet(self.schema.validate(new), new, Some(old)), new, Some(old))
+    }
+
+    /// A stored object as upstream's storage decoder reads it: pruned by the schema, then
+    /// defaulted (so objects stored before a default or a field removal read as the schema
+    /// now says).
+    fn convert_from(&self, mut obj: Value, _from: &str) -> Value {
+        self.schema.prune(&mut obj);
+        self.schema.default(&mut obj);
+        obj
     }
 
     /// The replicas at the definition's paths, and the selector string at its
@@ -158,6 +212,7 @@ pub fn resources_of(crd: &Value) -> Result<Vec<ResourceInfo>, String> {
         };
         let schema = version["schema"]["openAPIV3Schema"].clone();
         let compiled_rules = rules::engine().and_then(|e| e.compile(&schema));
+        let structural = Arc::new(Schema::new(&schema));
         served.push(ResourceInfo {
             group,
             version: name,
@@ -172,25 +227,74 @@ pub fn resources_of(crd: &Value) -> Result<Vec<ResourceInfo>, String> {
             subresources,
             storage_version: version["storage"] == true,
             storage_resource: (group, plural),
-            normalize: Arc::new(keep_as_sent),
+            normalize: pruning(structural.clone()),
             schema: schema_of(group, name, kind, schema),
             strategy: Arc::new(CustomResources {
                 status_subresource: status,
                 scale: scale.then(|| ScalePaths::of(&version["subresources"]["scale"])),
                 rules: compiled_rules,
+                schema: structural,
             }),
         });
     }
     Ok(served)
 }
 
-/// Objects are kept as sent (pruning by the schema comes with issue 20); only a JSON object
-/// is one.
-fn keep_as_sent(obj: &Value) -> Result<(Value, Vec<String>), String> {
-    match obj {
-        Value::Object(_) => Ok((obj.clone(), Vec::new())),
+/// A request's object pruned by the schema, with the paths of what was pruned (only a JSON
+/// object is one).
+fn pruning(schema: Arc<Schema>) -> NormalizeFn {
+    Arc::new(move |obj: &Value| match obj {
+        Value::Object(_) => {
+            let mut obj = obj.clone();
+            let pruned = schema.prune(&mut obj);
+            Ok((obj, pruned))
+        }
         _ => Err("the object is not a JSON object".to_string()),
+    })
+}
+
+/// Validation ratcheting (upstream's, on by default since v1.33): on an update, an error in
+/// a value the update leaves as it was is not reported, so objects stored under an older
+/// schema can still be changed elsewhere.
+fn ratchet(errors: Vec<FieldError>, new: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let Some(old) = old else { return errors };
+    errors
+        .into_iter()
+        .filter(|e| {
+            // A missing field's error belongs to the object holding it.
+            let path = match e.reason {
+                "FieldValueRequired" => parent_path(&e.field),
+                _ => e.field.as_str(),
+            };
+            match (value_at(new, path), value_at(old, path)) {
+                (Some(a), Some(b)) => a != b,
+                _ => true,
+            }
+        })
+        .collect()
+}
+
+fn parent_path(path: &str) -> &str {
+    let cut = path.rfind(['.', '[']).unwrap_or(0);
+    &path[..cut]
+}
+
+/// The value at a field path as validation writes it (`spec.ports[0].name`).
+fn value_at<'a>(obj: &'a Value, path: &str) -> Option<&'a Value> {
+    let mut at = obj;
+    for part in path.split('.').filter(|p| !p.is_empty()) {
+        let (key, indexes) = match part.find('[') {
+            Some(i) => (&part[..i], &part[i..]),
+            None => (part, ""),
+        };
+        if !key.is_empty() {
+            at = at.get(key)?;
+        }
+        for index in indexes.split('[').filter(|i| !i.is_empty()) {
+            at = at.get(index.trim_end_matches(']').parse::<usize>().ok()?)?;
+        }
     }
+    Some(at)
 }
 
 /// The definition's schema under upstream's name for it (`com.example.v1.Widget` for
@@ -270,7 +374,12 @@ mod tests {
         let old = json!({"spec": {"a": 1}, "status": {"b": 1}});
         assert!(!strategy.bumps_generation(&json!({"spec": {"a": 1}, "status": {"b": 2}}), &old));
         assert!(strategy.bumps_generation(&json!({"spec": {"a": 2}, "status": {"b": 1}}), &old));
-        let plain = CustomResources { status_subresource: false, scale: None, rules: None };
+        let plain = CustomResources {
+            status_subresource: false,
+            scale: None,
+            rules: None,
+            schema: Arc::new(Schema::new(&Value::Null)),
+        };
         assert!(plain.bumps_generation(&json!({"spec": {"a": 1}, "status": {"b": 2}}), &old));
     }
 
@@ -303,5 +412,41 @@ mod tests {
         strategy.set_scale_replicas(&mut bare, 3);
         assert_eq!(bare, json!({"spec": {"size": 3}}));
         assert_eq!(strategy.scale(&bare).selector, "", "no selector yet");
+    }
+
+    #[test]
+    fn objects_are_validated_pruned_and_defaulted_by_the_versions_schema() {
+        let mut crd = widgets();
+        crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = json!({
+            "type": "object",
+            "properties": {
+                "size": {"type": "integer", "maximum": 5},
+                "mode": {"type": "string", "default": "fast"},
+            },
+        });
+        let served = resources_of(&crd).unwrap();
+        let info = &served[0];
+        let (mut obj, unknown) =
+            (info.normalize)(&json!({"spec": {"size": 9, "foo": 1}, "bar": 2})).unwrap();
+        assert_eq!(unknown, vec!["bar", "spec.foo"]);
+        info.strategy.default(&mut obj);
+        assert_eq!(obj, json!({"spec": {"size": 9, "mode": "fast"}}));
+        let lines: Vec<String> =
+            info.strategy.validate(&obj, None).iter().map(FieldError::line).collect();
+        assert_eq!(
+            lines,
+            vec![
+                "spec.size: Invalid value: 9: spec.size in body should be less than or equal to 5"
+            ]
+        );
+        // Ratcheting: an update that leaves the bad value alone is not refused for it.
+        let mut changed = obj.clone();
+        changed["spec"]["mode"] = json!("slow");
+        assert!(info.strategy.validate(&changed, Some(&obj)).is_empty());
+        changed["spec"]["size"] = json!(8);
+        assert_eq!(info.strategy.validate(&changed, Some(&obj)).len(), 1);
+        // A stored object is read pruned and defaulted.
+        let read = info.strategy.convert_from(json!({"spec": {"x": 1}}), "example.com/v1");
+        assert_eq!(read, json!({"spec": {"mode": "fast"}}));
     }
 }

@@ -20,7 +20,7 @@ mod field;
 mod meta;
 mod net;
 mod templates;
-mod values;
+pub(crate) mod values;
 mod webhook;
 
 pub(crate) mod admissionregistration;
