@@ -71,6 +71,17 @@ pub fn default_benchmarks_file() -> String {
 
 /// Replaces the section between `<!-- NAME:start -->` and `<!-- NAME:end -->` in `file` with
 /// `content` (appending it when missing), leaving the rest of the file as it was.
+/// Prints a benchmark's section and, unless the run was `--quick`, writes it into `file`
+/// as the section `name` (see [`write_section`]).
+pub fn publish(file: &str, name: &str, markdown: &str, quick: bool) -> anyhow::Result<()> {
+    println!("{markdown}");
+    if !quick {
+        write_section(file, name, markdown).map_err(|e| anyhow::anyhow!("writing {file}: {e}"))?;
+        eprintln!("wrote {file}");
+    }
+    Ok(())
+}
+
 pub fn write_section(file: &str, name: &str, content: &str) -> std::io::Result<()> {
     let start = format!("<!-- {name}:start -->");
     let end = format!("<!-- {name}:end -->");

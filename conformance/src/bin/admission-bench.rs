@@ -368,11 +368,5 @@ async fn main() -> Result<()> {
     let duration = if quick { Duration::from_secs(1) } else { Duration::from_secs(5) };
     let figures = bench(duration).await?;
     let markdown = render(&figures, quick);
-    println!("{markdown}");
-    if !quick {
-        report::write_section(&output, "admission-bench", &markdown)
-            .with_context(|| format!("writing {output}"))?;
-        eprintln!("wrote {output}");
-    }
-    Ok(())
+    report::publish(&output, "admission-bench", &markdown, quick)
 }
