@@ -104,6 +104,21 @@ fn compute_quotas_need_stated_resources_and_scopes_choose_pods() {
         s.ok(&["get", "quota", "best-effort", "-n", "c", "-o", "jsonpath={.status.used.pods}"]),
         "0"
     );
+    // A pod that is done gives its compute back (the controller recounts on that change,
+    // not on every charge), and the next one fits.
+    s.ok(&[
+        "patch",
+        "pod",
+        "one",
+        "-n",
+        "c",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"phase":"Succeeded"}}"#,
+    ]);
+    wait_for_quota(&s, "c", "compute", "{.status.used.requests\\.cpu}", "0");
+    s.ok_stdin(&["create", "-n", "c", "-f", "-"], &pod_yaml("two", sized));
 }
 
 #[test]

@@ -4,13 +4,22 @@
 //! ResourceQuota admission plugin charges with) right, so that a new quota starts to limit
 //! and `kubectl describe quota` tells the truth.
 //!
-//! Start at [`run`]: a namespace is recounted (every quota in it, one status write each when
-//! something changed) when one of its quotas changes, when one of its pods changes (pods come
-//! from the shared informer), when a Service, PersistentVolumeClaim, ConfigMap, Secret or
-//! ReplicationController in it changes or goes (metadata watches), and every `resync`
-//! (`--resource-quota-sync-period`), which also catches `count/<resource>.<group>` quotas on
-//! other resources. Objects other than pods are listed from the API server when counted.
-//! A write that loses a race with admission's charge is retried from a fresh read.
+//! Start at [`run`]. What admission charges (a create, or an update that uses more) needs no
+//! recount, so, as upstream's controller, a namespace is recounted (every quota in it, one
+//! status write each when something changed) only when usage may have been given back or a
+//! quota's limits changed:
+//! - a quota is new, its `spec.hard` changed, or its status does not count every limited
+//!   resource yet (admission's charges, which change the status only, are not recounted);
+//! - a pod went away or stopped counting for compute (Succeeded, Failed, or past its
+//!   deletion grace), seen through the shared pod informer;
+//! - a Service or PersistentVolumeClaim changed or went (its type or size may have changed;
+//!   upstream looks closer, these writes are rare), or a ConfigMap, Secret or
+//!   ReplicationController went (metadata watches);
+//! - every `resync` (`--resource-quota-sync-period`), which also catches
+//!   `count/<resource>.<group>` quotas on other resources, and when a watch starts again.
+//!
+//! Objects other than pods are listed from the API server when counted. A write that loses
+//! a race with admission's charge is retried from a fresh read.
 //!
 //! A recount never lowers a quota's usage within [`CHARGE_GRACE`] of admission's last charge
 //! to it: a request admission charged may not be stored yet (nor in this controller's
@@ -26,6 +35,7 @@ use k8s_openapi::api::core::v1::{Pod, ResourceQuota};
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use kube::core::PartialObjectMeta;
 use kube::discovery::ApiResource;
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher::{self, watcher};
 use kube::Client;
 use rkube_apis::quota::{list, scopes, Evaluator, ResourceList};
@@ -61,13 +71,14 @@ impl Default for Config {
     }
 }
 
-/// The core resources whose changes are watched (by metadata) to recount their namespace.
-const WATCHED: [(&str, &str, &str); 5] = [
-    ("Service", "services", "v1"),
-    ("PersistentVolumeClaim", "persistentvolumeclaims", "v1"),
-    ("ConfigMap", "configmaps", "v1"),
-    ("Secret", "secrets", "v1"),
-    ("ReplicationController", "replicationcontrollers", "v1"),
+/// The core resources watched (by metadata) to recount their namespace: kind, plural, and
+/// whether any change of one is recounted (else only its deletion).
+const WATCHED: [(&str, &str, bool); 5] = [
+    ("Service", "services", true),
+    ("PersistentVolumeClaim", "persistentvolumeclaims", true),
+    ("ConfigMap", "configmaps", false),
+    ("Secret", "secrets", false),
+    ("ReplicationController", "replicationcontrollers", false),
 ];
 
 struct Controller {
@@ -124,13 +135,14 @@ pub async fn run(
             ctl.queue.work(NAME, SYNC_TIMEOUT, sync, is_conflict).await
         });
     }
-    for (kind, plural, version) in WATCHED {
+    for (kind, plural, on_change) in WATCHED {
         tasks.spawn(watch_namespaces(
             ctl.clone(),
             ApiResource::from_gvk_with_plural(
-                &kube::core::GroupVersionKind::gvk("", version, kind),
+                &kube::core::GroupVersionKind::gvk("", "v1", kind),
                 plural,
             ),
+            on_change,
         ));
     }
     let resync = ctl.clone();
@@ -139,29 +151,40 @@ pub async fn run(
         tick.tick().await;
         loop {
             tick.tick().await;
-            for quota in resync.quotas.state() {
-                resync.queue.add(quota.metadata.namespace.clone().unwrap_or_default());
-            }
+            resync.enqueue_all();
         }
     });
     tracing::info!(workers = config.workers, "{NAME} started");
+    // What the last changes left, to tell which next ones need a recount.
+    let mut limits = HashMap::new();
+    let mut counting = HashMap::new();
     loop {
-        let change = tokio::select! {
+        tokio::select! {
             Some(change) = quota_changes.recv() => {
                 ctl.note_charge(&change);
-                change
-            }
-            Some(change) = pod_changes.recv() => change,
-            else => break,
-        };
-        match change {
-            Change::Object { namespace: Some(ns), .. } => ctl.enqueue_if_quoted(&ns),
-            Change::Synced => {
-                for quota in ctl.quotas.state() {
-                    ctl.queue.add(quota.metadata.namespace.clone().unwrap_or_default());
+                match change {
+                    Change::Synced => ctl.enqueue_all(),
+                    change => {
+                        if let Some(ns) = ctl.quota_needs_recount(&change, &mut limits) {
+                            ctl.queue.add(ns);
+                        }
+                    }
                 }
             }
-            Change::Object { .. } => {}
+            Some(change) = pod_changes.recv() => match change {
+                Change::Synced => {
+                    counting.retain(|(ns, name): &(String, String), _| {
+                        ctl.pods.get(&ObjectRef::new(name).within(ns)).is_some()
+                    });
+                    ctl.enqueue_all();
+                }
+                change => {
+                    if let Some(ns) = ctl.pod_gives_back(&change, &mut counting) {
+                        ctl.queue.add(ns);
+                    }
+                }
+            },
+            else => break,
         }
     }
     ctl.queue.shut_down();
@@ -172,15 +195,15 @@ fn is_conflict(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.code == 409)
 }
 
-/// Queues the namespace of every change of `resource` (by metadata only) that has a quota.
-async fn watch_namespaces(ctl: Arc<Controller>, resource: ApiResource) {
+/// Queues the namespace (when it has a quota) of every deletion of `resource`'s objects and,
+/// when `on_change`, of every change too (watched by metadata only).
+async fn watch_namespaces(ctl: Arc<Controller>, resource: ApiResource, on_change: bool) {
     let api: Api<PartialObjectMeta<DynamicObject>> = Api::all_with(ctl.client.clone(), &resource);
     let mut events = std::pin::pin!(watcher(api, watcher::Config::default()));
     while let Some(event) = events.next().await {
         let namespaces: Vec<String> = match event {
-            Ok(watcher::Event::Apply(o) | watcher::Event::Delete(o)) => {
-                o.metadata.namespace.into_iter().collect()
-            }
+            Ok(watcher::Event::Delete(o)) => o.metadata.namespace.into_iter().collect(),
+            Ok(watcher::Event::Apply(o)) if on_change => o.metadata.namespace.into_iter().collect(),
             Ok(_) => continue,
             Err(e) => {
                 tracing::debug!(error = %e, resource = resource.plural, "quota watch failed; retrying");
@@ -200,7 +223,7 @@ impl Controller {
     fn note_charge(&self, change: &Change) {
         let Change::Object { namespace: Some(ns), name } = change else { return };
         let key = (ns.clone(), name.clone());
-        let quota = self.quotas.get(&kube::runtime::reflector::ObjectRef::new(name).within(ns));
+        let quota = self.quotas.get(&ObjectRef::new(name).within(ns));
         let mut seen = self.seen.lock().expect("quota seen lock");
         let Some(quota) = quota else {
             seen.remove(&key);
@@ -218,6 +241,44 @@ impl Controller {
         let seen = self.seen.lock().expect("quota seen lock");
         let at = seen.get(&(namespace.to_string(), name.to_string()))?.charged_at?;
         CHARGE_GRACE.checked_sub(at.elapsed()).filter(|d| !d.is_zero())
+    }
+
+    /// Queues every namespace with a quota.
+    fn enqueue_all(&self) {
+        for quota in self.quotas.state() {
+            self.queue.add(quota.metadata.namespace.clone().unwrap_or_default());
+        }
+    }
+
+    /// The namespace to recount for a quota's change (upstream's `addQuota` and
+    /// `updateQuota`): when the quota is new to this controller, its `spec.hard` changed
+    /// since `limits` saw it, or its status does not yet say the limits and the usage of
+    /// each limited resource. Admission's charges change only `status.used`: none.
+    fn quota_needs_recount(
+        &self,
+        change: &Change,
+        limits: &mut HashMap<(String, String), ResourceList>,
+    ) -> Option<String> {
+        let Change::Object { namespace: Some(ns), name } = change else { return None };
+        let key = (ns.clone(), name.clone());
+        let quota = self.quotas.get(&ObjectRef::new(name).within(ns));
+        quota_needs_recount(quota.as_deref(), key, limits).then(|| ns.clone())
+    }
+
+    /// The namespace to recount for a pod's change (upstream's replenishment filter): when
+    /// the pod went away, or stopped counting for compute since `counting` saw it (a pod
+    /// first seen not counting is recounted too). New and running pods were charged by
+    /// admission: none. Only pods of namespaces with a quota are remembered.
+    fn pod_gives_back(
+        &self,
+        change: &Change,
+        counting: &mut HashMap<(String, String), bool>,
+    ) -> Option<String> {
+        let Change::Object { namespace: Some(ns), name } = change else { return None };
+        let key = (ns.clone(), name.clone());
+        let quoted = !self.quotas.in_namespace(ns).is_empty();
+        let pod = self.pods.get(&ObjectRef::new(name).within(ns));
+        pod_gives_back(pod.as_deref(), quoted, key, counting).then(|| ns.clone())
     }
 
     fn enqueue_if_quoted(&self, namespace: &str) {
@@ -336,6 +397,48 @@ impl Controller {
     }
 }
 
+/// Whether a quota's change needs a recount (see [`Controller::quota_needs_recount`]);
+/// `quota` is none when it was deleted.
+fn quota_needs_recount(
+    quota: Option<&ResourceQuota>,
+    key: (String, String),
+    limits: &mut HashMap<(String, String), ResourceList>,
+) -> bool {
+    let Some(quota) = quota else {
+        limits.remove(&key);
+        return false;
+    };
+    let resources = |list: Option<&std::collections::BTreeMap<String, _>>| {
+        list::from_json(&serde_json::to_value(list).unwrap_or_default())
+    };
+    let hard = resources(quota.spec.as_ref().and_then(|s| s.hard.as_ref()));
+    let status = quota.status.as_ref();
+    let status_hard = resources(status.and_then(|s| s.hard.as_ref()));
+    let used = resources(status.and_then(|s| s.used.as_ref()));
+    let changed = limits.insert(key, hard.clone()).is_none_or(|old| !list::equals(&old, &hard));
+    let uncounted =
+        !list::equals(&status_hard, &hard) || hard.keys().any(|r| !used.contains_key(r));
+    changed || uncounted
+}
+
+/// Whether a pod's change gives usage back (see [`Controller::pod_gives_back`]); `pod` is
+/// none when it was deleted, `quoted` whether its namespace has a quota.
+fn pod_gives_back(
+    pod: Option<&Pod>,
+    quoted: bool,
+    key: (String, String),
+    counting: &mut HashMap<(String, String), bool>,
+) -> bool {
+    let Some(pod) = pod.filter(|_| quoted) else {
+        counting.remove(&key);
+        return quoted;
+    };
+    let pod = serde_json::to_value(pod).unwrap_or_default();
+    let counts = rkube_apis::quota::evaluator::counts_compute(&pod, SystemTime::now());
+    let before = counting.insert(key, counts);
+    !counts && before != Some(false)
+}
+
 /// The evaluators a quota's hard names need: pods, services and claims by their names, and
 /// an object count for `count/<resource>[.<group>]` and the legacy count names.
 fn evaluators(names: &[&str]) -> Vec<Evaluator> {
@@ -366,6 +469,76 @@ fn evaluators(names: &[&str]) -> Vec<Evaluator> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    type Resources<'a> = &'a [(&'a str, &'a str)];
+
+    fn quota(hard: Resources<'_>, status: Option<(Resources<'_>, Resources<'_>)>) -> ResourceQuota {
+        let list = |l: &[(&str, &str)]| -> Value {
+            l.iter()
+                .map(|(k, v)| (k.to_string(), Value::from(*v)))
+                .collect::<serde_json::Map<_, _>>()
+                .into()
+        };
+        let mut q = serde_json::json!({"metadata": {"name": "q", "namespace": "ns"},
+                                       "spec": {"hard": list(hard)}});
+        if let Some((h, u)) = status {
+            q["status"] = serde_json::json!({"hard": list(h), "used": list(u)});
+        }
+        serde_json::from_value(q).expect("a quota")
+    }
+
+    fn key() -> (String, String) {
+        ("ns".to_string(), "q".to_string())
+    }
+
+    #[test]
+    fn admissions_charges_are_not_recounted_but_new_limits_are() {
+        let mut limits = HashMap::new();
+        // New, and not counted yet.
+        assert!(quota_needs_recount(Some(&quota(&[("pods", "2")], None)), key(), &mut limits));
+        // Counted by the controller: nothing more to do.
+        let counted = quota(&[("pods", "2")], Some((&[("pods", "2")], &[("pods", "0")])));
+        assert!(!quota_needs_recount(Some(&counted), key(), &mut limits));
+        // Admission charged a pod (status.used only).
+        let charged = quota(&[("pods", "2")], Some((&[("pods", "2")], &[("pods", "1")])));
+        assert!(!quota_needs_recount(Some(&charged), key(), &mut limits));
+        // The limit was raised, or a resource added that the status does not count yet.
+        let raised = quota(&[("pods", "3")], Some((&[("pods", "2")], &[("pods", "1")])));
+        assert!(quota_needs_recount(Some(&raised), key(), &mut limits));
+        let added =
+            quota(&[("pods", "3"), ("secrets", "1")], Some((&[("pods", "3")], &[("pods", "1")])));
+        assert!(quota_needs_recount(Some(&added), key(), &mut limits));
+        // Deleted: forgotten, nothing to count.
+        assert!(!quota_needs_recount(None, key(), &mut limits));
+        assert!(limits.is_empty());
+    }
+
+    fn pod(phase: &str) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": "ns"},
+            "status": {"phase": phase},
+        }))
+        .expect("a pod")
+    }
+
+    #[test]
+    fn pods_give_usage_back_when_they_finish_or_go() {
+        let mut counting = HashMap::new();
+        let key = || ("ns".to_string(), "p".to_string());
+        // New and running pods were charged by admission.
+        assert!(!pod_gives_back(Some(&pod("Pending")), true, key(), &mut counting));
+        assert!(!pod_gives_back(Some(&pod("Running")), true, key(), &mut counting));
+        // Done: its compute goes back, once.
+        assert!(pod_gives_back(Some(&pod("Succeeded")), true, key(), &mut counting));
+        assert!(!pod_gives_back(Some(&pod("Succeeded")), true, key(), &mut counting));
+        // Gone: its count goes back.
+        assert!(pod_gives_back(None, true, key(), &mut counting));
+        assert!(counting.is_empty());
+        // Namespaces without a quota are not followed.
+        assert!(!pod_gives_back(Some(&pod("Failed")), false, key(), &mut counting));
+        assert!(!pod_gives_back(None, false, key(), &mut counting));
+        assert!(counting.is_empty());
+    }
 
     #[test]
     fn quota_names_choose_their_evaluators() {

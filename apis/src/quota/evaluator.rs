@@ -272,8 +272,10 @@ impl Evaluator {
 }
 
 /// A pod counts for compute resources unless it is done (Succeeded, Failed) or stuck
-/// terminating past its grace period (so a lost node's pods do not block new ones).
-fn counts_compute(pod: &Value, now: std::time::SystemTime) -> bool {
+/// terminating past its grace period (so a lost node's pods do not block new ones):
+/// upstream's `QuotaV1Pod`, which also tells the quota controller when a pod's change
+/// gives usage back.
+pub fn counts_compute(pod: &Value, now: std::time::SystemTime) -> bool {
     let now = chrono::DateTime::<chrono::Utc>::from(now);
     if matches!(pod["status"]["phase"].as_str(), Some("Succeeded" | "Failed")) {
         return false;
