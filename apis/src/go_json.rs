@@ -305,6 +305,11 @@ impl Ordered<'_> {
         skip: &[&str],
     ) -> Result<usize, M::Error> {
         let always = Always::get();
+        // Few members of a type with many fields (most of a pod's): sort the members by
+        // their fields rather than look every field up in the object.
+        if !fields.has_inline && map.len() * SPARSE_RATIO < fields.list.len() {
+            return self.sparse_fields(out, map, id, fields, top, skip, always);
+        }
         let mut written = 0;
         for (index, field) in fields.list.iter().enumerate() {
             if field.inline {
@@ -337,7 +342,57 @@ impl Ordered<'_> {
         Ok(written)
     }
 
+    /// [`Self::fields`] for an object with few of its type's fields (and no embedded ones):
+    /// the same members in the same order.
+    #[allow(clippy::too_many_arguments)]
+    fn sparse_fields<M: SerializeMap>(
+        &self,
+        out: &mut M,
+        map: &Map<String, Value>,
+        id: MessageId,
+        fields: &Fields,
+        top: bool,
+        skip: &[&str],
+        always: &Always,
+    ) -> Result<usize, M::Error> {
+        // (field index, member value): none for a field written although absent.
+        let mut members: Vec<(usize, Option<&Value>)> = map
+            .iter()
+            .filter_map(|(key, value)| Some((fields.index_of_json(key)?, Some(value))))
+            .collect();
+        for index in always.indexes(id) {
+            if !map.contains_key(&fields.list[index].json) {
+                members.push((index, None));
+            }
+        }
+        members.sort_unstable_by_key(|(index, _)| *index);
+        let mut written = 0;
+        for (index, value) in members {
+            let field = &fields.list[index];
+            let Some(value) = value else {
+                out.serialize_entry(&field.json, &Zero::of(field, self.schema))?;
+                continue;
+            };
+            if skip.contains(&field.json.as_str()) {
+                continue;
+            }
+            written += 1;
+            if top && self.stored && field.json == "metadata" {
+                if let Value::Object(meta) = value {
+                    let stored = StoredMeta { map: meta, meta: field.kind, parent: self };
+                    out.serialize_entry("metadata", &stored)?;
+                    continue;
+                }
+            }
+            out.serialize_entry(&field.json, &self.child(value, Self::field_node(field)))?;
+        }
+        Ok(written)
+    }
+
     fn knows(&self, fields: &Fields, key: &str) -> bool {
+        if !fields.has_inline {
+            return fields.index_of_json(key).is_some();
+        }
         find_field(self.schema, fields, key).is_some()
     }
 
@@ -355,6 +410,10 @@ impl Ordered<'_> {
         out.end()
     }
 }
+
+/// When an object has fewer than 1/SPARSE_RATIO of its type's fields, its members are sorted
+/// into Go's order rather than each field looked up in it.
+const SPARSE_RATIO: usize = 3;
 
 /// The top-level metadata as stored: ObjectMeta's order without resourceVersion and selfLink.
 struct StoredMeta<'a, 'b> {
@@ -506,6 +565,12 @@ impl Always {
 
     fn written(&self, id: MessageId, field: usize) -> bool {
         self.by_message.get(id).and_then(|m| m.get(field)).copied().unwrap_or(false)
+    }
+
+    /// The fields of message `id` Go always writes, by index.
+    fn indexes(&self, id: MessageId) -> impl Iterator<Item = usize> + '_ {
+        let fields = self.by_message.get(id).map(Vec::as_slice).unwrap_or_default();
+        fields.iter().enumerate().filter(|(_, always)| **always).map(|(index, _)| index)
     }
 }
 

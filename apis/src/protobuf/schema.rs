@@ -68,6 +68,10 @@ pub(crate) struct Fields {
     pub(crate) list: Vec<Field>,
     /// (tag, index into `list`), sorted by tag: the wire order.
     pub(crate) by_tag: Vec<(u32, usize)>,
+    /// Indexes into `list` sorted by JSON name: a member's field found without hashing.
+    pub(crate) by_json: Vec<usize>,
+    /// Whether a field is an embedded struct (its members sit in this object).
+    pub(crate) has_inline: bool,
 }
 
 impl Fields {
@@ -80,6 +84,12 @@ impl Fields {
     pub(crate) fn index(&self, tag: u32) -> Option<usize> {
         let at = self.by_tag.binary_search_by_key(&tag, |(t, _)| *t).ok()?;
         Some(self.by_tag[at].1)
+    }
+
+    /// The index into `list` of the (not embedded) field named `json` in JSON.
+    pub(crate) fn index_of_json(&self, json: &str) -> Option<usize> {
+        let at = self.by_json.binary_search_by(|i| self.list[*i].json.as_str().cmp(json)).ok()?;
+        Some(self.by_json[at])
     }
 
     /// The fields in tag order.
@@ -176,7 +186,11 @@ impl Schema {
                 if by_tag.windows(2).any(|pair| pair[0].0 == pair[1].0) {
                     return Err(format!("{name}: duplicate tag"));
                 }
-                Shape::Fields(Fields { list, by_tag })
+                let mut by_json: Vec<usize> =
+                    (0..list.len()).filter(|i| !list[*i].inline).collect();
+                by_json.sort_unstable_by(|a, b| list[*a].json.cmp(&list[*b].json));
+                let has_inline = list.iter().any(|f| f.inline);
+                Shape::Fields(Fields { list, by_tag, by_json, has_inline })
             };
             messages.push(Message { name: name.clone(), shape });
         }
