@@ -662,7 +662,13 @@ fn widget_schema() -> (PatchSchema, String) {
                 "selector": {"type": "object", "x-kubernetes-map-type": "atomic",
                              "additionalProperties": {"type": "string"}},
                 "limits": {"type": "object",
-                           "additionalProperties": {"type": "integer"}}
+                           "additionalProperties": {"type": "integer"}},
+                "routes": {"type": "array", "x-kubernetes-list-type": "map",
+                           "x-kubernetes-list-map-keys": ["host", "path"],
+                           "items": {"type": "object", "properties": {
+                               "host": {"type": "string"},
+                               "path": {"type": "string", "default": "/"},
+                               "weight": {"type": "integer"}}}}
             }}
         }
     }));
@@ -721,6 +727,19 @@ fn custom_resources_merge_by_their_schema() {
     // An atomic map is replaced whole.
     assert_eq!(live["spec"]["selector"], json!({"x": "y"}));
     assert_eq!(fields(&live, "mgr1", "Apply"), Value::Null);
+    // A key field the item leaves out is keyed by its default.
+    let routes = json!({"routes": [{"host": "a", "weight": 1}]});
+    let live = apply_as(Some(&live), routes, "mgr3", false).unwrap();
+    let routes = json!({"routes": [{"host": "a", "path": "/", "weight": 2}]});
+    let error = apply_as(Some(&live), routes, "mgr4", false).unwrap_err();
+    assert_eq!(
+        error.message(),
+        "Apply failed with 1 conflict: conflict with \"mgr3\": \
+         .spec.routes[host=\"a\",path=\"/\"].weight"
+    );
+    assert!(fields(&live, "mgr3", "Apply")["f:spec"]["f:routes"]
+        .get(r#"k:{"host":"a","path":"/"}"#)
+        .is_some());
     // Items without their key are refused as upstream refuses them.
     let error = apply_as(Some(&live), json!({"ports": [{"port": 9}]}), "mgr3", false).unwrap_err();
     let expected = ".spec.ports: element 0: associative list with keys has an element that omits \

@@ -185,8 +185,14 @@ impl<'a> Types<'a> {
         }
     }
 
+    /// The default of a key field: the schema's (a custom resource's `default`), else
+    /// upstream's for built-in types.
     fn key_default(&self, ty: Ty<'a>, key: &str) -> Option<Value> {
         let definition = ty.type_ref?;
+        let declared = self.schema.fields(definition).and_then(|f| f.get(key)?.default.clone());
+        if declared.is_some() {
+            return declared;
+        }
         KEY_FIELD_DEFAULTS
             .iter()
             .find(|(d, k, _)| *d == definition && *k == key)

@@ -37,6 +37,9 @@ pub struct FieldPatchMeta {
     pub list_map_keys: Vec<String>,
     /// `x-kubernetes-map-type` of the property: `atomic` or `granular`.
     pub map_type: Option<String>,
+    /// The property's `default`: server-side apply keys a list item that leaves out a key
+    /// field by it.
+    pub default: Option<Value>,
 }
 
 /// What a lookup of one key under a type reference finds (empty when nothing is known).
@@ -297,6 +300,7 @@ fn openapi_fields(properties: &Map<String, Value>) -> BTreeMap<String, FieldPatc
                 list_type: string_at(property, "x-kubernetes-list-type"),
                 list_map_keys: strings_at(property, "x-kubernetes-list-map-keys"),
                 map_type: string_at(property, "x-kubernetes-map-type"),
+                default: property.get("default").cloned(),
             };
             (meta != FieldPatchMeta::default()).then(|| (name.clone(), meta))
         })
@@ -350,6 +354,7 @@ fn digest_fields(properties: &Map<String, Value>) -> BTreeMap<String, FieldPatch
                 list_type: string_at(entry, "listType"),
                 list_map_keys: strings_at(entry, "listMapKeys"),
                 map_type: string_at(entry, "mapType"),
+                default: entry.get("default").cloned(),
             };
             (name.clone(), meta)
         })

@@ -49,6 +49,7 @@ impl Builder {
                 list_type: child.list_type.clone(),
                 list_map_keys: child.list_map_keys.clone().unwrap_or_default(),
                 map_type: child.map_type.clone(),
+                default: child.default.clone(),
                 ..FieldPatchMeta::default()
             };
             if meta != FieldPatchMeta::default() {
@@ -108,7 +109,8 @@ mod tests {
                     "ports": {"type": "array", "x-kubernetes-list-type": "map",
                               "x-kubernetes-list-map-keys": ["name"],
                               "items": {"type": "object", "properties": {
-                                  "name": {"type": "string"}, "port": {"type": "integer"}}}},
+                                  "name": {"type": "string", "default": "main"},
+                                  "port": {"type": "integer"}}}},
                     "tags": {"type": "array", "x-kubernetes-list-type": "set",
                              "items": {"type": "string"}},
                     "selector": {"type": "object", "x-kubernetes-map-type": "atomic",
@@ -129,7 +131,9 @@ mod tests {
         assert!(schema.is_struct(spec));
         let ports = schema.lookup(Some(spec), "ports");
         assert_eq!(ports.effective_list_type(), ListType::Map(vec!["name"]));
-        assert!(schema.is_struct(ports.value_type.unwrap()));
+        let port = ports.value_type.unwrap();
+        assert!(schema.is_struct(port));
+        assert_eq!(schema.fields(port).unwrap()["name"].default, Some(json!("main")));
         assert_eq!(schema.lookup(Some(spec), "tags").effective_list_type(), ListType::Set);
         assert_eq!(schema.lookup(Some(spec), "selector").map_type, Some("atomic"));
         let limits = schema.lookup(Some(spec), "limits").value_type.unwrap();
