@@ -201,6 +201,29 @@ fn server_side_apply_merges_by_the_schema_and_reports_conflicts() {
     let alice_again = "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w1}\nspec: {}\n";
     s.ok_stdin(&[&apply[..], &["--field-manager=alice"]].concat(), alice_again);
     assert_eq!(widget(&s)["spec"]["ports"], json!([{"name": "metrics", "port": 9090}]));
+    // On the wire: upstream's 409 with one FieldManagerConflict cause per field.
+    let carol = r#"{"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w1"},
+                    "spec": {"replicas": 4, "ports": [{"name": "metrics", "port": 9091}]}}"#;
+    let path = "/apis/example.com/v1/namespaces/default/widgets/w1?fieldManager=carol";
+    let args = ["-X", "PATCH", "-H", "Content-Type: application/apply-patch+yaml", "--data-binary"];
+    let refused = s.curl(&[&args[..], &[carol]].concat(), path);
+    assert_eq!(refused.code, 409, "{}", refused.body);
+    let status = json(&refused.body);
+    assert_eq!(status["reason"], "Conflict");
+    assert_eq!(
+        status["message"],
+        "Apply failed with 2 conflicts: conflicts with \"bob\":\n- .spec.replicas\n\
+         - .spec.ports[name=\"metrics\"].port"
+    );
+    assert_eq!(
+        status["details"]["causes"],
+        json!([
+            {"reason": "FieldManagerConflict", "message": "conflict with \"bob\"",
+             "field": ".spec.replicas"},
+            {"reason": "FieldManagerConflict", "message": "conflict with \"bob\"",
+             "field": ".spec.ports[name=\"metrics\"].port"},
+        ])
+    );
 }
 
 #[test]
