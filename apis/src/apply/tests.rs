@@ -663,6 +663,9 @@ fn widget_schema() -> (PatchSchema, String) {
                              "additionalProperties": {"type": "string"}},
                 "limits": {"type": "object",
                            "additionalProperties": {"type": "integer"}},
+                "groups": {"type": "object", "additionalProperties": {
+                    "type": "object", "x-kubernetes-map-type": "atomic",
+                    "additionalProperties": {"type": "string"}}},
                 "routes": {"type": "array", "x-kubernetes-list-type": "map",
                            "x-kubernetes-list-map-keys": ["host", "path"],
                            "items": {"type": "object", "properties": {
@@ -727,6 +730,10 @@ fn custom_resources_merge_by_their_schema() {
     // An atomic map is replaced whole.
     assert_eq!(live["spec"]["selector"], json!({"x": "y"}));
     assert_eq!(fields(&live, "mgr1", "Apply"), Value::Null);
+    // The values of a map may be atomic: owned whole.
+    let groups = json!({"groups": {"a": {"x": "1", "y": "2"}}});
+    let live = apply_as(Some(&live), groups, "mgr5", false).unwrap();
+    assert_eq!(fields(&live, "mgr5", "Apply")["f:spec"], json!({"f:groups": {"f:a": {}}}));
     // A key field the item leaves out is keyed by its default.
     let routes = json!({"routes": [{"host": "a", "weight": 1}]});
     let live = apply_as(Some(&live), routes, "mgr3", false).unwrap();

@@ -70,7 +70,10 @@ impl Builder {
     /// struct: for lists the items' type, `map:<values>` for maps, none when it is a scalar
     /// or its content is left open (deduced).
     fn value_type(&mut self, props: &Props, name: &str) -> Option<String> {
-        if props.has_properties() || props.embedded_resource {
+        // An atomic object gets a definition too, so its map type holds where no property
+        // carries it (a list item, a map value).
+        let atomic = props.type_ == "object" && props.map_type.as_deref() == Some("atomic");
+        if props.has_properties() || props.embedded_resource || atomic {
             self.structure(props, name, props.embedded_resource);
             return Some(name.to_string());
         }
@@ -117,7 +120,10 @@ mod tests {
                                  "properties": {"app": {"type": "string"}}},
                     "limits": {"type": "object", "additionalProperties": {
                         "type": "object", "properties": {"max": {"type": "integer"}}}},
-                    "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+                    "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                    "labelSets": {"type": "array", "items": {
+                        "type": "object", "x-kubernetes-map-type": "atomic",
+                        "additionalProperties": {"type": "string"}}}
                 }}
             }
         }));
@@ -140,6 +146,8 @@ mod tests {
         let values = limits.strip_prefix("map:").unwrap();
         assert!(schema.is_struct(values));
         assert_eq!(schema.lookup(Some(spec), "free").value_type, None);
+        let label_set = schema.lookup(Some(spec), "labelSets").value_type.unwrap();
+        assert_eq!(schema.definition_map_type(label_set), Some("atomic"));
         assert_eq!(schema.lookup(Some(spec), "replicas"), Default::default());
     }
 }
