@@ -14,6 +14,7 @@ use std::fmt::Debug;
 
 use serde_json::Value;
 
+use crate::patch::PatchSchema;
 use crate::resources::ResourceInfo;
 use crate::selectors::LabelSelector;
 use crate::tables::{TablePrinter, NAME_AGE};
@@ -134,6 +135,13 @@ pub trait Strategy: Debug + Send + Sync {
         true
     }
 
+    /// The schema server-side apply merges this resource's objects by, and the definition of
+    /// its kind in it, when it is not the built-in one (a custom resource's, from its
+    /// definition's structural schema).
+    fn apply_schema(&self) -> Option<(&PatchSchema, &str)> {
+        None
+    }
+
     /// True when a delete answers with the deleted object rather than a `Status`.
     fn returns_deleted_object(&self) -> bool {
         false
@@ -230,6 +238,19 @@ fn meta_field<'a>(obj: &'a Value, field: &str) -> Option<&'a Value> {
 }
 
 /// The name rule of a resource's objects.
+/// The schema server-side apply and field ownership read the resource's objects by, and the
+/// definition of its kind there: the resource's own (a custom resource's), else the built-in
+/// one (`None` when that does not know the kind: everything is deduced).
+pub fn apply_schema(info: &ResourceInfo) -> (&PatchSchema, Option<&str>) {
+    match info.strategy.apply_schema() {
+        Some((schema, root)) => (schema, Some(root)),
+        None => {
+            let schema = PatchSchema::builtin();
+            (schema, schema.definition_for(info.group, info.version, info.kind))
+        }
+    }
+}
+
 pub fn name_rule(info: &ResourceInfo) -> NameRule {
     info.strategy.name_rule()
 }

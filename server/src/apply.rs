@@ -8,7 +8,7 @@
 
 use http::StatusCode;
 use rkube_apis::apply::{ApplyError, ApplyOptions};
-use rkube_apis::patch::{PatchSchema, PatchType};
+use rkube_apis::patch::PatchType;
 use rkube_apis::resources::ResourceInfo;
 use rkube_apis::validation::FieldError;
 use serde_json::Value;
@@ -120,8 +120,7 @@ pub async fn serve(
         requester: request.requester.clone(),
         ..Default::default()
     };
-    let schema = PatchSchema::builtin();
-    let type_ref = schema.definition_for(info.group, info.version, info.kind);
+    let (schema, type_ref) = rkube_apis::strategy::apply_schema(info);
     let apply_to = |live: Option<&Value>| {
         rkube_apis::apply::apply(schema, type_ref, live, &config, &options).map_err(apply_error)
     };

@@ -823,8 +823,7 @@ fn record_update(
     manager: &str,
     subresource: Option<&str>,
 ) {
-    let schema = rkube_apis::patch::PatchSchema::builtin();
-    let type_ref = schema.definition_for(info.group, info.version, info.kind);
+    let (schema, type_ref) = rkube_apis::strategy::apply_schema(info);
     let time = object::now();
     let subresource =
         subresource.filter(|s| matches!(*s, "status" | "ephemeralcontainers" | "approval"));

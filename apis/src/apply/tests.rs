@@ -645,3 +645,111 @@ fn kubectl_takes_over_what_its_client_side_apply_last_applied() {
         json!({LAST_APPLIED: config_map(json!({}), json!({})).to_string()});
     assert!(apply_as(CONFIG_MAP, Some(&without), &changed, KUBECTL, false).is_err());
 }
+
+/// A custom resource's schema, as `PatchSchema::from_structural` reads its definition.
+fn widget_schema() -> (PatchSchema, String) {
+    let props = crate::structural::Props::parse(&json!({
+        "type": "object",
+        "properties": {
+            "spec": {"type": "object", "properties": {
+                "replicas": {"type": "integer"},
+                "ports": {"type": "array", "x-kubernetes-list-type": "map",
+                          "x-kubernetes-list-map-keys": ["name"],
+                          "items": {"type": "object", "properties": {
+                              "name": {"type": "string"}, "port": {"type": "integer"}}}},
+                "tags": {"type": "array", "x-kubernetes-list-type": "set",
+                         "items": {"type": "string"}},
+                "selector": {"type": "object", "x-kubernetes-map-type": "atomic",
+                             "additionalProperties": {"type": "string"}},
+                "limits": {"type": "object",
+                           "additionalProperties": {"type": "integer"}},
+                "groups": {"type": "object", "additionalProperties": {
+                    "type": "object", "x-kubernetes-map-type": "atomic",
+                    "additionalProperties": {"type": "string"}}},
+                "routes": {"type": "array", "x-kubernetes-list-type": "map",
+                           "x-kubernetes-list-map-keys": ["host", "path"],
+                           "items": {"type": "object", "properties": {
+                               "host": {"type": "string"},
+                               "path": {"type": "string", "default": "/"},
+                               "weight": {"type": "integer"}}}}
+            }}
+        }
+    }));
+    let root = crate::patch::custom_definition_name("example.com", "v1", "Widget");
+    (PatchSchema::from_structural(&props, &root), root)
+}
+
+fn widget(spec: Value) -> Value {
+    json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
+           "spec": spec})
+}
+
+#[test]
+fn custom_resources_merge_by_their_schema() {
+    let (schema, root) = widget_schema();
+    let apply_as = |live: Option<&Value>, spec: Value, manager: &str, force: bool| {
+        let opts = options(manager, force, "example.com/v1", T1);
+        apply(&schema, Some(&root), live, &widget(spec), &opts)
+    };
+    let first = json!({"replicas": 1, "ports": [{"name": "a", "port": 1}], "tags": ["x"],
+                       "selector": {"app": "w"}, "limits": {"cpu": 1}});
+    let live = apply_as(None, first, "mgr1", false).unwrap();
+    assert_eq!(
+        fields(&live, "mgr1", "Apply")["f:spec"],
+        json!({"f:replicas": {}, "f:ports": {"k:{\"name\":\"a\"}": {".": {}, "f:name": {},
+               "f:port": {}}}, "f:tags": {"v:\"x\"": {}}, "f:selector": {},
+               "f:limits": {"f:cpu": {}}})
+    );
+    // Another manager's items of the map-list, the set and the map join the first's.
+    let second = json!({"ports": [{"name": "b", "port": 2}], "tags": ["y"], "limits": {"mem": 2}});
+    let live = apply_as(Some(&live), second, "mgr2", false).unwrap();
+    assert_eq!(live["spec"]["ports"], json!([{"name": "a", "port": 1}, {"name": "b", "port": 2}]));
+    assert_eq!(live["spec"]["tags"], json!(["x", "y"]));
+    assert_eq!(live["spec"]["limits"], json!({"cpu": 1, "mem": 2}));
+    // What the first no longer applies goes; the second's items stay.
+    let again = json!({"replicas": 1, "selector": {"app": "w"}});
+    let live = apply_as(Some(&live), again, "mgr1", false).unwrap();
+    assert_eq!(live["spec"]["ports"], json!([{"name": "b", "port": 2}]));
+    assert_eq!(live["spec"]["tags"], json!(["y"]));
+    assert_eq!(live["spec"]["limits"], json!({"mem": 2}));
+    // A shared field conflicts, in upstream's words, until forced.
+    let error = apply_as(Some(&live), json!({"replicas": 3}), "mgr2", false).unwrap_err();
+    assert_eq!(
+        error.message(),
+        "Apply failed with 1 conflict: conflict with \"mgr1\": .spec.replicas"
+    );
+    let error = apply_as(Some(&live), json!({"selector": {"x": "y"}}), "mgr2", false).unwrap_err();
+    assert_eq!(
+        error.message(),
+        "Apply failed with 1 conflict: conflict with \"mgr1\": .spec.selector"
+    );
+    let forced = json!({"replicas": 3, "ports": [{"name": "b", "port": 2}], "tags": ["y"],
+                        "limits": {"mem": 2}, "selector": {"x": "y"}});
+    let live = apply_as(Some(&live), forced, "mgr2", true).unwrap();
+    assert_eq!(live["spec"]["replicas"], 3);
+    // An atomic map is replaced whole.
+    assert_eq!(live["spec"]["selector"], json!({"x": "y"}));
+    assert_eq!(fields(&live, "mgr1", "Apply"), Value::Null);
+    // The values of a map may be atomic: owned whole.
+    let groups = json!({"groups": {"a": {"x": "1", "y": "2"}}});
+    let live = apply_as(Some(&live), groups, "mgr5", false).unwrap();
+    assert_eq!(fields(&live, "mgr5", "Apply")["f:spec"], json!({"f:groups": {"f:a": {}}}));
+    // A key field the item leaves out is keyed by its default.
+    let routes = json!({"routes": [{"host": "a", "weight": 1}]});
+    let live = apply_as(Some(&live), routes, "mgr3", false).unwrap();
+    let routes = json!({"routes": [{"host": "a", "path": "/", "weight": 2}]});
+    let error = apply_as(Some(&live), routes, "mgr4", false).unwrap_err();
+    assert_eq!(
+        error.message(),
+        "Apply failed with 1 conflict: conflict with \"mgr3\": \
+         .spec.routes[host=\"a\",path=\"/\"].weight"
+    );
+    assert!(fields(&live, "mgr3", "Apply")["f:spec"]["f:routes"]
+        .get(r#"k:{"host":"a","path":"/"}"#)
+        .is_some());
+    // Items without their key are refused as upstream refuses them.
+    let error = apply_as(Some(&live), json!({"ports": [{"port": 9}]}), "mgr3", false).unwrap_err();
+    let expected = ".spec.ports: element 0: associative list with keys has an element that omits \
+                    all key fields [\"name\"]";
+    assert!(error.message().contains(expected), "{error}");
+}

@@ -3,8 +3,10 @@
 //! how a list is merged (atomic, set, or associative by key fields), and the path element of a
 //! list item.
 //!
-//! What the schema does not describe is "deduced", as upstream does for untyped values:
-//! objects are granular maps, lists are atomic, everything else is a leaf.
+//! The schema is the built-in kinds' or a custom resource's (built from its CRD's structural
+//! schema, see `PatchSchema::from_structural`). What it does not describe is "deduced", as
+//! upstream does for untyped values: objects are granular maps, lists are atomic, everything
+//! else is a leaf.
 
 use serde_json::Value;
 
@@ -14,7 +16,7 @@ use crate::patch::{FieldLookup, ListType, PatchSchema};
 
 const MAP_PREFIX: &str = "map:";
 const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
-/// The type of an object whose kind the schema does not know (a custom resource): its
+/// The type of an object whose kind the schema does not know (no schema was given): its
 /// top-level keys are fields, its metadata is an ObjectMeta, the rest is deduced.
 const UNTYPED_OBJECT: &str = "<untyped object>";
 
@@ -61,9 +63,10 @@ impl<'a> Types<'a> {
         Ty { type_ref: Some(root), field: FieldLookup::default() }
     }
 
-    /// Whether the schema knows the object's kind.
+    /// Whether the object is of a Go type (a built-in kind), whose top-level structs are
+    /// never left out; a custom resource's schema describes unstructured objects.
     pub(crate) fn is_typed(&self, ty: Ty<'a>) -> bool {
-        ty.type_ref.is_some_and(|name| name != UNTYPED_OBJECT)
+        !self.schema.is_unstructured() && ty.type_ref.is_some_and(|name| name != UNTYPED_OBJECT)
     }
 
     /// How an object of this type is handled: the property's `x-kubernetes-map-type` first,
@@ -182,8 +185,14 @@ impl<'a> Types<'a> {
         }
     }
 
+    /// The default of a key field: the schema's (a custom resource's `default`), else
+    /// upstream's for built-in types.
     fn key_default(&self, ty: Ty<'a>, key: &str) -> Option<Value> {
         let definition = ty.type_ref?;
+        let declared = self.schema.fields(definition).and_then(|f| f.get(key)?.default.clone());
+        if declared.is_some() {
+            return declared;
+        }
         KEY_FIELD_DEFAULTS
             .iter()
             .find(|(d, k, _)| *d == definition && *k == key)

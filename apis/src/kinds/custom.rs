@@ -13,11 +13,15 @@
 //! here, by the engine the server installs (`crate::validation::rules`), and run after the
 //! schema's checks. Not yet (issue 20): `additionalPrinterColumns`, selectable fields,
 //! webhook conversion.
+//!
+//! Server-side apply merges and owns fields by the same schema, read once here as patch
+//! metadata (`PatchSchema::from_structural`: structs, maps, list and map types).
 
 use std::sync::Arc;
 
 use serde_json::{json, Value};
 
+use crate::patch::{custom_definition_name, PatchSchema};
 use crate::resources::{intern, intern_list, NormalizeFn, ResourceInfo, SchemaFn, STANDARD_VERBS};
 use crate::strategy::{spec_differs, ScaleView, Strategy};
 use crate::structural::Schema;
@@ -36,6 +40,8 @@ pub struct CustomResources {
     rules: Option<Arc<dyn CompiledRules>>,
     /// The version's structural schema.
     schema: Arc<Schema>,
+    /// The same schema as server-side apply reads it, with the name of its root definition.
+    apply_schema: (PatchSchema, String),
 }
 
 /// Where a custom resource keeps what its `/scale` subresource shows (the definition's
@@ -116,6 +122,10 @@ impl Strategy for CustomResources {
 
     fn accepts_strategic_merge_patch(&self) -> bool {
         false
+    }
+
+    fn apply_schema(&self) -> Option<(&PatchSchema, &str)> {
+        Some((&self.apply_schema.0, &self.apply_schema.1))
     }
 
     fn default(&self, obj: &mut Value) {
@@ -213,6 +223,8 @@ pub fn resources_of(crd: &Value) -> Result<Vec<ResourceInfo>, String> {
         let schema = version["schema"]["openAPIV3Schema"].clone();
         let compiled_rules = rules::engine().and_then(|e| e.compile(&schema));
         let structural = Arc::new(Schema::new(&schema));
+        let root = custom_definition_name(group, name, kind);
+        let apply_schema = (PatchSchema::from_structural(structural.props(), &root), root);
         served.push(ResourceInfo {
             group,
             version: name,
@@ -234,6 +246,7 @@ pub fn resources_of(crd: &Value) -> Result<Vec<ResourceInfo>, String> {
                 scale: scale.then(|| ScalePaths::of(&version["subresources"]["scale"])),
                 rules: compiled_rules,
                 schema: structural,
+                apply_schema,
             }),
         });
     }
@@ -379,6 +392,7 @@ mod tests {
             scale: None,
             rules: None,
             schema: Arc::new(Schema::new(&Value::Null)),
+            apply_schema: (PatchSchema::default(), String::new()),
         };
         assert!(plain.bumps_generation(&json!({"spec": {"a": 1}, "status": {"b": 2}}), &old));
     }

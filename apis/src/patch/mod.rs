@@ -20,6 +20,7 @@ mod rfc6902;
 mod rfc7386;
 pub mod schema;
 pub mod strategic;
+mod structural;
 
 use std::fmt;
 
@@ -27,6 +28,7 @@ use serde_json::Value;
 
 pub use schema::{FieldLookup, FieldPatchMeta, ListType, PatchSchema, SchemaError};
 pub use strategic::{strategic_merge_patch, StrategicMergeError};
+pub use structural::custom_definition_name;
 
 /// The patch formats of the PATCH verb, by Content-Type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -37,6 +37,9 @@ pub struct FieldPatchMeta {
     pub list_map_keys: Vec<String>,
     /// `x-kubernetes-map-type` of the property: `atomic` or `granular`.
     pub map_type: Option<String>,
+    /// The property's `default`: server-side apply keys a list item that leaves out a key
+    /// field by it.
+    pub default: Option<Value>,
 }
 
 /// What a lookup of one key under a type reference finds (empty when nothing is known).
@@ -97,11 +100,19 @@ impl<'a> FieldLookup<'a> {
 pub struct SchemaError(String);
 
 /// Strategic-merge-patch metadata for a set of types, and the definition name of each kind.
+///
+/// A schema may sit on a base ([`PatchSchema::builtin`] for a custom resource's, see
+/// [`PatchSchema::from_structural`]): definitions it does not have are looked up there, so a
+/// custom resource's `metadata` is the built-in ObjectMeta.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PatchSchema {
     definitions: HashMap<String, BTreeMap<String, FieldPatchMeta>>,
     kinds: HashMap<String, String>,
     map_types: HashMap<String, String>,
+    base: Option<&'static PatchSchema>,
+    /// The objects are unstructured (a custom resource's): no field has a Go zero value that
+    /// a typed object would always hold.
+    unstructured: bool,
 }
 
 static BUILTIN: OnceLock<PatchSchema> = OnceLock::new();
@@ -174,6 +185,22 @@ impl PatchSchema {
         Ok(schema)
     }
 
+    /// A schema of unstructured objects from its struct definitions and their own map types,
+    /// falling back to `base` for the definitions it does not have.
+    pub(super) fn assemble(
+        definitions: impl IntoIterator<Item = (String, BTreeMap<String, FieldPatchMeta>)>,
+        map_types: impl IntoIterator<Item = (String, String)>,
+        base: &'static PatchSchema,
+    ) -> PatchSchema {
+        PatchSchema {
+            definitions: definitions.into_iter().collect(),
+            kinds: HashMap::new(),
+            map_types: map_types.into_iter().collect(),
+            base: Some(base),
+            unstructured: true,
+        }
+    }
+
     /// The definition name of a kind, e.g. `("apps", "v1", "Deployment")` →
     /// `io.k8s.api.apps.v1.Deployment`; the core group is `""`.
     pub fn definition_for(&self, group: &str, version: &str, kind: &str) -> Option<&str> {
@@ -182,7 +209,10 @@ impl PatchSchema {
         } else {
             format!("{group}/{version}/{kind}")
         };
-        self.kinds.get(&key).map(String::as_str)
+        match self.kinds.get(&key) {
+            Some(name) => Some(name),
+            None => self.base?.definition_for(group, version, kind),
+        }
     }
 
     /// Every definition the schema records.
@@ -199,18 +229,27 @@ impl PatchSchema {
     /// The properties recorded for a struct definition; absent for other definitions. The
     /// built-in digest only records properties that carry patch metadata or lead to a struct.
     pub fn fields(&self, definition: &str) -> Option<&BTreeMap<String, FieldPatchMeta>> {
-        self.definitions.get(definition)
+        self.definition(definition).map(|(_, fields)| fields)
     }
 
     /// Whether a definition is a struct (it has `properties`): its keys are fields, not the
     /// entries of a map.
     pub fn is_struct(&self, definition: &str) -> bool {
-        self.definitions.contains_key(definition)
+        self.definition(definition).is_some()
+    }
+
+    /// Whether the schema describes unstructured objects (a custom resource's), whose
+    /// fields have no Go zero values.
+    pub fn is_unstructured(&self) -> bool {
+        self.unstructured
     }
 
     /// The definition's own `x-kubernetes-map-type` (e.g. `atomic` for `LabelSelector`).
     pub fn definition_map_type(&self, definition: &str) -> Option<&str> {
-        self.map_types.get(definition).map(String::as_str)
+        match self.map_types.get(definition) {
+            Some(map_type) => Some(map_type),
+            None => self.base?.definition_map_type(definition),
+        }
     }
 
     /// The metadata of `key` under the type `type_ref` (a definition name or `map:<type>`);
@@ -220,7 +259,7 @@ impl PatchSchema {
         if let Some(value_type) = type_ref.strip_prefix(MAP_PREFIX) {
             return FieldLookup { value_type: Some(value_type), ..FieldLookup::default() };
         }
-        let Some(field) = self.definitions.get(type_ref).and_then(|f| f.get(key)) else {
+        let Some(field) = self.fields(type_ref).and_then(|f| f.get(key)) else {
             return FieldLookup::default();
         };
         FieldLookup {
@@ -235,7 +274,18 @@ impl PatchSchema {
 
     /// The schema's own copy of a definition name, so lookups can borrow from the schema.
     pub(crate) fn root<'a>(&'a self, definition: &str) -> Option<&'a str> {
-        self.definitions.get_key_value(definition).map(|(name, _)| name.as_str())
+        self.definition(definition).map(|(name, _)| name)
+    }
+
+    /// A definition's name and fields, from this schema or its base.
+    fn definition<'a>(
+        &'a self,
+        definition: &str,
+    ) -> Option<(&'a str, &'a BTreeMap<String, FieldPatchMeta>)> {
+        match self.definitions.get_key_value(definition) {
+            Some((name, fields)) => Some((name, fields)),
+            None => self.base?.definition(definition),
+        }
     }
 }
 
@@ -250,6 +300,7 @@ fn openapi_fields(properties: &Map<String, Value>) -> BTreeMap<String, FieldPatc
                 list_type: string_at(property, "x-kubernetes-list-type"),
                 list_map_keys: strings_at(property, "x-kubernetes-list-map-keys"),
                 map_type: string_at(property, "x-kubernetes-map-type"),
+                default: property.get("default").cloned(),
             };
             (meta != FieldPatchMeta::default()).then(|| (name.clone(), meta))
         })
@@ -303,6 +354,7 @@ fn digest_fields(properties: &Map<String, Value>) -> BTreeMap<String, FieldPatch
                 list_type: string_at(entry, "listType"),
                 list_map_keys: strings_at(entry, "listMapKeys"),
                 map_type: string_at(entry, "mapType"),
+                default: entry.get("default").cloned(),
             };
             (name.clone(), meta)
         })
