@@ -11,16 +11,25 @@
 //! are what `fieldValidation` reports) and when a stored object is read, and fills in its
 //! defaults on both. The version's CEL rules (`x-kubernetes-validations`) are compiled once
 //! here, by the engine the server installs (`crate::validation::rules`), and run after the
-//! schema's checks. Not yet (issue 20): `additionalPrinterColumns`, selectable fields,
-//! webhook conversion.
+//! schema's checks. A version's `additionalPrinterColumns` are its table ([`columns`], read
+//! with the small [`json_path`] reader), and its `selectableFields` the field selectors it
+//! supports besides `metadata.name` and `metadata.namespace` (an absent field reads as the
+//! empty string, as upstream). Not yet (issue 20): webhook conversion.
 
-use std::sync::Arc;
+pub mod columns;
+pub mod json_path;
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
+use self::columns::PrinterColumns;
 use crate::resources::{intern, intern_list, NormalizeFn, ResourceInfo, SchemaFn, STANDARD_VERBS};
-use crate::strategy::{spec_differs, ScaleView, Strategy};
+use crate::strategy::{spec_differs, ScaleView, SelectableField, Strategy};
 use crate::structural::Schema;
+use crate::tables::Column;
 use crate::validation::rules::{self, CompiledRules};
 use crate::validation::FieldError;
 
@@ -36,6 +45,38 @@ pub struct CustomResources {
     rules: Option<Arc<dyn CompiledRules>>,
     /// The version's structural schema.
     schema: Arc<Schema>,
+    /// The version's table.
+    columns: PrinterColumns,
+    /// The version's `selectableFields`, as field selectors name them (`spec.color`).
+    selectable: &'static [SelectableField],
+}
+
+/// A version's `selectableFields[].jsonPath`s (`.spec.color`) as field labels (`spec.color`)
+/// with the fields each reads. Kept once per distinct list for the life of the process, as
+/// the names of resources added while the server runs are ([`intern`]).
+fn selectable_fields(version: &Value) -> &'static [SelectableField] {
+    let paths: Vec<&str> = version["selectableFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f["jsonPath"].as_str())
+        .map(|p| p.trim_start_matches('.'))
+        .filter(|p| !p.is_empty())
+        .collect();
+    if paths.is_empty() {
+        return &[];
+    }
+    type Lists = HashMap<Vec<String>, &'static [SelectableField]>;
+    static INTERNED: OnceLock<Mutex<Lists>> = OnceLock::new();
+    let key: Vec<String> = paths.iter().map(|p| p.to_string()).collect();
+    let mut lists = INTERNED.get_or_init(Default::default).lock().expect("intern lock");
+    lists.entry(key).or_insert_with(|| {
+        let fields: Vec<SelectableField> = paths
+            .iter()
+            .map(|p| (intern(p), intern_list(&p.split('.').collect::<Vec<_>>())))
+            .collect();
+        Box::leak(fields.into_boxed_slice())
+    })
 }
 
 /// Where a custom resource keeps what its `/scale` subresource shows (the definition's
@@ -116,6 +157,18 @@ impl Strategy for CustomResources {
 
     fn accepts_strategic_merge_patch(&self) -> bool {
         false
+    }
+
+    fn selectable_fields(&self) -> &'static [SelectableField] {
+        self.selectable
+    }
+
+    fn table_columns(&self) -> Vec<Column> {
+        self.columns.columns()
+    }
+
+    fn table_cells(&self, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
+        self.columns.cells(obj, now)
     }
 
     fn default(&self, obj: &mut Value) {
@@ -234,6 +287,8 @@ pub fn resources_of(crd: &Value) -> Result<Vec<ResourceInfo>, String> {
                 scale: scale.then(|| ScalePaths::of(&version["subresources"]["scale"])),
                 rules: compiled_rules,
                 schema: structural,
+                columns: PrinterColumns::of(version),
+                selectable: selectable_fields(version),
             }),
         });
     }
@@ -379,8 +434,50 @@ mod tests {
             scale: None,
             rules: None,
             schema: Arc::new(Schema::new(&Value::Null)),
+            columns: PrinterColumns::of(&Value::Null),
+            selectable: &[],
         };
         assert!(plain.bumps_generation(&json!({"spec": {"a": 1}, "status": {"b": 2}}), &old));
+    }
+
+    #[test]
+    fn selectable_fields_are_field_labels_and_absent_ones_read_empty() {
+        let mut crd = widgets();
+        crd["spec"]["versions"][0]["selectableFields"] = json!([{"jsonPath": ".spec.color"}, {"jsonPath": ".spec.size"}, {"jsonPath": ".spec.on"}]);
+        let served = resources_of(&crd).unwrap();
+        let info = &served[0];
+        let obj = json!({"metadata": {"name": "w", "namespace": "ns"}, "spec": {"color": "blue", "size": 3, "on": true}});
+        let fields = crate::strategy::field_values(info, &obj);
+        assert_eq!(
+            fields,
+            vec![
+                ("metadata.name", "w".to_string()),
+                ("metadata.namespace", "ns".to_string()),
+                ("spec.color", "blue".to_string()),
+                ("spec.size", "3".to_string()),
+                ("spec.on", "true".to_string()),
+            ]
+        );
+        let bare = crate::strategy::field_values(info, &json!({"metadata": {"name": "x"}}));
+        assert_eq!(bare[2], ("spec.color", String::new()));
+        assert_eq!(crate::strategy::storage_field_label(info, "spec.color"), Some("spec.color"));
+        assert_eq!(crate::strategy::storage_field_label(info, "spec.shape"), None);
+        // Without selectable fields only the name and namespace are.
+        let plain = resources_of(&widgets()).unwrap();
+        assert_eq!(crate::strategy::storage_field_label(&plain[0], "spec.color"), None);
+    }
+
+    #[test]
+    fn the_table_is_the_versions_printer_columns() {
+        let mut crd = widgets();
+        crd["spec"]["versions"][0]["additionalPrinterColumns"] =
+            json!([{"name": "Color", "type": "string", "jsonPath": ".spec.color"}]);
+        let served = resources_of(&crd).unwrap();
+        let names: Vec<&str> = crate::tables::columns(&served[0]).iter().map(|c| c.name).collect();
+        assert_eq!(names, ["Name", "Color"]);
+        let obj = json!({"metadata": {"name": "w"}, "spec": {"color": "blue"}});
+        let cells = crate::tables::cells(&served[0], &obj, chrono::Utc::now());
+        assert_eq!(cells, vec![json!("w"), json!("blue")]);
     }
 
     #[test]
