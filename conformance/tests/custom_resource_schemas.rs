@@ -168,6 +168,20 @@ fn printer_columns_are_the_table_of_kubectl_get() {
     // A single object's table, as `kubectl get widget w1` asks for it.
     let one = s.curl(&["-H", TABLE], "/apis/example.com/v1/namespaces/default/widgets/w1");
     assert_eq!(json(&one.body)["rows"][0]["cells"][1], 3, "{}", one.body);
+
+    // A changed definition changes the table while the server runs.
+    s.ok(&[
+        "patch",
+        "crd",
+        "widgets.example.com",
+        "--type=json",
+        "-p",
+        r#"[{"op":"replace","path":"/spec/versions/0/additionalPrinterColumns","value":[{"name":"Shiny","type":"boolean","jsonPath":".spec.shiny"}]}]"#,
+    ]);
+    s.wait_until("the new columns", Duration::from_secs(20), || {
+        let printed = s.ok(&["get", "widgets"]);
+        (rows(&printed)[0] == ["NAME", "SHINY"], printed)
+    });
 }
 
 #[test]

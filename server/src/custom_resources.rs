@@ -350,3 +350,17 @@ async fn clean_up(registry: &Registry, crd: &Value) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deletion_timestamp_is_read_from_the_metadata_alone() {
+        let deleting = br#"{"metadata":{"name":"a","deletionTimestamp":"2026-01-01T00:00:00Z"},"spec":{"x":[1,2]}}"#;
+        assert!(has_deletion_timestamp(deleting));
+        assert!(!has_deletion_timestamp(br#"{"metadata":{"name":"a"},"spec":{}}"#));
+        assert!(!has_deletion_timestamp(br#"{"metadata":{"deletionTimestamp":null}}"#));
+        assert!(!has_deletion_timestamp(b"not json"));
+    }
+}

@@ -47,35 +47,59 @@ pub struct CustomResources {
     schema: Arc<Schema>,
     /// The version's table.
     columns: PrinterColumns,
-    /// The version's `selectableFields`, as field selectors name them (`spec.color`).
+    /// The `selectableFields` of every served version, as field selectors name them
+    /// (`spec.color`): the values each object's cache entry keeps, whichever version the
+    /// watch cache was made for (versions differ by `apiVersion` only, so one path reads
+    /// the same value in each).
     selectable: &'static [SelectableField],
+    /// The field labels this version accepts: its own selectable fields.
+    accepted: &'static [(&'static str, &'static str)],
 }
 
-/// A version's `selectableFields[].jsonPath`s (`.spec.color`) as field labels (`spec.color`)
-/// with the fields each reads. Kept once per distinct list for the life of the process, as
-/// the names of resources added while the server runs are ([`intern`]).
-fn selectable_fields(version: &Value) -> &'static [SelectableField] {
-    let paths: Vec<&str> = version["selectableFields"]
+/// A version's `selectableFields[].jsonPath`s (`.spec.color`) as field labels (`spec.color`).
+fn selectable_paths(version: &Value) -> Vec<&str> {
+    version["selectableFields"]
         .as_array()
         .into_iter()
         .flatten()
         .filter_map(|f| f["jsonPath"].as_str())
         .map(|p| p.trim_start_matches('.'))
         .filter(|p| !p.is_empty())
-        .collect();
-    if paths.is_empty() {
+        .collect()
+}
+
+/// Field labels with the fields each reads. Kept once per distinct list for the life of the
+/// process, as the names of resources added while the server runs are ([`intern`]).
+fn interned_fields(labels: &[&str]) -> &'static [SelectableField] {
+    if labels.is_empty() {
         return &[];
     }
     type Lists = HashMap<Vec<String>, &'static [SelectableField]>;
     static INTERNED: OnceLock<Mutex<Lists>> = OnceLock::new();
-    let key: Vec<String> = paths.iter().map(|p| p.to_string()).collect();
+    let key: Vec<String> = labels.iter().map(|p| p.to_string()).collect();
     let mut lists = INTERNED.get_or_init(Default::default).lock().expect("intern lock");
     lists.entry(key).or_insert_with(|| {
-        let fields: Vec<SelectableField> = paths
+        let fields: Vec<SelectableField> = labels
             .iter()
             .map(|p| (intern(p), intern_list(&p.split('.').collect::<Vec<_>>())))
             .collect();
         Box::leak(fields.into_boxed_slice())
+    })
+}
+
+/// The field labels one version accepts (its own selectable fields, the name and the
+/// namespace), each read from the label of the same name. Kept as [`interned_fields`].
+fn interned_labels(labels: &[&str]) -> &'static [(&'static str, &'static str)] {
+    type Lists = HashMap<Vec<String>, &'static [(&'static str, &'static str)]>;
+    static INTERNED: OnceLock<Mutex<Lists>> = OnceLock::new();
+    let mut all = vec!["metadata.name", "metadata.namespace"];
+    all.extend(labels.iter().filter(|l| !all.contains(l)).collect::<Vec<_>>());
+    let key: Vec<String> = all.iter().map(|p| p.to_string()).collect();
+    let mut lists = INTERNED.get_or_init(Default::default).lock().expect("intern lock");
+    lists.entry(key).or_insert_with(|| {
+        let pairs: Vec<(&'static str, &'static str)> =
+            all.iter().map(|l| (intern(l), intern(l))).collect();
+        Box::leak(pairs.into_boxed_slice())
     })
 }
 
@@ -161,6 +185,10 @@ impl Strategy for CustomResources {
 
     fn selectable_fields(&self) -> &'static [SelectableField] {
         self.selectable
+    }
+
+    fn field_label_conversions(&self) -> Option<&'static [(&'static str, &'static str)]> {
+        Some(self.accepted)
     }
 
     fn table_columns(&self) -> Vec<Column> {
@@ -249,6 +277,17 @@ pub fn resources_of(crd: &Value) -> Result<Vec<ResourceInfo>, String> {
     let short_names = strings(&names["shortNames"]);
     let categories = strings(&names["categories"]);
     let namespaced = spec["scope"] != "Cluster";
+    let mut every_version: Vec<&str> = Vec::new();
+    for version in spec["versions"].as_array().into_iter().flatten() {
+        if version["served"] == true {
+            for label in selectable_paths(version) {
+                if !every_version.contains(&label) {
+                    every_version.push(label);
+                }
+            }
+        }
+    }
+    let selectable = interned_fields(&every_version);
     let mut served = Vec::new();
     for version in spec["versions"].as_array().into_iter().flatten() {
         let Some(name) = text(&version["name"]) else { continue };
@@ -288,7 +327,8 @@ pub fn resources_of(crd: &Value) -> Result<Vec<ResourceInfo>, String> {
                 rules: compiled_rules,
                 schema: structural,
                 columns: PrinterColumns::of(version),
-                selectable: selectable_fields(version),
+                selectable,
+                accepted: interned_labels(&selectable_paths(version)),
             }),
         });
     }
@@ -436,6 +476,7 @@ mod tests {
             schema: Arc::new(Schema::new(&Value::Null)),
             columns: PrinterColumns::of(&Value::Null),
             selectable: &[],
+            accepted: interned_labels(&[]),
         };
         assert!(plain.bumps_generation(&json!({"spec": {"a": 1}, "status": {"b": 2}}), &old));
     }
@@ -465,6 +506,22 @@ mod tests {
         // Without selectable fields only the name and namespace are.
         let plain = resources_of(&widgets()).unwrap();
         assert_eq!(crate::strategy::storage_field_label(&plain[0], "spec.color"), None);
+        assert_eq!(
+            crate::strategy::storage_field_label(&plain[0], "metadata.name"),
+            Some("metadata.name")
+        );
+        // Each version accepts its own; every version's values are kept, whichever version
+        // the watch cache reads objects with.
+        crd["spec"]["versions"][1]["served"] = json!(true);
+        crd["spec"]["versions"][1]["selectableFields"] = json!([{"jsonPath": ".spec.shape"}]);
+        let served = resources_of(&crd).unwrap();
+        let (v1, beta) = (&served[0], &served[1]);
+        assert_eq!(crate::strategy::storage_field_label(v1, "spec.shape"), None);
+        assert_eq!(crate::strategy::storage_field_label(beta, "spec.shape"), Some("spec.shape"));
+        assert_eq!(crate::strategy::storage_field_label(beta, "spec.color"), None);
+        let shaped = json!({"metadata": {"name": "w"}, "spec": {"shape": "round"}});
+        let kept = crate::strategy::field_values(v1, &shaped);
+        assert!(kept.contains(&("spec.shape", "round".to_string())), "{kept:?}");
     }
 
     #[test]
