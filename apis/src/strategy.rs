@@ -12,12 +12,14 @@
 use std::collections::BTreeMap;
 use std::fmt::Debug;
 
+use chrono::{DateTime, Utc};
+
 use serde_json::Value;
 
 use crate::patch::PatchSchema;
 use crate::resources::ResourceInfo;
 use crate::selectors::LabelSelector;
-use crate::tables::{TablePrinter, NAME_AGE};
+use crate::tables::{Column, TablePrinter, NAME_AGE};
 use crate::validation::{validate_object_meta, FieldError, NameRule};
 
 /// A field a field selector may name, and where its value is read: `("spec.nodeName",
@@ -121,6 +123,19 @@ pub trait Strategy: Debug + Send + Sync {
     /// object's row (see `crate::tables`); name and age by default.
     fn printer(&self) -> &'static TablePrinter {
         &NAME_AGE
+    }
+
+    /// The columns of the kind's table, in order, wide ones included: the
+    /// [printer's](Strategy::printer) by default; a kind whose columns are only known while
+    /// the server runs (a custom resource's `additionalPrinterColumns`) gives its own.
+    fn table_columns(&self) -> Vec<Column> {
+        self.printer().columns.to_vec()
+    }
+
+    /// An object's row of cells in the order of [`Strategy::table_columns`]; `now` is what
+    /// ages count from.
+    fn table_cells(&self, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
+        (self.printer().row)(obj, now)
     }
 
     /// `obj`, an object of the same resource in the served form `from` (its `apiVersion`),

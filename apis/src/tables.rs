@@ -90,12 +90,12 @@ pub const CREATED_AT: TablePrinter =
 
 /// The columns of `info`'s table, in order, wide ones included.
 pub fn columns(info: &ResourceInfo) -> Vec<Column> {
-    info.strategy.printer().columns.to_vec()
+    info.strategy.table_columns()
 }
 
 /// One row's cells for `obj`, in the order of [`columns`]; `now` is what ages count from.
 pub fn cells(info: &ResourceInfo, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
-    (info.strategy.printer().row)(obj, now)
+    info.strategy.table_cells(obj, now)
 }
 
 /// The `Name` cell: the object's name.

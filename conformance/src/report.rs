@@ -58,7 +58,8 @@ pub fn machine() -> String {
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
-    format!("Measured {date} on {cores} cores, {memory} of memory (release build).")
+    let build = if cfg!(debug_assertions) { "debug build" } else { "release build" };
+    format!("Measured {date} on {cores} cores, {memory} of memory ({build}).")
 }
 
 /// `docs/benchmarks.md` of the workspace this program was built from.

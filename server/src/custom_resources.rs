@@ -6,6 +6,10 @@
 //! `customresourcecleanup.apiextensions.k8s.io` finalizer its delete added), then leaves the
 //! table.
 //!
+//! While a definition is terminating, creates of its objects are refused
+//! ([`refuse_create_while_terminating`]), as upstream's custom resource handler does: its
+//! clean-up would otherwise chase new objects.
+//!
 //! What a custom resource's objects get (and do not yet get) is in
 //! `rkube_apis::kinds::custom`.
 
@@ -20,6 +24,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use crate::object;
 use crate::registry::{DeleteOptions, Filter, FilterView, Registry, WriteOptions};
+use crate::status::{ApiError, ApiResult};
 
 /// The finalizer a definition's delete adds: its objects go before it does.
 pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
@@ -137,6 +142,46 @@ async fn serve(registry: &Registry, crd: &Value, spec: String) -> Served {
     Served { spec, versions, conflict }
 }
 
+/// Refuses a create of a custom resource whose definition is being deleted, as
+/// apiextensions-apiserver does: `405 MethodNotAllowed`, "create not allowed while custom
+/// resource definition is terminating". Built-in resources are never refused here.
+pub(crate) fn refuse_create_while_terminating(
+    registry: &Registry,
+    info: &ResourceInfo,
+) -> ApiResult<()> {
+    if Resources::builtin().get(info.group, info.version, info.plural).is_some() {
+        return Ok(());
+    }
+    let Ok(cache) = registry.cache(definitions()) else { return Ok(()) };
+    let key = definitions().key(None, &format!("{}.{}", info.plural, info.group));
+    let Some(crd) = cache.get(&key) else { return Ok(()) };
+    if !has_deletion_timestamp(&crd.json) {
+        return Ok(());
+    }
+    let mut e = ApiError::method_not_allowed(
+        "create not allowed while custom resource definition is terminating",
+    );
+    e.details.group = Some(info.group.to_string());
+    e.details.kind = Some(info.plural.to_string());
+    Err(e)
+}
+
+/// Whether a definition's JSON has a `metadata.deletionTimestamp`, reading only its
+/// metadata's members (the rest, its schemas, is skipped, not built).
+fn has_deletion_timestamp(json: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Definition {
+        metadata: Metadata,
+    }
+    #[derive(serde::Deserialize)]
+    struct Metadata {
+        #[serde(rename = "deletionTimestamp")]
+        deletion_timestamp: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_slice::<Definition>(json)
+        .is_ok_and(|d| d.metadata.deletion_timestamp.is_some())
+}
+
 /// The status upstream's controllers give a definition whose names are accepted (or not).
 async fn set_status(registry: &Registry, crd: &Value, conflict: Option<&str>) {
     let names = &crd["spec"]["names"];
@@ -210,6 +255,35 @@ async fn set_status(registry: &Registry, crd: &Value, conflict: Option<&str>) {
     }
 }
 
+/// Sets the definition's `Terminating` condition, as upstream's finalizer controller does
+/// before it deletes the objects.
+async fn mark_terminating(registry: &Registry, name: &str) {
+    let now = object::now();
+    let write = |old: &Value| {
+        let mut new = old.clone();
+        let mut conditions: Vec<Value> = old["status"]["conditions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|c| c["type"] != "Terminating")
+            .cloned()
+            .collect();
+        conditions.push(json!({
+            "type": "Terminating", "status": "True", "lastTransitionTime": now,
+            "reason": "InstanceDeletionInProgress", "message": "CustomResource deletion is in progress",
+        }));
+        new["status"]["conditions"] = json!(conditions);
+        Ok(new)
+    };
+    let options =
+        WriteOptions { field_manager: Some("kube-apiserver".to_string()), ..Default::default() };
+    if let Err(e) =
+        registry.modify(definitions(), None, name, Some("status"), &options, None, write).await
+    {
+        tracing::warn!(definition = name, error = %e.message, "cannot mark the definition terminating");
+    }
+}
+
 /// The names as the status lists them: the spec's, with upstream's defaults filled in.
 fn accepted_names(names: &Value) -> Value {
     let mut accepted = names.clone();
@@ -227,6 +301,7 @@ fn accepted_names(names: &Value) -> Value {
 /// lets its delete finish.
 async fn clean_up(registry: &Registry, crd: &Value) {
     let name = object::name(crd).unwrap_or("").to_string();
+    mark_terminating(registry, &name).await;
     let table = registry.resources();
     let group = crd["spec"]["group"].as_str().unwrap_or("");
     let plural = crd["spec"]["names"]["plural"].as_str().unwrap_or("");
@@ -273,5 +348,19 @@ async fn clean_up(registry: &Registry, crd: &Value) {
         Err(e) => {
             tracing::warn!(definition = name, error = %e.message, "cannot finish the definition's delete")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deletion_timestamp_is_read_from_the_metadata_alone() {
+        let deleting = br#"{"metadata":{"name":"a","deletionTimestamp":"2026-01-01T00:00:00Z"},"spec":{"x":[1,2]}}"#;
+        assert!(has_deletion_timestamp(deleting));
+        assert!(!has_deletion_timestamp(br#"{"metadata":{"name":"a"},"spec":{}}"#));
+        assert!(!has_deletion_timestamp(br#"{"metadata":{"deletionTimestamp":null}}"#));
+        assert!(!has_deletion_timestamp(b"not json"));
     }
 }

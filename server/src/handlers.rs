@@ -328,6 +328,7 @@ async fn serve_resource(
             .await
         }
         "create" => {
+            crate::custom_resources::refuse_create_while_terminating(registry, info)?;
             let output = req.output()?;
             let (obj, warnings) = decode_object(info, req)?;
             let options = write_options(req, "create")?;

@@ -11,20 +11,29 @@
 //! are what `fieldValidation` reports) and when a stored object is read, and fills in its
 //! defaults on both. The version's CEL rules (`x-kubernetes-validations`) are compiled once
 //! here, by the engine the server installs (`crate::validation::rules`), and run after the
-//! schema's checks. Not yet (issue 20): `additionalPrinterColumns`, selectable fields,
-//! webhook conversion.
+//! schema's checks. A version's `additionalPrinterColumns` are its table ([`columns`], read
+//! with the small [`json_path`] reader), and its `selectableFields` the field selectors it
+//! supports besides `metadata.name` and `metadata.namespace` (an absent field reads as the
+//! empty string, as upstream). Not yet (issue 20): webhook conversion.
 //!
 //! Server-side apply merges and owns fields by the same schema, read once here as patch
 //! metadata (`PatchSchema::from_structural`: structs, maps, list and map types).
 
-use std::sync::Arc;
+pub mod columns;
+pub mod json_path;
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
 use crate::patch::{custom_definition_name, PatchSchema};
+use self::columns::PrinterColumns;
 use crate::resources::{intern, intern_list, NormalizeFn, ResourceInfo, SchemaFn, STANDARD_VERBS};
-use crate::strategy::{spec_differs, ScaleView, Strategy};
+use crate::strategy::{spec_differs, ScaleView, SelectableField, Strategy};
 use crate::structural::Schema;
+use crate::tables::Column;
 use crate::validation::rules::{self, CompiledRules};
 use crate::validation::FieldError;
 
@@ -42,6 +51,62 @@ pub struct CustomResources {
     schema: Arc<Schema>,
     /// The same schema as server-side apply reads it, with the name of its root definition.
     apply_schema: (PatchSchema, String),
+    /// The version's table.
+    columns: PrinterColumns,
+    /// The `selectableFields` of every served version, as field selectors name them
+    /// (`spec.color`): the values each object's cache entry keeps, whichever version the
+    /// watch cache was made for (versions differ by `apiVersion` only, so one path reads
+    /// the same value in each).
+    selectable: &'static [SelectableField],
+    /// The field labels this version accepts: its own selectable fields.
+    accepted: &'static [(&'static str, &'static str)],
+}
+
+/// A version's `selectableFields[].jsonPath`s (`.spec.color`) as field labels (`spec.color`).
+fn selectable_paths(version: &Value) -> Vec<&str> {
+    version["selectableFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f["jsonPath"].as_str())
+        .map(|p| p.trim_start_matches('.'))
+        .filter(|p| !p.is_empty())
+        .collect()
+}
+
+/// Field labels with the fields each reads. Kept once per distinct list for the life of the
+/// process, as the names of resources added while the server runs are ([`intern`]).
+fn interned_fields(labels: &[&str]) -> &'static [SelectableField] {
+    if labels.is_empty() {
+        return &[];
+    }
+    type Lists = HashMap<Vec<String>, &'static [SelectableField]>;
+    static INTERNED: OnceLock<Mutex<Lists>> = OnceLock::new();
+    let key: Vec<String> = labels.iter().map(|p| p.to_string()).collect();
+    let mut lists = INTERNED.get_or_init(Default::default).lock().expect("intern lock");
+    lists.entry(key).or_insert_with(|| {
+        let fields: Vec<SelectableField> = labels
+            .iter()
+            .map(|p| (intern(p), intern_list(&p.split('.').collect::<Vec<_>>())))
+            .collect();
+        Box::leak(fields.into_boxed_slice())
+    })
+}
+
+/// The field labels one version accepts (its own selectable fields, the name and the
+/// namespace), each read from the label of the same name. Kept as [`interned_fields`].
+fn interned_labels(labels: &[&str]) -> &'static [(&'static str, &'static str)] {
+    type Lists = HashMap<Vec<String>, &'static [(&'static str, &'static str)]>;
+    static INTERNED: OnceLock<Mutex<Lists>> = OnceLock::new();
+    let mut all = vec!["metadata.name", "metadata.namespace"];
+    all.extend(labels.iter().filter(|l| !all.contains(l)).collect::<Vec<_>>());
+    let key: Vec<String> = all.iter().map(|p| p.to_string()).collect();
+    let mut lists = INTERNED.get_or_init(Default::default).lock().expect("intern lock");
+    lists.entry(key).or_insert_with(|| {
+        let pairs: Vec<(&'static str, &'static str)> =
+            all.iter().map(|l| (intern(l), intern(l))).collect();
+        Box::leak(pairs.into_boxed_slice())
+    })
 }
 
 /// Where a custom resource keeps what its `/scale` subresource shows (the definition's
@@ -128,6 +193,22 @@ impl Strategy for CustomResources {
         Some((&self.apply_schema.0, &self.apply_schema.1))
     }
 
+    fn selectable_fields(&self) -> &'static [SelectableField] {
+        self.selectable
+    }
+
+    fn field_label_conversions(&self) -> Option<&'static [(&'static str, &'static str)]> {
+        Some(self.accepted)
+    }
+
+    fn table_columns(&self) -> Vec<Column> {
+        self.columns.columns()
+    }
+
+    fn table_cells(&self, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
+        self.columns.cells(obj, now)
+    }
+
     fn default(&self, obj: &mut Value) {
         self.schema.default(obj);
     }
@@ -206,6 +287,17 @@ pub fn resources_of(crd: &Value) -> Result<Vec<ResourceInfo>, String> {
     let short_names = strings(&names["shortNames"]);
     let categories = strings(&names["categories"]);
     let namespaced = spec["scope"] != "Cluster";
+    let mut every_version: Vec<&str> = Vec::new();
+    for version in spec["versions"].as_array().into_iter().flatten() {
+        if version["served"] == true {
+            for label in selectable_paths(version) {
+                if !every_version.contains(&label) {
+                    every_version.push(label);
+                }
+            }
+        }
+    }
+    let selectable = interned_fields(&every_version);
     let mut served = Vec::new();
     for version in spec["versions"].as_array().into_iter().flatten() {
         let Some(name) = text(&version["name"]) else { continue };
@@ -247,6 +339,9 @@ pub fn resources_of(crd: &Value) -> Result<Vec<ResourceInfo>, String> {
                 rules: compiled_rules,
                 schema: structural,
                 apply_schema,
+                columns: PrinterColumns::of(version),
+                selectable,
+                accepted: interned_labels(&selectable_paths(version)),
             }),
         });
     }
@@ -393,8 +488,67 @@ mod tests {
             rules: None,
             schema: Arc::new(Schema::new(&Value::Null)),
             apply_schema: (PatchSchema::default(), String::new()),
+            columns: PrinterColumns::of(&Value::Null),
+            selectable: &[],
+            accepted: interned_labels(&[]),
         };
         assert!(plain.bumps_generation(&json!({"spec": {"a": 1}, "status": {"b": 2}}), &old));
+    }
+
+    #[test]
+    fn selectable_fields_are_field_labels_and_absent_ones_read_empty() {
+        let mut crd = widgets();
+        crd["spec"]["versions"][0]["selectableFields"] = json!([{"jsonPath": ".spec.color"}, {"jsonPath": ".spec.size"}, {"jsonPath": ".spec.on"}]);
+        let served = resources_of(&crd).unwrap();
+        let info = &served[0];
+        let obj = json!({"metadata": {"name": "w", "namespace": "ns"}, "spec": {"color": "blue", "size": 3, "on": true}});
+        let fields = crate::strategy::field_values(info, &obj);
+        assert_eq!(
+            fields,
+            vec![
+                ("metadata.name", "w".to_string()),
+                ("metadata.namespace", "ns".to_string()),
+                ("spec.color", "blue".to_string()),
+                ("spec.size", "3".to_string()),
+                ("spec.on", "true".to_string()),
+            ]
+        );
+        let bare = crate::strategy::field_values(info, &json!({"metadata": {"name": "x"}}));
+        assert_eq!(bare[2], ("spec.color", String::new()));
+        assert_eq!(crate::strategy::storage_field_label(info, "spec.color"), Some("spec.color"));
+        assert_eq!(crate::strategy::storage_field_label(info, "spec.shape"), None);
+        // Without selectable fields only the name and namespace are.
+        let plain = resources_of(&widgets()).unwrap();
+        assert_eq!(crate::strategy::storage_field_label(&plain[0], "spec.color"), None);
+        assert_eq!(
+            crate::strategy::storage_field_label(&plain[0], "metadata.name"),
+            Some("metadata.name")
+        );
+        // Each version accepts its own; every version's values are kept, whichever version
+        // the watch cache reads objects with.
+        crd["spec"]["versions"][1]["served"] = json!(true);
+        crd["spec"]["versions"][1]["selectableFields"] = json!([{"jsonPath": ".spec.shape"}]);
+        let served = resources_of(&crd).unwrap();
+        let (v1, beta) = (&served[0], &served[1]);
+        assert_eq!(crate::strategy::storage_field_label(v1, "spec.shape"), None);
+        assert_eq!(crate::strategy::storage_field_label(beta, "spec.shape"), Some("spec.shape"));
+        assert_eq!(crate::strategy::storage_field_label(beta, "spec.color"), None);
+        let shaped = json!({"metadata": {"name": "w"}, "spec": {"shape": "round"}});
+        let kept = crate::strategy::field_values(v1, &shaped);
+        assert!(kept.contains(&("spec.shape", "round".to_string())), "{kept:?}");
+    }
+
+    #[test]
+    fn the_table_is_the_versions_printer_columns() {
+        let mut crd = widgets();
+        crd["spec"]["versions"][0]["additionalPrinterColumns"] =
+            json!([{"name": "Color", "type": "string", "jsonPath": ".spec.color"}]);
+        let served = resources_of(&crd).unwrap();
+        let names: Vec<&str> = crate::tables::columns(&served[0]).iter().map(|c| c.name).collect();
+        assert_eq!(names, ["Name", "Color"]);
+        let obj = json!({"metadata": {"name": "w"}, "spec": {"color": "blue"}});
+        let cells = crate::tables::cells(&served[0], &obj, chrono::Utc::now());
+        assert_eq!(cells, vec![json!("w"), json!("blue")]);
     }
 
     #[test]

@@ -12,9 +12,12 @@
 //! `x-kubernetes-validations` rules (CEL) are compiled and their costs estimated by the
 //! engine the server installs (`super::rules`), reported after the schema's own errors.
 //!
+//! `selectableFields` are resolved against the schema they select from (the version's, or
+//! the one all versions share) as upstream's `ValidateCustomResourceSelectableFields` does.
+//!
 //! Left out, as needing more than a static look at the object: validating `default`
 //! values against their schema (and that they are pruned), `pattern` regular expressions,
-//! `selectableFields` and `x-kubernetes-validations[].fieldPath` resolution, the conversion
+//! `x-kubernetes-validations[].fieldPath` resolution, the conversion
 //! webhook's `caBundle` (PEM parsing; upstream skips it until the CRD is established) and the
 //! final "error building validator" check. Upstream walks `properties` in Go's random map
 //! order; rkube walks them sorted.
@@ -95,6 +98,7 @@ struct Crd<'a> {
     validation: &'a Value,
     subresources: &'a Value,
     columns: &'a Value,
+    selectable: &'a Value,
 }
 
 struct Version<'a> {
@@ -142,6 +146,7 @@ impl<'a> Crd<'a> {
             validation: &NULL,
             subresources: &NULL,
             columns: &NULL,
+            selectable: &NULL,
         };
         if let Some(first) = versions.first() {
             let (schema, subresources, columns, selectable) =
@@ -173,6 +178,9 @@ impl<'a> Crd<'a> {
             }
             if hoist_columns {
                 crd.columns = columns;
+            }
+            if hoist_selectable {
+                crd.selectable = selectable;
             }
         }
         crd.versions = versions;
@@ -416,6 +424,7 @@ fn crd_spec(crd: &Crd, mut opts: Opts) -> Vec<FieldError> {
         }
         let status = !crd.subresources_for(v)["status"].is_null();
         errors.extend(crd_version(v, &format!("spec.versions[{i}]"), status, opts));
+        errors.extend(crd_version_selectable(crd, v, &format!("spec.versions[{i}]")));
     }
     if !unique {
         errors.push(FieldError::invalid_shown(
@@ -456,6 +465,20 @@ fn crd_spec(crd: &Crd, mut opts: Opts) -> Vec<FieldError> {
     ));
     errors.extend(crd_subresources(crd.subresources, "spec.subresources"));
     errors.extend(crd_columns(crd.columns, "spec.additionalPrinterColumns"));
+    if !items(crd.selectable).is_empty() {
+        match &crd.validation["openAPIV3Schema"] {
+            Value::Null => errors.push(FieldError::invalid(
+                "spec.selectableFields",
+                &text(""),
+                "selectableFields may only be set when validations.schema is included",
+            )),
+            schema => errors.extend(crd_selectable_fields(
+                crd.selectable,
+                schema,
+                "spec.selectableFields",
+            )),
+        }
+    }
 
     let conversion = &spec["conversion"];
     if !conversion.is_null() && conversion["strategy"] != "None" && preserve {
@@ -481,6 +504,126 @@ fn crd_version(v: &Version, at: &str, status_enabled: bool, opts: Opts) -> Vec<F
     errors.extend(crd_subresources(v.subresources, &format!("{at}.subresources")));
     errors.extend(crd_columns(v.columns, &format!("{at}.additionalPrinterColumns")));
     errors
+}
+
+/// A version's own `selectableFields` (those not shared by every version), resolved against
+/// its schema, or the schema every version shares (upstream would look at the version's
+/// own only, which is unset when the schemas were all alike).
+fn crd_version_selectable(crd: &Crd, v: &Version, at: &str) -> Vec<FieldError> {
+    if items(v.selectable).is_empty() {
+        return Vec::new();
+    }
+    let at = format!("{at}.selectableFields");
+    let schema = match &v.schema["openAPIV3Schema"] {
+        Value::Null => &crd.validation["openAPIV3Schema"],
+        own => own,
+    };
+    if schema.is_null() {
+        return vec![FieldError::invalid(
+            at,
+            &text(""),
+            "selectableFields may only be set when version.schema.openAPIV3Schema is not included",
+        )];
+    }
+    crd_selectable_fields(v.selectable, schema, &at)
+}
+
+/// Upstream's limit on a version's selectable fields.
+const MAX_SELECTABLE_FIELDS: usize = 8;
+
+/// `ValidateCustomResourceSelectableFields`: each path names a string, boolean or integer
+/// field of the schema outside `metadata`, once; at most [`MAX_SELECTABLE_FIELDS`].
+fn crd_selectable_fields(fields: &Value, schema: &Value, at: &str) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let mut unique: Vec<String> = Vec::new();
+    for (i, f) in items(fields).iter().enumerate() {
+        let at = format!("{at}[{i}].jsonPath");
+        let path = str_of(&f["jsonPath"]);
+        if path.is_empty() {
+            errors.push(FieldError::required(at, ""));
+            continue;
+        }
+        let (resolved, found) = match schema_field(path, schema) {
+            Ok(found) => found,
+            Err(why) => {
+                errors.push(FieldError::invalid(
+                    at,
+                    &text(path),
+                    &format!("is an invalid path: {why}"),
+                ));
+                continue;
+            }
+        };
+        if resolved.split(['.', '[']).next() == Some("metadata") {
+            errors.push(FieldError::invalid(
+                &at,
+                &text(path),
+                "must not point to fields in metadata",
+            ));
+        }
+        if !matches!(str_of(&found["type"]), "string" | "boolean" | "integer") {
+            errors.push(FieldError::invalid(
+                &at,
+                &text(path),
+                "must point to a field of type string, boolean or integer. Enum string fields and strings with formats are allowed.",
+            ));
+        }
+        if unique.contains(&resolved) {
+            errors.push(FieldError::duplicate(&at, &text(path)));
+        } else {
+            unique.push(resolved);
+        }
+    }
+    if unique.len() > MAX_SELECTABLE_FIELDS {
+        errors.push(FieldError::too_many(at, unique.len(), MAX_SELECTABLE_FIELDS));
+    }
+    errors
+}
+
+/// The field a selectable field's path (`.spec.color`, `.spec.labels['a.b']` refused: no
+/// array notation) names in `schema`, with the path as a field path (`spec.color`), as
+/// upstream's `cel.ValidFieldPath` resolves it: through `properties`, or the keys of an
+/// `additionalProperties` map.
+fn schema_field<'a>(path: &str, schema: &'a Value) -> Result<(String, &'a Value), String> {
+    let mut tokens = Vec::new();
+    let mut word = String::new();
+    for c in path.chars() {
+        if matches!(c, '.' | '[' | ']') {
+            if !word.is_empty() {
+                tokens.push(std::mem::take(&mut word));
+            }
+            tokens.push(c.to_string());
+        } else {
+            word.push(c);
+        }
+    }
+    if !word.is_empty() {
+        tokens.push(word);
+    }
+    let mut tokens = tokens.into_iter();
+    let (mut resolved, mut at) = (String::new(), schema);
+    while let Some(token) = tokens.next() {
+        match token.as_str() {
+            "[" => return Err("array notation is not allowed".to_string()),
+            "." => {
+                let name = tokens.next().ok_or("unexpected end of JSON path")?;
+                if at["properties"].is_object() {
+                    at = at["properties"].get(&name).ok_or("does not refer to a valid field")?;
+                    if !resolved.is_empty() {
+                        resolved.push('.');
+                    }
+                    resolved.push_str(&name);
+                } else if at["additionalProperties"].is_object() {
+                    at = &at["additionalProperties"];
+                    resolved.push_str(&format!("[{name}]"));
+                } else {
+                    return Err("does not refer to a valid field".to_string());
+                }
+            }
+            other => return Err(format!("expected [ or . but got: {other}")),
+        }
+    }
+    Ok((resolved, at))
 }
 
 /// Go's `unicode.IsPrint`, near enough: no controls, no spaces but U+0020, no format or
@@ -1965,6 +2108,52 @@ mod tests {
             json!([{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]);
         assert_eq!(lines(custom_resource_definition(&obj, None)), Vec::<String>::new());
         assert!(custom_resource_definition(&obj, Some(&obj)).is_empty());
+    }
+
+    #[test]
+    fn selectable_fields_name_scalar_fields_of_the_schema() {
+        let mut obj = crd(good_schema());
+        let fields =
+            |paths: &[&str]| Value::Array(paths.iter().map(|p| json!({"jsonPath": p})).collect());
+        obj["spec"]["versions"][0]["selectableFields"] =
+            fields(&[".spec.replicas", ".spec.labels.team"]);
+        assert_eq!(lines(custom_resource_definition(&obj, None)), Vec::<String>::new());
+        obj["spec"]["versions"][0]["selectableFields"] = fields(&[
+            ".spec.replicas",
+            "",
+            ".spec.nope",
+            "spec.replicas",
+            ".spec.ports[0]",
+            ".spec.raw",
+            ".metadata.name",
+            ".spec.replicas",
+        ]);
+        let at = "spec.selectableFields";
+        assert_eq!(
+            lines(custom_resource_definition(&obj, None)),
+            vec![
+                format!("{at}[1].jsonPath: Required value"),
+                format!("{at}[2].jsonPath: Invalid value: \".spec.nope\": is an invalid path: does not refer to a valid field"),
+                format!("{at}[3].jsonPath: Invalid value: \"spec.replicas\": is an invalid path: expected [ or . but got: spec"),
+                format!("{at}[4].jsonPath: Invalid value: \".spec.ports[0]\": is an invalid path: array notation is not allowed"),
+                format!("{at}[5].jsonPath: Invalid value: \".spec.raw\": must point to a field of type string, boolean or integer. Enum string fields and strings with formats are allowed."),
+                format!("{at}[6].jsonPath: Invalid value: \".metadata.name\": must not point to fields in metadata"),
+                format!("{at}[7].jsonPath: Duplicate value: \".spec.replicas\""),
+            ]
+        );
+        // Nine distinct fields are one too many.
+        let mut schema = good_schema();
+        let many: Vec<String> = (0..9).map(|i| format!(".spec.f{i}")).collect();
+        for i in 0..9 {
+            schema["properties"]["spec"]["properties"][format!("f{i}")] = json!({"type": "string"});
+        }
+        let mut obj = crd(schema);
+        let paths: Vec<&str> = many.iter().map(String::as_str).collect();
+        obj["spec"]["versions"][0]["selectableFields"] = fields(&paths);
+        assert_eq!(
+            lines(custom_resource_definition(&obj, None)),
+            vec!["spec.selectableFields: Too many: 9: must have at most 8 items"]
+        );
     }
 
     #[test]

@@ -106,6 +106,15 @@ impl FieldError {
         }
     }
 
+    /// Upstream's `field.TooMany`: `Too many: 9: must have at most 8 items`.
+    pub fn too_many(field: impl Into<String>, actual: usize, max: usize) -> FieldError {
+        FieldError {
+            reason: "FieldValueTooMany",
+            message: format!("Too many: {actual}: must have at most {max} items"),
+            field: field.into(),
+        }
+    }
+
     /// The line upstream prints: `field: message`.
     pub fn line(&self) -> String {
         format!("{}: {}", self.field, self.message)

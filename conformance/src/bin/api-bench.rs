@@ -6,6 +6,7 @@
 //! target/release/api-bench [--quick] [--output FILE]
 //! target/release/api-bench --profile-creates SECONDS [--http2 | --pods]
 //! target/release/api-bench --rbac [--quick] [--output FILE]
+//! target/release/api-bench --custom-resources [--quick] [--output FILE]
 //! ```
 //!
 //! It starts `rkube server` (the binary next to this one, or `$RKUBE_BIN`) on a free loopback
@@ -29,6 +30,11 @@
 //!   creates with the admin certificate (system:masters, allowed before RBAC is asked), taken
 //!   in turns (admin, account, admin, account) on one server; and the server's RSS before and
 //!   after the 10,000 bindings were created.
+//! - `--custom-resources` (its own section, `api-bench-custom-resources`): creates of a
+//!   custom resource (a CRD whose schema types its 1 KiB `spec.data` map, so each create is
+//!   decoded, pruned, defaulted and validated by the structural schema) against the same
+//!   ConfigMap creates, in turns on one server (ConfigMaps, custom resources, then the other
+//!   order: ABBA), with the ratio of their rates (issue 20's figure: at least 0.9x).
 //! - the same ConfigMap creates against a server on etcd (`--etcd-servers`, Debian's
 //!   `etcd-server` started here on loopback), next to raw etcd (etcd-client's create-if-absent
 //!   transaction from this process) at the same concurrency and value size.
@@ -857,6 +863,160 @@ async fn bench_rbac(duration: Duration, bindings: usize) -> Result<RbacFigures> 
     Ok(RbacFigures { bindings, fill, before, after, turns })
 }
 
+/// Turns of the custom resource comparison (ABBA, twice).
+const CR_TURNS: usize = 4;
+
+/// The bench's definition: namespaced `Gadgets` whose `spec.data` is a map of strings, as a
+/// ConfigMap's `data`.
+fn gadget_definition() -> serde_json::Value {
+    serde_json::json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.bench.example.com"},
+        "spec": {"group": "bench.example.com", "scope": "Namespaced",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {
+                        "data": {"type": "object", "additionalProperties": {"type": "string"}}}}}}}}]},
+    })
+}
+
+fn gadgets() -> kube::api::ApiResource {
+    kube::api::ApiResource {
+        group: "bench.example.com".into(),
+        version: "v1".into(),
+        api_version: "bench.example.com/v1".into(),
+        kind: "Gadget".into(),
+        plural: "gadgets".into(),
+    }
+}
+
+/// Creates of Gadgets by `client` into `ns` for `duration`, each with the data of
+/// [`padded_configmap`].
+async fn gadget_creates(
+    client: &Client,
+    ns: &str,
+    prefix: &str,
+    duration: Duration,
+) -> Result<Run> {
+    let ar = gadgets();
+    let api: Api<kube::api::DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);
+    let prefix = prefix.to_string();
+    run(MAX_TIMED_OPS, duration, move |i| {
+        let api = api.clone();
+        let mut gadget = kube::api::DynamicObject::new(&format!("{prefix}-{i:07}"), &ar);
+        gadget.data = serde_json::json!({"spec": {"data": {"value": "x".repeat(CREATE_DATA)}}});
+        async move {
+            api.create(&PostParams::default(), &gadget).await?;
+            Ok(())
+        }
+    })
+    .await
+}
+
+/// ConfigMap and custom resource creates, in turns, with the server's CPU over each.
+struct CustomResourceFigures {
+    /// (ConfigMaps, custom resources) of each turn, each with the server's CPU time.
+    turns: Vec<((Run, Duration), (Run, Duration))>,
+}
+
+async fn bench_custom_resources(duration: Duration) -> Result<CustomResourceFigures> {
+    eprintln!("starting rkube server (custom resources)");
+    let server = tokio::task::spawn_blocking(start_server)
+        .await
+        .context("the rkube server did not start")?;
+    let client = server.kube_client().await?;
+    let ns = "bench-cr";
+    create_namespace(&client, ns).await?;
+    let crds: Api<kube::api::DynamicObject> = Api::all_with(
+        client.clone(),
+        &kube::api::ApiResource::erase::<
+            k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+        >(&()),
+    );
+    crds.create(&PostParams::default(), &serde_json::from_value(gadget_definition())?).await?;
+    // Served once a create goes through; both warm their connections.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while gadget_creates(&client, ns, "warm-gadget", Duration::from_millis(200)).await.is_err() {
+        if Instant::now() > deadline {
+            bail!("gadgets were not served within 30 s");
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    gadget_creates(&client, ns, "warm-gadget-2", Duration::from_secs(1)).await?;
+    creates(&client, ns, "warm-configmap", Duration::from_secs(1)).await?;
+    let pid = server.pid().to_string();
+    let mut turns = Vec::new();
+    for turn in 0..CR_TURNS {
+        let (cm_prefix, cr_prefix) = (format!("cm{turn}"), format!("cr{turn}"));
+        let configmaps = || creates_costed(&server, &client, ns, &cm_prefix, duration);
+        let custom = || async {
+            let before = report::cpu_time(&pid)?;
+            let run = with_log(&server, gadget_creates(&client, ns, &cr_prefix, duration)).await?;
+            anyhow::Ok((run, report::cpu_time(&pid)?.saturating_sub(before)))
+        };
+        let (c, g) = if matches!(turn % 4, 0 | 3) {
+            let c = configmaps().await?;
+            (c, custom().await?)
+        } else {
+            let g = custom().await?;
+            (configmaps().await?, g)
+        };
+        eprintln!(
+            "  turn {turn}: ConfigMaps {}; custom resources {}",
+            c.0.summary(),
+            g.0.summary()
+        );
+        turns.push((c, g));
+    }
+    Ok(CustomResourceFigures { turns })
+}
+
+fn render_custom_resources(f: &CustomResourceFigures, quick: bool) -> String {
+    let mut table =
+        Table::new(&["turn", "ConfigMaps", "custom resources", "custom resources / ConfigMaps"]);
+    let cost =
+        |(run, cpu): &(Run, Duration)| cpu.as_secs_f64() * 1e6 / run.latencies.len().max(1) as f64;
+    let cell = |r: &(Run, Duration)| {
+        format!(
+            "{:.0}/s, p50 {}, p99 {}; server CPU {:.0} µs per create",
+            r.0.ops_per_sec(),
+            report::ms(r.0.p50()),
+            report::ms(r.0.p99()),
+            cost(r)
+        )
+    };
+    let (mut cm_total, mut cr_total, mut cm_cost, mut cr_cost) = (0.0, 0.0, 0.0, 0.0);
+    for (i, (c, g)) in f.turns.iter().enumerate() {
+        cm_total += c.0.ops_per_sec();
+        cr_total += g.0.ops_per_sec();
+        cm_cost += cost(c) / f.turns.len() as f64;
+        cr_cost += cost(g) / f.turns.len() as f64;
+        table.row(vec![
+            format!("{}", i + 1),
+            cell(c),
+            cell(g),
+            format!("{:.2}x the rate", g.0.ops_per_sec() / c.0.ops_per_sec()),
+        ]);
+    }
+    let ratio = cr_total / cm_total;
+    format!(
+        "## Custom resources (`api-bench --custom-resources`{})\n\n{}\n\nCreates of a custom \
+         resource against ConfigMap creates on one API server (`--disable \
+         scheduler,controllers`), {CONCURRENCY} at a time with kube-rs, each carrying 1 KiB of \
+         data (the custom resource's in a `spec.data` map its CRD's structural schema types, so \
+         every create is pruned, defaulted and validated by the schema), in {CR_TURNS} turns \
+         (ConfigMaps first, then custom resources first, then the reverse: ABBA). Over all turns \
+         custom resources were created at **{ratio:.2}x** the rate of ConfigMaps ({}; issue 20 \
+         asks for at least 0.9x); the server spent {cr_cost:.0} µs of CPU per custom resource \
+         create and {cm_cost:.0} µs per ConfigMap create.\n\n{}\n",
+        if quick { ", quick run" } else { "" },
+        report::machine(),
+        if ratio >= 0.9 { "met" } else { "not met" },
+        table.markdown(),
+    )
+}
+
 fn render_rbac(f: &RbacFigures, quick: bool) -> String {
     let mut table = Table::new(&[
         "turn",
@@ -1131,6 +1291,10 @@ struct Cli {
     /// RoleBindings in the cluster, against the admin certificate's (section `api-bench-rbac`)
     #[arg(long, conflicts_with = "profile_creates")]
     rbac: bool,
+    /// Only the custom resource comparison: creates of a custom resource against ConfigMap
+    /// creates in turns on one server (section `api-bench-custom-resources`)
+    #[arg(long, conflicts_with_all = ["profile_creates", "rbac"])]
+    custom_resources: bool,
 }
 
 #[tokio::main]
@@ -1156,6 +1320,12 @@ async fn main() -> Result<()> {
     };
     if let Some(seconds) = cli.profile_creates {
         return profile_creates(Duration::from_secs(seconds), cli.http2, cli.pods).await;
+    }
+    if cli.custom_resources {
+        let duration = Duration::from_secs(if quick { 1 } else { 5 });
+        let figures = bench_custom_resources(duration).await?;
+        let markdown = render_custom_resources(&figures, quick);
+        return report::publish(&output, "api-bench-custom-resources", &markdown, quick);
     }
     if cli.rbac {
         let (duration, bindings) = match quick {
