@@ -10,7 +10,6 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, Method, StatusCode};
-use rkube_apis::resources::Resources;
 use serde_json::Value;
 
 use crate::auth::UserInfo;
@@ -41,11 +40,19 @@ pub struct ApiState {
     pub authorizer: Arc<dyn crate::authz::Authorizer>,
     /// Bearer tokens that authenticated lately ([`crate::authn::token_cache`]).
     pub token_cache: crate::authn::token_cache::TokenCache,
+    /// The group/versions APIServices hand to extension servers ([`crate::aggregator`]).
+    pub aggregator: Arc<crate::aggregator::Aggregator>,
 }
 
 /// Axum fallback handler for every `/api` and `/apis` path.
 pub async fn handle(State(state): State<Arc<ApiState>>, request: http::Request<Body>) -> Response {
     let started = std::time::Instant::now();
+    // A group/version an APIService hands to an extension server goes there whole.
+    if let Some(remote) = state.aggregator.route(request.uri().path()) {
+        let user =
+            request.extensions().get::<UserInfo>().cloned().unwrap_or_else(UserInfo::anonymous);
+        return crate::aggregator::proxy::serve(&state.aggregator, &remote, &user, request).await;
+    }
     let (mut parts, body) = request.into_parts();
     let user = parts.extensions.get::<UserInfo>().cloned().unwrap_or_else(UserInfo::anonymous);
     // Read once by the authorization layer, which has already let the request through.
@@ -81,6 +88,8 @@ pub async fn handle(State(state): State<Arc<ApiState>>, request: http::Request<B
     };
     // Discovery answers from the resources served now.
     let resources = state.registry.resources();
+    let remotes = state.aggregator.remote_versions();
+    let resources = discovery::Served { resources: &resources, remotes: &remotes };
     let result = match target {
         Target::CoreVersions => discovery_response(
             &parts.headers,
@@ -145,7 +154,7 @@ fn discovery_response(
     headers: &HeaderMap,
     legacy: impl FnOnce() -> Option<Value>,
     aggregated_core: Option<bool>,
-    resources: &Resources,
+    resources: &discovery::Served<'_>,
 ) -> ApiResult<Response> {
     let accept = headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
     if let (Some(core), Some(content_type)) = (aggregated_core, discovery::wants_aggregated(accept))
