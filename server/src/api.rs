@@ -51,7 +51,9 @@ pub async fn handle(State(state): State<Arc<ApiState>>, request: http::Request<B
     if let Some(remote) = state.aggregator.route(request.uri().path()) {
         let user =
             request.extensions().get::<UserInfo>().cloned().unwrap_or_else(UserInfo::anonymous);
-        return crate::aggregator::proxy::serve(&state.aggregator, &remote, &user, request).await;
+        let peer = request.extensions().get::<std::net::SocketAddr>().copied();
+        return crate::aggregator::proxy::serve(&state.aggregator, &remote, &user, peer, request)
+            .await;
     }
     let (mut parts, body) = request.into_parts();
     let user = parts.extensions.get::<UserInfo>().cloned().unwrap_or_else(UserInfo::anonymous);

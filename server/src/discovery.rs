@@ -379,4 +379,68 @@ mod tests {
         assert!(resource_list(&own, "metrics.k8s.io", "v1beta1").is_some());
         assert!(resource_list(&own, "metrics.k8s.io", "v1").is_none());
     }
+
+    fn remote(group: &str, version: &str, priority: i64, available: bool) -> Remote {
+        use crate::service_client::{ClientConfig, Destination};
+        let destination = Destination::Service {
+            namespace: "ns".into(),
+            name: "api".into(),
+            port: 443,
+            path: String::new(),
+        };
+        Remote {
+            name: format!("{version}.{group}"),
+            group: group.into(),
+            version: version.into(),
+            group_priority_minimum: 1000,
+            version_priority: priority,
+            client: ClientConfig::new(destination, Vec::new()),
+            available,
+            resources: Some(
+                json!({"kind": "APIResourceList", "groupVersion": format!("{group}/{version}"),
+                "resources": [
+                    {"name": "flunders", "singularName": "flunder", "namespaced": true, "kind": "Flunder",
+                     "verbs": ["get", "list"], "shortNames": ["fl"]},
+                    {"name": "flunders/status", "singularName": "", "namespaced": true, "kind": "Flunder",
+                     "verbs": ["get", "patch"]},
+                ]}),
+            ),
+        }
+    }
+
+    #[test]
+    fn remote_groups_are_merged_and_replace_the_own_metrics_api() {
+        let remotes = [
+            remote("wardle.example.com", "v1beta1", 20, true),
+            remote("wardle.example.com", "v1alpha1", 10, false),
+            remote("metrics.k8s.io", "v1beta1", 15, true),
+        ];
+        let served = Served { resources: Resources::builtin(), remotes: &remotes };
+        let list = group_list(&served);
+        let groups = list["groups"].as_array().unwrap();
+        let metrics: Vec<_> = groups.iter().filter(|g| g["name"] == "metrics.k8s.io").collect();
+        assert_eq!(metrics.len(), 1, "once, from the APIService");
+        let wardle = groups.iter().find(|g| g["name"] == "wardle.example.com").unwrap();
+        assert_eq!(wardle["preferredVersion"]["version"], "v1beta1");
+        assert_eq!(wardle["versions"][1]["version"], "v1alpha1");
+        assert_eq!(group(&served, "wardle.example.com").unwrap()["kind"], "APIGroup");
+        assert!(resource_list(&served, "metrics.k8s.io", "v1beta1").is_none(), "not served here");
+
+        let aggregated = aggregated(&served, false, AGGREGATED_V2);
+        let items = aggregated["items"].as_array().unwrap();
+        let wardle = items.iter().find(|i| i["metadata"]["name"] == "wardle.example.com").unwrap();
+        let v1beta1 = &wardle["versions"][0];
+        assert_eq!(v1beta1["freshness"], "Current");
+        assert_eq!(wardle["versions"][1]["freshness"], "Stale");
+        let flunders = &v1beta1["resources"][0];
+        assert_eq!(flunders["resource"], "flunders");
+        assert_eq!(flunders["scope"], "Namespaced");
+        assert_eq!(flunders["shortNames"], json!(["fl"]));
+        assert_eq!(flunders["subresources"][0]["subresource"], "status");
+        assert_eq!(v1beta1["resources"].as_array().unwrap().len(), 1);
+        let metrics: Vec<_> =
+            items.iter().filter(|i| i["metadata"]["name"] == "metrics.k8s.io").collect();
+        assert_eq!(metrics.len(), 1);
+        assert_eq!(metrics[0]["versions"][0]["resources"][0]["resource"], "flunders");
+    }
 }

@@ -5,7 +5,8 @@
 //! The caller was authenticated and authorized here; the extension server learns who it is
 //! from `X-Remote-User`, `X-Remote-Group` (one per group) and `X-Remote-Extra-<key>` (key
 //! percent-encoded), and trusts those headers because this server presents the front-proxy
-//! client certificate. What the caller sent as credentials or as those headers is removed
+//! client certificate (and `X-Remote-Uid` when the user has one; the client's address is
+//! appended to `X-Forwarded-For`). What the caller sent as credentials or as those headers is removed
 //! first (`Authorization`, `Impersonate-*`, `X-Remote-*`), as are hop-by-hop headers.
 //! Errors are upstream's: 503 `service unavailable` while the APIService is not available,
 //! 503 with the dial error when the server cannot be reached, 500 when no front-proxy
@@ -35,11 +36,12 @@ const HOP_BY_HOP: [&str; 8] = [
     "host",
 ];
 
-/// Sends `request` (from `user`) on to `remote`'s extension server.
+/// Sends `request` (from `user`, connected from `peer`) on to `remote`'s extension server.
 pub async fn serve(
     aggregator: &Aggregator,
     remote: &Remote,
     user: &UserInfo,
+    peer: Option<std::net::SocketAddr>,
     request: http::Request<Body>,
 ) -> Response {
     if !remote.available {
@@ -54,6 +56,16 @@ pub async fn serve(
     let (mut parts, body) = request.into_parts();
     scrub(&mut parts.headers);
     set_user(&mut parts.headers, user);
+    // As Go's reverse proxy: the client's address appended to `X-Forwarded-For`.
+    if let Some(peer) = peer {
+        let forwarded = match parts.headers.get("x-forwarded-for").and_then(|v| v.to_str().ok()) {
+            Some(earlier) => format!("{earlier}, {}", peer.ip()),
+            None => peer.ip().to_string(),
+        };
+        if let Ok(v) = HeaderValue::from_str(&forwarded) {
+            parts.headers.insert("x-forwarded-for", v);
+        }
+    }
     let request = http::Request::from_parts(parts, body);
     match aggregator.client.forward(&remote.client, request).await {
         Ok(answer) => {
@@ -93,6 +105,9 @@ fn set_user(headers: &mut http::HeaderMap, user: &UserInfo) {
     let value = |v: &str| HeaderValue::from_str(v).ok();
     if let Some(v) = value(&user.name) {
         headers.insert("x-remote-user", v);
+    }
+    if let Some(v) = Some(user.uid.as_str()).filter(|u| !u.is_empty()).and_then(value) {
+        headers.insert("x-remote-uid", v);
     }
     for group in &user.groups {
         if let Some(v) = value(group) {
