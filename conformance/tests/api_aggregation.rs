@@ -47,7 +47,7 @@ fn api_service(name: &str, group: &str, version: &str, ca_bundle: &str) -> Strin
 
 #[test]
 fn an_extension_api_server_serves_its_group_through_rkube() {
-    let s = RkubeServer::start();
+    let mut s = RkubeServer::start();
 
     // What extension servers read to trust this server.
     let cm: Value = serde_json::from_str(&s.ok(&[
@@ -242,6 +242,33 @@ fn an_extension_api_server_serves_its_group_through_rkube() {
     s.wait_until("rkube's own metrics API is back", Duration::from_secs(20), || {
         let r = s.curl(&[], "/apis/metrics.k8s.io/v1beta1/nodes");
         (r.code == 200 && r.body.contains("NodeMetricsList"), format!("{r:?}"))
+    });
+
+    // A restart keeps the PKI: the extension server, which trusts the front-proxy CA it read
+    // before, still gets the requests, and the ConfigMap says the same.
+    s.restart();
+    let after: Value = serde_json::from_str(&s.ok(&[
+        "get",
+        "configmap",
+        "extension-apiserver-authentication",
+        "-n",
+        "kube-system",
+        "-o",
+        "json",
+    ]))
+    .expect("json");
+    assert_eq!(after["data"], *data);
+    assert_eq!(
+        after["metadata"]["resourceVersion"], cm["metadata"]["resourceVersion"],
+        "an unchanged ConfigMap is not written again"
+    );
+    s.wait_until("flunders are served again", Duration::from_secs(40), || {
+        let out = s.kubectl(&["get", "flunders", "beta", "-o", "name"]);
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        (
+            out.status.success() && stdout.contains("beta"),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
     });
 
     // Broken Services: upstream's reasons, and 503 for the group's requests.

@@ -3,7 +3,7 @@
 //! trust: `client-ca-file` (the CA of client certificates), and for requests this server
 //! proxies, `requestheader-client-ca-file` (the front-proxy CA), `requestheader-allowed-names`
 //! and the header names (`X-Remote-User`, `X-Remote-Group`, `X-Remote-Extra-`), lists as JSON
-//! arrays. Written at every start, so a changed CA is published.
+//! arrays. Checked at every start, so a changed CA is published.
 
 use serde_json::{json, Value};
 
@@ -43,6 +43,12 @@ pub async fn publish(registry: &Registry, data: Value) -> Result<(), String> {
         Ok(_) => return Ok(()),
         Err(e) if e.reason == "AlreadyExists" => {}
         Err(e) => return Err(e.message),
+    }
+    // Unchanged (the usual restart): nothing to write.
+    if let Ok(current) = registry.get(info, Some(NAMESPACE), NAME).await {
+        if current["data"] == data {
+            return Ok(());
+        }
     }
     let replace = |old: &Value| {
         let mut new = old.clone();
