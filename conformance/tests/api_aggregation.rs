@@ -207,7 +207,15 @@ fn an_extension_api_server_serves_its_group_through_rkube() {
     assert!(reader.groups.contains(&"readers".to_string()), "{reader:?}");
     assert!(!reader.credentials, "{reader:?}");
 
-    // A Local APIService for rkube's own group changes nothing.
+    // rkube's own group/versions have their Local APIServices, as kube-apiserver registers
+    // them; applying one changes nothing.
+    wait_available(&s, "v1.", ("True", "Local", "Local APIServices are always available"));
+    let listed = s.ok(&["get", "apiservices"]);
+    for want in ["v1.apps", "v2.autoscaling", "v1.rbac.authorization.k8s.io"] {
+        assert!(listed.lines().any(|l| l.starts_with(want) && l.contains("Local")), "{listed}");
+    }
+    let label = s.ok(&["get", "apiservice", "v1.apps", "-o", "jsonpath={.metadata.labels}"]);
+    assert!(label.contains(r#""kube-aggregator.kubernetes.io/automanaged":"onstart""#), "{label}");
     let local = json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
                        "metadata": {"name": "v1.apps"},
                        "spec": {"group": "apps", "version": "v1",

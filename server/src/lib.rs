@@ -179,6 +179,9 @@ impl Server {
                 message,
             },
         )?;
+        aggregator::autoregister::register(&registry).await.map_err(|message| {
+            StartError::Bootstrap { resource: "apiservices", name: String::new(), message }
+        })?;
         let aggregator = aggregator::Aggregator::new(registry.clone(), service_client, front_proxy);
         aggregator::availability::start(aggregator.clone());
         authz::rbac::reconcile::bootstrap_policy(&registry).await.map_err(|e| {

@@ -6,6 +6,7 @@
 //! |---|---|
 //! | [`availability`] | the controller that checks each APIService (Service, endpoints, a discovery GET) and writes its `Available` condition; it also keeps the [`Aggregator`]'s table of what is served where, and each extension's discovery document |
 //! | [`proxy`] | a request under `/apis/<group>/<version>` sent on to the extension server, as the authenticated user (`X-Remote-User`, `X-Remote-Group`, `X-Remote-Extra-*`) with the front-proxy client certificate |
+//! | [`autoregister`] | the Local APIServices of this server's own group/versions (`v1.`, `v1.apps`, ...), made at start |
 //! | [`authentication_info`] | the `kube-system/extension-apiserver-authentication` ConfigMap extension servers read to trust that certificate and those headers |
 //!
 //! As upstream, a proxied request is authenticated and authorized here first (the whole
@@ -15,6 +16,7 @@
 //! extensions' groups from [`Aggregator::remote_versions`].
 
 pub mod authentication_info;
+pub mod autoregister;
 pub mod availability;
 pub mod proxy;
 
