@@ -155,6 +155,15 @@ fn an_extension_api_server_serves_its_group_through_rkube() {
     assert_eq!(admin.client_cn.as_deref(), Some("front-proxy-client"));
     assert!(!admin.credentials, "credentials were forwarded: {admin:?}");
 
+    // Proxied requests are counted as any other.
+    let metrics = s.curl(&[], "/metrics");
+    assert!(
+        metrics.body.lines().any(|l| l.starts_with("apiserver_request_total")
+            && l.contains(r#"group="wardle.example.com""#)
+            && l.contains(r#"resource="flunders""#)),
+        "no request metrics for the aggregated group"
+    );
+
     // Raw HTTPS: get and a watch that streams.
     let beta = s.curl(&[], "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders/beta");
     assert_eq!(beta.code, 200, "{}", beta.body);

@@ -52,8 +52,17 @@ pub async fn handle(State(state): State<Arc<ApiState>>, request: http::Request<B
         let user =
             request.extensions().get::<UserInfo>().cloned().unwrap_or_else(UserInfo::anonymous);
         let peer = request.extensions().get::<std::net::SocketAddr>().copied();
-        return crate::aggregator::proxy::serve(&state.aggregator, &remote, &user, peer, request)
-            .await;
+        let target =
+            request.extensions().get::<request::RequestInfo>().and_then(|i| match &i.target {
+                Some(Target::Resource(r)) => Some(r.clone()),
+                _ => None,
+            });
+        let response =
+            crate::aggregator::proxy::serve(&state.aggregator, &remote, &user, peer, request).await;
+        if let Some(r) = target {
+            record(&state, &r, response.status(), started);
+        }
+        return response;
     }
     let (mut parts, body) = request.into_parts();
     let user = parts.extensions.get::<UserInfo>().cloned().unwrap_or_else(UserInfo::anonymous);
@@ -131,25 +140,35 @@ pub async fn handle(State(state): State<Arc<ApiState>>, request: http::Request<B
             )
             .await
             .unwrap_or_else(IntoResponse::into_response);
-            let scope = match (&r.namespace, &r.name) {
-                (Some(_), _) => "namespace",
-                (None, Some(_)) => "resource",
-                (None, None) => "cluster",
-            };
-            state.metrics.record(
-                r.verb,
-                &r.group,
-                &r.version,
-                &r.resource,
-                r.subresource.as_deref().unwrap_or(""),
-                scope,
-                response.status().as_u16(),
-                started.elapsed(),
-            );
+            record(&state, &r, response.status(), started);
             return response;
         }
     };
     result.unwrap_or_else(IntoResponse::into_response)
+}
+
+/// A resource request in the request metrics.
+fn record(
+    state: &ApiState,
+    r: &request::ResourceRequest,
+    code: StatusCode,
+    started: std::time::Instant,
+) {
+    let scope = match (&r.namespace, &r.name) {
+        (Some(_), _) => "namespace",
+        (None, Some(_)) => "resource",
+        (None, None) => "cluster",
+    };
+    state.metrics.record(
+        r.verb,
+        &r.group,
+        &r.version,
+        &r.resource,
+        r.subresource.as_deref().unwrap_or(""),
+        scope,
+        code.as_u16(),
+        started.elapsed(),
+    );
 }
 
 fn discovery_response(
