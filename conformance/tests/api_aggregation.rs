@@ -146,6 +146,13 @@ fn an_extension_api_server_serves_its_group_through_rkube() {
     assert_eq!(alpha["spec"]["reference"], "ref-alpha");
     let missing = s.fails(&["get", "flunders", "gamma"]);
     assert!(missing.contains(r#"flunders.wardle.example.com "gamma" not found"#), "{missing}");
+    // kubectl 1.27 (aggregated discovery v2beta1) finds and lists them too.
+    let old_kubectl = std::path::Path::new("/usr/lib/google-cloud-sdk/bin/kubectl.1.27");
+    let resources =
+        s.ok_with(old_kubectl, &["api-resources", "--api-group=wardle.example.com"], None);
+    assert!(resources.contains("flunders"), "{resources}");
+    let list = s.ok_with(old_kubectl, &["get", "fl", "-o", "name"], None);
+    assert_eq!(list.lines().count(), 2, "{list}");
     // The extension server saw the user through the headers, from the front proxy only.
     let seen = ext.seen_with_user("/apis/wardle.example.com/v1alpha1/namespaces/default/flunders");
     let admin = seen.first().expect("a proxied request").clone();
