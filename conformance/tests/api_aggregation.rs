@@ -270,7 +270,23 @@ fn an_extension_api_server_serves_its_group_through_rkube() {
 
     // A restart keeps the PKI: the extension server, which trusts the front-proxy CA it read
     // before, still gets the requests, and the ConfigMap says the same.
+    // An automanaged APIService for something this server does not serve goes at the
+    // restart; one of the user's own stays.
+    for (name, labels) in [
+        ("v1.gone.example.com", json!({"kube-aggregator.kubernetes.io/automanaged": "onstart"})),
+        ("v1.kept.example.com", json!({})),
+    ] {
+        let group = name.trim_start_matches("v1.");
+        let obj = json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                         "metadata": {"name": name, "labels": labels},
+                         "spec": {"group": group, "version": "v1",
+                                  "groupPriorityMinimum": 100, "versionPriority": 10}});
+        s.ok_stdin(&["create", "-f", "-"], &obj.to_string());
+    }
     s.restart();
+    let gone = s.fails(&["get", "apiservice", "v1.gone.example.com"]);
+    assert!(gone.contains("NotFound") || gone.contains("not found"), "{gone}");
+    s.ok(&["get", "apiservice", "v1.kept.example.com"]);
     let after: Value = serde_json::from_str(&s.ok(&[
         "get",
         "configmap",

@@ -4,12 +4,13 @@
 //! `groupPriorityMinimum` and `versionPriority`, and the label
 //! `kube-aggregator.kubernetes.io/automanaged: onstart`. A group/version without a known
 //! priority gets none, as upstream skips it. One that exists is left alone unless it is still
-//! managed here (the label, no service) and its priorities changed.
+//! managed here (the label, no service) and its priorities changed; one still managed here
+//! that this server no longer serves is deleted.
 
 use rkube_apis::resources::Resources;
 use serde_json::{json, Value};
 
-use crate::registry::{Registry, WriteOptions};
+use crate::registry::{DeleteOptions, Filter, FilterView, Registry, WriteOptions};
 
 /// The label that marks an APIService as this server's.
 pub const AUTOMANAGED: &str = "kube-aggregator.kubernetes.io/automanaged";
@@ -75,7 +76,23 @@ pub async fn register(registry: &Registry) -> Result<(), String> {
         Resources::builtin().get("apiregistration.k8s.io", "v1", "apiservices").expect("built in");
     let options =
         WriteOptions { field_manager: Some("kube-apiserver".to_string()), ..Default::default() };
-    for want in desired(Resources::builtin()) {
+    let wanted = desired(Resources::builtin());
+    // Made by an earlier start for a group/version no longer served here.
+    let everything: Filter = std::sync::Arc::new(|_: &FilterView<'_>| true);
+    let cache = registry.cache(info).map_err(|e| e.message)?;
+    for existing in cache.list(&info.key_prefix(), &everything).0 {
+        let existing = existing.value();
+        let name = existing["metadata"]["name"].as_str().unwrap_or("");
+        let managed = existing["metadata"]["labels"][AUTOMANAGED] == "onstart"
+            && !existing["spec"]["service"].is_object();
+        if managed && !wanted.iter().any(|w| w["metadata"]["name"] == name) {
+            match registry.delete(info, None, name, &DeleteOptions::default()).await {
+                Ok(_) => tracing::info!(apiservice = name, "deleted: no longer served"),
+                Err(e) => tracing::warn!(apiservice = name, error = %e.message, "cannot delete"),
+            }
+        }
+    }
+    for want in wanted {
         let name = want["metadata"]["name"].as_str().unwrap_or("").to_string();
         match registry.create(info, None, want.clone(), &options).await {
             Ok(_) => continue,
