@@ -21,6 +21,8 @@
 //! | `admin.crt`, `admin.key` | the administrator: CN `system:admin`, O `system:masters`, clientAuth |
 //! | `apiserver-kubelet-client.crt`, `apiserver-kubelet-client.key` | the API server towards kubelets: CN `kube-apiserver-kubelet-client` (no group: RBAC binds it to `system:kubelet-api-admin`), clientAuth |
 //! | `sa.key`, `sa.pub` | the service-account token signing key pair (RS256) |
+//! | `front-proxy-ca.crt`, `front-proxy-ca.key` | the front-proxy CA: a second CA (CN `rkube-front-proxy-ca`) that signs only the client certificate below; aggregated API servers trust it for the `X-Remote-*` headers. Made on the next start of a PKI that predates it |
+//! | `front-proxy-client.crt`, `front-proxy-client.key` | the API server towards aggregated API servers: CN `front-proxy-client`, clientAuth |
 //!
 //! # Keys and validity
 //!

@@ -34,9 +34,17 @@ pub mod files {
     /// The service-account token signing key (RSA, PKCS#8 PEM) and its public key (SPKI PEM).
     pub const SA_KEY: &str = "sa.key";
     pub const SA_PUB: &str = "sa.pub";
+    /// The front-proxy CA: a CA of its own that signs only the client certificate the API
+    /// server presents to aggregated API servers (extension servers trust it for the
+    /// `X-Remote-*` headers, so it must not sign anything else).
+    pub const FRONT_PROXY_CA_CERT: &str = "front-proxy-ca.crt";
+    pub const FRONT_PROXY_CA_KEY: &str = "front-proxy-ca.key";
+    /// The API server's client certificate towards aggregated API servers.
+    pub const FRONT_PROXY_CLIENT_CERT: &str = "front-proxy-client.crt";
+    pub const FRONT_PROXY_CLIENT_KEY: &str = "front-proxy-client.key";
 
     /// Every file, in the order they are created.
-    pub const ALL: [&str; 10] = [
+    pub const ALL: [&str; 14] = [
         CA_KEY,
         CA_CERT,
         APISERVER_KEY,
@@ -47,6 +55,10 @@ pub mod files {
         KUBELET_CLIENT_CERT,
         SA_KEY,
         SA_PUB,
+        FRONT_PROXY_CA_KEY,
+        FRONT_PROXY_CA_CERT,
+        FRONT_PROXY_CLIENT_KEY,
+        FRONT_PROXY_CLIENT_CERT,
     ];
 }
 
@@ -65,6 +77,11 @@ pub const APISERVER_COMMON_NAME: &str = "kube-apiserver";
 pub const ADMIN_USER: &str = "system:admin";
 /// User name of the API server's client certificate towards kubelets.
 pub const KUBELET_CLIENT_USER: &str = "kube-apiserver-kubelet-client";
+/// Common name of the front-proxy CA.
+pub const FRONT_PROXY_CA_COMMON_NAME: &str = "rkube-front-proxy-ca";
+/// User name of the API server's front-proxy client certificate: the one name extension
+/// servers accept request headers from (`requestheader-allowed-names`).
+pub const FRONT_PROXY_CLIENT_USER: &str = "front-proxy-client";
 /// The group that RBAC lets do everything.
 pub const MASTERS_GROUP: &str = "system:masters";
 
@@ -152,6 +169,8 @@ pub struct Pki {
     apiserver: CertKeyPair,
     admin: CertKeyPair,
     kubelet_client: CertKeyPair,
+    front_proxy_ca_cert_pem: String,
+    front_proxy_client: CertKeyPair,
     sa_private_key_pem: String,
     sa_public_key_pem: String,
     changes: Vec<String>,
@@ -226,6 +245,18 @@ impl Pki {
     /// The client certificate and key the API server presents to kubelets.
     pub fn kubelet_client(&self) -> &CertKeyPair {
         &self.kubelet_client
+    }
+
+    /// The front-proxy CA certificate (PEM): what aggregated API servers verify the API
+    /// server's client certificate with (`requestheader-client-ca-file`).
+    pub fn front_proxy_ca_cert_pem(&self) -> &str {
+        &self.front_proxy_ca_cert_pem
+    }
+
+    /// The client certificate and key the API server presents to aggregated API servers
+    /// (CN `front-proxy-client`, signed by the front-proxy CA).
+    pub fn front_proxy_client(&self) -> &CertKeyPair {
+        &self.front_proxy_client
     }
 
     /// The service-account signing key: RSA 2048, PKCS#8 PEM, for RS256 tokens.
@@ -321,6 +352,9 @@ struct Ca {
     cert: X509,
     key: PKey<Private>,
     cert_pem: String,
+    /// What it is called in messages, and its certificate file.
+    what: &'static str,
+    cert_file: &'static str,
 }
 
 /// One leaf certificate the PKI keeps on disk.
@@ -370,6 +404,50 @@ fn leaves(sans: &[San]) -> [Leaf; 3] {
     ]
 }
 
+/// The one leaf the front-proxy CA signs.
+fn front_proxy_leaf() -> Leaf {
+    Leaf {
+        cert_file: files::FRONT_PROXY_CLIENT_CERT,
+        key_file: files::FRONT_PROXY_CLIENT_KEY,
+        profile: LeafProfile {
+            cn: FRONT_PROXY_CLIENT_USER.into(),
+            orgs: vec![],
+            usage: Usage::Client,
+            sans: vec![],
+            days: LEAF_VALIDITY_DAYS,
+        },
+    }
+}
+
+/// A CA the PKI keeps: its files, its name and the leaves it signs.
+struct CaFiles {
+    cert_file: &'static str,
+    key_file: &'static str,
+    cn: &'static str,
+    what: &'static str,
+    leaves: Vec<Leaf>,
+}
+
+fn cluster_ca() -> CaFiles {
+    CaFiles {
+        cert_file: files::CA_CERT,
+        key_file: files::CA_KEY,
+        cn: CA_COMMON_NAME,
+        what: "cluster CA",
+        leaves: leaves(&[]).into(),
+    }
+}
+
+fn front_proxy_ca() -> CaFiles {
+    CaFiles {
+        cert_file: files::FRONT_PROXY_CA_CERT,
+        key_file: files::FRONT_PROXY_CA_KEY,
+        cn: FRONT_PROXY_CA_COMMON_NAME,
+        what: "front-proxy CA",
+        leaves: vec![front_proxy_leaf()],
+    }
+}
+
 /// First start: build everything in a private temp directory, then rename it into place.
 fn create_fresh(dir: &Path, sans: &[San]) -> Result<Pki, CertError> {
     let parent = fsutil::parent_dir(dir);
@@ -386,7 +464,7 @@ fn create_fresh(dir: &Path, sans: &[San]) -> Result<Pki, CertError> {
             pki.dir = dir.to_path_buf();
             pki.changes = vec![format!(
                 "generated a new cluster PKI in {} (CA, API server, admin and kubelet-client \
-                 certificates, service-account key)",
+                 certificates, service-account key, front-proxy CA and client certificate)",
                 dir.display()
             )];
             Ok(pki)
@@ -400,12 +478,15 @@ fn create_fresh(dir: &Path, sans: &[San]) -> Result<Pki, CertError> {
 
 fn load_in(dir: &Path, sans: &[San]) -> Result<Pki, CertError> {
     let mut changes = Vec::new();
-    let ca = load_or_create_ca(dir, &mut changes)?;
+    let ca = load_or_create_ca(dir, &cluster_ca(), &mut changes)?;
     let [apiserver, admin, kubelet_client] = leaves(sans);
     let apiserver = ensure_leaf(dir, &ca, &apiserver, &mut changes)?;
     let admin = ensure_leaf(dir, &ca, &admin, &mut changes)?;
     let kubelet_client = ensure_leaf(dir, &ca, &kubelet_client, &mut changes)?;
     let (sa_private_key_pem, sa_public_key_pem) = ensure_sa_keys(dir, &mut changes)?;
+    // Added after the first PKIs were made: an older directory gets these on its next start.
+    let front_proxy = load_or_create_ca(dir, &front_proxy_ca(), &mut changes)?;
+    let front_proxy_client = ensure_leaf(dir, &front_proxy, &front_proxy_leaf(), &mut changes)?;
     Ok(Pki {
         dir: dir.to_path_buf(),
         ca_cert: ca.cert,
@@ -414,6 +495,8 @@ fn load_in(dir: &Path, sans: &[San]) -> Result<Pki, CertError> {
         apiserver,
         admin,
         kubelet_client,
+        front_proxy_ca_cert_pem: front_proxy.cert_pem,
+        front_proxy_client,
         sa_private_key_pem,
         sa_public_key_pem,
         changes,
@@ -491,9 +574,13 @@ fn read_public_key(path: &Path, remedy: &str) -> Result<Option<(PKey<Public>, St
     Ok(Some((key, into_text(path, bytes, remedy)?)))
 }
 
-fn load_or_create_ca(dir: &Path, changes: &mut Vec<String>) -> Result<Ca, CertError> {
-    let cert_path = dir.join(files::CA_CERT);
-    let key_path = dir.join(files::CA_KEY);
+fn load_or_create_ca(
+    dir: &Path,
+    files: &CaFiles,
+    changes: &mut Vec<String>,
+) -> Result<Ca, CertError> {
+    let cert_path = dir.join(files.cert_file);
+    let key_path = dir.join(files.key_file);
     let remedy = ca_remedy(dir);
     let cert = read_cert(&cert_path, &remedy)?;
     let key = read_private_key(&key_path, &remedy)?;
@@ -510,11 +597,11 @@ fn load_or_create_ca(dir: &Path, changes: &mut Vec<String>) -> Result<Ca, CertEr
             if issue::expires_within(&cert, 0)? {
                 return Err(invalid(
                     &cert_path,
-                    format!("the cluster CA expired on {}", cert.not_after()),
+                    format!("the {} expired on {}", files.what, cert.not_after()),
                     regenerate_all(dir),
                 ));
             }
-            Ok(Ca { cert, key, cert_pem })
+            Ok(Ca { cert, key, cert_pem, what: files.what, cert_file: files.cert_file })
         }
         (Some(_), None) => Err(CertError::Incomplete {
             dir: dir.to_path_buf(),
@@ -524,24 +611,23 @@ fn load_or_create_ca(dir: &Path, changes: &mut Vec<String>) -> Result<Ca, CertEr
                 cert_path.display(),
                 key_path.display()
             ),
-            remedy: format!("restore {} from a backup, or {}", files::CA_KEY, regenerate_all(dir)),
+            remedy: format!("restore {} from a backup, or {}", files.key_file, regenerate_all(dir)),
         }),
         (None, Some((key, _))) => {
             // The key is the CA; a new certificate for the same key and name verifies
             // everything the lost one signed.
-            let cert = issue::self_signed_ca(&key, CA_COMMON_NAME, CA_VALIDITY_DAYS)?;
+            let cert = issue::self_signed_ca(&key, files.cn, CA_VALIDITY_DAYS)?;
             let cert_pem = issue::cert_pem(&cert)?;
             fsutil::write_atomic(&cert_path, cert_pem.as_bytes(), PUBLIC_MODE)?;
             changes.push(format!(
                 "re-created the CA certificate {} from the existing {}",
-                files::CA_CERT,
-                files::CA_KEY
+                files.cert_file, files.key_file
             ));
-            Ok(Ca { cert, key, cert_pem })
+            Ok(Ca { cert, key, cert_pem, what: files.what, cert_file: files.cert_file })
         }
         (None, None) => {
             let mut issued = Vec::new();
-            for leaf in leaves(&[]) {
+            for leaf in &files.leaves {
                 for file in [leaf.cert_file, leaf.key_file] {
                     if fsutil::exists(&dir.join(file))? {
                         issued.push(file);
@@ -553,30 +639,29 @@ fn load_or_create_ca(dir: &Path, changes: &mut Vec<String>) -> Result<Ca, CertEr
                     dir: dir.to_path_buf(),
                     problem: format!(
                         "{} and {} are missing, but {} exist (issued by that CA)",
-                        files::CA_CERT,
-                        files::CA_KEY,
+                        files.cert_file,
+                        files.key_file,
                         issued.join(", ")
                     ),
                     remedy: format!(
                         "restore {} and {} from a backup, or {}",
-                        files::CA_CERT,
-                        files::CA_KEY,
+                        files.cert_file,
+                        files.key_file,
                         regenerate_all(dir)
                     ),
                 });
             }
             let key = issue::generate_tls_key()?;
-            let cert = issue::self_signed_ca(&key, CA_COMMON_NAME, CA_VALIDITY_DAYS)?;
+            let cert = issue::self_signed_ca(&key, files.cn, CA_VALIDITY_DAYS)?;
             let cert_pem = issue::cert_pem(&cert)?;
             // Key first: a crash in between leaves a key we can rebuild the certificate from.
             fsutil::write_atomic(&key_path, issue::private_key_pem(&key)?.as_bytes(), SECRET_MODE)?;
             fsutil::write_atomic(&cert_path, cert_pem.as_bytes(), PUBLIC_MODE)?;
             changes.push(format!(
-                "generated the cluster CA ({}, {})",
-                files::CA_CERT,
-                files::CA_KEY
+                "generated the {} ({}, {})",
+                files.what, files.cert_file, files.key_file
             ));
-            Ok(Ca { cert, key, cert_pem })
+            Ok(Ca { cert, key, cert_pem, what: files.what, cert_file: files.cert_file })
         }
     }
 }
@@ -594,7 +679,7 @@ fn stale_reasons(
         reasons.push(format!("it did not match {}", leaf.key_file));
     }
     if !issue::issued_by(&ca.cert, cert)? {
-        reasons.push(format!("it was not issued by the cluster CA ({})", files::CA_CERT));
+        reasons.push(format!("it was not issued by the {} ({})", ca.what, ca.cert_file));
     }
     if issue::expires_within(cert, RENEW_BEFORE_DAYS)? {
         reasons.push(format!(
@@ -661,7 +746,7 @@ fn ensure_leaf(
     changes.push(if why.is_empty() {
         format!("issued {} (CN {})", leaf.cert_file, leaf.profile.cn)
     } else {
-        format!("re-issued {} from the cluster CA: {why}", leaf.cert_file)
+        format!("re-issued {} from the {}: {why}", leaf.cert_file, ca.what)
     });
     Ok(CertKeyPair { cert_pem, key_pem })
 }
@@ -1026,6 +1111,52 @@ mod tests {
         let msg = Pki::load_or_create(&opts).unwrap_err().to_string();
         assert!(msg.contains("apiserver.crt"), "{msg}");
         assert!(!opts.dir.join(files::CA_CERT).exists());
+    }
+
+    #[test]
+    fn a_pki_made_before_the_front_proxy_gains_it_and_keeps_the_rest() {
+        let tmp = tempfile::tempdir().unwrap();
+        let opts = opts(tmp.path());
+        let first = Pki::load_or_create(&opts).unwrap();
+        for file in [
+            files::FRONT_PROXY_CA_CERT,
+            files::FRONT_PROXY_CA_KEY,
+            files::FRONT_PROXY_CLIENT_CERT,
+            files::FRONT_PROXY_CLIENT_KEY,
+        ] {
+            fs::remove_file(opts.dir.join(file)).unwrap();
+        }
+        let cluster_files = || -> Vec<Vec<u8>> {
+            files::ALL
+                .iter()
+                .filter(|f| !f.starts_with("front-proxy"))
+                .map(|f| fs::read(opts.dir.join(f)).unwrap())
+                .collect()
+        };
+        let older = cluster_files();
+        let second = Pki::load_or_create(&opts).unwrap();
+        assert_eq!(second.changes().len(), 2, "{:?}", second.changes());
+        assert!(second.changes()[0].contains("front-proxy CA"), "{:?}", second.changes());
+        assert_eq!(older, cluster_files(), "the cluster PKI is loaded as it was");
+        assert_eq!(second.ca_cert_pem(), first.ca_cert_pem());
+        assert_ne!(second.front_proxy_ca_cert_pem(), second.ca_cert_pem());
+
+        // The client certificate is the front-proxy CA's, not the cluster CA's.
+        let client = &second.front_proxy_client().cert_pem;
+        assert!(verifies(second.front_proxy_ca_cert_pem(), client, X509PurposeId::SSL_CLIENT));
+        assert!(!verifies(second.ca_cert_pem(), client, X509PurposeId::SSL_CLIENT));
+        assert_eq!(subject(client), (vec!["front-proxy-client".to_owned()], vec![]));
+        assert_eq!(subject(second.front_proxy_ca_cert_pem()).0, ["rkube-front-proxy-ca"]);
+
+        // A third start writes nothing.
+        let third = Pki::load_or_create(&opts).unwrap();
+        assert!(third.changes().is_empty(), "{:?}", third.changes());
+        assert_eq!(third.front_proxy_client(), second.front_proxy_client());
+
+        // The front-proxy CA key lost next to its client certificate: an error, not a new CA.
+        fs::remove_file(opts.dir.join(files::FRONT_PROXY_CA_KEY)).unwrap();
+        let msg = Pki::load_or_create(&opts).unwrap_err().to_string();
+        assert!(msg.contains("front-proxy-ca.key"), "{msg}");
     }
 
     #[test]

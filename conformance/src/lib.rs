@@ -7,10 +7,12 @@
 //!
 //! What the tests share: [`cluster`] starts a server and runs kubectl against it, [`node`]
 //! adds a kubelet on Docker, [`streaming`] follows a kubectl that keeps running, and
-//! [`webhook`] is an admission webhook server with a CA of its own.
+//! [`webhook`] is an admission webhook server with a CA of its own, [`extension_server`] an
+//! aggregated API server behind it.
 
 pub mod cluster;
 pub mod dns;
+pub mod extension_server;
 pub mod h2;
 pub mod identity;
 pub mod node;

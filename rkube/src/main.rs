@@ -847,6 +847,14 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
         store,
         service_ranges,
         cluster_dns,
+        front_proxy: Some(rkube_server::aggregator::FrontProxy {
+            client: rkube_server::service_client::ClientCert {
+                cert_pem: pki.front_proxy_client().cert_pem.as_bytes().to_vec(),
+                key_pem: pki.front_proxy_client().key_pem.as_bytes().to_vec(),
+            },
+            ca_pem: pki.front_proxy_ca_cert_pem().as_bytes().to_vec(),
+            allowed_names: vec![rkube_certs::pki::FRONT_PROXY_CLIENT_USER.to_string()],
+        }),
         admission,
         kubelet_client: Some(rkube_server::KubeletClientConfig {
             // As k3s: node names need not resolve, so the InternalIP comes first.

@@ -46,8 +46,7 @@ impl Backend for WebhookBackend {
                 ))
             }
         };
-        let config =
-            service_client::ClientConfig { destination, ca_bundle: client.ca_bundle.clone() };
+        let config = service_client::ClientConfig::new(destination, client.ca_bundle.clone());
         // Upstream tells the webhook how long it has, in whole seconds.
         let query = format!("timeout={}s", timeout.as_secs().max(1));
         let response = self

@@ -10,7 +10,6 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderMap, Method, StatusCode};
-use rkube_apis::resources::Resources;
 use serde_json::Value;
 
 use crate::auth::UserInfo;
@@ -41,11 +40,30 @@ pub struct ApiState {
     pub authorizer: Arc<dyn crate::authz::Authorizer>,
     /// Bearer tokens that authenticated lately ([`crate::authn::token_cache`]).
     pub token_cache: crate::authn::token_cache::TokenCache,
+    /// The group/versions APIServices hand to extension servers ([`crate::aggregator`]).
+    pub aggregator: Arc<crate::aggregator::Aggregator>,
 }
 
 /// Axum fallback handler for every `/api` and `/apis` path.
 pub async fn handle(State(state): State<Arc<ApiState>>, request: http::Request<Body>) -> Response {
     let started = std::time::Instant::now();
+    // A group/version an APIService hands to an extension server goes there whole.
+    if let Some(remote) = state.aggregator.route(request.uri().path()) {
+        let user =
+            request.extensions().get::<UserInfo>().cloned().unwrap_or_else(UserInfo::anonymous);
+        let peer = request.extensions().get::<std::net::SocketAddr>().copied();
+        let target =
+            request.extensions().get::<request::RequestInfo>().and_then(|i| match &i.target {
+                Some(Target::Resource(r)) => Some(r.clone()),
+                _ => None,
+            });
+        let response =
+            crate::aggregator::proxy::serve(&state.aggregator, &remote, &user, peer, request).await;
+        if let Some(r) = target {
+            record(&state, &r, response.status(), started);
+        }
+        return response;
+    }
     let (mut parts, body) = request.into_parts();
     let user = parts.extensions.get::<UserInfo>().cloned().unwrap_or_else(UserInfo::anonymous);
     // Read once by the authorization layer, which has already let the request through.
@@ -81,6 +99,8 @@ pub async fn handle(State(state): State<Arc<ApiState>>, request: http::Request<B
     };
     // Discovery answers from the resources served now.
     let resources = state.registry.resources();
+    let remotes = state.aggregator.remote_versions();
+    let resources = discovery::Served { resources: &resources, remotes: &remotes };
     let result = match target {
         Target::CoreVersions => discovery_response(
             &parts.headers,
@@ -120,32 +140,42 @@ pub async fn handle(State(state): State<Arc<ApiState>>, request: http::Request<B
             )
             .await
             .unwrap_or_else(IntoResponse::into_response);
-            let scope = match (&r.namespace, &r.name) {
-                (Some(_), _) => "namespace",
-                (None, Some(_)) => "resource",
-                (None, None) => "cluster",
-            };
-            state.metrics.record(
-                r.verb,
-                &r.group,
-                &r.version,
-                &r.resource,
-                r.subresource.as_deref().unwrap_or(""),
-                scope,
-                response.status().as_u16(),
-                started.elapsed(),
-            );
+            record(&state, &r, response.status(), started);
             return response;
         }
     };
     result.unwrap_or_else(IntoResponse::into_response)
 }
 
+/// A resource request in the request metrics.
+fn record(
+    state: &ApiState,
+    r: &request::ResourceRequest,
+    code: StatusCode,
+    started: std::time::Instant,
+) {
+    let scope = match (&r.namespace, &r.name) {
+        (Some(_), _) => "namespace",
+        (None, Some(_)) => "resource",
+        (None, None) => "cluster",
+    };
+    state.metrics.record(
+        r.verb,
+        &r.group,
+        &r.version,
+        &r.resource,
+        r.subresource.as_deref().unwrap_or(""),
+        scope,
+        code.as_u16(),
+        started.elapsed(),
+    );
+}
+
 fn discovery_response(
     headers: &HeaderMap,
     legacy: impl FnOnce() -> Option<Value>,
     aggregated_core: Option<bool>,
-    resources: &Resources,
+    resources: &discovery::Served<'_>,
 ) -> ApiResult<Response> {
     let accept = headers.get(http::header::ACCEPT).and_then(|v| v.to_str().ok()).unwrap_or("");
     if let (Some(core), Some(content_type)) = (aggregated_core, discovery::wants_aggregated(accept))

@@ -16,6 +16,7 @@
 
 pub mod admission;
 pub mod admission_webhooks;
+pub mod aggregator;
 pub mod api;
 pub mod apply;
 pub mod auth;
@@ -90,6 +91,9 @@ pub struct ServerConfig {
     /// `--cluster-dns`: the `kube-system/kube-dns` Service's cluster IP, made at startup
     /// (each node's DNS keeps its EndpointSlices). None: no such Service.
     pub cluster_dns: Option<std::net::Ipv4Addr>,
+    /// The front-proxy client certificate for aggregated API servers and its CA. `None`:
+    /// APIServices with a service cannot be reached (their requests get a 500 saying so).
+    pub front_proxy: Option<aggregator::FrontProxy>,
     /// The admission chain (`--enable-admission-plugins`, `--disable-admission-plugins` and
     /// the plugins' own flags).
     pub admission: rkube_admission::Chain,
@@ -162,9 +166,24 @@ impl Server {
             Arc::new(service_client::ServiceClient::new(Arc::downgrade(&registry)));
         registry.admission.set_webhook_backend(Arc::new(admission_webhooks::WebhookBackend {
             registry: Arc::downgrade(&registry),
-            client: service_client,
+            client: service_client.clone(),
         }));
         bootstrap(&registry, &config).await?;
+        let front_proxy = config.front_proxy.take();
+        let authentication_info =
+            aggregator::authentication_info::data(&config.tls.client_ca_pem, front_proxy.as_ref());
+        aggregator::authentication_info::publish(&registry, authentication_info).await.map_err(
+            |message| StartError::Bootstrap {
+                resource: "configmaps",
+                name: aggregator::authentication_info::NAME.into(),
+                message,
+            },
+        )?;
+        aggregator::autoregister::register(&registry).await.map_err(|message| {
+            StartError::Bootstrap { resource: "apiservices", name: String::new(), message }
+        })?;
+        let aggregator = aggregator::Aggregator::new(registry.clone(), service_client, front_proxy);
+        aggregator::availability::start(aggregator.clone());
         authz::rbac::reconcile::bootstrap_policy(&registry).await.map_err(|e| {
             StartError::Bootstrap {
                 resource: "clusterroles",
@@ -214,6 +233,7 @@ impl Server {
             component_ports: config.component_ports,
             authorizer: authorizer.clone(),
             token_cache: Default::default(),
+            aggregator,
         });
         let router = Router::new()
             .route("/healthz", get(healthz))

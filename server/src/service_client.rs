@@ -12,6 +12,11 @@
 //! else HTTP/1.1. Errors read as Go's client prints them (`Post "https://...": dial tcp
 //! 127.0.0.1:9: connect: connection refused`, `... context deadline exceeded`, `tls: failed
 //! to verify certificate: x509: certificate signed by unknown authority`).
+//!
+//! [`ServiceClient::forward`] sends a whole request on, bodies streaming both ways (watches
+//! too): the aggregator's proxy to extension API servers, which also present a client
+//! certificate ([`ClientConfig::client_cert`]) and may skip verifying the server
+//! (`insecureSkipTLSVerify`).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -55,9 +60,44 @@ pub struct ClientConfig {
     pub destination: Destination,
     /// PEM certificates to verify the server with; empty for the system's roots.
     pub ca_bundle: Vec<u8>,
+    /// The client certificate and key (PEM) this server presents, if any.
+    pub client_cert: Option<ClientCert>,
+    /// Do not verify the server at all (an APIService's `insecureSkipTLSVerify`).
+    pub insecure_skip_tls_verify: bool,
+}
+
+/// A client certificate and its private key, both PEM.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub struct ClientCert {
+    pub cert_pem: Vec<u8>,
+    pub key_pem: Vec<u8>,
+}
+
+impl std::fmt::Debug for ClientCert {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientCert").field("key_pem", &"<redacted>").finish()
+    }
 }
 
 impl ClientConfig {
+    /// A configuration that verifies the server with `ca_bundle` and presents no certificate.
+    pub fn new(destination: Destination, ca_bundle: Vec<u8>) -> ClientConfig {
+        ClientConfig { destination, ca_bundle, client_cert: None, insecure_skip_tls_verify: false }
+    }
+
+    /// `https://host[:port]` of the destination, without a path.
+    fn base_url(&self) -> String {
+        match &self.destination {
+            Destination::Url(url) => match url.parse::<Uri>() {
+                Ok(uri) => format!("https://{}", authority(&uri)),
+                Err(_) => url.clone(),
+            },
+            Destination::Service { namespace, name, port, .. } => {
+                format!("https://{name}.{namespace}.svc:{port}")
+            }
+        }
+    }
+
     /// The URL of a request with `query` (`timeout=10s`), as errors name it.
     fn url(&self, query: &str) -> String {
         let query = if query.is_empty() { String::new() } else { format!("?{query}") };
@@ -88,10 +128,13 @@ pub struct ClientError(pub String);
 #[error("{0}")]
 struct ConnectError(String);
 
+/// The connections of one configuration.
+type Pool = Client<Connector, axum::body::Body>;
+
 /// The server's client to URLs and Services, shared by its callers.
 pub struct ServiceClient {
     registry: Weak<Registry>,
-    pools: Mutex<HashMap<ClientConfig, Client<Connector, Full<Bytes>>>>,
+    pools: Mutex<HashMap<ClientConfig, Pool>>,
 }
 
 impl ServiceClient {
@@ -117,7 +160,7 @@ impl ServiceClient {
             .header(http::header::CONTENT_TYPE, content_type)
             .header(http::header::ACCEPT, "application/json, */*")
             .header(http::header::USER_AGENT, "kube-apiserver-admission")
-            .body(Full::new(Bytes::from(body)))
+            .body(axum::body::Body::new(Full::new(Bytes::from(body))))
             .map_err(|e| failed(e.to_string()))?;
         let exchange = async {
             let response = client.request(request).await.map_err(|e| cause_of(&e))?;
@@ -135,8 +178,63 @@ impl ServiceClient {
         }
     }
 
+    /// GETs `path_and_query` from `config`'s destination (whose own path is ignored),
+    /// waiting at most `timeout` for the whole answer. Errors as Go's: `Get "<url>": ...`.
+    pub async fn get(
+        &self,
+        config: &ClientConfig,
+        path_and_query: &str,
+        accept: &str,
+        timeout: Duration,
+    ) -> Result<Response, ClientError> {
+        let url = config.base_url() + path_and_query;
+        let failed = |cause: String| ClientError(format!("Get {url:?}: {cause}"));
+        let client = self.pool(config).map_err(failed)?;
+        let request = http::Request::get(&url)
+            .header(http::header::ACCEPT, accept)
+            .header(http::header::USER_AGENT, "kube-apiserver")
+            .body(axum::body::Body::empty())
+            .map_err(|e| failed(e.to_string()))?;
+        let exchange = async {
+            let response = client.request(request).await.map_err(|e| cause_of(&e))?;
+            let status = response.status();
+            let body = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
+                .collect()
+                .await
+                .map_err(|e| e.to_string())?
+                .to_bytes();
+            Ok::<_, String>(Response { status, body })
+        };
+        match tokio::time::timeout(timeout, exchange).await {
+            Ok(answer) => answer.map_err(failed),
+            Err(_) => Err(failed("context deadline exceeded".into())),
+        }
+    }
+
+    /// Sends `request` (its method, path, query, headers and streaming body) on to
+    /// `config`'s destination, whose own path is ignored, and returns the answer as it
+    /// streams in. Hop-by-hop headers are the caller's to remove. No overall timeout (a watch
+    /// lasts); dialing has [`crate::proxy::DIAL_TIMEOUT`].
+    pub async fn forward(
+        &self,
+        config: &ClientConfig,
+        mut request: http::Request<axum::body::Body>,
+    ) -> Result<http::Response<hyper::body::Incoming>, ClientError> {
+        let path =
+            request.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
+        let url = config.base_url() + &path;
+        let method = request.method().as_str().to_string();
+        let verb = method[..1].to_uppercase() + &method[1..].to_lowercase();
+        let failed = |cause: String| ClientError(format!("{verb} {url:?}: {cause}"));
+        let client = self.pool(config).map_err(failed)?;
+        *request.uri_mut() =
+            url.parse().map_err(|e: http::uri::InvalidUri| failed(e.to_string()))?;
+        *request.version_mut() = http::Version::HTTP_11;
+        client.request(request).await.map_err(|e| failed(cause_of(&e)))
+    }
+
     /// The pool of `config`, made on first use.
-    fn pool(&self, config: &ClientConfig) -> Result<Client<Connector, Full<Bytes>>, String> {
+    fn pool(&self, config: &ClientConfig) -> Result<Pool, String> {
         let mut pools = self.pools.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(client) = pools.get(config) {
             return Ok(client.clone());
@@ -144,7 +242,8 @@ impl ServiceClient {
         let connector = Connector {
             target: Arc::new(Target {
                 destination: config.destination.clone(),
-                tls: tls(&config.ca_bundle)?,
+                insecure: config.insecure_skip_tls_verify,
+                tls: tls(config)?,
                 registry: self.registry.clone(),
             }),
         };
@@ -157,8 +256,10 @@ impl ServiceClient {
     }
 }
 
-/// The TLS client of one CA bundle, offering HTTP/2 and HTTP/1.1.
-fn tls(ca_bundle: &[u8]) -> Result<SslConnector, String> {
+/// The TLS client of one configuration (its CA bundle, client certificate, verification),
+/// offering HTTP/2 and HTTP/1.1.
+fn tls(config: &ClientConfig) -> Result<SslConnector, String> {
+    let ca_bundle = &config.ca_bundle;
     let build = || -> Result<SslConnector, String> {
         let mut builder =
             SslConnector::builder(SslMethod::tls_client()).map_err(|e| e.to_string())?;
@@ -174,7 +275,17 @@ fn tls(ca_bundle: &[u8]) -> Result<SslConnector, String> {
             }
             builder.set_verify_cert_store(store.build()).map_err(|e| e.to_string())?;
         }
-        builder.set_verify(SslVerifyMode::PEER);
+        if let Some(client) = &config.client_cert {
+            let cert = X509::from_pem(&client.cert_pem).map_err(|e| e.to_string())?;
+            let key = openssl::pkey::PKey::private_key_from_pem(&client.key_pem)
+                .map_err(|e| e.to_string())?;
+            builder.set_certificate(&cert).map_err(|e| e.to_string())?;
+            builder.set_private_key(&key).map_err(|e| e.to_string())?;
+        }
+        builder.set_verify(match config.insecure_skip_tls_verify {
+            true => SslVerifyMode::NONE,
+            false => SslVerifyMode::PEER,
+        });
         builder.set_alpn_protos(b"\x02h2\x08http/1.1").map_err(|e| e.to_string())?;
         Ok(builder.build())
     };
@@ -199,6 +310,8 @@ fn cause_of(e: &hyper_util::client::legacy::Error) -> String {
 /// Where one pool connects, and how.
 struct Target {
     destination: Destination,
+    /// No verification of the server's name either.
+    insecure: bool,
     tls: SslConnector,
     registry: Weak<Registry>,
 }
@@ -271,7 +384,11 @@ async fn connect(target: &Target, uri: &Uri) -> Result<Conn, ConnectError> {
     let tcp = tcp.ok_or(last)?;
     let _ = tcp.set_nodelay(true);
     let setup = |e: openssl::error::ErrorStack| ConnectError(format!("tls: {e}"));
-    let ssl = target.tls.configure().map_err(setup)?.into_ssl(host).map_err(setup)?;
+    let mut configuration = target.tls.configure().map_err(setup)?;
+    if target.insecure {
+        configuration.set_verify_hostname(false);
+    }
+    let ssl = configuration.into_ssl(host).map_err(setup)?;
     let mut stream = SslStream::new(ssl, tcp).map_err(setup)?;
     if let Err(e) = Pin::new(&mut stream).connect().await {
         return Err(ConnectError(handshake_error(&stream, host, &e)));

@@ -1,0 +1,261 @@
+//! An extension API server for the aggregation tests: HTTPS with a certificate of a
+//! [`TestCa`] for `<service>.<namespace>.svc`, serving `wardle.example.com/v1alpha1`
+//! `flunders` (namespaced; discovery, list, get, watch) from a fixed set of objects.
+//!
+//! It authenticates as an aggregated server does with kube-apiserver's request-header
+//! authentication: a client certificate verified against the front-proxy CA it is given
+//! (`requestheader-client-ca-file`), with a common name among the allowed names, and the
+//! user in `X-Remote-User`/`X-Remote-Group`. Without that certificate every request gets 401;
+//! with it but without a user, only discovery is answered (the availability checks). It
+//! keeps each request it saw ([`Seen`]) for the test to inspect.
+
+use std::convert::Infallible;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use http_body_util::{combinators::BoxBody, BodyExt, Full, StreamBody};
+use openssl::nid::Nid;
+use openssl::ssl::{AlpnError, SslAcceptor, SslMethod, SslVerifyMode};
+use openssl::x509::store::X509StoreBuilder;
+use openssl::x509::X509;
+use serde_json::{json, Value};
+
+use crate::webhook::TestCa;
+
+pub const GROUP: &str = "wardle.example.com";
+pub const VERSION: &str = "v1alpha1";
+
+/// What one request carried.
+#[derive(Clone, Debug)]
+pub struct Seen {
+    pub method: String,
+    pub path: String,
+    /// The verified client certificate's common name.
+    pub client_cn: Option<String>,
+    pub user: Option<String>,
+    pub groups: Vec<String>,
+    /// `X-Remote-Extra-*` headers, (lowercase name, value).
+    pub extra: Vec<(String, String)>,
+    /// Whether an `Authorization` or `Impersonate-User` header reached it.
+    pub credentials: bool,
+}
+
+/// A running extension server; stopped when dropped.
+pub struct ExtensionServer {
+    pub addr: SocketAddr,
+    pub seen: Arc<Mutex<Vec<Seen>>>,
+    runtime: Option<tokio::runtime::Runtime>,
+}
+
+/// The flunders it serves: (namespace, name).
+pub const FLUNDERS: [(&str, &str); 2] = [("default", "alpha"), ("default", "beta")];
+
+impl ExtensionServer {
+    /// Serves on `ip` with a certificate of `ca` for `dns` names, trusting client
+    /// certificates of `front_proxy_ca_pem` named one of `allowed_names`.
+    pub fn start(
+        ip: IpAddr,
+        ca: &TestCa,
+        dns: &[&str],
+        front_proxy_ca_pem: &[u8],
+        allowed_names: Vec<String>,
+    ) -> ExtensionServer {
+        let (cert, key) = ca.serving(dns, &[ip]);
+        let mut acceptor =
+            SslAcceptor::mozilla_intermediate_v5(SslMethod::tls_server()).expect("acceptor");
+        acceptor.set_certificate(&cert).expect("cert");
+        acceptor.set_private_key(&key).expect("key");
+        let mut store = X509StoreBuilder::new().expect("store");
+        for c in X509::stack_from_pem(front_proxy_ca_pem).expect("front-proxy CA") {
+            store.add_cert(c).expect("CA");
+        }
+        acceptor.set_verify_cert_store(store.build()).expect("store");
+        // Asked for, not required: a request without one is answered 401.
+        acceptor.set_verify(SslVerifyMode::PEER);
+        acceptor.set_alpn_select_callback(|_, offered| {
+            openssl::ssl::select_next_proto(b"\x02h2\x08http/1.1", offered).ok_or(AlpnError::NOACK)
+        });
+        let acceptor = Arc::new(acceptor.build());
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let listener = std::net::TcpListener::bind((ip, 0)).expect("bind");
+        listener.set_nonblocking(true).expect("non-blocking");
+        let listener = {
+            let _inside = runtime.enter();
+            tokio::net::TcpListener::from_std(listener).expect("listener")
+        };
+        let addr = listener.local_addr().expect("addr");
+        let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
+        let kept = seen.clone();
+        let allowed = Arc::new(allowed_names);
+        runtime.spawn(async move {
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else { continue };
+                let (acceptor, kept, allowed) = (acceptor.clone(), kept.clone(), allowed.clone());
+                tokio::spawn(async move {
+                    let Ok(ssl) = openssl::ssl::Ssl::new(acceptor.context()) else { return };
+                    let Ok(mut tls) = tokio_openssl::SslStream::new(ssl, tcp) else { return };
+                    if std::pin::Pin::new(&mut tls).accept().await.is_err() {
+                        return;
+                    }
+                    let cn = tls.ssl().peer_certificate().and_then(|c| {
+                        let entry = c.subject_name().entries_by_nid(Nid::COMMONNAME).next()?;
+                        Some(String::from_utf8_lossy(entry.data().as_slice()).into_owned())
+                    });
+                    let service = hyper::service::service_fn(move |request| {
+                        let (kept, allowed, cn) = (kept.clone(), allowed.clone(), cn.clone());
+                        async move {
+                            Ok::<_, Infallible>(answer(request, cn, &allowed, &kept).await)
+                        }
+                    });
+                    let io = hyper_util::rt::TokioIo::new(tls);
+                    let _ = hyper_util::server::conn::auto::Builder::new(
+                        hyper_util::rt::TokioExecutor::new(),
+                    )
+                    .serve_connection(io, service)
+                    .await;
+                });
+            }
+        });
+        ExtensionServer { addr, seen, runtime: Some(runtime) }
+    }
+
+    /// The requests seen on paths starting with `prefix` that carried a user.
+    pub fn seen_with_user(&self, prefix: &str) -> Vec<Seen> {
+        let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        seen.iter().filter(|s| s.path.starts_with(prefix) && s.user.is_some()).cloned().collect()
+    }
+}
+
+impl Drop for ExtensionServer {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+type Body = BoxBody<Bytes, Infallible>;
+
+fn json_response(code: u16, value: &Value) -> http::Response<Body> {
+    http::Response::builder()
+        .status(code)
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(value.to_string() + "\n")).boxed())
+        .expect("response")
+}
+
+fn status(code: u16, reason: &str, message: &str) -> http::Response<Body> {
+    json_response(
+        code,
+        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "message": message, "reason": reason, "code": code}),
+    )
+}
+
+fn flunder(namespace: &str, name: &str) -> Value {
+    json!({"apiVersion": format!("{GROUP}/{VERSION}"), "kind": "Flunder",
+           "metadata": {"name": name, "namespace": namespace, "uid": format!("uid-{name}"),
+                        "resourceVersion": "1", "creationTimestamp": "2026-01-01T00:00:00Z"},
+           "spec": {"reference": format!("ref-{name}")}})
+}
+
+async fn answer(
+    request: http::Request<hyper::body::Incoming>,
+    cn: Option<String>,
+    allowed: &[String],
+    kept: &Mutex<Vec<Seen>>,
+) -> http::Response<Body> {
+    let headers = request.headers();
+    let text = |v: &http::HeaderValue| v.to_str().unwrap_or("").to_string();
+    let trusted = cn.as_ref().is_some_and(|cn| allowed.contains(cn));
+    let path = request.uri().path().to_string();
+    let query = request.uri().query().unwrap_or("").to_string();
+    let seen = Seen {
+        method: request.method().to_string(),
+        path: path.clone(),
+        client_cn: cn.clone(),
+        user: headers.get("x-remote-user").map(text),
+        groups: headers.get_all("x-remote-group").iter().map(text).collect(),
+        extra: headers
+            .iter()
+            .filter(|(n, _)| n.as_str().starts_with("x-remote-extra-"))
+            .map(|(n, v)| (n.as_str().to_string(), text(v)))
+            .collect(),
+        credentials: headers.contains_key("authorization")
+            || headers.contains_key("impersonate-user"),
+    };
+    kept.lock().unwrap_or_else(|e| e.into_inner()).push(seen.clone());
+    if !trusted {
+        return status(401, "Unauthorized", "Unauthorized");
+    }
+    let discovery = format!("/apis/{GROUP}/{VERSION}");
+    if path == discovery {
+        return json_response(
+            200,
+            &json!({"kind": "APIResourceList", "apiVersion": "v1",
+                    "groupVersion": format!("{GROUP}/{VERSION}"),
+                    "resources": [{"name": "flunders", "singularName": "flunder",
+                                   "namespaced": true, "kind": "Flunder",
+                                   "verbs": ["get", "list", "watch"], "shortNames": ["fl"],
+                                   "categories": ["wardle"]}]}),
+        );
+    }
+    let Some(user) = seen.user else {
+        return status(403, "Forbidden", "forbidden: no user in the request headers");
+    };
+    let rest = path.strip_prefix(&discovery).unwrap_or("");
+    let parts: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
+    let (namespace, name) = match parts.as_slice() {
+        ["flunders"] => (None, None),
+        ["namespaces", ns, "flunders"] => (Some(*ns), None),
+        ["namespaces", ns, "flunders", name] => (Some(*ns), Some(*name)),
+        _ => return status(404, "NotFound", "the server could not find the requested resource"),
+    };
+    if request.method() != http::Method::GET {
+        return status(
+            405,
+            "MethodNotAllowed",
+            "the server does not allow this method on the requested resource",
+        );
+    }
+    let items: Vec<Value> = FLUNDERS
+        .iter()
+        .filter(|(ns, _)| namespace.is_none_or(|n| n == *ns))
+        .map(|(ns, n)| flunder(ns, n))
+        .collect();
+    if let Some(name) = name {
+        return match items.iter().find(|f| f["metadata"]["name"] == name) {
+            Some(f) => json_response(200, f),
+            None => status(404, "NotFound", &format!("flunders.{GROUP} {name:?} not found")),
+        };
+    }
+    if query.split('&').any(|p| p == "watch=true" || p == "watch=1") {
+        // Each object as ADDED, a moment apart, then the stream stays open (a while).
+        let events = futures_util::stream::iter(items).then(|item| async move {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            let line = json!({"type": "ADDED", "object": item}).to_string() + "\n";
+            Ok::<_, Infallible>(hyper::body::Frame::data(Bytes::from(line)))
+        });
+        let hold = futures_util::stream::once(async {
+            tokio::time::sleep(Duration::from_secs(20)).await;
+            Ok::<_, Infallible>(hyper::body::Frame::data(Bytes::new()))
+        });
+        return http::Response::builder()
+            .header("content-type", "application/json")
+            .body(BodyExt::boxed(StreamBody::new(events.chain(hold))))
+            .expect("response");
+    }
+    let _ = user;
+    json_response(
+        200,
+        &json!({"kind": "FlunderList", "apiVersion": format!("{GROUP}/{VERSION}"),
+                "metadata": {"resourceVersion": "1"}, "items": items}),
+    )
+}

@@ -1,0 +1,343 @@
+//! API aggregation: an extension API server written here (`rkube_conformance::extension_server`,
+//! HTTPS with a CA the test makes) serves `wardle.example.com/v1alpha1` flunders behind a
+//! selector-less Service whose hand-written Endpoints name an address of this machine (its
+//! route checked local). An APIService hands the group to it: the availability controller
+//! marks it Available, discovery (legacy and aggregated) lists it, kubectl gets and lists
+//! flunders through rkube, which authorizes first and forwards the user in `X-Remote-*`
+//! headers with its front-proxy client certificate (the extension server trusts it from the
+//! `extension-apiserver-authentication` ConfigMap). Broken Services make it unavailable with
+//! upstream's reasons and requests get 503; an APIService for `metrics.k8s.io` replaces
+//! rkube's own metrics API until it is deleted; a Local APIService changes nothing.
+
+use std::time::Duration;
+
+use rkube_conformance::cluster::RkubeServer;
+use rkube_conformance::extension_server::ExtensionServer;
+use rkube_conformance::node::assert_route_is_local;
+use rkube_conformance::webhook::{local_non_loopback_ipv4, TestCa};
+use serde_json::{json, Value};
+
+const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// The `Available` condition of an APIService: (status, reason, message).
+fn available(s: &RkubeServer, name: &str) -> (String, String, String) {
+    let out = s.kubectl(&["get", "apiservice", name, "-o", "json"]);
+    let obj: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    let conditions = obj["status"]["conditions"].as_array().cloned().unwrap_or_default();
+    let c = conditions.iter().find(|c| c["type"] == "Available").cloned().unwrap_or(Value::Null);
+    let text = |k: &str| c[k].as_str().unwrap_or("").to_string();
+    (text("status"), text("reason"), text("message"))
+}
+
+fn wait_available(s: &RkubeServer, name: &str, want: (&str, &str, &str)) {
+    s.wait_until(&format!("{name} Available = {want:?}"), Duration::from_secs(40), || {
+        let got = available(s, name);
+        (got.0 == want.0 && got.1 == want.1 && got.2 == want.2, format!("{got:?}"))
+    });
+}
+
+fn api_service(name: &str, group: &str, version: &str, ca_bundle: &str) -> String {
+    json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+           "metadata": {"name": name},
+           "spec": {"group": group, "version": version,
+                    "service": {"namespace": "wardle", "name": "api", "port": 443},
+                    "caBundle": ca_bundle, "groupPriorityMinimum": 1000, "versionPriority": 15}})
+    .to_string()
+}
+
+#[test]
+fn an_extension_api_server_serves_its_group_through_rkube() {
+    let mut s = RkubeServer::start();
+
+    // What extension servers read to trust this server.
+    let cm: Value = serde_json::from_str(&s.ok(&[
+        "get",
+        "configmap",
+        "extension-apiserver-authentication",
+        "-n",
+        "kube-system",
+        "-o",
+        "json",
+    ]))
+    .expect("json");
+    let data = &cm["data"];
+    let cluster_ca = std::fs::read_to_string(s.data_dir.path().join("pki/ca.crt")).unwrap();
+    assert_eq!(data["client-ca-file"], cluster_ca.as_str());
+    assert_eq!(data["requestheader-username-headers"], r#"["X-Remote-User"]"#);
+    assert_eq!(data["requestheader-group-headers"], r#"["X-Remote-Group"]"#);
+    assert_eq!(data["requestheader-extra-headers-prefix"], r#"["X-Remote-Extra-"]"#);
+    assert_eq!(data["requestheader-allowed-names"], r#"["front-proxy-client"]"#);
+    let front_proxy_ca = data["requestheader-client-ca-file"].as_str().expect("a CA").to_string();
+    assert!(front_proxy_ca.contains("BEGIN CERTIFICATE") && front_proxy_ca != cluster_ca);
+    let allowed: Vec<String> =
+        serde_json::from_str(data["requestheader-allowed-names"].as_str().unwrap()).unwrap();
+
+    // The extension server behind a Service.
+    let ip = local_non_loopback_ipv4().expect("this machine has a non-loopback IPv4 address");
+    assert_route_is_local(&ip.to_string());
+    let ca = TestCa::new("rkube aggregation test CA");
+    let ext =
+        ExtensionServer::start(ip, &ca, &["api.wardle.svc"], front_proxy_ca.as_bytes(), allowed);
+    let port = ext.addr.port();
+    let service = json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "wardle"}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "api", "namespace": "wardle"},
+         "spec": {"ports": [{"name": "https", "port": 443, "targetPort": port}]}},
+        {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "api", "namespace": "wardle"},
+         "subsets": [{"addresses": [{"ip": ip.to_string()}], "ports": [{"name": "https", "port": port}]}]},
+    ]});
+    s.ok_stdin(&["apply", "-f", "-"], &service.to_string());
+    let name = "v1alpha1.wardle.example.com";
+    s.ok_stdin(
+        &["apply", "-f", "-"],
+        &api_service(name, "wardle.example.com", "v1alpha1", &ca.bundle()),
+    );
+    wait_available(&s, name, ("True", "Passed", "all checks passed"));
+    let table = s.ok(&["get", "apiservice", name]);
+    assert!(table.contains("wardle/api") && table.contains("True"), "{table}");
+
+    // Discovery: kubectl finds the resource, with its short name.
+    let resources = s.ok(&["api-resources", "--api-group=wardle.example.com"]);
+    assert!(
+        resources.contains("flunders")
+            && resources.contains("fl ")
+            && resources.contains("wardle.example.com/v1alpha1")
+            && resources.contains("Flunder"),
+        "{resources}"
+    );
+    // Legacy discovery lists the group; /apis/<group> is answered here.
+    let groups = s.curl(&[], "/apis");
+    assert_eq!(groups.code, 200, "{}", groups.body);
+    let groups: Value = serde_json::from_str(&groups.body).unwrap();
+    let wardle = groups["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["name"] == "wardle.example.com")
+        .cloned()
+        .expect("the group in /apis");
+    assert_eq!(wardle["preferredVersion"]["groupVersion"], "wardle.example.com/v1alpha1");
+    let group = s.curl(&[], "/apis/wardle.example.com");
+    assert_eq!(group.code, 200, "{}", group.body);
+    assert!(group.body.contains(r#""kind":"APIGroup""#), "{}", group.body);
+    // Aggregated discovery has its resources.
+    let accept = format!("Accept: {AGGREGATED}");
+    let aggregated = s.curl(&["-H", &accept], "/apis");
+    assert_eq!(aggregated.header("content-type"), [AGGREGATED]);
+    let aggregated: Value = serde_json::from_str(&aggregated.body).unwrap();
+    let item = aggregated["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["metadata"]["name"] == "wardle.example.com")
+        .cloned()
+        .expect("the group in aggregated discovery");
+    let version = &item["versions"][0];
+    assert_eq!(version["version"], "v1alpha1");
+    assert_eq!(version["freshness"], "Current");
+    assert_eq!(version["resources"][0]["resource"], "flunders");
+    assert_eq!(version["resources"][0]["scope"], "Namespaced");
+    assert_eq!(version["resources"][0]["responseKind"]["kind"], "Flunder");
+
+    // kubectl get, list and get by short name, through rkube.
+    let list = s.ok(&["get", "flunders", "-n", "default"]);
+    assert!(list.contains("alpha") && list.contains("beta"), "{list}");
+    let alpha: Value = serde_json::from_str(&s.ok(&["get", "fl", "alpha", "-o", "json"])).unwrap();
+    assert_eq!(alpha["spec"]["reference"], "ref-alpha");
+    let missing = s.fails(&["get", "flunders", "gamma"]);
+    assert!(missing.contains(r#"flunders.wardle.example.com "gamma" not found"#), "{missing}");
+    // kubectl 1.27 (aggregated discovery v2beta1) finds and lists them too.
+    let old_kubectl = std::path::Path::new("/usr/lib/google-cloud-sdk/bin/kubectl.1.27");
+    let resources =
+        s.ok_with(old_kubectl, &["api-resources", "--api-group=wardle.example.com"], None);
+    assert!(resources.contains("flunders"), "{resources}");
+    let list = s.ok_with(old_kubectl, &["get", "fl", "-o", "name"], None);
+    assert_eq!(list.lines().count(), 2, "{list}");
+    // The extension server saw the user through the headers, from the front proxy only.
+    let seen = ext.seen_with_user("/apis/wardle.example.com/v1alpha1/namespaces/default/flunders");
+    let admin = seen.first().expect("a proxied request").clone();
+    assert_eq!(admin.user.as_deref(), Some("system:admin"));
+    assert!(admin.groups.contains(&"system:masters".to_string()), "{admin:?}");
+    assert!(admin.groups.contains(&"system:authenticated".to_string()), "{admin:?}");
+    assert_eq!(admin.client_cn.as_deref(), Some("front-proxy-client"));
+    assert!(!admin.credentials, "credentials were forwarded: {admin:?}");
+
+    // Proxied requests are counted as any other.
+    let metrics = s.curl(&[], "/metrics");
+    assert!(
+        metrics.body.lines().any(|l| l.starts_with("apiserver_request_total")
+            && l.contains(r#"group="wardle.example.com""#)
+            && l.contains(r#"resource="flunders""#)),
+        "no request metrics for the aggregated group"
+    );
+
+    // Raw HTTPS: get and a watch that streams.
+    let beta = s.curl(&[], "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders/beta");
+    assert_eq!(beta.code, 200, "{}", beta.body);
+    assert!(beta.body.contains(r#""name":"beta""#), "{}", beta.body);
+    let watch = s.curl(
+        &["--max-time", "4", "-N"],
+        "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders?watch=true",
+    );
+    assert_eq!(watch.code, 200, "{watch:?}");
+    let events: Vec<Value> =
+        watch.body.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    assert_eq!(events.len(), 2, "{}", watch.body);
+    assert_eq!(events[1]["type"], "ADDED");
+    assert_eq!(events[1]["object"]["metadata"]["name"], "beta");
+
+    // rkube authorizes before it proxies: a user without RBAC permission never gets there.
+    let refused = s.fails(&["get", "flunders", "--as=someone"]);
+    assert!(
+        refused.contains(
+            r#"User "someone" cannot list resource "flunders" in API group "wardle.example.com""#
+        ),
+        "{refused}"
+    );
+    assert!(ext.seen_with_user("/apis/").iter().all(|r| r.user.as_deref() != Some("someone")));
+    // An impersonated user with permission is forwarded as that user, with the impersonation
+    // headers removed.
+    s.ok(&[
+        "create",
+        "clusterrole",
+        "flunder-reader",
+        "--verb=get,list",
+        "--resource=flunders.wardle.example.com",
+    ]);
+    s.ok(&[
+        "create",
+        "clusterrolebinding",
+        "flunder-reader",
+        "--clusterrole=flunder-reader",
+        "--user=reader",
+    ]);
+    s.wait_until("reader may list flunders", Duration::from_secs(20), || {
+        let out = s.kubectl(&["get", "flunders", "--as=reader", "--as-group=readers"]);
+        (out.status.success(), String::from_utf8_lossy(&out.stderr).to_string())
+    });
+    let reader = ext
+        .seen_with_user("/apis/wardle.example.com/v1alpha1/namespaces/default/flunders")
+        .into_iter()
+        .find(|r| r.user.as_deref() == Some("reader"))
+        .expect("the impersonated user reached the extension server");
+    assert!(reader.groups.contains(&"readers".to_string()), "{reader:?}");
+    assert!(!reader.credentials, "{reader:?}");
+
+    // rkube's own group/versions have their Local APIServices, as kube-apiserver registers
+    // them; applying one changes nothing.
+    wait_available(&s, "v1.", ("True", "Local", "Local APIServices are always available"));
+    let listed = s.ok(&["get", "apiservices"]);
+    for want in ["v1.apps", "v2.autoscaling", "v1.rbac.authorization.k8s.io"] {
+        assert!(listed.lines().any(|l| l.starts_with(want) && l.contains("Local")), "{listed}");
+    }
+    let label = s.ok(&["get", "apiservice", "v1.apps", "-o", "jsonpath={.metadata.labels}"]);
+    assert!(label.contains(r#""kube-aggregator.kubernetes.io/automanaged":"onstart""#), "{label}");
+    let local = json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                       "metadata": {"name": "v1.apps"},
+                       "spec": {"group": "apps", "version": "v1",
+                                "groupPriorityMinimum": 17800, "versionPriority": 15}});
+    s.ok_stdin(&["apply", "-f", "-"], &local.to_string());
+    wait_available(&s, "v1.apps", ("True", "Local", "Local APIServices are always available"));
+    s.ok(&["get", "deployments", "-A"]);
+
+    // An APIService for metrics.k8s.io replaces rkube's own metrics API; the extension
+    // server refuses its discovery (no user in the headers), so it is unavailable and
+    // requests get 503.
+    let own = s.curl(&[], "/apis/metrics.k8s.io/v1beta1/nodes");
+    assert_eq!(own.code, 200, "{}", own.body);
+    let metrics = "v1beta1.metrics.k8s.io";
+    s.ok_stdin(
+        &["apply", "-f", "-"],
+        &api_service(metrics, "metrics.k8s.io", "v1beta1", &ca.bundle()),
+    );
+    let url = "https://api.wardle.svc:443/apis/metrics.k8s.io/v1beta1";
+    let message = format!("failing or missing response from {url}: bad status from {url}: 403");
+    wait_available(&s, metrics, ("False", "FailedDiscoveryCheck", &message));
+    s.wait_until("metrics.k8s.io goes to the APIService", Duration::from_secs(20), || {
+        let r = s.curl(&[], "/apis/metrics.k8s.io/v1beta1/nodes");
+        (r.code == 503, format!("{r:?}"))
+    });
+    let replaced = s.curl(&[], "/apis/metrics.k8s.io/v1beta1/nodes");
+    assert_eq!(replaced.body, "service unavailable\n");
+    assert_eq!(replaced.header("content-type"), ["text/plain; charset=utf-8"]);
+    let top = s.fails(&["get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes"]);
+    assert!(top.contains("the server is currently unable to handle the request"), "{top}");
+    s.ok(&["delete", "apiservice", metrics]);
+    s.wait_until("rkube's own metrics API is back", Duration::from_secs(20), || {
+        let r = s.curl(&[], "/apis/metrics.k8s.io/v1beta1/nodes");
+        (r.code == 200 && r.body.contains("NodeMetricsList"), format!("{r:?}"))
+    });
+
+    // A restart keeps the PKI: the extension server, which trusts the front-proxy CA it read
+    // before, still gets the requests, and the ConfigMap says the same.
+    // An automanaged APIService for something this server does not serve goes at the
+    // restart; one of the user's own stays.
+    for (name, labels) in [
+        ("v1.gone.example.com", json!({"kube-aggregator.kubernetes.io/automanaged": "onstart"})),
+        ("v1.kept.example.com", json!({})),
+    ] {
+        let group = name.trim_start_matches("v1.");
+        let obj = json!({"apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+                         "metadata": {"name": name, "labels": labels},
+                         "spec": {"group": group, "version": "v1",
+                                  "groupPriorityMinimum": 100, "versionPriority": 10}});
+        s.ok_stdin(&["create", "-f", "-"], &obj.to_string());
+    }
+    s.restart();
+    let gone = s.fails(&["get", "apiservice", "v1.gone.example.com"]);
+    assert!(gone.contains("NotFound") || gone.contains("not found"), "{gone}");
+    s.ok(&["get", "apiservice", "v1.kept.example.com"]);
+    let after: Value = serde_json::from_str(&s.ok(&[
+        "get",
+        "configmap",
+        "extension-apiserver-authentication",
+        "-n",
+        "kube-system",
+        "-o",
+        "json",
+    ]))
+    .expect("json");
+    assert_eq!(after["data"], *data);
+    assert_eq!(
+        after["metadata"]["resourceVersion"], cm["metadata"]["resourceVersion"],
+        "an unchanged ConfigMap is not written again"
+    );
+    s.wait_until("flunders are served again", Duration::from_secs(40), || {
+        let out = s.kubectl(&["get", "flunders", "beta", "-o", "name"]);
+        let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+        (
+            out.status.success() && stdout.contains("beta"),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    });
+
+    // Broken Services: upstream's reasons, and 503 for the group's requests.
+    s.ok(&["delete", "endpoints", "api", "-n", "wardle"]);
+    wait_available(
+        &s,
+        name,
+        ("False", "MissingEndpoints", r#"cannot find endpoints for service/api in "wardle""#),
+    );
+    let unavailable = s.curl(&[], "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders");
+    assert_eq!(unavailable.code, 503, "{unavailable:?}");
+    let out = s.fails(&["get", "flunders"]);
+    assert!(out.contains("the server is currently unable to handle the request"), "{out}");
+    let table = s.ok(&["get", "apiservice", name]);
+    assert!(table.contains("False (MissingEndpoints)"), "{table}");
+    // Discovery keeps the group, marked stale.
+    let aggregated: Value = serde_json::from_str(&s.curl(&["-H", &accept], "/apis").body).unwrap();
+    let item = aggregated["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["metadata"]["name"] == "wardle.example.com")
+        .cloned()
+        .expect("the group stays in aggregated discovery");
+    assert_eq!(item["versions"][0]["freshness"], "Stale");
+    s.ok(&["delete", "service", "api", "-n", "wardle"]);
+    wait_available(
+        &s,
+        name,
+        ("False", "ServiceNotFound", r#"service/api in "wardle" is not present"#),
+    );
+}
