@@ -673,8 +673,8 @@ async fn list_from_cache(
         body.extend_from_slice(b"]}\n");
         return Ok(Reply::bytes(StatusCode::OK, "application/json", body));
     }
-    let items: Vec<Value> =
-        objects.iter().map(|o| crate::registry::convert(o.value(), info)).collect();
+    // One conversion for the whole list (one review for a custom resource's webhook).
+    let items = registry.convert_objects(objects.iter().map(|o| o.value()).collect(), info).await?;
     let metadata = json!({"resourceVersion": revision.to_string()});
     Ok(list_response(info, output, query, metadata, items, Some(revision.to_string())))
 }

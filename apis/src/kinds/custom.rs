@@ -11,8 +11,11 @@
 //! are what `fieldValidation` reports) and when a stored object is read, and fills in its
 //! defaults on both. The version's CEL rules (`x-kubernetes-validations`) are compiled once
 //! here, by the engine the server installs (`crate::validation::rules`), and run after the
-//! schema's checks. Not yet (issue 20): `additionalPrinterColumns`, selectable fields,
-//! webhook conversion.
+//! schema's checks. A definition with conversion strategy `Webhook` converts between its
+//! versions through its webhook ([`conversion`]; the server makes the calls). Not yet
+//! (issue 20): `additionalPrinterColumns`, selectable fields.
+
+pub mod conversion;
 
 use std::sync::Arc;
 
@@ -36,6 +39,8 @@ pub struct CustomResources {
     rules: Option<Arc<dyn CompiledRules>>,
     /// The version's structural schema.
     schema: Arc<Schema>,
+    /// The definition's conversion webhook (strategy `Webhook`), the same for every version.
+    conversion: Option<Arc<conversion::WebhookConversion>>,
 }
 
 /// Where a custom resource keeps what its `/scale` subresource shows (the definition's
@@ -118,6 +123,10 @@ impl Strategy for CustomResources {
         false
     }
 
+    fn conversion_webhook(&self) -> Option<&Arc<conversion::WebhookConversion>> {
+        self.conversion.as_ref()
+    }
+
     fn default(&self, obj: &mut Value) {
         self.schema.default(obj);
     }
@@ -196,6 +205,7 @@ pub fn resources_of(crd: &Value) -> Result<Vec<ResourceInfo>, String> {
     let short_names = strings(&names["shortNames"]);
     let categories = strings(&names["categories"]);
     let namespaced = spec["scope"] != "Cluster";
+    let webhook = conversion::WebhookConversion::of(crd);
     let mut served = Vec::new();
     for version in spec["versions"].as_array().into_iter().flatten() {
         let Some(name) = text(&version["name"]) else { continue };
@@ -234,6 +244,7 @@ pub fn resources_of(crd: &Value) -> Result<Vec<ResourceInfo>, String> {
                 scale: scale.then(|| ScalePaths::of(&version["subresources"]["scale"])),
                 rules: compiled_rules,
                 schema: structural,
+                conversion: webhook.clone(),
             }),
         });
     }
@@ -379,6 +390,7 @@ mod tests {
             scale: None,
             rules: None,
             schema: Arc::new(Schema::new(&Value::Null)),
+            conversion: None,
         };
         assert!(plain.bumps_generation(&json!({"spec": {"a": 1}, "status": {"b": 2}}), &old));
     }
