@@ -74,8 +74,9 @@ fn converter(mode: Arc<AtomicUsize>) -> Handler {
     })
 }
 
-/// The definition, converted by the webhook at `client_config`.
-fn definition(client_config: Value) -> String {
+/// The definition, converted by the webhook at `client_config`, which takes reviews in
+/// `review_versions`.
+fn definition(client_config: Value, review_versions: &[&str]) -> String {
     json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
         "metadata": {"name": "widgets.example.com"},
@@ -84,7 +85,7 @@ fn definition(client_config: Value) -> String {
             "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
             "scope": "Namespaced",
             "conversion": {"strategy": "Webhook", "webhook": {
-                "clientConfig": client_config, "conversionReviewVersions": ["v1", "v1beta1"]}},
+                "clientConfig": client_config, "conversionReviewVersions": review_versions}},
             "versions": [
                 {"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
                     "type": "object", "properties": {"spec": {"type": "object", "properties": {
@@ -98,8 +99,8 @@ fn definition(client_config: Value) -> String {
     .to_string()
 }
 
-fn define(s: &RkubeServer, client_config: Value) {
-    s.ok_stdin(&["apply", "-f", "-"], &definition(client_config));
+fn define(s: &RkubeServer, client_config: Value, review_versions: &[&str]) {
+    s.ok_stdin(&["apply", "-f", "-"], &definition(client_config, review_versions));
     s.ok(&["wait", "--for=condition=Established", "--timeout=20s", "crd/widgets.example.com"]);
     s.wait_until("both versions in discovery", Duration::from_secs(20), || {
         let out = s.kubectl(&["get", "--raw", "/apis/example.com/v2"]);
@@ -199,7 +200,11 @@ fn a_url_webhook_converts_reads_lists_watches_and_writes() {
     let ca = TestCa::new("rkube conversion test CA");
     let mode = Arc::new(AtomicUsize::new(CONVERT));
     let webhook = WebhookServer::start(&ca, &[], converter(mode.clone()));
-    define(&s, json!({"url": webhook.url("/convert"), "caBundle": ca.bundle()}));
+    define(
+        &s,
+        json!({"url": webhook.url("/convert"), "caBundle": ca.bundle()}),
+        &["v1", "v1beta1"],
+    );
 
     // Created in the storage version: no conversion; read in v2 through the webhook.
     let w1 = json!({"apiVersion": "example.com/v1", "kind": "Widget",
@@ -354,16 +359,22 @@ fn a_service_webhook_converts_and_the_definition_is_validated() {
         &s,
         json!({"service": {"namespace": "conversion", "name": "conv", "path": "/convert"},
                "caBundle": ca.bundle()}),
+        &["v1beta1", "v1"],
     );
     let w = json!({"apiVersion": "example.com/v2", "kind": "Widget",
                    "metadata": {"name": "w", "namespace": "default"}, "spec": {"length": "4"}});
     s.ok_stdin(&["create", "-f", "-"], &w.to_string());
     assert_eq!(get(&s, "v1", "w")["spec"], json!({"size": 4}));
     assert_eq!(get(&s, "v2", "w")["spec"], json!({"length": "4"}));
-    assert!(webhook.reviews_to("/convert").len() >= 2, "reached through the Service");
+    let reviews = webhook.reviews_to("/convert");
+    assert!(reviews.len() >= 2, "reached through the Service");
+    assert!(
+        reviews.iter().all(|r| r["apiVersion"] == "apiextensions.k8s.io/v1beta1"),
+        "the first version it takes"
+    );
 
     // The conversion field, checked with upstream's messages.
-    let mut crd = json_of(&definition(json!({"url": "https://127.0.0.1:1/convert"})));
+    let mut crd = json_of(&definition(json!({"url": "https://127.0.0.1:1/convert"}), &["v1"]));
     crd["metadata"]["name"] = json!("gadgets.example.com");
     crd["spec"]["names"] = json!({"plural": "gadgets", "kind": "Gadget"});
     let refused = |crd: &Value| s.fails_stdin(&["create", "-f", "-"], &crd.to_string());

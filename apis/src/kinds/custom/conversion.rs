@@ -9,6 +9,9 @@ use std::sync::Arc;
 use base64::Engine;
 use serde_json::{json, Map, Value};
 
+use crate::validation::values::{annotation_map, label_map};
+use crate::validation::FieldError;
+
 /// How long the server waits for a conversion webhook (upstream's webhook client timeout).
 pub const TIMEOUT_SECONDS: u64 = 30;
 
@@ -204,6 +207,17 @@ fn restore_metadata(original: &Value, mut converted: Value) -> Result<Value, Str
                         go_type(value)
                     ));
                 }
+                // Changed ones are validated, under upstream's paths (`annotation`, sic).
+                if original["metadata"].get(field) != Some(&Value::Object(map.clone())) {
+                    let value = Value::Object(map.clone());
+                    let errors = match field {
+                        "labels" => label_map("metadata.labels", &value),
+                        _ => annotation_map("metadata.annotation", &value),
+                    };
+                    if !errors.is_empty() {
+                        return Err(aggregate(errors.iter().map(FieldError::line).collect()));
+                    }
+                }
                 meta.insert(field.into(), Value::Object(map.clone()));
             }
             Some(other) => {
@@ -216,6 +230,15 @@ fn restore_metadata(original: &Value, mut converted: Value) -> Result<Value, Str
     }
     obj.insert("metadata".into(), Value::Object(meta));
     Ok(converted)
+}
+
+/// Upstream's aggregate error: one message alone, several as `[a, b]`.
+fn aggregate(mut errors: Vec<String>) -> String {
+    errors.dedup();
+    match errors.as_slice() {
+        [one] => one.clone(),
+        many => format!("[{}]", many.join(", ")),
+    }
 }
 
 /// The Go type a JSON value decodes to, as `%T` prints it.
@@ -310,6 +333,13 @@ mod tests {
         assert_eq!(
             check_converted(&original, renamed, "example.com/v2", 1).unwrap_err(),
             "returned invalid converted object at index 1: must have the same name: a != b"
+        );
+        let mut bad_label = converted.clone();
+        bad_label["metadata"]["labels"] = json!({"y": "a b"});
+        let err = check_converted(&original, bad_label, "example.com/v2", 0).unwrap_err();
+        assert!(
+            err.starts_with("returned invalid metadata in object at index 0: metadata.labels: Invalid value: \"a b\": "),
+            "{err}"
         );
         let mut bad_label = converted;
         bad_label["metadata"]["labels"] = json!({"y": 2});
