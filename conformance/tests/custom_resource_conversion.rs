@@ -230,8 +230,10 @@ fn a_url_webhook_converts_reads_lists_watches_and_writes() {
     let created = json_of(&s.ok_stdin(&["create", "-f", "-", "-o", "json"], &w2.to_string()));
     assert_eq!(created["apiVersion"], "example.com/v2");
     assert_eq!(created["spec"], json!({"length": "7"}));
+    let before = webhook.reviews_to("/convert").len();
     let stored = get(&s, "v1", "w2");
     assert_eq!(stored["spec"], json!({"size": 7}), "stored as v1");
+    assert_eq!(webhook.reviews_to("/convert").len(), before, "read as stored, no conversion");
     // The v1 schema validated the converted object: a length that is no number is size 0.
     let raw = s.ok(&["get", "--raw", "/apis/example.com/v1/namespaces/default/widgets/w2"]);
     assert_eq!(json_of(&raw)["spec"], json!({"size": 7}));
@@ -322,6 +324,32 @@ fn a_url_webhook_converts_reads_lists_watches_and_writes() {
         err.contains("conversion webhook for example.com/v1, Kind=Widget returned invalid converted object at index 0: must have the same name: w1 != renamed"),
         "{err}"
     );
+
+    // The storage version moves to v2: what was stored as v1 stays so, and is converted on
+    // every read in v2 too (no cached bytes go out as they are).
+    mode.store(CONVERT, Ordering::SeqCst);
+    let mut crd = json_of(&definition(
+        json!({"url": webhook.url("/convert"), "caBundle": ca.bundle()}),
+        &["v1", "v1beta1"],
+    ));
+    crd["spec"]["versions"][0]["storage"] = json!(false);
+    crd["spec"]["versions"][1]["storage"] = json!(true);
+    s.ok_stdin(&["apply", "-f", "-"], &crd.to_string());
+    s.wait_until("v2 is stored", Duration::from_secs(20), || {
+        let stored =
+            s.ok(&["get", "crd", "widgets.example.com", "-o", "jsonpath={.status.storedVersions}"]);
+        (stored.contains("v2"), stored)
+    });
+    let list = json_of(&s.ok(&["get", "widgets.v2.example.com", "-o", "json"]));
+    let specs: Vec<&Value> = list["items"].as_array().unwrap().iter().map(|i| &i["spec"]).collect();
+    assert_eq!(specs, vec![&json!({"length": "12"}), &json!({"length": "7"})]);
+    assert!(list["items"].as_array().unwrap().iter().all(|i| i["apiVersion"] == "example.com/v2"));
+    let before = webhook.reviews_to("/convert").len();
+    let w4 = json!({"apiVersion": "example.com/v2", "kind": "Widget",
+                    "metadata": {"name": "w4", "namespace": "default"}, "spec": {"length": "2"}});
+    s.ok_stdin(&["create", "-f", "-"], &w4.to_string());
+    assert_eq!(webhook.reviews_to("/convert").len(), before, "created in the storage version");
+    assert_eq!(get(&s, "v1", "w4")["spec"], json!({"size": 2}));
 
     // A webhook that is down: Go's dial error, with upstream's timeout in the URL.
     let port = webhook.addr.port();

@@ -620,7 +620,7 @@ async fn list_from_cache(
     let same_version = (info.group, info.version) == (cache.info().group, cache.info().version);
     // The cached bytes go out as they are (or their metadata alone).
     let raw_items = match output {
-        Output::Json if same_version => {
+        Output::Json if same_version && objects.iter().all(|o| o.in_storage_version) => {
             // Items of a built-in list carry no kind and apiVersion, as kube-apiserver's
             // (its items are converted without their TypeMeta): the cached bytes start with
             // them (Go's order), so they go out from just after.

@@ -190,7 +190,7 @@ impl Encoder {
                 );
                 self.line(kind, &t, first)
             }
-            Output::Json if self.same_version => {
+            Output::Json if self.same_version && obj.in_storage_version => {
                 *first = false;
                 Self::raw_line(kind, &obj.json)
             }
