@@ -23,6 +23,9 @@ const CONVERT: usize = 0;
 const FAIL: usize = 1;
 const WRONG_UID: usize = 2;
 const RENAME: usize = 3;
+const SLOW: usize = 4;
+/// How long the webhook takes in mode [`SLOW`].
+const SLOW_DELAY: Duration = Duration::from_secs(3);
 
 /// A Widget in `desired`: `spec.size` (v1, integer) and `spec.length` (v2, string) are one
 /// field in two shapes.
@@ -70,7 +73,8 @@ fn converter(mode: Arc<AtomicUsize>) -> Handler {
             _ => {}
         }
         response["convertedObjects"] = json!(converted);
-        Answer { delay: Duration::ZERO, response }
+        let slow = mode.load(Ordering::SeqCst) == SLOW;
+        Answer { delay: if slow { SLOW_DELAY } else { Duration::ZERO }, response }
     })
 }
 
@@ -108,6 +112,21 @@ fn define(s: &RkubeServer, client_config: Value, review_versions: &[&str]) {
     });
 }
 
+/// The reviews the webhook got since the `from`th that convert `name` to `desired`
+/// (controllers may list the resource meanwhile: assertions look for the test's own).
+fn reviews_of(webhook: &WebhookServer, from: usize, name: &str, desired: &str) -> Vec<Value> {
+    let reviews = webhook.reviews_to("/convert");
+    reviews[from.min(reviews.len())..]
+        .iter()
+        .filter(|r| r["request"]["desiredAPIVersion"] == desired)
+        .filter(|r| {
+            let objects = r["request"]["objects"].as_array().into_iter().flatten();
+            objects.into_iter().any(|o| o["metadata"]["name"] == name)
+        })
+        .cloned()
+        .collect()
+}
+
 fn json_of(out: &str) -> Value {
     serde_json::from_str(out).unwrap_or_else(|e| panic!("not JSON ({e}):\n{out}"))
 }
@@ -124,7 +143,7 @@ fn fails(s: &RkubeServer, args: &[&str]) -> String {
     stderr_of(&out)
 }
 
-/// A `kubectl get widgets.v2.example.com -w -o json` whose output arrives on a channel.
+/// A `kubectl get widgets.<version>.example.com -w -o json` whose output arrives on a channel.
 struct Watch {
     child: std::process::Child,
     lines: std::sync::mpsc::Receiver<String>,
@@ -132,10 +151,11 @@ struct Watch {
 }
 
 impl Watch {
-    fn start(s: &RkubeServer) -> Watch {
+    fn start(s: &RkubeServer, version: &str) -> Watch {
+        let resource = format!("widgets.{version}.example.com");
         let mut child = s
             .kubectl_command(&s.kubectl)
-            .args(["get", "widgets.v2.example.com", "-w", "--output-watch-events", "-o", "json"])
+            .args(["get", &resource, "-w", "--output-watch-events", "-o", "json"])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -167,6 +187,14 @@ impl Watch {
                 self.seen.push_str(&chunk);
             }
         }
+    }
+
+    /// Whatever output arrived by now.
+    fn drain(&mut self) -> &str {
+        while let Ok(chunk) = self.lines.try_recv() {
+            self.seen.push_str(&chunk);
+        }
+        &self.seen
     }
 
     /// True when kubectl exits (its watch ended) within `timeout`.
@@ -211,12 +239,12 @@ fn a_url_webhook_converts_reads_lists_watches_and_writes() {
                     "metadata": {"name": "w1", "namespace": "default", "labels": {"a": "b"}},
                     "spec": {"size": 3}});
     s.ok_stdin(&["create", "-f", "-"], &w1.to_string());
-    assert!(webhook.reviews_to("/convert").is_empty(), "nothing to convert yet");
+    assert!(reviews_of(&webhook, 0, "w1", "example.com/v1").is_empty(), "nothing to convert");
     let v2 = get(&s, "v2", "w1");
     assert_eq!(v2["apiVersion"], "example.com/v2");
     assert_eq!(v2["spec"], json!({"length": "3"}));
     assert_eq!(v2["metadata"]["labels"], json!({"a": "b"}));
-    let reviews = webhook.reviews_to("/convert");
+    let reviews = reviews_of(&webhook, 0, "w1", "example.com/v2");
     let review = reviews.last().expect("the webhook was asked");
     assert_eq!(review["apiVersion"], "apiextensions.k8s.io/v1", "the first version it takes");
     assert_eq!(review["kind"], "ConversionReview");
@@ -233,8 +261,8 @@ fn a_url_webhook_converts_reads_lists_watches_and_writes() {
     let before = webhook.reviews_to("/convert").len();
     let stored = get(&s, "v1", "w2");
     assert_eq!(stored["spec"], json!({"size": 7}), "stored as v1");
-    assert_eq!(webhook.reviews_to("/convert").len(), before, "read as stored, no conversion");
-    // The v1 schema validated the converted object: a length that is no number is size 0.
+    assert!(reviews_of(&webhook, before, "w2", "example.com/v1").is_empty(), "read as stored");
+    // What the storage version's endpoint gives as it is.
     let raw = s.ok(&["get", "--raw", "/apis/example.com/v1/namespaces/default/widgets/w2"]);
     assert_eq!(json_of(&raw)["spec"], json!({"size": 7}));
 
@@ -244,9 +272,10 @@ fn a_url_webhook_converts_reads_lists_watches_and_writes() {
     let lengths: Vec<&Value> =
         list["items"].as_array().unwrap().iter().map(|i| &i["spec"]["length"]).collect();
     assert_eq!(lengths, vec![&json!("3"), &json!("7")]);
-    let reviews = webhook.reviews_to("/convert");
-    assert_eq!(reviews.len(), before + 1, "one review for the list");
-    assert_eq!(reviews.last().unwrap()["request"]["objects"].as_array().unwrap().len(), 2);
+    let reviews = reviews_of(&webhook, before, "w1", "example.com/v2");
+    let sizes: Vec<usize> =
+        reviews.iter().map(|r| r["request"]["objects"].as_array().map_or(0, Vec::len)).collect();
+    assert!(sizes.contains(&2) && !sizes.contains(&1), "one review for the list: {sizes:?}");
     let table = s.ok(&["get", "widgets.v2.example.com"]);
     assert!(table.contains("w1") && table.contains("w2"), "{table}");
 
@@ -263,7 +292,7 @@ fn a_url_webhook_converts_reads_lists_watches_and_writes() {
     assert_eq!(get(&s, "v1", "w1")["metadata"]["generation"], 2);
 
     // A watch in v2 sees changes made in v1, converted.
-    let mut watch = Watch::start(&s);
+    let mut watch = Watch::start(&s, "v2");
     watch.wait_for(r#""length":"9""#);
     s.ok(&[
         "patch",
@@ -274,6 +303,31 @@ fn a_url_webhook_converts_reads_lists_watches_and_writes() {
         r#"{"spec":{"size":11}}"#,
     ]);
     watch.wait_for(r#""length":"11""#);
+
+    // A slow webhook holds up only the watches that need it: one in the storage version
+    // sees the change while the v2 one still waits for its conversion.
+    let mut stored_watch = Watch::start(&s, "v1");
+    stored_watch.wait_for(r#""size":11"#);
+    mode.store(SLOW, Ordering::SeqCst);
+    let patched = Instant::now();
+    s.ok(&[
+        "patch",
+        "widgets.v1.example.com",
+        "w2",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"size":8}}"#,
+    ]);
+    stored_watch.wait_for(r#""size":8"#);
+    if patched.elapsed() < SLOW_DELAY {
+        assert!(
+            !watch.drain().contains(r#""length":"8""#),
+            "converted before the webhook answered"
+        );
+    }
+    watch.wait_for(r#""length":"8""#);
+    drop(stored_watch);
+    mode.store(CONVERT, Ordering::SeqCst);
 
     // A webhook that says it failed: its message, upstream's way; the watch ends with it.
     mode.store(FAIL, Ordering::SeqCst);
@@ -342,14 +396,44 @@ fn a_url_webhook_converts_reads_lists_watches_and_writes() {
     });
     let list = json_of(&s.ok(&["get", "widgets.v2.example.com", "-o", "json"]));
     let specs: Vec<&Value> = list["items"].as_array().unwrap().iter().map(|i| &i["spec"]).collect();
-    assert_eq!(specs, vec![&json!({"length": "12"}), &json!({"length": "7"})]);
+    assert_eq!(specs, vec![&json!({"length": "12"}), &json!({"length": "8"})]);
     assert!(list["items"].as_array().unwrap().iter().all(|i| i["apiVersion"] == "example.com/v2"));
     let before = webhook.reviews_to("/convert").len();
     let w4 = json!({"apiVersion": "example.com/v2", "kind": "Widget",
                     "metadata": {"name": "w4", "namespace": "default"}, "spec": {"length": "2"}});
     s.ok_stdin(&["create", "-f", "-"], &w4.to_string());
-    assert_eq!(webhook.reviews_to("/convert").len(), before, "created in the storage version");
+    let sent = reviews_of(&webhook, before, "w4", "example.com/v1");
+    assert!(sent.is_empty(), "created in the storage version: {sent:?}");
     assert_eq!(get(&s, "v1", "w4")["spec"], json!({"size": 2}));
+    // A delete in v1 (held by a finalizer) answers with the object converted to v1; the
+    // finalizer's removal in v1 is converted back and ends the delete.
+    s.ok(&[
+        "patch",
+        "widgets.v2.example.com",
+        "w4",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":["example.com/hold"]}}"#,
+    ]);
+    let deleted = s.curl(&["-X", "DELETE"], "/apis/example.com/v1/namespaces/default/widgets/w4");
+    assert_eq!(deleted.code, 200, "{}", deleted.body);
+    let deleted = json_of(&deleted.body);
+    assert_eq!(
+        (deleted["apiVersion"].as_str(), deleted["kind"].as_str()),
+        (Some("example.com/v1"), Some("Widget"))
+    );
+    assert_eq!(deleted["spec"], json!({"size": 2}));
+    assert!(deleted["metadata"]["deletionTimestamp"].is_string(), "{deleted}");
+    s.ok(&[
+        "patch",
+        "widgets.v1.example.com",
+        "w4",
+        "--type=json",
+        "-p",
+        r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+    ]);
+    let gone = s.kubectl(&["get", "widgets.v2.example.com", "w4"]);
+    assert!(stderr_of(&gone).contains("NotFound"), "{}", stderr_of(&gone));
 
     // A webhook that is down: Go's dial error, with upstream's timeout in the URL.
     let port = webhook.addr.port();
@@ -363,7 +447,7 @@ fn a_url_webhook_converts_reads_lists_watches_and_writes() {
     let status = json_of(&raw.body);
     assert_eq!(raw.code, 500, "{status}");
     assert_eq!((status["code"].as_i64(), status.get("reason")), (Some(500), None), "{status}");
-    assert_eq!(get(&s, "v1", "w2")["spec"], json!({"size": 7}));
+    assert_eq!(get(&s, "v1", "w2")["spec"], json!({"size": 8}));
 }
 
 #[test]
