@@ -4,7 +4,9 @@
 //!
 //! Objects are stored as JSON in their resource's storage version under
 //! `ResourceInfo::key`; `metadata.resourceVersion` is never stored, it is the key's
-//! `mod_revision`, set on every read.
+//! `mod_revision`, set on every read. A custom resource whose definition converts through a
+//! webhook is written in its storage version (the request's object converted there first,
+//! the answer converted back) and read through the webhook (`crate::crd_conversion`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
