@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
+use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 
@@ -142,6 +143,14 @@ pub trait Strategy: Debug + Send + Sync {
     /// in this resource's form, but for `apiVersion` and `kind` (the caller sets those).
     fn convert_from(&self, obj: Value, _from: &str) -> Value {
         obj
+    }
+
+    /// The webhook that converts between the resource's versions instead of
+    /// [`Strategy::convert_from`] (a custom resource with conversion strategy `Webhook`).
+    fn conversion_webhook(
+        &self,
+    ) -> Option<&Arc<crate::kinds::custom::conversion::WebhookConversion>> {
+        None
     }
 
     /// False for the resources upstream refuses strategic merge patches for (custom

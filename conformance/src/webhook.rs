@@ -1,6 +1,6 @@
-//! An admission webhook server for the webhook tests and `webhook-bench`: HTTPS on loopback
-//! with a certificate from a CA made here ([`TestCa`]), answering each AdmissionReview with a
-//! function of the caller ([`WebhookServer::start`]). It speaks HTTP/2 when the client offers
+//! A webhook server for the webhook tests and `webhook-bench`: HTTPS on loopback with a
+//! certificate from a CA made here ([`TestCa`]), answering each AdmissionReview (or CRD
+//! ConversionReview, in kind) with a function of the caller ([`WebhookServer::start`]). It speaks HTTP/2 when the client offers
 //! it by ALPN (kube-apiserver's client does), else HTTP/1.1, and keeps every review it got.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -94,8 +94,8 @@ impl TestCa {
     }
 }
 
-/// What the webhook answers: the AdmissionReview `response` (its `uid` is filled in), after
-/// waiting `delay`.
+/// What the webhook answers: the review's `response` (its `uid` is filled in unless it has
+/// one), after waiting `delay`.
 pub struct Answer {
     pub delay: Duration,
     pub response: Value,
@@ -227,9 +227,14 @@ async fn answer(
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
     }
-    response["uid"] = review["request"]["uid"].clone();
-    let api_version = review["apiVersion"].clone();
-    let body = json!({"apiVersion": api_version, "kind": "AdmissionReview", "response": response});
+    // The review's uid, unless the answer gives its own (a test of a wrong one).
+    if response.get("uid").is_none() {
+        response["uid"] = review["request"]["uid"].clone();
+    }
+    // The same kind of review back: an AdmissionReview, or a ConversionReview.
+    let (api_version, kind) = (review["apiVersion"].clone(), review["kind"].clone());
+    let kind = if kind.is_string() { kind } else { json!("AdmissionReview") };
+    let body = json!({"apiVersion": api_version, "kind": kind, "response": response});
     http::Response::builder()
         .header("content-type", "application/json")
         .body(Full::new(Bytes::from(body.to_string())))

@@ -41,6 +41,10 @@ pub struct CachedObject {
     pub json: Bytes,
     pub labels: BTreeMap<String, String>,
     pub fields: Vec<(&'static str, String)>,
+    /// False for an object stored in another version than the resource's storage version
+    /// now (a custom resource written before its definition changed storage version): its
+    /// bytes cannot be served as they are, it must be converted.
+    pub in_storage_version: bool,
 }
 
 impl CachedObject {
@@ -72,6 +76,7 @@ impl CachedObject {
             labels: object::labels(view),
             fields: strategy::field_values(info, view),
             json: Bytes::from(json),
+            in_storage_version: view["apiVersion"].as_str() == Some(&info.api_version()),
         }
     }
 
@@ -89,7 +94,7 @@ impl CachedObject {
         use serde_json::value::RawValue;
         let top: BTreeMap<String, &RawValue> = serde_json::from_slice(stored)?;
         let mut view = serde_json::Map::new();
-        for field in strategy::field_value_sources(info) {
+        for field in std::iter::once("apiVersion").chain(strategy::field_value_sources(info)) {
             if let Some(raw) = top.get(field) {
                 view.insert(field.to_string(), serde_json::from_str(raw.get())?);
             }

@@ -621,7 +621,7 @@ async fn list_from_cache(
     let same_version = (info.group, info.version) == (cache.info().group, cache.info().version);
     // The cached bytes go out as they are (or their metadata alone).
     let raw_items = match output {
-        Output::Json if same_version => {
+        Output::Json if same_version && objects.iter().all(|o| o.in_storage_version) => {
             // Items of a built-in list carry no kind and apiVersion, as kube-apiserver's
             // (its items are converted without their TypeMeta): the cached bytes start with
             // them (Go's order), so they go out from just after.
@@ -674,8 +674,8 @@ async fn list_from_cache(
         body.extend_from_slice(b"]}\n");
         return Ok(Reply::bytes(StatusCode::OK, "application/json", body));
     }
-    let items: Vec<Value> =
-        objects.iter().map(|o| crate::registry::convert(o.value(), info)).collect();
+    // One conversion for the whole list (one review for a custom resource's webhook).
+    let items = registry.convert_objects(objects.iter().map(|o| o.value()).collect(), info).await?;
     let metadata = json!({"resourceVersion": revision.to_string()});
     Ok(list_response(info, output, query, metadata, items, Some(revision.to_string())))
 }

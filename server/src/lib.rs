@@ -24,6 +24,7 @@ pub mod authn;
 pub mod authz;
 pub mod cache;
 pub mod component_status;
+pub mod crd_conversion;
 pub mod custom_resources;
 pub mod discovery;
 pub mod duplicates;
@@ -161,13 +162,15 @@ impl Server {
         registry.guards.push(escalation.clone());
         registry.start_caches().await.map_err(|e| StartError::Caches(e.message))?;
         let registry = Arc::new(registry);
-        // The server's HTTPS client to URLs and Services (admission webhooks).
+        // The server's HTTPS client to URLs and Services (admission and conversion webhooks).
         let service_client =
             Arc::new(service_client::ServiceClient::new(Arc::downgrade(&registry)));
         registry.admission.set_webhook_backend(Arc::new(admission_webhooks::WebhookBackend {
             registry: Arc::downgrade(&registry),
             client: service_client.clone(),
         }));
+        // The same client calls custom resources' conversion webhooks.
+        registry.set_converter(Arc::new(crd_conversion::Converter::new(service_client.clone())));
         bootstrap(&registry, &config).await?;
         let front_proxy = config.front_proxy.take();
         let authentication_info =

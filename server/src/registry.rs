@@ -4,10 +4,12 @@
 //!
 //! Objects are stored as JSON in their resource's storage version under
 //! `ResourceInfo::key`; `metadata.resourceVersion` is never stored, it is the key's
-//! `mod_revision`, set on every read.
+//! `mod_revision`, set on every read. A custom resource whose definition converts through a
+//! webhook is written in its storage version (the request's object converted there first,
+//! the answer converted back) and read through the webhook (`crate::crd_conversion`).
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -19,6 +21,7 @@ use serde_json::{json, Value};
 
 use crate::admission::Write;
 use crate::cache::Cache;
+use crate::crd_conversion::Converter;
 use crate::object::{self, meta_mut};
 use crate::services::{Allocator, ServiceRanges};
 use crate::status::{ApiError, ApiResult};
@@ -111,6 +114,9 @@ pub struct Registry {
     /// Checks every write passes before admission's validating plugins, whatever the
     /// admission flags (RBAC's escalation check).
     pub guards: Vec<Arc<dyn rkube_admission::ValidatingPlugin>>,
+    /// Converts custom resources whose definition has a conversion webhook (set once the
+    /// server's HTTPS client exists, see [`Registry::set_converter`]).
+    converter: OnceLock<Arc<Converter>>,
 }
 
 impl Registry {
@@ -126,7 +132,71 @@ impl Registry {
             caches: RwLock::new(HashMap::new()),
             admission: rkube_admission::Chain::with_defaults(),
             guards: Vec::new(),
+            converter: OnceLock::new(),
         }
+    }
+
+    /// Gives the registry the converter it calls conversion webhooks with (once).
+    pub fn set_converter(&self, converter: Arc<Converter>) {
+        let _ = self.converter.set(converter);
+    }
+
+    /// `objects` (of `to`'s resource, in any of its versions) in `to`'s version: through the
+    /// resource's conversion webhook when it has one (one review for them all), else by its
+    /// strategy. A failed conversion is upstream's 500 (an error with no reason).
+    pub async fn convert_objects(
+        &self,
+        objects: Vec<Value>,
+        to: &ResourceInfo,
+    ) -> ApiResult<Vec<Value>> {
+        let Some(webhook) = to.strategy.conversion_webhook() else {
+            return Ok(objects.into_iter().map(|o| convert(o, to)).collect());
+        };
+        let converter = self
+            .converter
+            .get()
+            .ok_or_else(|| ApiError::internal("no conversion webhook client"))?;
+        converter
+            .convert(webhook, objects, to)
+            .await
+            .map_err(|e| ApiError::new(http::StatusCode::INTERNAL_SERVER_ERROR, "", e.to_string()))
+    }
+
+    /// One object in `to`'s version (see [`Registry::convert_objects`]).
+    pub async fn convert_object(&self, obj: Value, to: &ResourceInfo) -> ApiResult<Value> {
+        let mut converted = self.convert_objects(vec![obj], to).await?;
+        converted.pop().ok_or_else(|| ApiError::internal("the conversion returned no object"))
+    }
+
+    /// Where a write in `info`'s version is made, when it is made in another: the storage
+    /// version of a resource converted by a webhook (a request's object is converted to it
+    /// before admission, validation and storage, as upstream decodes into the hub version).
+    fn webhook_storage(&self, info: &ResourceInfo) -> ApiResult<Option<Arc<ResourceInfo>>> {
+        if info.strategy.conversion_webhook().is_none() {
+            return Ok(None);
+        }
+        let storage = self.storage(info)?;
+        Ok((storage.version != info.version).then_some(storage))
+    }
+
+    /// A request's object (in `info`'s version, which it may leave out) in `storage`'s: a
+    /// conversion that fails is the request's 400, as upstream's decoding.
+    async fn request_to_storage(
+        &self,
+        info: &ResourceInfo,
+        mut obj: Value,
+        storage: &ResourceInfo,
+    ) -> ApiResult<Value> {
+        if obj["apiVersion"].as_str().is_none_or(str::is_empty) {
+            obj["apiVersion"] = json!(info.api_version());
+        }
+        if obj["kind"].as_str().is_none_or(str::is_empty) {
+            obj["kind"] = json!(info.kind);
+        }
+        self.convert_object(obj, storage).await.map_err(|e| match e.reason {
+            "" => ApiError::bad_request(e.message),
+            _ => e,
+        })
     }
 
     /// The side effects of `info`'s writes, if it has any.
@@ -264,10 +334,27 @@ impl Registry {
     ) -> ApiResult<Value> {
         let (kv, _) = self.store.get(&self.key(info, namespace, name)?, None).await?;
         let kv = kv.ok_or_else(|| ApiError::not_found(info.group, info.plural, name))?;
-        self.decode(info, &kv)
+        self.convert_object(self.decode_stored(&kv)?, info).await
     }
 
     pub async fn create(
+        &self,
+        info: &ResourceInfo,
+        namespace: Option<&str>,
+        obj: Value,
+        options: &WriteOptions,
+    ) -> ApiResult<Value> {
+        let Some(storage) = self.webhook_storage(info)? else {
+            return self.create_stored(info, namespace, obj, options).await;
+        };
+        check_type(info, &obj)?;
+        let obj = self.request_to_storage(info, obj, &storage).await?;
+        let created = self.create_stored(&storage, namespace, obj, options).await?;
+        self.convert_object(created, info).await
+    }
+
+    /// A create in the version the object is in (see [`Registry::webhook_storage`]).
+    async fn create_stored(
         &self,
         info: &ResourceInfo,
         namespace: Option<&str>,
@@ -399,6 +486,49 @@ impl Registry {
         precondition: Option<String>,
         change: impl Fn(&Value) -> ApiResult<Value>,
     ) -> ApiResult<Value> {
+        let Some(storage) = self.webhook_storage(info)? else {
+            return self
+                .modify_stored(
+                    info,
+                    None,
+                    namespace,
+                    name,
+                    subresource,
+                    options,
+                    precondition,
+                    change,
+                )
+                .await;
+        };
+        let written = self
+            .modify_stored(
+                &storage,
+                Some(info),
+                namespace,
+                name,
+                subresource,
+                options,
+                precondition,
+                change,
+            )
+            .await?;
+        self.convert_object(written, info).await
+    }
+
+    /// [`Registry::modify`] in the storage version; `change` sees the object in `served`'s
+    /// version when given (a webhook converts it there and back).
+    #[allow(clippy::too_many_arguments)]
+    async fn modify_stored(
+        &self,
+        info: &ResourceInfo,
+        served: Option<&ResourceInfo>,
+        namespace: Option<&str>,
+        name: &str,
+        subresource: Option<&str>,
+        options: &WriteOptions,
+        precondition: Option<String>,
+        change: impl Fn(&Value) -> ApiResult<Value>,
+    ) -> ApiResult<Value> {
         let key = self.key(info, namespace, name)?;
         for _ in 0..MAX_RETRIES {
             let (kv, _) = self.store.get(&key, None).await?;
@@ -408,7 +538,14 @@ impl Registry {
             // two sees only real changes.
             let mut old = self.decode(info, &kv)?;
             rkube_apis::go_json::drop_nulls(&mut old);
-            let requested = change(&old)?;
+            let requested = match served {
+                Some(served) => {
+                    let shown = self.convert_object(old.clone(), served).await?;
+                    let requested = change(&shown)?;
+                    self.request_to_storage(served, requested, info).await?
+                }
+                None => change(&old)?,
+            };
             // A resourceVersion in the new object (or in the patch) is a precondition.
             let wanted =
                 object::resource_version(&requested).map(String::from).or(precondition.clone());
@@ -521,6 +658,22 @@ impl Registry {
     }
 
     pub async fn delete(
+        &self,
+        info: &ResourceInfo,
+        namespace: Option<&str>,
+        name: &str,
+        options: &DeleteOptions,
+    ) -> ApiResult<Deleted> {
+        let Some(storage) = self.webhook_storage(info)? else {
+            return self.delete_stored(info, namespace, name, options).await;
+        };
+        let deleted = self.delete_stored(&storage, namespace, name, options).await?;
+        let object = self.convert_object(deleted.object, info).await?;
+        Ok(Deleted { object, gone: deleted.gone })
+    }
+
+    /// A delete in the storage version (see [`Registry::webhook_storage`]).
+    async fn delete_stored(
         &self,
         info: &ResourceInfo,
         namespace: Option<&str>,
@@ -681,7 +834,7 @@ impl Registry {
             for kv in &page.kvs {
                 let obj = self.decode_stored(kv)?;
                 if matches(&storage, filter, &obj) {
-                    items.push(convert(obj, info));
+                    items.push(obj);
                 }
             }
             let full = limit.is_some_and(|l| items.len() >= l);
@@ -690,7 +843,7 @@ impl Registry {
                     let remaining = page.count - page.kvs.len() as i64;
                     let token = encode_continue(page.revision, &format!("{last}\0"), &prefix);
                     return Ok(ListPage {
-                        items,
+                        items: self.convert_objects(items, info).await?,
                         resource_version: page.revision,
                         continue_token: Some(token),
                         remaining: Some(remaining).filter(|_| filter_is_trivial(filter)),
@@ -699,7 +852,7 @@ impl Registry {
                 (true, Some(last)) => start = format!("{last}\0"),
                 _ => {
                     return Ok(ListPage {
-                        items,
+                        items: self.convert_objects(items, info).await?,
                         resource_version: page.revision,
                         continue_token: None,
                         remaining: None,

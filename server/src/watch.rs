@@ -1,7 +1,10 @@
 //! Watch: a chunked stream of `{"type": ..., "object": ...}` lines, one per event, with
 //! server-side filtering, bookmarks, resume from a resourceVersion, the initial state for
 //! `resourceVersion` unset or `0` (and `sendInitialEvents`), an `ERROR` event with a 410
-//! Status when the resourceVersion is too old, and a timeout.
+//! Status when the resourceVersion is too old, and a timeout. Each watcher converts its own
+//! events to the version it watches (a custom resource's webhook is called per event, bounded
+//! by the webhook's timeout, so a slow webhook holds up only the watches that need it); a
+//! conversion that fails ends the watch with an `ERROR` event.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,7 +18,7 @@ use crate::cache::{CachedObject, EventType};
 use crate::handlers::{Reply, ReplyBody};
 use crate::negotiate::{self, Output};
 use crate::object;
-use crate::registry::{convert, Filter, Registry};
+use crate::registry::{Filter, Registry};
 use crate::status::{ApiError, ApiResult};
 use crate::table::{self, IncludeObject};
 
@@ -66,7 +69,13 @@ pub async fn watch(
         None => cache.watch(if initial_wanted { None } else { from }, &prefix),
     };
     let same_version = (info.group, info.version) == (cache.info().group, cache.info().version);
-    let encoder = Encoder { info, output: request.output, include: request.include, same_version };
+    let encoder = Encoder {
+        registry: registry.clone(),
+        info,
+        output: request.output,
+        include: request.include,
+        same_version,
+    };
     let stream = async_stream::stream! {
         let mut first = true;
         let mut start = match start {
@@ -80,7 +89,13 @@ pub async fn watch(
         for event in &start.initial {
             if filter(&event.object.view()) {
                 let kind = match event.kind { EventType::Added => "ADDED", EventType::Modified => "MODIFIED", EventType::Deleted => "DELETED" };
-                yield encoder.event(kind, &event.object, &mut first);
+                match encoder.event(kind, &event.object, &mut first).await {
+                    Ok(line) => yield line,
+                    Err(e) => {
+                        yield encoder.failed(&e, &mut first);
+                        return;
+                    }
+                }
             }
         }
         if request.send_initial_events == Some(true) && request.allow_bookmarks {
@@ -123,7 +138,13 @@ pub async fn watch(
                         (_, true, false) => "DELETED",
                         (_, false, false) => continue,
                     };
-                    yield encoder.event(kind, &event.object, &mut first);
+                    match encoder.event(kind, &event.object, &mut first).await {
+                        Ok(line) => yield line,
+                        Err(e) => {
+                            yield encoder.failed(&e, &mut first);
+                            return;
+                        }
+                    }
                 }
             }
         }
@@ -142,6 +163,8 @@ pub async fn watch(
 
 /// Turns events into lines in the requested form.
 struct Encoder {
+    /// What converts objects to the watched version.
+    registry: Arc<Registry>,
     info: Arc<ResourceInfo>,
     output: Output,
     include: IncludeObject,
@@ -150,10 +173,10 @@ struct Encoder {
 }
 
 impl Encoder {
-    fn event(&self, kind: &str, obj: &CachedObject, first: &mut bool) -> Bytes {
-        match self.output {
+    async fn event(&self, kind: &str, obj: &CachedObject, first: &mut bool) -> ApiResult<Bytes> {
+        Ok(match self.output {
             Output::Table { v1beta1 } => {
-                let value = convert(obj.value(), &self.info);
+                let value = self.registry.convert_object(obj.value(), &self.info).await?;
                 let rv = object::resource_version(&value).map(String::from);
                 let t = table::table(
                     &self.info,
@@ -167,7 +190,7 @@ impl Encoder {
                 );
                 self.line(kind, &t, first)
             }
-            Output::Json if self.same_version => {
+            Output::Json if self.same_version && obj.in_storage_version => {
                 *first = false;
                 Self::raw_line(kind, &obj.json)
             }
@@ -181,8 +204,17 @@ impl Encoder {
                     None => self.line(kind, &self.output.shape(obj.value()), first),
                 }
             }
-            output => self.line(kind, &output.shape(convert(obj.value(), &self.info)), first),
-        }
+            output => {
+                let value = self.registry.convert_object(obj.value(), &self.info).await?;
+                self.line(kind, &output.shape(value), first)
+            }
+        })
+    }
+
+    /// The `ERROR` event ending a watch whose object could not be converted.
+    fn failed(&self, e: &ApiError, first: &mut bool) -> Bytes {
+        let status = ApiError::internal(e.message.clone()).to_status();
+        self.line("ERROR", &status, first)
     }
 
     fn bookmark(&self, revision: Revision, initial_events_end: bool, first: &mut bool) -> Bytes {

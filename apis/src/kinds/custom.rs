@@ -14,10 +14,13 @@
 //! schema's checks. A version's `additionalPrinterColumns` are its table ([`columns`], read
 //! with the small [`json_path`] reader), and its `selectableFields` the field selectors it
 //! supports besides `metadata.name` and `metadata.namespace` (an absent field reads as the
-//! empty string, as upstream). Not yet (issue 20): webhook conversion.
+//! empty string, as upstream). A definition with conversion strategy `Webhook` converts
+//! between its versions through its webhook ([`conversion`]; the server makes the calls).
 //!
 //! Server-side apply merges and owns fields by the same schema, read once here as patch
 //! metadata (`PatchSchema::from_structural`: structs, maps, list and map types).
+
+pub mod conversion;
 
 pub mod columns;
 pub mod json_path;
@@ -28,8 +31,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
-use crate::patch::{custom_definition_name, PatchSchema};
 use self::columns::PrinterColumns;
+use crate::patch::{custom_definition_name, PatchSchema};
 use crate::resources::{intern, intern_list, NormalizeFn, ResourceInfo, SchemaFn, STANDARD_VERBS};
 use crate::strategy::{spec_differs, ScaleView, SelectableField, Strategy};
 use crate::structural::Schema;
@@ -60,6 +63,8 @@ pub struct CustomResources {
     selectable: &'static [SelectableField],
     /// The field labels this version accepts: its own selectable fields.
     accepted: &'static [(&'static str, &'static str)],
+    /// The definition's conversion webhook (strategy `Webhook`), the same for every version.
+    conversion: Option<Arc<conversion::WebhookConversion>>,
 }
 
 /// A version's `selectableFields[].jsonPath`s (`.spec.color`) as field labels (`spec.color`).
@@ -209,6 +214,10 @@ impl Strategy for CustomResources {
         self.columns.cells(obj, now)
     }
 
+    fn conversion_webhook(&self) -> Option<&Arc<conversion::WebhookConversion>> {
+        self.conversion.as_ref()
+    }
+
     fn default(&self, obj: &mut Value) {
         self.schema.default(obj);
     }
@@ -298,6 +307,7 @@ pub fn resources_of(crd: &Value) -> Result<Vec<ResourceInfo>, String> {
         }
     }
     let selectable = interned_fields(&every_version);
+    let webhook = conversion::WebhookConversion::of(crd);
     let mut served = Vec::new();
     for version in spec["versions"].as_array().into_iter().flatten() {
         let Some(name) = text(&version["name"]) else { continue };
@@ -342,6 +352,7 @@ pub fn resources_of(crd: &Value) -> Result<Vec<ResourceInfo>, String> {
                 columns: PrinterColumns::of(version),
                 selectable,
                 accepted: interned_labels(&selectable_paths(version)),
+                conversion: webhook.clone(),
             }),
         });
     }
@@ -491,6 +502,7 @@ mod tests {
             columns: PrinterColumns::of(&Value::Null),
             selectable: &[],
             accepted: interned_labels(&[]),
+            conversion: None,
         };
         assert!(plain.bumps_generation(&json!({"spec": {"a": 1}, "status": {"b": 2}}), &old));
     }
