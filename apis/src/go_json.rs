@@ -320,24 +320,10 @@ impl Ordered<'_> {
                 }
                 continue;
             }
-            let Some(value) = map.get(&field.json) else {
-                if always.written(id, index) {
-                    out.serialize_entry(&field.json, &Zero::of(field, self.schema))?;
-                }
-                continue;
-            };
-            if skip.contains(&field.json.as_str()) {
-                continue;
+            let value = map.get(&field.json);
+            if value.is_some() || always.written(id, index) {
+                written += usize::from(self.member(out, field, value, top, skip)?);
             }
-            written += 1;
-            if top && self.stored && field.json == "metadata" {
-                if let Value::Object(meta) = value {
-                    let stored = StoredMeta { map: meta, meta: field.kind, parent: self };
-                    out.serialize_entry("metadata", &stored)?;
-                    continue;
-                }
-            }
-            out.serialize_entry(&field.json, &self.child(value, Self::field_node(field)))?;
         }
         Ok(written)
     }
@@ -368,25 +354,37 @@ impl Ordered<'_> {
         members.sort_unstable_by_key(|(index, _)| *index);
         let mut written = 0;
         for (index, value) in members {
-            let field = &fields.list[index];
-            let Some(value) = value else {
-                out.serialize_entry(&field.json, &Zero::of(field, self.schema))?;
-                continue;
-            };
-            if skip.contains(&field.json.as_str()) {
-                continue;
-            }
-            written += 1;
-            if top && self.stored && field.json == "metadata" {
-                if let Value::Object(meta) = value {
-                    let stored = StoredMeta { map: meta, meta: field.kind, parent: self };
-                    out.serialize_entry("metadata", &stored)?;
-                    continue;
-                }
-            }
-            out.serialize_entry(&field.json, &self.child(value, Self::field_node(field)))?;
+            written += usize::from(self.member(out, &fields.list[index], value, top, skip)?);
         }
         Ok(written)
+    }
+
+    /// Writes one field: its member's value, or (none) the zero value Go writes for it when
+    /// absent. Whether a member was written (not a zero, not one of `skip`).
+    fn member<M: SerializeMap>(
+        &self,
+        out: &mut M,
+        field: &Field,
+        value: Option<&Value>,
+        top: bool,
+        skip: &[&str],
+    ) -> Result<bool, M::Error> {
+        let Some(value) = value else {
+            out.serialize_entry(&field.json, &Zero::of(field, self.schema))?;
+            return Ok(false);
+        };
+        if skip.contains(&field.json.as_str()) {
+            return Ok(false);
+        }
+        if top && self.stored && field.json == "metadata" {
+            if let Value::Object(meta) = value {
+                let stored = StoredMeta { map: meta, meta: field.kind, parent: self };
+                out.serialize_entry("metadata", &stored)?;
+                return Ok(true);
+            }
+        }
+        out.serialize_entry(&field.json, &self.child(value, Self::field_node(field)))?;
+        Ok(true)
     }
 
     fn knows(&self, fields: &Fields, key: &str) -> bool {

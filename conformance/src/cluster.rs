@@ -196,6 +196,19 @@ impl RkubeServer {
         }
     }
 
+    /// Applies a CustomResourceDefinition (`manifest`, named `crd_name`, i.e.
+    /// `<plural>.<group>`) and waits until it is Established and kubectl finds its resource
+    /// through discovery.
+    pub fn define_crd(&self, manifest: &str, crd_name: &str) {
+        self.ok_stdin(&["apply", "-f", "-"], manifest);
+        let crd = format!("crd/{crd_name}");
+        self.ok(&["wait", "--for=condition=Established", "--timeout=20s", &crd]);
+        self.wait_until(&format!("{crd_name} served"), Duration::from_secs(20), || {
+            let out = self.kubectl(&["get", crd_name]);
+            (out.status.success(), format!("{}{}", stdout_of(&out), stderr_of(&out)))
+        });
+    }
+
     /// Runs kubectl against this server (60 s at most).
     /// kubectl with another kubeconfig: whether it succeeded, its stdout and stderr.
     pub fn kubectl_as(&self, kubeconfig: &Path, args: &[&str]) -> (bool, String, String) {

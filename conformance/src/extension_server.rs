@@ -18,12 +18,12 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 use http_body_util::{combinators::BoxBody, BodyExt, Full, StreamBody};
 use openssl::nid::Nid;
-use openssl::ssl::{AlpnError, SslAcceptor, SslMethod, SslVerifyMode};
+use openssl::ssl::SslVerifyMode;
 use openssl::x509::store::X509StoreBuilder;
 use openssl::x509::X509;
 use serde_json::{json, Value};
 
-use crate::webhook::TestCa;
+use crate::webhook::{runtime_and_listener, tls_acceptor, TestCa};
 
 pub const GROUP: &str = "wardle.example.com";
 pub const VERSION: &str = "v1alpha1";
@@ -64,10 +64,7 @@ impl ExtensionServer {
         allowed_names: Vec<String>,
     ) -> ExtensionServer {
         let (cert, key) = ca.serving(dns, &[ip]);
-        let mut acceptor =
-            SslAcceptor::mozilla_intermediate_v5(SslMethod::tls_server()).expect("acceptor");
-        acceptor.set_certificate(&cert).expect("cert");
-        acceptor.set_private_key(&key).expect("key");
+        let mut acceptor = tls_acceptor(&cert, &key);
         let mut store = X509StoreBuilder::new().expect("store");
         for c in X509::stack_from_pem(front_proxy_ca_pem).expect("front-proxy CA") {
             store.add_cert(c).expect("CA");
@@ -75,22 +72,8 @@ impl ExtensionServer {
         acceptor.set_verify_cert_store(store.build()).expect("store");
         // Asked for, not required: a request without one is answered 401.
         acceptor.set_verify(SslVerifyMode::PEER);
-        acceptor.set_alpn_select_callback(|_, offered| {
-            openssl::ssl::select_next_proto(b"\x02h2\x08http/1.1", offered).ok_or(AlpnError::NOACK)
-        });
         let acceptor = Arc::new(acceptor.build());
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        let listener = std::net::TcpListener::bind((ip, 0)).expect("bind");
-        listener.set_nonblocking(true).expect("non-blocking");
-        let listener = {
-            let _inside = runtime.enter();
-            tokio::net::TcpListener::from_std(listener).expect("listener")
-        };
-        let addr = listener.local_addr().expect("addr");
+        let (runtime, listener, addr) = runtime_and_listener(ip);
         let seen: Arc<Mutex<Vec<Seen>>> = Arc::default();
         let kept = seen.clone();
         let allowed = Arc::new(allowed_names);

@@ -16,7 +16,7 @@ use openssl::ec::{EcGroup, EcKey};
 use openssl::hash::MessageDigest;
 use openssl::nid::Nid;
 use openssl::pkey::{PKey, Private};
-use openssl::ssl::{AlpnError, SslAcceptor, SslMethod};
+use openssl::ssl::{AlpnError, SslAcceptor, SslAcceptorBuilder, SslMethod};
 use openssl::x509::extension::{BasicConstraints, ExtendedKeyUsage, SubjectAlternativeName};
 use openssl::x509::{X509NameBuilder, X509};
 use serde_json::{json, Value};
@@ -143,27 +143,8 @@ impl WebhookServer {
     /// it too.
     pub fn start_on(ip: IpAddr, ca: &TestCa, dns: &[&str], handler: Handler) -> WebhookServer {
         let (cert, key) = ca.serving(dns, &[ip]);
-        let mut acceptor =
-            SslAcceptor::mozilla_intermediate_v5(SslMethod::tls_server()).expect("acceptor");
-        acceptor.set_certificate(&cert).expect("cert");
-        acceptor.set_private_key(&key).expect("key");
-        acceptor.set_alpn_select_callback(|_, offered| {
-            openssl::ssl::select_next_proto(b"\x02h2\x08http/1.1", offered).ok_or(AlpnError::NOACK)
-        });
-        let acceptor = Arc::new(acceptor.build());
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime");
-        // Bound without blocking on the runtime: callers may be async themselves.
-        let listener = std::net::TcpListener::bind((ip, 0)).expect("bind");
-        listener.set_nonblocking(true).expect("non-blocking");
-        let listener = {
-            let _inside = runtime.enter();
-            tokio::net::TcpListener::from_std(listener).expect("listener")
-        };
-        let addr = listener.local_addr().expect("addr");
+        let acceptor = Arc::new(tls_acceptor(&cert, &key).build());
+        let (runtime, listener, addr) = runtime_and_listener(ip);
         let reviews: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
         let kept = reviews.clone();
         runtime.spawn(async move {
@@ -260,4 +241,37 @@ pub fn local_non_loopback_ipv4() -> Option<IpAddr> {
             .ok()?;
         String::from_utf8_lossy(&route.stdout).starts_with("local ").then_some(ip)
     })
+}
+
+/// A TLS acceptor that serves `cert` and offers HTTP/2 then HTTP/1.1 by ALPN; the caller may
+/// set more (client verification) before building it.
+pub fn tls_acceptor(cert: &X509, key: &PKey<Private>) -> SslAcceptorBuilder {
+    let mut acceptor =
+        SslAcceptor::mozilla_intermediate_v5(SslMethod::tls_server()).expect("acceptor");
+    acceptor.set_certificate(cert).expect("cert");
+    acceptor.set_private_key(key).expect("key");
+    acceptor.set_alpn_select_callback(|_, offered| {
+        openssl::ssl::select_next_proto(b"\x02h2\x08http/1.1", offered).ok_or(AlpnError::NOACK)
+    });
+    acceptor
+}
+
+/// A test server's own runtime (two threads) and a listener on a free port of `ip`, bound
+/// without blocking on the runtime (callers may be async themselves).
+pub fn runtime_and_listener(
+    ip: IpAddr,
+) -> (tokio::runtime::Runtime, tokio::net::TcpListener, std::net::SocketAddr) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let listener = std::net::TcpListener::bind((ip, 0)).expect("bind");
+    listener.set_nonblocking(true).expect("non-blocking");
+    let listener = {
+        let _inside = runtime.enter();
+        tokio::net::TcpListener::from_std(listener).expect("listener")
+    };
+    let addr = listener.local_addr().expect("addr");
+    (runtime, listener, addr)
 }

@@ -64,20 +64,10 @@ fn gadget(name: &str, spec: &str) -> String {
     format!("apiVersion: example.com/v1\nkind: Gadget\nmetadata: {{name: {name}}}\nspec: {spec}\n")
 }
 
-fn define_gadgets(s: &RkubeServer) {
-    s.ok_stdin(&["apply", "-f", "-"], CRD);
-    s.ok(&["wait", "--for=condition=Established", "--timeout=20s", "crd/gadgets.example.com"]);
-    s.wait_until("gadgets in discovery", Duration::from_secs(20), || {
-        let out = s.kubectl(&["api-resources", "--api-group=example.com", "--no-headers"]);
-        let seen = stdout_of(&out);
-        (seen.contains("gadgets"), seen)
-    });
-}
-
 #[test]
 fn custom_objects_are_checked_by_the_definitions_rules() {
     let s = RkubeServer::start();
-    define_gadgets(&s);
+    s.define_crd(CRD, "gadgets.example.com");
 
     s.ok_stdin(
         &["create", "-f", "-"],

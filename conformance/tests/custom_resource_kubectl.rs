@@ -3,8 +3,6 @@
 //! the schema's list types (with upstream's conflict text and `--force-conflicts`), `scale`
 //! through the scale subresource, and `delete crd` taking the objects with it.
 
-use std::time::Duration;
-
 use rkube_conformance::cluster::{run_command, stderr_of, stdout_of, RkubeServer};
 use serde_json::{json, Value};
 
@@ -56,17 +54,6 @@ fn json(out: &str) -> Value {
     serde_json::from_str(out).unwrap_or_else(|e| panic!("not JSON ({e}):\n{out}"))
 }
 
-/// Creates the definition and waits until it is established and served.
-fn define_widgets(s: &RkubeServer) {
-    s.ok_stdin(&["apply", "-f", "-"], CRD);
-    s.ok(&["wait", "--for=condition=Established", "--timeout=20s", "crd/widgets.example.com"]);
-    s.wait_until("widgets in discovery", Duration::from_secs(20), || {
-        let seen = s.kubectl(&["api-resources", "--api-group=example.com", "--no-headers"]);
-        let seen = stdout_of(&seen);
-        (seen.contains("widgets"), seen)
-    });
-}
-
 /// An editor for `kubectl edit`: a script in `dir` running `sed -i <script>` on its file.
 fn sed_editor(dir: &std::path::Path, name: &str, script: &str) -> std::path::PathBuf {
     use std::os::unix::fs::PermissionsExt;
@@ -83,7 +70,7 @@ fn widget(s: &RkubeServer) -> Value {
 #[test]
 fn explain_and_edit_a_custom_resource() {
     let s = RkubeServer::start();
-    define_widgets(&s);
+    s.define_crd(CRD, "widgets.example.com");
     let explained = s.ok(&["explain", "widgets.spec"]);
     for expected in [
         "GROUP:      example.com",
@@ -164,7 +151,7 @@ spec:
 #[test]
 fn server_side_apply_merges_by_the_schema_and_reports_conflicts() {
     let s = RkubeServer::start();
-    define_widgets(&s);
+    s.define_crd(CRD, "widgets.example.com");
     let apply = ["apply", "--server-side", "-f", "-"];
     s.ok_stdin(&[&apply[..], &["--field-manager=alice"]].concat(), ALICE);
     // Another manager's item of the map-list joins alice's.
@@ -229,7 +216,7 @@ fn server_side_apply_merges_by_the_schema_and_reports_conflicts() {
 #[test]
 fn scale_a_custom_resource_and_delete_its_definition() {
     let s = RkubeServer::start();
-    define_widgets(&s);
+    s.define_crd(CRD, "widgets.example.com");
     s.ok_stdin(&["apply", "-f", "-"], ALICE);
     assert_eq!(
         s.ok(&["scale", "widget/w1", "--replicas=3"]).trim(),
@@ -260,6 +247,6 @@ fn scale_a_custom_resource_and_delete_its_definition() {
     let gone = s.curl(&[], "/apis/example.com/v1/widgets");
     assert_eq!(gone.code, 404, "{}", gone.body);
     // Defined again, the resource starts empty: its objects went with the definition.
-    define_widgets(&s);
+    s.define_crd(CRD, "widgets.example.com");
     assert!(s.ok(&["get", "widgets", "-A", "-o", "name"]).trim().is_empty());
 }

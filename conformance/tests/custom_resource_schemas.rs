@@ -74,16 +74,6 @@ fn json(out: &str) -> Value {
     serde_json::from_str(out).unwrap_or_else(|e| panic!("not JSON ({e}):\n{out}"))
 }
 
-/// Applies the definition and waits until its resource is served.
-fn define(s: &RkubeServer, crd: &str) {
-    s.ok_stdin(&["apply", "-f", "-"], crd);
-    s.ok(&["wait", "--for=condition=Established", "--timeout=20s", "crd/widgets.example.com"]);
-    s.wait_until("widgets served", Duration::from_secs(20), || {
-        let out = s.kubectl(&["get", "widgets"]);
-        (out.status.success(), format!("{out:?}"))
-    });
-}
-
 /// The words of each line kubectl printed.
 fn rows(table: &str) -> Vec<Vec<String>> {
     table.lines().map(|l| l.split_whitespace().map(String::from).collect()).collect()
@@ -94,7 +84,7 @@ const TABLE: &str = "Accept: application/json;as=Table;v=v1;g=meta.k8s.io";
 #[test]
 fn printer_columns_are_the_table_of_kubectl_get() {
     let s = RkubeServer::start();
-    define(&s, &definition(COLUMNS));
+    s.define_crd(&definition(COLUMNS), "widgets.example.com");
     s.ok_stdin(
         &["create", "-f", "-"],
         &widget("w1", json!({"size": 3, "color": "blue", "ratio": 1.5})),
@@ -187,7 +177,7 @@ fn printer_columns_are_the_table_of_kubectl_get() {
 #[test]
 fn without_printer_columns_the_table_is_name_and_age_of_type_date() {
     let s = RkubeServer::start();
-    define(&s, &definition(""));
+    s.define_crd(&definition(""), "widgets.example.com");
     s.ok_stdin(&["create", "-f", "-"], &widget("w1", json!({"size": 1})));
     assert_eq!(rows(&s.ok(&["get", "widgets"]))[0], ["NAME", "AGE"]);
     let got = s.curl(&["-H", TABLE], "/apis/example.com/v1/namespaces/default/widgets");
@@ -241,7 +231,7 @@ fn bad_printer_columns_and_selectable_fields_are_refused_with_upstreams_messages
 #[test]
 fn selectable_fields_filter_lists_and_watches() {
     let s = RkubeServer::start();
-    define(&s, &definition(SELECTABLE));
+    s.define_crd(&definition(SELECTABLE), "widgets.example.com");
     s.ok_stdin(&["create", "-f", "-"], &widget("blue-3", json!({"color": "blue", "size": 3})));
     s.ok_stdin(
         &["create", "-f", "-"],
@@ -325,7 +315,7 @@ fn selectable_fields_filter_lists_and_watches() {
 #[test]
 fn a_terminating_definition_refuses_new_objects() {
     let s = RkubeServer::start();
-    define(&s, &definition(""));
+    s.define_crd(&definition(""), "widgets.example.com");
     // A finalizer holds one object, and with it the definition's delete.
     let held = json!({"apiVersion": "example.com/v1", "kind": "Widget",
         "metadata": {"name": "held", "finalizers": ["example.com/hold"]}, "spec": {"size": 1}});

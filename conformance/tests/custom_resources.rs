@@ -7,7 +7,7 @@ use std::io::Read;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use rkube_conformance::cluster::{stdout_of, RkubeServer};
+use rkube_conformance::cluster::RkubeServer;
 use serde_json::Value;
 
 const CRD: &str = r#"
@@ -50,17 +50,6 @@ spec: {size: 3, color: blue}
 
 fn json(out: &str) -> Value {
     serde_json::from_str(out).unwrap_or_else(|e| panic!("not JSON ({e}):\n{out}"))
-}
-
-/// Creates the definition and waits until it is established and served.
-fn define_widgets(s: &RkubeServer) {
-    s.ok_stdin(&["apply", "-f", "-"], CRD);
-    s.ok(&["wait", "--for=condition=Established", "--timeout=20s", "crd/widgets.example.com"]);
-    s.wait_until("widgets in discovery", Duration::from_secs(20), || {
-        let out = s.kubectl(&["api-resources", "--api-group=example.com", "--no-headers"]);
-        let seen = stdout_of(&out);
-        (seen.contains("widgets"), seen)
-    });
 }
 
 /// A `kubectl get widgets -w --output-watch-events` whose output lines arrive on a channel.
@@ -134,7 +123,7 @@ fn a_custom_resource_is_served_to_kubectl_like_a_built_in_one() {
     // Not served before its definition.
     let before = s.fails(&["get", "widgets"]);
     assert!(before.contains("the server doesn't have a resource type \"widgets\""), "{before}");
-    define_widgets(&s);
+    s.define_crd(CRD, "widgets.example.com");
     let crd = json(&s.ok(&["get", "crd", "widgets.example.com", "-o", "json"]));
     assert_eq!(crd["status"]["acceptedNames"]["kind"], "Widget");
     assert_eq!(crd["status"]["acceptedNames"]["listKind"], "WidgetList");
@@ -218,7 +207,7 @@ fn a_custom_resource_is_served_to_kubectl_like_a_built_in_one() {
 #[test]
 fn deleting_the_definition_deletes_its_objects_and_ends_its_watches() {
     let s = RkubeServer::start();
-    define_widgets(&s);
+    s.define_crd(CRD, "widgets.example.com");
     s.ok_stdin(&["apply", "-f", "-"], WIDGET);
     s.ok(&["create", "namespace", "other"]);
     s.ok_stdin(&["apply", "-n", "other", "-f", "-"], WIDGET);
@@ -234,7 +223,7 @@ fn deleting_the_definition_deletes_its_objects_and_ends_its_watches() {
     assert!(s.fails(&["get", "--raw", "/apis/example.com/v1"]).contains("NotFound"));
     let resources = s.ok(&["api-resources", "--api-group=example.com", "--no-headers"]);
     assert!(resources.trim().is_empty(), "{resources}");
-    define_widgets(&s);
+    s.define_crd(CRD, "widgets.example.com");
     assert!(s.ok(&["get", "widgets", "-A", "-o", "name"]).trim().is_empty());
 }
 
@@ -243,7 +232,7 @@ async fn kube_rs_drives_a_custom_resource_through_discovery() {
     use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
     use kube::discovery::{Discovery, Scope};
     let s = RkubeServer::start();
-    define_widgets(&s);
+    s.define_crd(CRD, "widgets.example.com");
     let client = s.kube_client().await.unwrap();
     let discovery = Discovery::new(client.clone()).run().await.unwrap();
     let (resource, capabilities) = discovery

@@ -32,20 +32,12 @@ impl Backend for WebhookBackend {
         body: Vec<u8>,
         timeout: Duration,
     ) -> Result<Vec<u8>, CallError> {
-        let destination = match (&client.url, &client.service) {
-            (Some(url), _) => Destination::Url(url.clone()),
-            (None, Some(s)) => Destination::Service {
-                namespace: s.namespace.clone(),
-                name: s.name.clone(),
-                port: s.port,
-                path: s.path.clone(),
-            },
-            (None, None) => {
-                return Err(CallError(
-                    "the webhook's clientConfig has no url and no service".into(),
-                ))
-            }
-        };
+        let service = client
+            .service
+            .as_ref()
+            .map(|s| (s.namespace.as_str(), s.name.as_str(), s.port, s.path.as_str()));
+        let destination =
+            Destination::of_client_config(client.url.as_deref(), service).map_err(CallError)?;
         let config = service_client::ClientConfig::new(destination, client.ca_bundle.clone());
         // Upstream tells the webhook how long it has, in whole seconds.
         let query = format!("timeout={}s", timeout.as_secs().max(1));

@@ -85,18 +85,11 @@ impl Converter {
     ) -> Result<Vec<Value>, String> {
         let uid = uuid::Uuid::new_v4().to_string();
         let review = webhook.review(&uid, desired, objects)?;
-        let destination = match (&webhook.url, &webhook.service) {
-            (Some(url), _) => Destination::Url(url.clone()),
-            (None, Some(s)) => Destination::Service {
-                namespace: s.namespace.clone(),
-                name: s.name.clone(),
-                port: s.port,
-                path: s.path.clone(),
-            },
-            (None, None) => {
-                return Err("the webhook's clientConfig has no url and no service".into())
-            }
-        };
+        let service = webhook
+            .service
+            .as_ref()
+            .map(|s| (s.namespace.as_str(), s.name.as_str(), s.port, s.path.as_str()));
+        let destination = Destination::of_client_config(webhook.url.as_deref(), service)?;
         let config = ClientConfig::new(destination, webhook.ca_bundle.clone());
         let body = serde_json::to_vec(&review.body).map_err(|e| e.to_string())?;
         let response = self

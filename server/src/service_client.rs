@@ -79,6 +79,26 @@ impl std::fmt::Debug for ClientCert {
     }
 }
 
+impl Destination {
+    /// Where a webhook's `clientConfig` points: its `url`, else its `service` (namespace,
+    /// name, port, path).
+    pub fn of_client_config(
+        url: Option<&str>,
+        service: Option<(&str, &str, u16, &str)>,
+    ) -> Result<Destination, String> {
+        match (url, service) {
+            (Some(url), _) => Ok(Destination::Url(url.to_string())),
+            (None, Some((namespace, name, port, path))) => Ok(Destination::Service {
+                namespace: namespace.to_string(),
+                name: name.to_string(),
+                port,
+                path: path.to_string(),
+            }),
+            (None, None) => Err("the webhook's clientConfig has no url and no service".into()),
+        }
+    }
+}
+
 impl ClientConfig {
     /// A configuration that verifies the server with `ca_bundle` and presents no certificate.
     pub fn new(destination: Destination, ca_bundle: Vec<u8>) -> ClientConfig {
