@@ -486,24 +486,13 @@ impl Registry {
         precondition: Option<String>,
         change: impl Fn(&Value) -> ApiResult<Value>,
     ) -> ApiResult<Value> {
-        let Some(storage) = self.webhook_storage(info)? else {
-            return self
-                .modify_stored(
-                    info,
-                    None,
-                    namespace,
-                    name,
-                    subresource,
-                    options,
-                    precondition,
-                    change,
-                )
-                .await;
-        };
+        // Through a conversion webhook: written in the storage version, `change` seeing and
+        // the caller getting the object in `info`'s.
+        let storage = self.webhook_storage(info)?;
         let written = self
             .modify_stored(
-                &storage,
-                Some(info),
+                storage.as_deref().unwrap_or(info),
+                storage.as_ref().map(|_| info),
                 namespace,
                 name,
                 subresource,
@@ -512,7 +501,10 @@ impl Registry {
                 change,
             )
             .await?;
-        self.convert_object(written, info).await
+        match storage {
+            Some(_) => self.convert_object(written, info).await,
+            None => Ok(written),
+        }
     }
 
     /// [`Registry::modify`] in the storage version; `change` sees the object in `served`'s

@@ -157,6 +157,29 @@ pub struct ServiceClient {
     pools: Mutex<HashMap<ClientConfig, Pool>>,
 }
 
+/// Sends `request` and reads the whole answer (at most [`MAX_RESPONSE_BYTES`]) within
+/// `timeout`; the cause of a failure as Go's client words it.
+async fn exchange(
+    client: &Pool,
+    request: http::Request<axum::body::Body>,
+    timeout: Duration,
+) -> Result<Response, String> {
+    let exchange = async {
+        let response = client.request(request).await.map_err(|e| cause_of(&e))?;
+        let status = response.status();
+        let body = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
+            .collect()
+            .await
+            .map_err(|e| e.to_string())?
+            .to_bytes();
+        Ok::<_, String>(Response { status, body })
+    };
+    match tokio::time::timeout(timeout, exchange).await {
+        Ok(answer) => answer,
+        Err(_) => Err("context deadline exceeded".into()),
+    }
+}
+
 impl ServiceClient {
     /// A client that finds Services' endpoints in `registry`.
     pub fn new(registry: Weak<Registry>) -> ServiceClient {
@@ -182,20 +205,7 @@ impl ServiceClient {
             .header(http::header::USER_AGENT, "kube-apiserver-admission")
             .body(axum::body::Body::new(Full::new(Bytes::from(body))))
             .map_err(|e| failed(e.to_string()))?;
-        let exchange = async {
-            let response = client.request(request).await.map_err(|e| cause_of(&e))?;
-            let status = response.status();
-            let body = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
-                .collect()
-                .await
-                .map_err(|e| e.to_string())?
-                .to_bytes();
-            Ok::<_, String>(Response { status, body })
-        };
-        match tokio::time::timeout(timeout, exchange).await {
-            Ok(answer) => answer.map_err(failed),
-            Err(_) => Err(failed("context deadline exceeded".into())),
-        }
+        exchange(&client, request, timeout).await.map_err(failed)
     }
 
     /// GETs `path_and_query` from `config`'s destination (whose own path is ignored),
@@ -215,20 +225,7 @@ impl ServiceClient {
             .header(http::header::USER_AGENT, "kube-apiserver")
             .body(axum::body::Body::empty())
             .map_err(|e| failed(e.to_string()))?;
-        let exchange = async {
-            let response = client.request(request).await.map_err(|e| cause_of(&e))?;
-            let status = response.status();
-            let body = Limited::new(response.into_body(), MAX_RESPONSE_BYTES)
-                .collect()
-                .await
-                .map_err(|e| e.to_string())?
-                .to_bytes();
-            Ok::<_, String>(Response { status, body })
-        };
-        match tokio::time::timeout(timeout, exchange).await {
-            Ok(answer) => answer.map_err(failed),
-            Err(_) => Err(failed("context deadline exceeded".into())),
-        }
+        exchange(&client, request, timeout).await.map_err(failed)
     }
 
     /// Sends `request` (its method, path, query, headers and streaming body) on to
