@@ -154,7 +154,13 @@ fn kubectl_top_pods_and_nodes_from_the_kubelets_stats() {
     assert_eq!(item["window"], "10s");
     assert!(item["timestamp"].as_str().is_some_and(|t| t.ends_with('Z')), "{item}");
     let cpu = item["usage"]["cpu"].as_str().unwrap_or("");
-    assert!(cpu.ends_with('n') || cpu.ends_with('m') || cpu.parse::<u64>().is_ok(), "{item}");
+    // Nanocores as a canonical quantity: `123456789n`, or `2001491u` when the nanocores
+    // end in 000, as upstream's Quantity writes them.
+    let digits = cpu.trim_end_matches(['n', 'u', 'm']);
+    assert!(
+        !digits.is_empty() && digits.len() + 1 >= cpu.len() && digits.parse::<u64>().is_ok(),
+        "{item}"
+    );
     assert!(
         item["usage"]["memory"].as_str().is_some_and(|m| m.ends_with("Ki") || m.ends_with("Mi")),
         "{item}"
