@@ -9,8 +9,12 @@
 //! adds a kubelet on Docker, [`streaming`] follows a kubectl that keeps running, and
 //! [`webhook`] is an admission webhook server with a CA of its own, [`extension_server`] an
 //! aggregated API server behind it.
+//!
+//! [`conformance_map`] joins the upstream conformance tests to the rkube tests that cover
+//! them (`docs/conformance.md`).
 
 pub mod cluster;
+pub mod conformance_map;
 pub mod dns;
 pub mod extension_server;
 pub mod h2;
