@@ -267,8 +267,8 @@ pub struct Context<'a> {
     pub host_ip: &'a str,
     pub service_env: &'a [(String, String)],
     pub node_allocatable: &'a BTreeMap<String, String>,
-    /// Bind mounts for each of the pod's volumes: volume name → host path (None: tmpfs).
-    pub volumes: &'a BTreeMap<String, Option<PathBuf>>,
+    /// Each of the pod's volumes by its name: where it is on the node.
+    pub volumes: &'a BTreeMap<String, super::volumes::Mounted>,
 }
 
 /// The container's environment, in upstream's order: service links, envFrom, env.
@@ -421,30 +421,29 @@ pub async fn container_spec(
     let memory_limit = quantity(resources.and_then(|r| r.limits.as_ref()), "memory")
         .and_then(|q| memory_bytes(&q));
     let mut binds = Vec::new();
-    let mut tmpfs = Vec::new();
     for mount in container.volume_mounts.iter().flatten() {
-        let Some(source) = ctx.volumes.get(&mount.name) else {
+        let Some(volume) = ctx.volumes.get(&mount.name) else {
             return Err(ConfigError(format!(
                 "cannot find volume \"{}\" to mount into container \"{}\"",
                 mount.name, container.name
             )));
         };
-        let read_only = if mount.read_only == Some(true) { ":ro" } else { "" };
-        match source {
-            Some(path) => {
-                let path = match mount.sub_path.as_deref().filter(|p| !p.is_empty()) {
-                    Some(sub) => {
-                        let full = path.join(sub);
-                        let _ = std::fs::create_dir_all(&full);
-                        full
-                    }
-                    None => path.clone(),
-                };
-                binds.push(format!("{}:{}{read_only}", path.display(), mount.mount_path));
-            }
-            None => tmpfs.push(mount.mount_path.clone()),
-        }
+        let read_only = if mount.read_only == Some(true) || volume.read_only { ":ro" } else { "" };
+        let sub_path = match mount.sub_path_expr.as_deref().filter(|p| !p.is_empty()) {
+            Some(expr) => Some(expand(expr, &env)),
+            None => mount.sub_path.clone().filter(|p| !p.is_empty()),
+        };
+        let path = match sub_path {
+            Some(sub) => sub_path_within(&volume.path, &sub)?,
+            None => volume.path.clone(),
+        };
+        binds.push(format!("{}:{}{read_only}", path.display(), mount.mount_path));
     }
+    let pod_groups = pod_security
+        .map(|s| s.supplemental_groups.iter().flatten().copied().chain(s.fs_group))
+        .into_iter()
+        .flatten();
+    let groups = pod_groups.map(|g| g.to_string()).collect();
     Ok(ContainerSpec {
         pod: Some(pod_ref(pod)),
         name: container.name.clone(),
@@ -459,8 +458,9 @@ pub async fn container_spec(
         stdin: container.stdin.unwrap_or(false),
         stdin_once: container.stdin_once.unwrap_or(false),
         binds,
-        tmpfs,
+        tmpfs: Vec::new(),
         user,
+        groups,
         privileged: security.and_then(|s| s.privileged).unwrap_or(false),
         read_only_rootfs: security.and_then(|s| s.read_only_root_filesystem).unwrap_or(false),
         cap_add: capabilities.and_then(|c| c.add.clone()).unwrap_or_default(),
@@ -478,6 +478,31 @@ pub async fn container_spec(
         ),
         pid_target: None,
     })
+}
+
+/// A mount's `subPath` (or expanded `subPathExpr`) inside its volume, made as a directory
+/// when missing. Like upstream's kubelet, it must stay inside the volume once links are
+/// followed: a link a container left in an emptyDir cannot lend another container the
+/// node's files.
+fn sub_path_within(volume: &Path, sub: &str) -> Result<PathBuf, ConfigError> {
+    let outside = || ConfigError(format!("subpath {sub:?} is not within volume path"));
+    if Path::new(sub).is_absolute() || Path::new(sub).components().any(|c| c.as_os_str() == "..") {
+        return Err(outside());
+    }
+    let full = volume.join(sub);
+    if std::fs::symlink_metadata(&full).is_err() {
+        let _ = std::fs::create_dir_all(&full);
+    }
+    let resolved = full.canonicalize().map_err(|e| {
+        ConfigError(format!("cannot use subpath {sub:?} of volume {}: {e}", volume.display()))
+    })?;
+    let root = volume
+        .canonicalize()
+        .map_err(|e| ConfigError(format!("cannot use volume {}: {e}", volume.display())))?;
+    if !resolved.starts_with(&root) {
+        return Err(outside());
+    }
+    Ok(resolved)
 }
 
 /// An ephemeral container as the container it runs as: the same fields but its target

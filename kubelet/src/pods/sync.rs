@@ -49,7 +49,7 @@ struct StartInputs<'a> {
     sandbox_id: &'a str,
     pod_ip: &'a str,
     host_ip: &'a str,
-    volumes: &'a std::collections::BTreeMap<String, Option<PathBuf>>,
+    volumes: &'a std::collections::BTreeMap<String, volumes::Mounted>,
     /// `name_namespace(uid)`, as upstream's messages name the pod.
     pod_key: &'a str,
     /// The service links: listed once, and only when a container starts.
@@ -651,11 +651,17 @@ impl Syncer {
         let mut spec = spec::container_spec(pod, container, init, attempt, lookup, &ctx)
             .await
             .map_err(|e| ("CreateContainerConfigError".to_string(), e.0))?;
-        // The termination message file is the node's, so it outlives the container.
+        // The termination message file is the node's, so it outlives the container; any
+        // user the container runs as may write it (0666, as upstream's kubelet makes it).
         if let Some(path) = spec.termination_message_path.clone() {
             let host = termination_log(&self.config, pod, &container.name, attempt);
             let made = match host.parent() {
-                Some(dir) => std::fs::create_dir_all(dir).and_then(|()| std::fs::write(&host, b"")),
+                Some(dir) => std::fs::create_dir_all(dir)
+                    .and_then(|()| std::fs::write(&host, b""))
+                    .and_then(|()| {
+                        use std::os::unix::fs::PermissionsExt;
+                        std::fs::set_permissions(&host, std::fs::Permissions::from_mode(0o666))
+                    }),
                 None => Ok(()),
             };
             if let Err(e) = made {
@@ -1298,6 +1304,12 @@ pub fn sandbox_spec(
         dns_searches: dns.searches,
         dns_options: dns.options,
         extra_hosts,
+        sysctls: spec
+            .security_context
+            .iter()
+            .flat_map(|s| s.sysctls.iter().flatten())
+            .map(|s| (s.name.clone(), s.value.clone()))
+            .collect(),
     })
 }
 

@@ -3,6 +3,13 @@
 //! projected, and persistentVolumeClaims bound to hostPath or local volumes. Content volumes
 //! are rewritten on every sync, so updates to a configMap or secret reach running pods, and
 //! renewed service-account tokens ([`crate::tokens`]) reach projected volumes.
+//!
+//! Modes and ownership as upstream's volume plugins leave them: an emptyDir (and the
+//! directory a content volume is written into) is `0777`; each content file has its item's
+//! `mode`, else the volume's `defaultMode` (`0644`); with the pod's `fsGroup`, every file
+//! and directory of those volumes gets that group, group read (and write, for emptyDirs)
+//! and directories the setgid bit, as upstream's `SetVolumeOwnership`. Content volumes are
+//! mounted read-only whatever the mount says (upstream's `mustMountRO`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,16 +23,54 @@ use kube::api::Api;
 use super::spec::{field_value, volume_dir, ConfigError, Lookup};
 use crate::tokens::TokenKey;
 
-/// Memory-backed emptyDirs live here (a tmpfs on every Linux host).
+/// Memory-backed emptyDirs live here (a tmpfs on every Linux host), in a directory only
+/// root can enter.
 const MEMORY_ROOT: &str = "/dev/shm/rkube";
 
-/// Writes a file so readers never see half of it: a temporary file, then a rename.
+/// The mode of an emptyDir, and of the directory a content volume is written into.
+const VOLUME_DIR_MODE: u32 = 0o777;
+/// A content file's mode when neither its item nor the volume says.
+const DEFAULT_FILE_MODE: u32 = 0o644;
+
+/// A prepared volume: where it is on the node, and whether containers must mount it
+/// read-only (content volumes, whatever their mounts say).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mounted {
+    pub path: PathBuf,
+    pub read_only: bool,
+}
+
+/// One file of a content volume: its bytes, and its item's `mode` when it has one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct VolumeFile {
+    content: Vec<u8>,
+    mode: Option<u32>,
+}
+
+/// A content volume's files by their paths in the volume.
+type Files = BTreeMap<String, VolumeFile>;
+
+/// Files without modes of their own.
+fn plain(data: BTreeMap<String, Vec<u8>>) -> Files {
+    data.into_iter().map(|(k, content)| (k, VolumeFile { content, mode: None })).collect()
+}
+
+/// A mode from the API (`int32`), as permission bits.
+fn mode_bits(mode: Option<i32>) -> Option<u32> {
+    mode.map(|m| m as u32 & 0o7777)
+}
+
+/// Writes a file so readers never see half of it: a temporary file, then a rename; an
+/// unchanged file keeps its inode, and gets `mode` if it has another.
 fn write_atomic(path: &Path, content: &[u8], mode: u32) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)?;
     }
     if std::fs::read(path).ok().as_deref() == Some(content) {
+        if std::fs::metadata(path)?.permissions().mode() & 0o7777 != mode {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
+        }
         return Ok(());
     }
     let tmp = path.with_extension("rkube-tmp");
@@ -34,19 +79,63 @@ fn write_atomic(path: &Path, content: &[u8], mode: u32) -> std::io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
-/// Writes `files` (relative path → content) into `dir`, removing files no longer there.
+/// Makes `dir` (and its parents) when missing, with `mode` whatever the umask; says whether
+/// it was made now.
+fn make_dir(dir: &Path, mode: u32) -> std::io::Result<bool> {
+    use std::os::unix::fs::PermissionsExt;
+    if dir.is_dir() {
+        return Ok(false);
+    }
+    std::fs::create_dir_all(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode))?;
+    Ok(true)
+}
+
+/// `fsGroup` ownership, as upstream's `SetVolumeOwnership`: everything under `dir` (and
+/// `dir`) gets the group, group read (and write unless `read_only`); directories get the
+/// setgid bit and group search too. Symlinks are left alone.
+fn set_ownership(dir: &Path, fs_group: u32, read_only: bool) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let metadata = std::fs::symlink_metadata(dir)?;
+    if metadata.file_type().is_symlink() {
+        return Ok(());
+    }
+    std::os::unix::fs::lchown(dir, None, Some(fs_group))?;
+    let mut mask = if read_only { 0o440 } else { 0o660 };
+    if metadata.is_dir() {
+        mask |= 0o2000 | 0o110;
+    }
+    let mode = metadata.permissions().mode() & 0o7777;
+    if mode | mask != mode {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode | mask))?;
+    }
+    if metadata.is_dir() {
+        for entry in std::fs::read_dir(dir)? {
+            set_ownership(&entry?.path(), fs_group, read_only)?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes `files` into `dir` (made `0777` when new), each with its own mode or
+/// `default_mode`, removing files no longer there; with `fs_group`, sets the volume's
+/// ownership after.
 fn write_files(
     dir: &Path,
-    files: &BTreeMap<String, Vec<u8>>,
-    mode: u32,
+    files: &Files,
+    default_mode: u32,
+    fs_group: Option<u32>,
 ) -> Result<(), ConfigError> {
     let io = |e: std::io::Error| ConfigError(format!("cannot write volume {}: {e}", dir.display()));
-    std::fs::create_dir_all(dir).map_err(io)?;
-    for (name, content) in files {
+    make_dir(dir, VOLUME_DIR_MODE).map_err(io)?;
+    // Group read comes with fsGroup: written at once, so a sync never takes it away.
+    let group_read = if fs_group.is_some() { 0o440 } else { 0 };
+    for (name, file) in files {
         if name.split('/').any(|part| part == ".." || part.is_empty()) {
             return Err(ConfigError(format!("invalid path {name:?} in volume")));
         }
-        write_atomic(&dir.join(name), content, mode).map_err(io)?;
+        let mode = file.mode.unwrap_or(default_mode) | group_read;
+        write_atomic(&dir.join(name), &file.content, mode).map_err(io)?;
     }
     // Keys that went away disappear from the volume too (top-level files only).
     if let Ok(entries) = std::fs::read_dir(dir) {
@@ -58,22 +147,27 @@ fn write_files(
             }
         }
     }
+    if let Some(group) = fs_group {
+        set_ownership(dir, group, true).map_err(io)?;
+    }
     Ok(())
 }
 
-/// Picks the keys a volume shows: all, or the listed `items` under their paths.
+/// Picks the keys a volume shows: all, or the listed `items` under their paths and with
+/// their modes.
 fn select(
     data: BTreeMap<String, Vec<u8>>,
     items: Option<&Vec<KeyToPath>>,
     optional: bool,
     what: &str,
-) -> Result<BTreeMap<String, Vec<u8>>, ConfigError> {
-    let Some(items) = items.filter(|i| !i.is_empty()) else { return Ok(data) };
-    let mut out = BTreeMap::new();
+) -> Result<Files, ConfigError> {
+    let Some(items) = items.filter(|i| !i.is_empty()) else { return Ok(plain(data)) };
+    let mut out = Files::new();
     for item in items {
         match data.get(&item.key) {
             Some(v) => {
-                out.insert(item.path.clone(), v.clone());
+                let file = VolumeFile { content: v.clone(), mode: mode_bits(item.mode) };
+                out.insert(item.path.clone(), file);
             }
             None if optional => {}
             None => {
@@ -119,8 +213,8 @@ async fn downward_files(
     items: &[k8s_openapi::api::core::v1::DownwardAPIVolumeFile],
     pod_ip: &str,
     host_ip: &str,
-) -> BTreeMap<String, Vec<u8>> {
-    let mut files = BTreeMap::new();
+) -> Files {
+    let mut files = Files::new();
     for item in items {
         let value = if let Some(f) = &item.field_ref {
             field_value(pod, &f.field_path, pod_ip, host_ip).unwrap_or_default()
@@ -143,7 +237,8 @@ async fn downward_files(
         } else {
             String::new()
         };
-        files.insert(item.path.clone(), value.into_bytes());
+        let file = VolumeFile { content: value.into_bytes(), mode: mode_bits(item.mode) };
+        files.insert(item.path.clone(), file);
     }
     files
 }
@@ -177,31 +272,46 @@ async fn service_account_token(
     lookup.tokens.token(lookup.client, &key).await.map_err(ConfigError)
 }
 
-/// Makes every volume of the pod ready; returns volume name → host path (None: tmpfs in the
-/// container itself is never used; memory volumes are host paths under /dev/shm).
+/// Makes every volume of the pod ready; returns each volume's host path by its name
+/// (memory-backed emptyDirs are host paths under /dev/shm).
 pub async fn prepare(
     root: &Path,
     pod: &Pod,
     lookup: &mut Lookup<'_>,
     pod_ip: &str,
     host_ip: &str,
-) -> Result<BTreeMap<String, Option<PathBuf>>, ConfigError> {
+) -> Result<BTreeMap<String, Mounted>, ConfigError> {
     let mut out = BTreeMap::new();
-    let volumes: &[Volume] = pod.spec.as_ref().and_then(|s| s.volumes.as_deref()).unwrap_or(&[]);
+    let spec = pod.spec.as_ref();
+    let volumes: &[Volume] = spec.and_then(|s| s.volumes.as_deref()).unwrap_or(&[]);
+    let fs_group = spec
+        .and_then(|s| s.security_context.as_ref())
+        .and_then(|s| s.fs_group)
+        .and_then(|g| u32::try_from(g).ok());
     let uid = pod.metadata.uid.as_deref().unwrap_or("unknown");
     for volume in volumes {
         let dir = volume_dir(root, pod, &volume.name);
         let io =
             |e: std::io::Error| ConfigError(format!("cannot prepare volume {}: {e}", volume.name));
+        // Content volumes are read-only to containers; the rest as their mounts say.
+        let mut read_only = true;
         let path = if let Some(empty) = &volume.empty_dir {
+            read_only = false;
             let dir = if empty.medium.as_deref() == Some("Memory") {
+                make_dir(Path::new(MEMORY_ROOT), 0o700).map_err(io)?;
                 Path::new(MEMORY_ROOT).join(uid).join(&volume.name)
             } else {
                 dir
             };
-            std::fs::create_dir_all(&dir).map_err(io)?;
+            // Set up once, as upstream's emptyDir: later changes are the pod's own.
+            if make_dir(&dir, VOLUME_DIR_MODE).map_err(io)? {
+                if let Some(group) = fs_group {
+                    set_ownership(&dir, group, false).map_err(io)?;
+                }
+            }
             dir
         } else if let Some(host) = &volume.host_path {
+            read_only = false;
             host_path(&host.path, host.type_.as_deref(), io)?
         } else if let Some(source) = &volume.config_map {
             let optional = source.optional == Some(true);
@@ -209,12 +319,12 @@ pub async fn prepare(
                 Some(cm) => {
                     select(config_map_files(cm), source.items.as_ref(), optional, "configmap")?
                 }
-                None if optional => BTreeMap::new(),
+                None if optional => Files::new(),
                 None => {
                     return Err(ConfigError(format!("configmap \"{}\" not found", source.name)))
                 }
             };
-            write_files(&dir, &files, source.default_mode.unwrap_or(0o644) as u32)?;
+            write_files(&dir, &files, default_mode(source.default_mode), fs_group)?;
             dir
         } else if let Some(source) = &volume.secret {
             let name = source.secret_name.clone().unwrap_or_default();
@@ -223,18 +333,18 @@ pub async fn prepare(
                 Some(secret) => {
                     select(secret_files(secret), source.items.as_ref(), optional, "secret")?
                 }
-                None if optional => BTreeMap::new(),
+                None if optional => Files::new(),
                 None => return Err(ConfigError(format!("secret \"{name}\" not found"))),
             };
-            write_files(&dir, &files, source.default_mode.unwrap_or(0o644) as u32)?;
+            write_files(&dir, &files, default_mode(source.default_mode), fs_group)?;
             dir
         } else if let Some(source) = &volume.downward_api {
             let files =
                 downward_files(pod, source.items.as_deref().unwrap_or(&[]), pod_ip, host_ip).await;
-            write_files(&dir, &files, source.default_mode.unwrap_or(0o644) as u32)?;
+            write_files(&dir, &files, default_mode(source.default_mode), fs_group)?;
             dir
         } else if let Some(source) = &volume.projected {
-            let mut files = BTreeMap::new();
+            let mut files = Files::new();
             for projection in source.sources.iter().flatten() {
                 if let Some(cm) = &projection.config_map {
                     let optional = cm.optional == Some(true);
@@ -274,12 +384,14 @@ pub async fn prepare(
                 }
                 if let Some(source) = &projection.service_account_token {
                     let token = service_account_token(lookup, pod, source).await?;
-                    files.insert(source.path.clone(), token.into_bytes());
+                    let file = VolumeFile { content: token.into_bytes(), mode: None };
+                    files.insert(source.path.clone(), file);
                 }
             }
-            write_files(&dir, &files, source.default_mode.unwrap_or(0o644) as u32)?;
+            write_files(&dir, &files, default_mode(source.default_mode), fs_group)?;
             dir
         } else if let Some(claim) = &volume.persistent_volume_claim {
+            read_only = claim.read_only == Some(true);
             let claims: Api<PersistentVolumeClaim> =
                 Api::namespaced(lookup.client.clone(), &lookup.namespace);
             let pvc = claims.get_opt(&claim.claim_name).await.ok().flatten().ok_or_else(|| {
@@ -322,9 +434,14 @@ pub async fn prepare(
                 volume.name
             )));
         };
-        out.insert(volume.name.clone(), Some(path));
+        out.insert(volume.name.clone(), Mounted { path, read_only });
     }
     Ok(out)
+}
+
+/// A volume's `defaultMode`, or upstream's default.
+fn default_mode(mode: Option<i32>) -> u32 {
+    mode_bits(mode).unwrap_or(DEFAULT_FILE_MODE)
 }
 
 /// A hostPath volume's path, made or checked as its `type` says (none: no check).
@@ -368,16 +485,62 @@ mod tests {
     #[test]
     fn files_are_written_and_stale_keys_removed() {
         let dir = std::env::temp_dir().join(format!("rkube-vol-{}", std::process::id()));
-        let mut files =
-            BTreeMap::from([("a".to_string(), b"1".to_vec()), ("b".to_string(), b"2".to_vec())]);
-        write_files(&dir, &files, 0o644).unwrap();
+        let mut files = plain(BTreeMap::from([
+            ("a".to_string(), b"1".to_vec()),
+            ("b".to_string(), b"2".to_vec()),
+        ]));
+        write_files(&dir, &files, 0o644, None).unwrap();
         assert_eq!(std::fs::read(dir.join("a")).unwrap(), b"1");
         files.remove("b");
-        files.insert("a".into(), b"3".to_vec());
-        write_files(&dir, &files, 0o644).unwrap();
+        files.insert("a".into(), VolumeFile { content: b"3".to_vec(), mode: None });
+        write_files(&dir, &files, 0o644, None).unwrap();
         assert_eq!(std::fs::read(dir.join("a")).unwrap(), b"3");
         assert!(!dir.join("b").exists());
-        assert!(write_files(&dir, &BTreeMap::from([("../x".to_string(), vec![])]), 0o644).is_err());
+        let bad = plain(BTreeMap::from([("../x".to_string(), vec![])]));
+        assert!(write_files(&dir, &bad, 0o644, None).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn mode(path: &Path) -> u32 {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::metadata(path).unwrap().permissions().mode() & 0o7777
+    }
+
+    #[test]
+    fn modes_come_from_the_item_then_the_volume_and_fs_group_adds_group_read() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = std::env::temp_dir().join(format!("rkube-vol-modes-{}", std::process::id()));
+        let files = Files::from([
+            ("plain".to_string(), VolumeFile { content: b"1".to_vec(), mode: None }),
+            ("path/to/item".to_string(), VolumeFile { content: b"2".to_vec(), mode: Some(0o400) }),
+        ]);
+        write_files(&dir, &files, 0o440, None).unwrap();
+        assert_eq!(mode(&dir), 0o777, "the volume's directory, whatever the umask");
+        assert_eq!(mode(&dir.join("plain")), 0o440, "the volume's defaultMode");
+        assert_eq!(mode(&dir.join("path/to/item")), 0o400, "the item's own mode");
+        assert_eq!(mode(&dir.join("path")), 0o755);
+        // The same again with a different default mode: the files follow it.
+        write_files(&dir, &files, 0o644, None).unwrap();
+        assert_eq!(mode(&dir.join("plain")), 0o644);
+
+        // fsGroup: the group, group read, and setgid plus group search on directories.
+        let group = std::fs::metadata(&dir).unwrap().gid() + 1;
+        write_files(&dir, &files, 0o400, Some(group)).unwrap();
+        assert_eq!(mode(&dir.join("plain")), 0o440);
+        assert_eq!(mode(&dir.join("path/to/item")), 0o440);
+        assert_eq!(std::fs::metadata(dir.join("plain")).unwrap().gid(), group);
+        assert_eq!(mode(&dir.join("path")), 0o2755);
+        assert_eq!(mode(&dir), 0o2777);
+        std::fs::remove_dir_all(&dir).unwrap();
+
+        // An emptyDir is read-write to its group.
+        let empty = std::env::temp_dir().join(format!("rkube-vol-empty-{}", std::process::id()));
+        assert!(make_dir(&empty, VOLUME_DIR_MODE).unwrap());
+        std::fs::write(empty.join("f"), b"x").unwrap();
+        set_ownership(&empty, group, false).unwrap();
+        assert_eq!(mode(&empty), 0o2777);
+        assert_eq!(mode(&empty.join("f")) & 0o060, 0o060);
+        assert!(!make_dir(&empty, VOLUME_DIR_MODE).unwrap(), "made once");
+        std::fs::remove_dir_all(&empty).unwrap();
     }
 }

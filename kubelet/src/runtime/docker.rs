@@ -553,6 +553,7 @@ impl Runtime for DockerRuntime {
             dns_search: (!spec.dns_searches.is_empty()).then(|| spec.dns_searches.clone()),
             dns_options: (!spec.dns_options.is_empty()).then(|| spec.dns_options.clone()),
             extra_hosts: (!extra_hosts.is_empty()).then_some(extra_hosts),
+            sysctls: (!spec.sysctls.is_empty()).then(|| spec.sysctls.iter().cloned().collect()),
             ..Default::default()
         };
         let config = ContainerCreateBody {
@@ -634,6 +635,7 @@ impl Runtime for DockerRuntime {
             readonly_rootfs: Some(spec.read_only_rootfs),
             cap_add: (!spec.cap_add.is_empty()).then(|| spec.cap_add.clone()),
             cap_drop: (!spec.cap_drop.is_empty()).then(|| spec.cap_drop.clone()),
+            group_add: (!spec.groups.is_empty()).then(|| spec.groups.clone()),
             cpu_shares: spec.cpu_shares,
             cpu_quota: spec.cpu_quota,
             cpu_period: spec.cpu_quota.map(|_| 100_000),

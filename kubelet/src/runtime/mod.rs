@@ -73,6 +73,9 @@ pub struct SandboxSpec {
     pub dns_searches: Vec<String>,
     pub dns_options: Vec<String>,
     pub extra_hosts: Vec<String>,
+    /// The pod's `securityContext.sysctls`, set in the sandbox's namespaces (which its
+    /// containers join).
+    pub sysctls: Vec<(String, String)>,
 }
 
 /// A container port published on the node (`hostPort`).
@@ -128,6 +131,8 @@ pub struct ContainerSpec {
     /// tmpfs mounts (emptyDir with medium Memory): container path.
     pub tmpfs: Vec<String>,
     pub user: Option<String>,
+    /// Supplementary groups: the pod's `supplementalGroups` and `fsGroup`.
+    pub groups: Vec<String>,
     pub privileged: bool,
     pub read_only_rootfs: bool,
     pub cap_add: Vec<String>,

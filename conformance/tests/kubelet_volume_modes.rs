@@ -1,0 +1,359 @@
+//! Volume file modes, ownership and paths, asserted the way upstream's conformance tests
+//! assert them (`ConfigMap`, `Secrets`, `Projected`, `Downward API volume`, `EmptyDir`,
+//! `Subpath`, `Container Runtime` termination messages): each pod runs to completion and its
+//! log says what the container saw (`stat -L -c %A` prints modes as agnhost's mounttest does,
+//! e.g. `-r--r-----`).
+
+use std::time::Duration;
+
+use rkube_conformance::node::NodeServer;
+
+const MANIFEST: &str = r#"
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cm}
+data: {data-1: value-1, data-2: value-2}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: sec}
+stringData: {data-1: secret-1}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: cm-default}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: "busybox:1.36"
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "stat -L -c '%A' /etc/cm/data-1 && cat /etc/cm/data-1"]
+    volumeMounts: [{name: cm, mountPath: /etc/cm}]
+  volumes: [{name: cm, configMap: {name: cm}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: cm-non-root}
+spec:
+  restartPolicy: Never
+  securityContext: {runAsUser: 1000}
+  containers:
+  - name: c
+    image: "busybox:1.36"
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "stat -L -c '%A' /etc/cm/data-1 && cat /etc/cm/data-1"]
+    volumeMounts: [{name: cm, mountPath: /etc/cm}]
+  volumes: [{name: cm, configMap: {name: cm}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: cm-default-mode}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: "busybox:1.36"
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "stat -L -c '%A' /etc/cm/data-1 && cat /etc/cm/data-1"]
+    volumeMounts: [{name: cm, mountPath: /etc/cm}]
+  volumes: [{name: cm, configMap: {name: cm, defaultMode: 0400}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: cm-items}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: "busybox:1.36"
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "stat -L -c '%A' /etc/cm/path/to/data-2 /etc/cm/data-1 && cat /etc/cm/path/to/data-2 && ls /etc/cm"]
+    volumeMounts: [{name: cm, mountPath: /etc/cm}]
+  volumes:
+  - name: cm
+    configMap:
+      name: cm
+      items: [{key: data-2, path: path/to/data-2, mode: 0400}, {key: data-1, path: data-1}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: secret-fs-group}
+spec:
+  restartPolicy: Never
+  securityContext: {runAsUser: 1000, fsGroup: 1001}
+  containers:
+  - name: c
+    image: "busybox:1.36"
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "stat -L -c '%A %g' /etc/sec/data-1 && cat /etc/sec/data-1 && echo && id -G"]
+    volumeMounts: [{name: sec, mountPath: /etc/sec}]
+  volumes: [{name: sec, secret: {secretName: sec, defaultMode: 0440}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: projected-fs-group}
+spec:
+  restartPolicy: Never
+  securityContext: {runAsUser: 1000, fsGroup: 1001}
+  containers:
+  - name: c
+    image: "busybox:1.36"
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "stat -L -c '%A %g' /etc/projected/data-1 && cat /etc/projected/data-1"]
+    volumeMounts: [{name: p, mountPath: /etc/projected}]
+  volumes:
+  - name: p
+    projected: {defaultMode: 0440, sources: [{secret: {name: sec}}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: downward-item-mode}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: "busybox:1.36"
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "stat -L -c '%A' /etc/podinfo/podname && cat /etc/podinfo/podname"]
+    volumeMounts: [{name: podinfo, mountPath: /etc/podinfo}]
+  volumes:
+  - name: podinfo
+    downwardAPI: {items: [{path: podname, fieldRef: {fieldPath: metadata.name}, mode: 0400}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: empty-dir-root}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: "busybox:1.36"
+    imagePullPolicy: IfNotPresent
+    command:
+    - sh
+    - -c
+    - >-
+      stat -c '%A' /disk /memory && stat -f -c '%T' /memory &&
+      for m in 0644 0666 0777; do echo content > /disk/f$m && chmod $m /disk/f$m &&
+      stat -c '%A' /disk/f$m; done && cat /disk/f0644
+    volumeMounts: [{name: disk, mountPath: /disk}, {name: memory, mountPath: /memory}]
+  volumes: [{name: disk, emptyDir: {}}, {name: memory, emptyDir: {medium: Memory}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: empty-dir-non-root}
+spec:
+  restartPolicy: Never
+  securityContext: {runAsUser: 1001}
+  containers:
+  - name: c
+    image: "busybox:1.36"
+    imagePullPolicy: IfNotPresent
+    command:
+    - sh
+    - -c
+    - >-
+      for d in /disk /memory; do echo mine > $d/f && chmod 0666 $d/f && stat -c '%A %u' $d/f;
+      done && cat /memory/f
+    volumeMounts: [{name: disk, mountPath: /disk}, {name: memory, mountPath: /memory}]
+  volumes: [{name: disk, emptyDir: {}}, {name: memory, emptyDir: {medium: Memory}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: groups}
+spec:
+  restartPolicy: Never
+  securityContext: {runAsUser: 1000, supplementalGroups: [2000, 2001], fsGroup: 3000}
+  containers:
+  - name: c
+    image: "busybox:1.36"
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "id -G && touch /scratch/f && stat -c '%A %g' /scratch /scratch/f"]
+    volumeMounts: [{name: scratch, mountPath: /scratch}]
+  volumes: [{name: scratch, emptyDir: {}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: read-only-content}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: "busybox:1.36"
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "touch /etc/cm/new 2>&1; rm /etc/cm/data-1 2>&1; cat /etc/cm/data-1"]
+    volumeMounts: [{name: cm, mountPath: /etc/cm}]
+  volumes: [{name: cm, configMap: {name: cm}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: sub-paths}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: "busybox:1.36"
+    imagePullPolicy: IfNotPresent
+    env:
+    - name: POD_NAME
+      valueFrom: {fieldRef: {fieldPath: metadata.name}}
+    command: ["sh", "-c", "cat /etc/one /etc/podname && echo here > /mine/f && ls /whole && cat /whole/sub-paths/f"]
+    volumeMounts:
+    - {name: cm, mountPath: /etc/one, subPath: data-1}
+    - {name: podinfo, mountPath: /etc/podname, subPath: podname}
+    - {name: scratch, mountPath: /mine, subPathExpr: "$(POD_NAME)"}
+    - {name: scratch, mountPath: /whole}
+  volumes:
+  - {name: cm, configMap: {name: cm}}
+  - {name: podinfo, downwardAPI: {items: [{path: podname, fieldRef: {fieldPath: metadata.name}}]}}
+  - {name: scratch, emptyDir: {}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: termination-message-non-root}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: "busybox:1.36"
+    imagePullPolicy: IfNotPresent
+    securityContext: {runAsUser: 1000}
+    terminationMessagePath: /dev/termination-custom-log
+    command: ["sh", "-c", "printf DONE > /dev/termination-custom-log"]
+"#;
+
+/// A pod whose subPath leads out of its volume through a link another container left: the
+/// container is refused, never given the node's root.
+const ESCAPE: &str = r#"
+apiVersion: v1
+kind: Pod
+metadata: {name: sub-path-escape}
+spec:
+  restartPolicy: Never
+  initContainers:
+  - name: link
+    image: "busybox:1.36"
+    imagePullPolicy: IfNotPresent
+    command: ["ln", "-s", "/", "/scratch/escape"]
+    volumeMounts: [{name: scratch, mountPath: /scratch}]
+  containers:
+  - name: c
+    image: "busybox:1.36"
+    imagePullPolicy: IfNotPresent
+    command: ["ls", "/host"]
+    volumeMounts: [{name: scratch, mountPath: /host, subPath: escape}]
+  volumes: [{name: scratch, emptyDir: {}}]
+"#;
+
+#[test]
+fn volume_files_have_upstreams_modes_groups_and_paths() {
+    let n = NodeServer::start();
+    let s = &n.server;
+    s.ok_stdin(&["apply", "-f", "-"], MANIFEST);
+    let pods = [
+        "cm-default",
+        "cm-non-root",
+        "cm-default-mode",
+        "cm-items",
+        "secret-fs-group",
+        "projected-fs-group",
+        "downward-item-mode",
+        "empty-dir-root",
+        "empty-dir-non-root",
+        "groups",
+        "read-only-content",
+        "sub-paths",
+        "termination-message-non-root",
+    ];
+    let phase = ["get", "pod", "-o", "jsonpath={.status.phase}"];
+    for pod in pods {
+        let args: Vec<&str> = phase.iter().copied().chain([pod]).collect();
+        n.wait_for(&args, Duration::from_secs(90), |p| p == "Succeeded" || p == "Failed");
+    }
+    let log = |pod: &str| s.ok(&["logs", pod]).trim_end().to_string();
+    for pod in pods {
+        let got = s.ok(&["get", "pod", pod, "-o", "jsonpath={.status.phase}"]);
+        assert_eq!(got, "Succeeded", "{pod}: {}", log(pod));
+    }
+
+    // ConfigMap: 0644 by default, readable by any user; defaultMode; items with their own
+    // paths and modes.
+    assert_eq!(log("cm-default"), "-rw-r--r--\nvalue-1");
+    assert_eq!(log("cm-non-root"), "-rw-r--r--\nvalue-1");
+    assert_eq!(log("cm-default-mode"), "-r--------\nvalue-1");
+    assert_eq!(log("cm-items"), "-r--------\n-rw-r--r--\nvalue-2data-1\npath");
+
+    // Secrets and projected volumes with fsGroup: the group, group read, and the non-root
+    // user reads through the group.
+    let secret = log("secret-fs-group");
+    let mut lines = secret.lines();
+    assert_eq!(lines.next(), Some("-r--r----- 1001"), "{secret}");
+    assert_eq!(lines.next(), Some("secret-1"), "{secret}");
+    let groups: Vec<&str> = lines.next().unwrap_or("").split(' ').collect();
+    assert!(groups.contains(&"1001"), "fsGroup is a supplementary group: {secret}");
+    assert_eq!(log("projected-fs-group"), "-r--r----- 1001\nsecret-1");
+
+    // Downward API: the item's mode.
+    assert_eq!(log("downward-item-mode"), "-r--------\ndownward-item-mode");
+
+    // emptyDir: 0777 on disk and in memory (a tmpfs); files keep the modes they are given,
+    // by root and by other users.
+    assert_eq!(
+        log("empty-dir-root"),
+        "drwxrwxrwx\ndrwxrwxrwx\ntmpfs\n-rw-r--r--\n-rw-rw-rw-\n-rwxrwxrwx\ncontent"
+    );
+    assert_eq!(log("empty-dir-non-root"), "-rw-rw-rw- 1001\n-rw-rw-rw- 1001\nmine");
+
+    // supplementalGroups and fsGroup: the process's groups; an emptyDir is the fsGroup's,
+    // setgid, so new files are too.
+    let groups = log("groups");
+    let mut lines = groups.lines();
+    let ids: Vec<&str> = lines.next().unwrap_or("").split(' ').collect();
+    for g in ["2000", "2001", "3000"] {
+        assert!(ids.contains(&g), "{g} in {groups}");
+    }
+    assert_eq!(lines.next(), Some("drwxrwsrwx 3000"), "{groups}");
+    assert_eq!(lines.next(), Some("-rw-r--r-- 3000"), "{groups}");
+
+    // Content volumes are read-only in the container, whatever the mount says.
+    let read_only = log("read-only-content");
+    assert_eq!(read_only.matches("Read-only file system").count(), 2, "{read_only}");
+    assert!(read_only.ends_with("value-1"), "{read_only}");
+
+    // subPath of a configMap key and of a downward API file; subPathExpr from the env.
+    assert_eq!(log("sub-paths"), "value-1sub-pathssub-paths\nhere");
+
+    // A non-root container writes its termination message at a path of its own.
+    let message = s.ok(&[
+        "get",
+        "pod",
+        "termination-message-non-root",
+        "-o",
+        "jsonpath={.status.containerStatuses[0].state.terminated.message}",
+    ]);
+    assert_eq!(message, "DONE");
+
+    // A subPath that leads out of the volume is refused: the container never starts.
+    s.ok_stdin(&["apply", "-f", "-"], ESCAPE);
+    let reason = n.wait_for(
+        &[
+            "get",
+            "pod",
+            "sub-path-escape",
+            "-o",
+            "jsonpath={.status.containerStatuses[0].state.waiting.reason}",
+        ],
+        Duration::from_secs(60),
+        |r| r == "CreateContainerConfigError",
+    );
+    assert_eq!(reason, "CreateContainerConfigError");
+    let message = s.ok(&[
+        "get",
+        "pod",
+        "sub-path-escape",
+        "-o",
+        "jsonpath={.status.containerStatuses[0].state.waiting.message}",
+    ]);
+    assert!(message.contains("is not within volume path"), "{message}");
+}
