@@ -30,6 +30,26 @@ pub fn ensure_tools_image() {
     ensure_image(TOOLS, &["/usr/bin/curl", "/usr/bin/socat"]);
 }
 
+/// Makes `tag` from [`BUSYBOX`] with Dockerfile-style `changes` (`ENTRYPOINT [...]`,
+/// `CMD [...]`, `USER 1000`) unless it is there.
+pub fn ensure_busybox_variant(tag: &str, changes: &[&str]) {
+    ensure_busybox_image();
+    if docker(&["image", "inspect", tag]).status.success() {
+        return;
+    }
+    let created = docker(&["create", BUSYBOX, "true"]);
+    assert!(created.status.success(), "docker create: {created:?}");
+    let id = String::from_utf8_lossy(&created.stdout).trim().to_string();
+    let mut args = vec!["commit"];
+    for change in changes {
+        args.extend(["--change", change]);
+    }
+    args.extend([id.as_str(), tag]);
+    let committed = docker(&args);
+    let _ = docker(&["rm", &id]);
+    assert!(committed.status.success(), "docker commit {tag}: {committed:?}");
+}
+
 /// Makes `tag`: Debian's static busybox with its applets, a passwd and group file, and
 /// `binaries` of this machine with every library `ldd` says they load, at the same paths.
 fn ensure_image(tag: &str, binaries: &[&str]) {

@@ -462,6 +462,7 @@ pub async fn container_spec(
         user,
         groups,
         privileged: security.and_then(|s| s.privileged).unwrap_or(false),
+        no_new_privileges: security.and_then(|s| s.allow_privilege_escalation) == Some(false),
         read_only_rootfs: security.and_then(|s| s.read_only_root_filesystem).unwrap_or(false),
         cap_add: capabilities.and_then(|c| c.add.clone()).unwrap_or_default(),
         cap_drop: capabilities.and_then(|c| c.drop.clone()).unwrap_or_default(),

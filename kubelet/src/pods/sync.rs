@@ -26,7 +26,8 @@ use super::spec::{self, pod_ref, Context, Lookup};
 use super::status::{self, ContainerView, PodFacts};
 use super::{dns, hooks, probes, volumes};
 use crate::runtime::{
-    labels, ContainerRecord, ContainerState, Credentials, HostPort, PodRef, Runtime, SandboxSpec,
+    labels, ContainerRecord, ContainerState, Credentials, HostPort, LogOptions, PodRef, Runtime,
+    SandboxSpec,
 };
 use crate::Config;
 use rkube_runtime::backoff::Backoff;
@@ -88,6 +89,9 @@ pub struct PodState {
     updates: Option<watch::Receiver<Option<Arc<Pod>>>>,
     /// The soonest a back-off this sync met ends: the next sync is then, not later.
     wake: Option<Duration>,
+    /// The end of the log of each failed container whose policy is
+    /// `FallbackToLogsOnError`, by container id: read once.
+    log_messages: HashMap<String, Option<String>>,
 }
 
 impl Default for PodState {
@@ -103,6 +107,7 @@ impl Default for PodState {
             killed: HashMap::new(),
             updates: None,
             wake: None,
+            log_messages: HashMap::new(),
         }
     }
 }
@@ -721,6 +726,30 @@ impl Syncer {
         Ok(id)
     }
 
+    /// A failed container's termination message from its log, as upstream's
+    /// `FallbackToLogsOnError`: the last 80 lines, at most their last 2048 bytes. Read once
+    /// per container (and at most 5 s).
+    async fn log_tail_message(&self, id: &str, state: &mut PodState) -> Option<String> {
+        if let Some(known) = state.log_messages.get(id) {
+            return known.clone();
+        }
+        let options = LogOptions { tail_lines: Some(80), ..Default::default() };
+        let read = async {
+            let mut stream = self.runtime.logs(id, options);
+            let mut log = Vec::new();
+            while let Some(Ok(chunk)) = futures::StreamExt::next(&mut stream).await {
+                log.extend_from_slice(&chunk);
+            }
+            log
+        };
+        let log = tokio::time::timeout(Duration::from_secs(5), read).await.ok()?;
+        let tail = &log[log.len().saturating_sub(2048)..];
+        let message = String::from_utf8_lossy(tail).into_owned();
+        let message = (!message.is_empty()).then_some(message);
+        state.log_messages.insert(id.to_string(), message.clone());
+        message
+    }
+
     /// Keeps one container running as its restart policy says: kills it when a liveness or
     /// startup probe failed, starts its next attempt (after the back-off) when it ended or was
     /// never made, and follows the running instance with its probes. What it saw goes into
@@ -999,6 +1028,23 @@ impl Syncer {
             }
             return Next::After(Duration::from_secs(30));
         }
+        // `activeDeadlineSeconds`: past it, the pod is stopped and Failed, as upstream's
+        // kubelet does; before it, a sync is due when it passes.
+        if let Some(deadline) = spec.active_deadline_seconds.filter(|d| *d >= 0) {
+            let now = Utc::now().timestamp();
+            let started = pod
+                .status
+                .as_ref()
+                .and_then(|s| s.start_time.as_ref())
+                .map_or(now, |t| t.0.as_second());
+            let active = Duration::from_secs((now - started).max(0) as u64);
+            let deadline = Duration::from_secs(deadline as u64);
+            if active >= deadline {
+                self.deadline_exceeded(pod, &uid, state).await;
+                return Next::After(Duration::from_secs(30));
+            }
+            state.wake_within(deadline - active);
+        }
         let (sandbox_id, sandbox_ip, fresh) = match self.sandbox(pod, &records).await {
             Ok(s) => s,
             Err(e) => {
@@ -1160,6 +1206,12 @@ impl Syncer {
                         String::from_utf8_lossy(&bytes[..bytes.len().min(4096)]).into_owned();
                     view.termination_message = (!text.is_empty()).then_some(text);
                 }
+                let failed = matches!(record.state, ContainerState::Exited { exit_code, .. } if exit_code != 0);
+                let fallback = container.termination_message_policy.as_deref()
+                    == Some("FallbackToLogsOnError");
+                if view.termination_message.is_none() && failed && fallback {
+                    view.termination_message = self.log_tail_message(&record.id, state).await;
+                }
             }
             app_views.push(view);
         }
@@ -1220,6 +1272,32 @@ impl Syncer {
             apps.iter().map(|v| status::container_status(v, false)).collect();
         let phase = if succeeded { "Succeeded" } else { "Failed" };
         self.report(pod, json!({"phase": phase, "containerStatuses": statuses}), state).await;
+    }
+
+    /// Stops a pod past its `activeDeadlineSeconds` (within its grace period) and reports it
+    /// Failed with upstream's reason and message.
+    async fn deadline_exceeded(&self, pod: &Pod, uid: &str, state: &mut PodState) {
+        let message = "Pod was active on the node longer than the specified deadline";
+        if state.recorded.insert("DeadlineExceeded".into()) {
+            self.recorder.record(&pod_reference(pod), "Normal", "DeadlineExceeded", message);
+        }
+        state.probes.clear();
+        let grace = pod.spec.as_ref().and_then(|s| s.termination_grace_period_seconds);
+        self.kill(Some(pod), uid, Duration::from_secs(grace.unwrap_or(30).max(0) as u64)).await;
+        let records = self.records(uid).await;
+        let spec = pod.spec.clone().unwrap_or_default();
+        let statuses: Vec<Value> = spec
+            .containers
+            .iter()
+            .map(|c| status::container_status(&view_of(&records, c), false))
+            .collect();
+        let status = json!({
+            "phase": "Failed",
+            "reason": "DeadlineExceeded",
+            "message": message,
+            "containerStatuses": statuses,
+        });
+        self.report(pod, status, state).await;
     }
 
     /// Patches the pod's status when it changed.

@@ -636,6 +636,7 @@ impl Runtime for DockerRuntime {
             cap_add: (!spec.cap_add.is_empty()).then(|| spec.cap_add.clone()),
             cap_drop: (!spec.cap_drop.is_empty()).then(|| spec.cap_drop.clone()),
             group_add: (!spec.groups.is_empty()).then(|| spec.groups.clone()),
+            security_opt: spec.no_new_privileges.then(|| vec!["no-new-privileges".to_string()]),
             cpu_shares: spec.cpu_shares,
             cpu_quota: spec.cpu_quota,
             cpu_period: spec.cpu_quota.map(|_| 100_000),

@@ -134,6 +134,9 @@ pub struct ContainerSpec {
     /// Supplementary groups: the pod's `supplementalGroups` and `fsGroup`.
     pub groups: Vec<String>,
     pub privileged: bool,
+    /// `allowPrivilegeEscalation: false`: the process may not gain privileges (setuid
+    /// binaries, file capabilities), the kernel's no_new_privs.
+    pub no_new_privileges: bool,
     pub read_only_rootfs: bool,
     pub cap_add: Vec<String>,
     pub cap_drop: Vec<String>,
