@@ -357,3 +357,208 @@ fn volume_files_have_upstreams_modes_groups_and_paths() {
     ]);
     assert!(message.contains("is not within volume path"), "{message}");
 }
+
+const CONTENTS: &str = r#"
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: cm}
+data: {data-1: value-1}
+binaryData: {blob: AAEC}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: sec}
+stringData: {data-1: secret-1}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: opt-update}
+data: {data-1: value-1}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: opt-delete}
+data: {data-1: value-1}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: resources}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: "busybox:1.36"
+    imagePullPolicy: IfNotPresent
+    resources:
+      limits: {cpu: 1250m, memory: 64Mi}
+      requests: {cpu: 250m, memory: 32Mi}
+    command: ["sh", "-c", "cd /etc/podinfo && for f in cpu_limit memory_limit cpu_request memory_request cpu_request_m; do echo $f=$(cat $f); done"]
+    volumeMounts: [{name: podinfo, mountPath: /etc/podinfo}]
+  volumes:
+  - name: podinfo
+    downwardAPI:
+      items:
+      - {path: cpu_limit, resourceFieldRef: {containerName: c, resource: limits.cpu}}
+      - {path: memory_limit, resourceFieldRef: {containerName: c, resource: limits.memory}}
+      - {path: cpu_request, resourceFieldRef: {containerName: c, resource: requests.cpu}}
+      - {path: memory_request, resourceFieldRef: {containerName: c, resource: requests.memory}}
+      - {path: cpu_request_m, resourceFieldRef: {containerName: c, resource: requests.cpu, divisor: 1m}}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: allocatable-defaults}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: "busybox:1.36"
+    imagePullPolicy: IfNotPresent
+    command: ["sh", "-c", "cat /etc/podinfo/cpu_limit; echo; cat /etc/podinfo/memory_limit; echo; cat /etc/projected/cpu_limit"]
+    volumeMounts: [{name: podinfo, mountPath: /etc/podinfo}, {name: projected, mountPath: /etc/projected}]
+  volumes:
+  - name: podinfo
+    downwardAPI:
+      items:
+      - {path: cpu_limit, resourceFieldRef: {containerName: c, resource: limits.cpu}}
+      - {path: memory_limit, resourceFieldRef: {containerName: c, resource: limits.memory}}
+  - name: projected
+    projected:
+      sources:
+      - downwardAPI: {items: [{path: cpu_limit, resourceFieldRef: {containerName: c, resource: limits.cpu}}]}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: many-sources}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: "busybox:1.36"
+    imagePullPolicy: IfNotPresent
+    command:
+    - sh
+    - -c
+    - >-
+      cat /etc/cm-1/data-1 /etc/cm-2/data-1 && echo &&
+      cat /etc/all/cm-data /etc/all/secret-data /etc/all/podname && echo &&
+      od -An -tx1 /etc/cm-1/blob && cat /etc/secret-one /etc/projected-one
+    volumeMounts:
+    - {name: cm-1, mountPath: /etc/cm-1}
+    - {name: cm-2, mountPath: /etc/cm-2}
+    - {name: all, mountPath: /etc/all}
+    - {name: sec, mountPath: /etc/secret-one, subPath: data-1}
+    - {name: all, mountPath: /etc/projected-one, subPath: cm-data}
+  volumes:
+  - {name: cm-1, configMap: {name: cm}}
+  - {name: cm-2, configMap: {name: cm}}
+  - {name: sec, secret: {secretName: sec}}
+  - name: all
+    projected:
+      sources:
+      - configMap: {name: cm, items: [{key: data-1, path: cm-data}]}
+      - secret: {name: sec, items: [{key: data-1, path: secret-data}]}
+      - downwardAPI: {items: [{path: podname, fieldRef: {fieldPath: metadata.name}}]}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: follower
+  labels: {a: one}
+  annotations: {b: two}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: "busybox:1.36"
+    imagePullPolicy: IfNotPresent
+    command: ["sleep", "3600"]
+    volumeMounts:
+    - {name: podinfo, mountPath: /etc/podinfo}
+    - {name: update, mountPath: /etc/update}
+    - {name: delete, mountPath: /etc/delete}
+    - {name: create, mountPath: /etc/create}
+  volumes:
+  - name: podinfo
+    downwardAPI:
+      items:
+      - {path: labels, fieldRef: {fieldPath: metadata.labels}}
+      - {path: annotations, fieldRef: {fieldPath: metadata.annotations}}
+  - {name: update, configMap: {name: opt-update, optional: true}}
+  - {name: delete, configMap: {name: opt-delete, optional: true}}
+  - {name: create, configMap: {name: opt-create, optional: true}}
+"#;
+
+#[test]
+fn volume_contents_follow_the_pod_its_resources_and_the_api() {
+    let n = NodeServer::start();
+    let s = &n.server;
+    // `create`, not `apply`: the pod's annotations are only the manifest's.
+    s.ok_stdin(&["create", "-f", "-"], CONTENTS);
+    let log = |pod: &str| s.ok(&["logs", pod]).trim_end().to_string();
+    for pod in ["resources", "allocatable-defaults", "many-sources"] {
+        let phase = n.wait_for(
+            &["get", "pod", pod, "-o", "jsonpath={.status.phase}"],
+            Duration::from_secs(90),
+            |p| p == "Succeeded" || p == "Failed",
+        );
+        assert_eq!(phase, "Succeeded", "{pod}: {}", log(pod));
+    }
+
+    // Resources in the divisor's units, rounded up; limits a container does not set are the
+    // node's allocatable.
+    assert_eq!(
+        log("resources"),
+        "cpu_limit=2\nmemory_limit=67108864\ncpu_request=1\nmemory_request=33554432\ncpu_request_m=250"
+    );
+    let defaults = log("allocatable-defaults");
+    let values: Vec<u64> = defaults.lines().map(|l| l.parse().unwrap_or(0)).collect();
+    assert_eq!(values.len(), 3, "{defaults}");
+    assert!(values.iter().all(|v| *v >= 1), "the node's allocatable: {defaults}");
+    assert_eq!(values[0], values[2], "plain and projected agree: {defaults}");
+
+    // One configMap in two volumes, binaryData, a projected volume of three sources, and
+    // subPaths of a secret and of a projected volume.
+    assert_eq!(
+        log("many-sources"),
+        "value-1value-1\nvalue-1secret-1many-sources\n 00 01 02\nsecret-1value-1"
+    );
+
+    // A running pod's files follow its labels and annotations, and its optional configMaps
+    // as they are updated, deleted and created.
+    n.wait_for(
+        &["get", "pod", "follower", "-o", "jsonpath={.status.phase}"],
+        Duration::from_secs(90),
+        |p| p == "Running",
+    );
+    let files = "/etc/podinfo/labels /etc/podinfo/annotations";
+    let read = || {
+        let out = s.kubectl(&["exec", "follower", "--", "sh", "-c", &format!("cat {files}")]);
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    assert_eq!(read(), "a=\"one\"b=\"two\"");
+    let optional = "ls /etc/update /etc/delete /etc/create; cat /etc/update/data-1";
+    let listing = s.ok(&["exec", "follower", "--", "sh", "-c", optional]);
+    assert_eq!(listing, "/etc/create:\n\n/etc/delete:\ndata-1\n\n/etc/update:\ndata-1\nvalue-1");
+
+    s.ok(&["label", "pod", "follower", "a=uno", "--overwrite"]);
+    s.ok(&["annotate", "pod", "follower", "b=dos", "--overwrite"]);
+    s.ok(&["patch", "configmap", "opt-update", "-p", r#"{"data":{"data-1":"value-2"}}"#]);
+    s.ok(&["delete", "configmap", "opt-delete"]);
+    s.ok(&["create", "configmap", "opt-create", "--from-literal=data-1=value-3"]);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let expected = "/etc/create:\ndata-1\n\n/etc/delete:\n\n/etc/update:\ndata-1\nvalue-2value-3";
+    let check = format!("{optional}; cat /etc/create/data-1");
+    loop {
+        let out = s.kubectl(&["exec", "follower", "--", "sh", "-c", &check]);
+        let now = String::from_utf8_lossy(&out.stdout).to_string();
+        if read() == "a=\"uno\"b=\"dos\"" && now == expected {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the files did not follow: {:?} and {now:?}",
+            read()
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}

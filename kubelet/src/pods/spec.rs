@@ -141,24 +141,20 @@ pub fn resource_value(
         "requests" => resources.and_then(|r| r.requests.as_ref()),
         _ => return None,
     };
-    let quantity = map.and_then(|m| m.get(name)).map(|q| q.0.clone());
+    // Without a limit, the node's allocatable (upstream's MergeContainerResourceLimits);
+    // without a request, zero.
+    let quantity = map
+        .and_then(|m| m.get(name))
+        .map(|q| q.0.clone())
+        .or_else(|| (kind == "limits").then(|| node_allocatable.get(name).cloned()).flatten());
     match name {
         "cpu" => {
-            // Without a limit, the node's allocatable (upstream's rule).
-            let millis = quantity
-                .as_deref()
-                .or(node_allocatable.get("cpu").map(String::as_str))
-                .and_then(cpu_millis)
-                .unwrap_or(0);
+            let millis = quantity.as_deref().and_then(cpu_millis).unwrap_or(0);
             let divisor = divisor.and_then(cpu_millis).filter(|d| *d > 0).unwrap_or(1000);
             Some(((millis + divisor - 1) / divisor).to_string())
         }
         "memory" | "ephemeral-storage" => {
-            let bytes = quantity
-                .as_deref()
-                .or(node_allocatable.get(name).map(String::as_str))
-                .and_then(memory_bytes)
-                .unwrap_or(0);
+            let bytes = quantity.as_deref().and_then(memory_bytes).unwrap_or(0);
             let divisor = divisor.and_then(memory_bytes).filter(|d| *d > 0).unwrap_or(1);
             Some(((bytes + divisor - 1) / divisor).to_string())
         }
@@ -563,6 +559,10 @@ mod tests {
         assert_eq!(resource_value(&c, "limits.cpu", None, &node).as_deref(), Some("1"));
         assert_eq!(resource_value(&c, "limits.cpu", Some("1m"), &node).as_deref(), Some("250"));
         assert_eq!(resource_value(&c, "limits.memory", Some("1Mi"), &node).as_deref(), Some("64"));
-        assert_eq!(resource_value(&c, "requests.cpu", Some("1m"), &node).as_deref(), Some("2000"));
+        // No request: zero, not the node's allocatable (that stands in for limits only).
+        assert_eq!(resource_value(&c, "requests.cpu", Some("1m"), &node).as_deref(), Some("0"));
+        let bare: Container = serde_json::from_value(json!({"name": "b"})).unwrap();
+        assert_eq!(resource_value(&bare, "limits.cpu", None, &node).as_deref(), Some("2"));
+        assert_eq!(resource_value(&bare, "requests.memory", None, &node).as_deref(), Some("0"));
     }
 }

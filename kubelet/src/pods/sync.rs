@@ -1068,15 +1068,12 @@ impl Syncer {
         let mut lookup =
             Lookup::new(&self.client, pod.metadata.namespace.as_deref().unwrap_or("default"))
                 .with_tokens(self.tokens.clone());
-        let volumes = match volumes::prepare(
-            &self.config.root_dir,
-            pod,
-            &mut lookup,
-            &pod_ip,
-            &host_ip,
-        )
-        .await
-        {
+        let node = volumes::Node {
+            pod_ip: &pod_ip,
+            host_ip: &host_ip,
+            allocatable: &self.config.allocatable,
+        };
+        let volumes = match volumes::prepare(&self.config.root_dir, pod, &mut lookup, &node).await {
             Ok(v) => v,
             Err(e) => {
                 if state.recorded.insert(format!("mount/{}", e.0)) {

@@ -211,9 +211,9 @@ fn secret_files(secret: &k8s_openapi::api::core::v1::Secret) -> BTreeMap<String,
 async fn downward_files(
     pod: &Pod,
     items: &[k8s_openapi::api::core::v1::DownwardAPIVolumeFile],
-    pod_ip: &str,
-    host_ip: &str,
+    node: &Node<'_>,
 ) -> Files {
+    let Node { pod_ip, host_ip, allocatable } = *node;
     let mut files = Files::new();
     for item in items {
         let value = if let Some(f) = &item.field_ref {
@@ -230,7 +230,7 @@ async fn downward_files(
                         c,
                         &r.resource,
                         r.divisor.as_ref().map(|d| d.0.as_str()),
-                        &BTreeMap::new(),
+                        allocatable,
                     )
                 })
                 .unwrap_or_default()
@@ -272,14 +272,22 @@ async fn service_account_token(
     lookup.tokens.token(lookup.client, &key).await.map_err(ConfigError)
 }
 
+/// What downward API files read from outside the pod.
+#[derive(Clone, Copy)]
+pub struct Node<'a> {
+    pub pod_ip: &'a str,
+    pub host_ip: &'a str,
+    /// The node's allocatable resources: what a limit the pod does not set reads as.
+    pub allocatable: &'a BTreeMap<String, String>,
+}
+
 /// Makes every volume of the pod ready; returns each volume's host path by its name
 /// (memory-backed emptyDirs are host paths under /dev/shm).
 pub async fn prepare(
     root: &Path,
     pod: &Pod,
     lookup: &mut Lookup<'_>,
-    pod_ip: &str,
-    host_ip: &str,
+    node: &Node<'_>,
 ) -> Result<BTreeMap<String, Mounted>, ConfigError> {
     let mut out = BTreeMap::new();
     let spec = pod.spec.as_ref();
@@ -339,8 +347,7 @@ pub async fn prepare(
             write_files(&dir, &files, default_mode(source.default_mode), fs_group)?;
             dir
         } else if let Some(source) = &volume.downward_api {
-            let files =
-                downward_files(pod, source.items.as_deref().unwrap_or(&[]), pod_ip, host_ip).await;
+            let files = downward_files(pod, source.items.as_deref().unwrap_or(&[]), node).await;
             write_files(&dir, &files, default_mode(source.default_mode), fs_group)?;
             dir
         } else if let Some(source) = &volume.projected {
@@ -377,10 +384,8 @@ pub async fn prepare(
                     }
                 }
                 if let Some(d) = &projection.downward_api {
-                    files.extend(
-                        downward_files(pod, d.items.as_deref().unwrap_or(&[]), pod_ip, host_ip)
-                            .await,
-                    );
+                    files
+                        .extend(downward_files(pod, d.items.as_deref().unwrap_or(&[]), node).await);
                 }
                 if let Some(source) = &projection.service_account_token {
                     let token = service_account_token(lookup, pod, source).await?;
