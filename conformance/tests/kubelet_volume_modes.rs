@@ -562,3 +562,170 @@ fn volume_contents_follow_the_pod_its_resources_and_the_api() {
         std::thread::sleep(Duration::from_millis(500));
     }
 }
+
+/// One pod of the volume matrix: its name, the volume's source (`secret: {...}`), the
+/// pod's `securityContext`, the file it reads under `/v` and what its log must be.
+struct Case {
+    name: String,
+    volume: String,
+    security: &'static str,
+    file: &'static str,
+    expected: String,
+}
+
+/// Every content source (configMap, secret, and each projected) in each of upstream's
+/// variants: defaults, `defaultMode` 0400, mapped by items, mapped with an item mode 0400,
+/// a non-root reader, mapped for a non-root reader.
+fn matrix() -> Vec<Case> {
+    let sources: [(&str, &dyn Fn(&str) -> String, &str); 4] = [
+        ("cm", &|extra| format!("configMap: {{name: cm{extra}}}"), "value-1"),
+        ("secret", &|extra| format!("secret: {{secretName: sec{extra}}}"), "secret-1"),
+        ("projected-cm", &|extra| projected("configMap: {name: cm", extra), "value-1"),
+        ("projected-secret", &|extra| projected("secret: {name: sec", extra), "secret-1"),
+    ];
+    let mut cases = Vec::new();
+    for (kind, volume, value) in sources {
+        let mapped = ", items: [{key: data-1, path: path/to/data-2}]";
+        let mapped_0400 = ", items: [{key: data-1, path: path/to/data-2, mode: 0400}]";
+        let variants: [(&str, String, &str, &str, &str); 6] = [
+            ("default", volume(""), "{}", "data-1", "-rw-r--r--"),
+            ("mode", volume(", defaultMode: 0400"), "{}", "data-1", "-r--------"),
+            ("mapped", volume(mapped), "{}", "path/to/data-2", "-rw-r--r--"),
+            ("mapped-mode", volume(mapped_0400), "{}", "path/to/data-2", "-r--------"),
+            ("non-root", volume(""), "{runAsUser: 1000}", "data-1", "-rw-r--r--"),
+            (
+                "mapped-non-root",
+                volume(mapped),
+                "{runAsUser: 1000}",
+                "path/to/data-2",
+                "-rw-r--r--",
+            ),
+        ];
+        for (variant, volume, security, file, mode) in variants {
+            cases.push(Case {
+                name: format!("{kind}-{variant}"),
+                volume,
+                security,
+                file,
+                expected: format!("{mode}\n{value}"),
+            });
+        }
+    }
+    // Downward API files with a volume mode and an item mode, plain and projected.
+    let name_item =
+        |mode: &str| format!("{{path: data-1, fieldRef: {{fieldPath: metadata.name}}{mode}}}");
+    for (name, volume) in [
+        (
+            "downward-mode",
+            format!("downwardAPI: {{defaultMode: 0400, items: [{}]}}", name_item("")),
+        ),
+        (
+            "projected-downward-mode",
+            format!(
+                "projected: {{defaultMode: 0400, sources: [{{downwardAPI: {{items: [{}]}}}}]}}",
+                name_item("")
+            ),
+        ),
+        (
+            "projected-downward-item-mode",
+            format!(
+                "projected: {{sources: [{{downwardAPI: {{items: [{}]}}}}]}}",
+                name_item(", mode: 0400")
+            ),
+        ),
+    ] {
+        cases.push(Case {
+            name: name.into(),
+            volume,
+            security: "{}",
+            file: "data-1",
+            // The pod the case lands in: its name is the file.
+            expected: "-r--------\n{pod}".into(),
+        });
+    }
+    cases
+}
+
+/// A projected volume of one source (`source` is its opening, e.g. `secret: {name: sec`),
+/// with `extra` items; a `defaultMode` in `extra` goes to the volume, as upstream has it.
+fn projected(source: &str, extra: &str) -> String {
+    let (mode, items) = match extra.strip_prefix(", defaultMode: ") {
+        Some(mode) => (format!("defaultMode: {mode}, "), ""),
+        None => (String::new(), extra),
+    };
+    ["projected: {", &mode, "sources: [{", source, items, "}}]}"].concat()
+}
+
+#[test]
+fn every_content_volume_honours_modes_mappings_and_users() {
+    let n = NodeServer::start();
+    let s = &n.server;
+    let mut manifest = String::from(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata: {data-1: value-1}\n---\n\
+         apiVersion: v1\nkind: Secret\nmetadata: {name: sec}\nstringData: {data-1: secret-1}\n---\n\
+         apiVersion: v1\nkind: Namespace\nmetadata: {name: elsewhere}\n---\n\
+         apiVersion: v1\nkind: Secret\nmetadata: {name: sec, namespace: elsewhere}\n\
+         stringData: {data-1: not-this-one}\n",
+    );
+    // One pod for the cases that run as the same user: each case a volume of its own.
+    let cases = matrix();
+    let mut pods: Vec<(String, &str, Vec<&Case>)> = Vec::new();
+    for case in &cases {
+        let user = if case.security == "{}" { "root" } else { "non-root" };
+        let pod = format!("{}-{user}", case.name.split('-').next().unwrap_or(""));
+        match pods.iter_mut().find(|(name, _, _)| *name == pod) {
+            Some((_, _, members)) => members.push(case),
+            None => pods.push((pod, case.security, vec![case])),
+        }
+    }
+    for (pod, security, members) in &pods {
+        let reads: Vec<String> = members
+            .iter()
+            .map(|c| {
+                format!("stat -L -c %A /{n}/{f} && cat /{n}/{f} && echo", n = c.name, f = c.file)
+            })
+            .collect();
+        let mounts: Vec<String> =
+            members.iter().map(|c| format!("{{name: {n}, mountPath: /{n}}}", n = c.name)).collect();
+        let volumes: String =
+            members.iter().map(|c| format!("  - name: {}\n    {}\n", c.name, c.volume)).collect();
+        manifest.push_str(&format!(
+            "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {pod}}}\nspec:\n  restartPolicy: Never\n  \
+             securityContext: {security}\n  containers:\n  - name: c\n    image: \"busybox:1.36\"\n    \
+             imagePullPolicy: IfNotPresent\n    command: [\"sh\", \"-c\", \"{}\"]\n    \
+             volumeMounts: [{}]\n  volumes:\n{volumes}",
+            reads.join(" && "),
+            mounts.join(", "),
+        ));
+    }
+    // The same secret in two volumes of one pod.
+    manifest.push_str(
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {name: two-volumes}\nspec:\n  restartPolicy: Never\n  \
+         containers:\n  - name: c\n    image: \"busybox:1.36\"\n    imagePullPolicy: IfNotPresent\n    \
+         command: [\"sh\", \"-c\", \"cat /one/data-1 /two/data-1\"]\n    \
+         volumeMounts: [{name: one, mountPath: /one}, {name: two, mountPath: /two}]\n  volumes:\n  \
+         - {name: one, secret: {secretName: sec}}\n  - {name: two, secret: {secretName: sec}}\n",
+    );
+    s.ok_stdin(&["create", "-f", "-"], &manifest);
+    let log = |pod: &str| s.ok(&["logs", pod]);
+    let names: Vec<&str> = pods.iter().map(|(p, _, _)| p.as_str()).chain(["two-volumes"]).collect();
+    for pod in &names {
+        let phase = n.wait_for(
+            &["get", "pod", pod, "-o", "jsonpath={.status.phase}"],
+            Duration::from_secs(90),
+            |p| p == "Succeeded" || p == "Failed",
+        );
+        assert_eq!(phase, "Succeeded", "{pod}: {}", log(pod));
+    }
+    for (pod, _, members) in &pods {
+        let got = log(pod);
+        let mut lines = got.lines();
+        for case in members {
+            let seen: Vec<&str> = lines.by_ref().take(2).collect();
+            let expected = case.expected.replace("{pod}", pod);
+            assert_eq!(seen.join("\n"), expected, "{}: {}\n{got}", case.name, case.volume);
+        }
+    }
+    // Its own namespace's secret, though another namespace has one of the same name.
+    assert_eq!(log("two-volumes"), "secret-1secret-1");
+}
