@@ -576,8 +576,11 @@ struct Case {
 /// Every content source (configMap, secret, and each projected) in each of upstream's
 /// variants: defaults, `defaultMode` 0400, mapped by items, mapped with an item mode 0400,
 /// a non-root reader, mapped for a non-root reader.
+/// A content source: its name, its volume source given extra fields, the value it holds.
+type Source<'a> = (&'a str, &'a dyn Fn(&str) -> String, &'a str);
+
 fn matrix() -> Vec<Case> {
-    let sources: [(&str, &dyn Fn(&str) -> String, &str); 4] = [
+    let sources: [Source; 4] = [
         ("cm", &|extra| format!("configMap: {{name: cm{extra}}}"), "value-1"),
         ("secret", &|extra| format!("secret: {{secretName: sec{extra}}}"), "secret-1"),
         ("projected-cm", &|extra| projected("configMap: {name: cm", extra), "value-1"),
