@@ -573,12 +573,12 @@ struct Case {
     expected: String,
 }
 
-/// Every content source (configMap, secret, and each projected) in each of upstream's
-/// variants: defaults, `defaultMode` 0400, mapped by items, mapped with an item mode 0400,
-/// a non-root reader, mapped for a non-root reader.
 /// A content source: its name, its volume source given extra fields, the value it holds.
 type Source<'a> = (&'a str, &'a dyn Fn(&str) -> String, &'a str);
 
+/// Every content source (configMap, secret, and each projected) in each of upstream's
+/// variants: defaults, `defaultMode` 0400, mapped by items, mapped with an item mode 0400,
+/// a non-root reader, mapped for a non-root reader.
 fn matrix() -> Vec<Case> {
     let sources: [Source; 4] = [
         ("cm", &|extra| format!("configMap: {{name: cm{extra}}}"), "value-1"),
