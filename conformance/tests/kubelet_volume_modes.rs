@@ -381,6 +381,16 @@ metadata: {name: opt-delete}
 data: {data-1: value-1}
 ---
 apiVersion: v1
+kind: Secret
+metadata: {name: opt-update}
+stringData: {data-1: value-1}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: opt-delete}
+stringData: {data-1: value-1}
+---
+apiVersion: v1
 kind: Pod
 metadata: {name: resources}
 spec:
@@ -392,17 +402,19 @@ spec:
     resources:
       limits: {cpu: 1250m, memory: 64Mi}
       requests: {cpu: 250m, memory: 32Mi}
-    command: ["sh", "-c", "cd /etc/podinfo && for f in cpu_limit memory_limit cpu_request memory_request cpu_request_m; do echo $f=$(cat $f); done"]
-    volumeMounts: [{name: podinfo, mountPath: /etc/podinfo}]
+    command: ["sh", "-c", "for d in /etc/podinfo /etc/projected; do cd $d && for f in cpu_limit memory_limit cpu_request memory_request cpu_request_m; do echo $f=$(cat $f); done; done"]
+    volumeMounts: [{name: podinfo, mountPath: /etc/podinfo}, {name: projected, mountPath: /etc/projected}]
   volumes:
   - name: podinfo
-    downwardAPI:
+    downwardAPI: &resources
       items:
       - {path: cpu_limit, resourceFieldRef: {containerName: c, resource: limits.cpu}}
       - {path: memory_limit, resourceFieldRef: {containerName: c, resource: limits.memory}}
       - {path: cpu_request, resourceFieldRef: {containerName: c, resource: requests.cpu}}
       - {path: memory_request, resourceFieldRef: {containerName: c, resource: requests.memory}}
       - {path: cpu_request_m, resourceFieldRef: {containerName: c, resource: requests.cpu, divisor: 1m}}
+  - name: projected
+    projected: {sources: [{downwardAPI: *resources}]}
 ---
 apiVersion: v1
 kind: Pod
@@ -413,7 +425,7 @@ spec:
   - name: c
     image: "busybox:1.36"
     imagePullPolicy: IfNotPresent
-    command: ["sh", "-c", "cat /etc/podinfo/cpu_limit; echo; cat /etc/podinfo/memory_limit; echo; cat /etc/projected/cpu_limit"]
+    command: ["sh", "-c", "cat /etc/podinfo/cpu_limit; echo; cat /etc/podinfo/memory_limit; echo; cat /etc/projected/cpu_limit; echo; cat /etc/projected/memory_limit"]
     volumeMounts: [{name: podinfo, mountPath: /etc/podinfo}, {name: projected, mountPath: /etc/projected}]
   volumes:
   - name: podinfo
@@ -424,7 +436,10 @@ spec:
   - name: projected
     projected:
       sources:
-      - downwardAPI: {items: [{path: cpu_limit, resourceFieldRef: {containerName: c, resource: limits.cpu}}]}
+      - downwardAPI:
+          items:
+          - {path: cpu_limit, resourceFieldRef: {containerName: c, resource: limits.cpu}}
+          - {path: memory_limit, resourceFieldRef: {containerName: c, resource: limits.memory}}
 ---
 apiVersion: v1
 kind: Pod
@@ -441,14 +456,23 @@ spec:
     - >-
       cat /etc/cm-1/data-1 /etc/cm-2/data-1 && echo &&
       cat /etc/all/cm-data /etc/all/secret-data /etc/all/podname && echo &&
-      od -An -tx1 /etc/cm-1/blob && cat /etc/secret-one /etc/projected-one
+      od -An -tx1 /etc/cm-1/blob && cat /etc/secret-one /etc/projected-one &&
+      cat /etc/p-cm-1/data-1 /etc/p-cm-2/data-1 /etc/p-sec-1/data-1 /etc/p-sec-2/data-1
     volumeMounts:
     - {name: cm-1, mountPath: /etc/cm-1}
     - {name: cm-2, mountPath: /etc/cm-2}
     - {name: all, mountPath: /etc/all}
     - {name: sec, mountPath: /etc/secret-one, subPath: data-1}
     - {name: all, mountPath: /etc/projected-one, subPath: cm-data}
+    - {name: p-cm-1, mountPath: /etc/p-cm-1}
+    - {name: p-cm-2, mountPath: /etc/p-cm-2}
+    - {name: p-sec-1, mountPath: /etc/p-sec-1}
+    - {name: p-sec-2, mountPath: /etc/p-sec-2}
   volumes:
+  - {name: p-cm-1, projected: {sources: [{configMap: {name: cm}}]}}
+  - {name: p-cm-2, projected: {sources: [{configMap: {name: cm}}]}}
+  - {name: p-sec-1, projected: {sources: [{secret: {name: sec}}]}}
+  - {name: p-sec-2, projected: {sources: [{secret: {name: sec}}]}}
   - {name: cm-1, configMap: {name: cm}}
   - {name: cm-2, configMap: {name: cm}}
   - {name: sec, secret: {secretName: sec}}
@@ -477,12 +501,34 @@ spec:
     - {name: update, mountPath: /etc/update}
     - {name: delete, mountPath: /etc/delete}
     - {name: create, mountPath: /etc/create}
+    - {name: secret-update, mountPath: /etc/secret/update}
+    - {name: secret-delete, mountPath: /etc/secret/delete}
+    - {name: secret-create, mountPath: /etc/secret/create}
+    - {name: projected-cm, mountPath: /etc/projected-cm}
+    - {name: projected-secret, mountPath: /etc/projected-secret}
+    - {name: projected-podinfo, mountPath: /etc/projected-podinfo}
   volumes:
   - name: podinfo
-    downwardAPI:
+    downwardAPI: &podinfo
       items:
       - {path: labels, fieldRef: {fieldPath: metadata.labels}}
       - {path: annotations, fieldRef: {fieldPath: metadata.annotations}}
+  - {name: projected-podinfo, projected: {sources: [{downwardAPI: *podinfo}]}}
+  - {name: secret-update, secret: {secretName: opt-update, optional: true}}
+  - {name: secret-delete, secret: {secretName: opt-delete, optional: true}}
+  - {name: secret-create, secret: {secretName: opt-create, optional: true}}
+  - name: projected-cm
+    projected:
+      sources:
+      - configMap: {name: opt-update, optional: true, items: [{key: data-1, path: update/data-1}]}
+      - configMap: {name: opt-delete, optional: true, items: [{key: data-1, path: delete/data-1}]}
+      - configMap: {name: opt-create, optional: true, items: [{key: data-1, path: create/data-1}]}
+  - name: projected-secret
+    projected:
+      sources:
+      - secret: {name: opt-update, optional: true, items: [{key: data-1, path: update/data-1}]}
+      - secret: {name: opt-delete, optional: true, items: [{key: data-1, path: delete/data-1}]}
+      - secret: {name: opt-create, optional: true, items: [{key: data-1, path: create/data-1}]}
   - {name: update, configMap: {name: opt-update, optional: true}}
   - {name: delete, configMap: {name: opt-delete, optional: true}}
   - {name: create, configMap: {name: opt-create, optional: true}}
@@ -506,21 +552,20 @@ fn volume_contents_follow_the_pod_its_resources_and_the_api() {
 
     // Resources in the divisor's units, rounded up; limits a container does not set are the
     // node's allocatable.
-    assert_eq!(
-        log("resources"),
-        "cpu_limit=2\nmemory_limit=67108864\ncpu_request=1\nmemory_request=33554432\ncpu_request_m=250"
-    );
+    let resources =
+        "cpu_limit=2\nmemory_limit=67108864\ncpu_request=1\nmemory_request=33554432\ncpu_request_m=250";
+    assert_eq!(log("resources"), format!("{resources}\n{resources}"), "plain, then projected");
     let defaults = log("allocatable-defaults");
     let values: Vec<u64> = defaults.lines().map(|l| l.parse().unwrap_or(0)).collect();
-    assert_eq!(values.len(), 3, "{defaults}");
+    assert_eq!(values.len(), 4, "{defaults}");
     assert!(values.iter().all(|v| *v >= 1), "the node's allocatable: {defaults}");
-    assert_eq!(values[0], values[2], "plain and projected agree: {defaults}");
+    assert_eq!(values[..2], values[2..], "plain and projected agree: {defaults}");
 
     // One configMap in two volumes, binaryData, a projected volume of three sources, and
     // subPaths of a secret and of a projected volume.
     assert_eq!(
         log("many-sources"),
-        "value-1value-1\nvalue-1secret-1many-sources\n 00 01 02\nsecret-1value-1"
+        "value-1value-1\nvalue-1secret-1many-sources\n 00 01 02\nsecret-1value-1value-1value-1secret-1secret-1"
     );
 
     // A running pod's files follow its labels and annotations, and its optional configMaps
@@ -530,28 +575,36 @@ fn volume_contents_follow_the_pod_its_resources_and_the_api() {
         Duration::from_secs(90),
         |p| p == "Running",
     );
-    let files = "/etc/podinfo/labels /etc/podinfo/annotations";
+    let files = "/etc/podinfo/labels /etc/podinfo/annotations /etc/projected-podinfo/labels \
+                 /etc/projected-podinfo/annotations";
     let read = || {
         let out = s.kubectl(&["exec", "follower", "--", "sh", "-c", &format!("cat {files}")]);
         String::from_utf8_lossy(&out.stdout).to_string()
     };
-    assert_eq!(read(), "a=\"one\"b=\"two\"");
-    let optional = "ls /etc/update /etc/delete /etc/create; cat /etc/update/data-1";
+    assert_eq!(read(), "a=\"one\"b=\"two\"".repeat(2));
+    // Each optional kind: a configMap, a secret, and both projected (by item paths).
+    let optional = "for d in /etc /etc/secret /etc/projected-cm /etc/projected-secret; do \
+                    for k in update delete create; do \
+                    if [ -f $d/$k/data-1 ]; then echo $k=$(cat $d/$k/data-1); else echo $k=-; fi; \
+                    done; done";
     let listing = s.ok(&["exec", "follower", "--", "sh", "-c", optional]);
-    assert_eq!(listing, "/etc/create:\n\n/etc/delete:\ndata-1\n\n/etc/update:\ndata-1\nvalue-1");
+    assert_eq!(listing, "update=value-1\ndelete=value-1\ncreate=-\n".repeat(4));
 
     s.ok(&["label", "pod", "follower", "a=uno", "--overwrite"]);
     s.ok(&["annotate", "pod", "follower", "b=dos", "--overwrite"]);
     s.ok(&["patch", "configmap", "opt-update", "-p", r#"{"data":{"data-1":"value-2"}}"#]);
-    s.ok(&["delete", "configmap", "opt-delete"]);
+    s.ok(&["patch", "secret", "opt-update", "-p", r#"{"stringData":{"data-1":"value-2"}}"#]);
+    for kind in ["configmap", "secret"] {
+        s.ok(&["delete", kind, "opt-delete"]);
+    }
     s.ok(&["create", "configmap", "opt-create", "--from-literal=data-1=value-3"]);
+    s.ok(&["create", "secret", "generic", "opt-create", "--from-literal=data-1=value-3"]);
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    let expected = "/etc/create:\ndata-1\n\n/etc/delete:\n\n/etc/update:\ndata-1\nvalue-2value-3";
-    let check = format!("{optional}; cat /etc/create/data-1");
+    let expected = "update=value-2\ndelete=-\ncreate=value-3\n".repeat(4);
     loop {
-        let out = s.kubectl(&["exec", "follower", "--", "sh", "-c", &check]);
+        let out = s.kubectl(&["exec", "follower", "--", "sh", "-c", optional]);
         let now = String::from_utf8_lossy(&out.stdout).to_string();
-        if read() == "a=\"uno\"b=\"dos\"" && now == expected {
+        if read() == "a=\"uno\"b=\"dos\"".repeat(2) && now == expected {
             break;
         }
         assert!(

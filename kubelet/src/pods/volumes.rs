@@ -137,20 +137,35 @@ fn write_files(
         let mode = file.mode.unwrap_or(default_mode) | group_read;
         write_atomic(&dir.join(name), &file.content, mode).map_err(io)?;
     }
-    // Keys that went away disappear from the volume too (top-level files only).
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let is_file = entry.file_type().map(|t| t.is_file()).unwrap_or(false);
-            if is_file && !files.keys().any(|k| k == &name || k.starts_with(&format!("{name}/"))) {
-                let _ = std::fs::remove_file(entry.path());
-            }
-        }
-    }
+    // Keys that went away disappear from the volume too, and directories left empty.
+    remove_stale(dir, Path::new(""), files);
     if let Some(group) = fs_group {
         set_ownership(dir, group, true).map_err(io)?;
     }
     Ok(())
+}
+
+/// Removes what is under `dir` (at `relative` in the volume) but not in `files`: files, and
+/// then directories left empty. Says whether `dir` is empty afterwards.
+fn remove_stale(dir: &Path, relative: &Path, files: &Files) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else { return false };
+    let mut empty = true;
+    for entry in entries.flatten() {
+        let path = relative.join(entry.file_name());
+        let kind = entry.file_type();
+        if kind.as_ref().is_ok_and(|k| k.is_dir()) {
+            if remove_stale(&entry.path(), &path, files) {
+                let _ = std::fs::remove_dir(entry.path());
+            } else {
+                empty = false;
+            }
+        } else if !files.contains_key(path.to_string_lossy().as_ref()) {
+            let _ = std::fs::remove_file(entry.path());
+        } else {
+            empty = false;
+        }
+    }
+    empty
 }
 
 /// Picks the keys a volume shows: all, or the listed `items` under their paths and with
@@ -501,6 +516,12 @@ mod tests {
         write_files(&dir, &files, 0o644, None).unwrap();
         assert_eq!(std::fs::read(dir.join("a")).unwrap(), b"3");
         assert!(!dir.join("b").exists());
+        // Nested paths go too, with the directories they leave empty.
+        let nested = plain(BTreeMap::from([("sub/dir/c".to_string(), b"4".to_vec())]));
+        write_files(&dir, &nested, 0o644, None).unwrap();
+        assert!(dir.join("sub/dir/c").exists() && !dir.join("a").exists());
+        write_files(&dir, &files, 0o644, None).unwrap();
+        assert!(!dir.join("sub").exists(), "an emptied directory is removed");
         let bad = plain(BTreeMap::from([("../x".to_string(), vec![])]));
         assert!(write_files(&dir, &bad, 0o644, None).is_err());
         std::fs::remove_dir_all(&dir).unwrap();
