@@ -209,7 +209,8 @@ impl Walk {
 
     fn rules(&mut self, node: &Node, value: &Value, old: Option<&Value>, path: Option<&str>) {
         let mut activation = Activation::new();
-        activation.json("self", &rule_view(value, node.object_meta));
+        let typed = |v: &Value| crate::convert::from_json_typed(v, &node.schema);
+        activation.value("self", typed(&rule_view(value, node.object_meta)));
         let old_view = old.map(|o| rule_view(o, node.object_meta));
         let invalid = |detail: &str| {
             FieldError::invalid(shown(path), &Value::String(node.type_name.clone()), detail)
@@ -236,10 +237,10 @@ impl Walk {
                     activation.value("oldSelf", optional(None));
                 }
                 (Some(o), true, true) => {
-                    activation.value("oldSelf", optional(Some(crate::convert::from_json(o))));
+                    activation.value("oldSelf", optional(Some(typed(o))));
                 }
                 (Some(o), true, false) => {
-                    activation.json("oldSelf", o);
+                    activation.value("oldSelf", typed(o));
                 }
                 _ => {}
             }

@@ -274,3 +274,70 @@ fn crd_rules_report_upstreams_errors() {
     )
     .is_none());
 }
+
+#[test]
+fn crd_strings_take_the_type_of_their_format() {
+    let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "properties": {
+            "at": {"type": "string", "format": "date-time"},
+            "day": {"type": "string", "format": "date"},
+            "every": {"type": "string", "format": "duration"},
+            "data": {"type": "string", "format": "byte"},
+            "plain": {"type": "string"},
+            "times": {"type": "array", "items": {"type": "string", "format": "date-time"}},
+            "waits": {"type": "object", "additionalProperties": {"type": "string", "format": "duration"}}},
+        "x-kubernetes-validations": [
+            {"rule": "self.at < timestamp('2030-01-01T00:00:00Z')", "message": "at too late"},
+            {"rule": "self.at.getFullYear() == 2026", "message": "at year"},
+            {"rule": "self.day == timestamp('2026-03-04T00:00:00Z')", "message": "day"},
+            {"rule": "self.every > duration('1h')", "message": "every too short"},
+            {"rule": "self.data == b'hello'", "message": "data"},
+            {"rule": "self.plain == '2026-01-01T00:00:00Z'", "message": "plain"},
+            {"rule": "self.times.all(t, t > timestamp('2020-01-01T00:00:00Z'))", "message": "times"},
+            {"rule": "self.waits.all(k, self.waits[k] < duration('72h'))", "message": "waits"}]}}});
+    let rules = crd::Rules::compile(&schema).unwrap();
+    let good = json!({"spec": {"at": "2026-05-06T07:08:09.5+02:00", "day": "2026-03-04",
+        "every": "1h30m", "data": "aGVsbG8=", "plain": "2026-01-01T00:00:00Z",
+        "times": ["2021-01-01T00:00:00Z"], "waits": {"a": "2 days", "b": "1w"}}});
+    let errors = rules.validate(&good, None);
+    let lines: Vec<String> = errors.iter().map(|e| e.message.clone()).collect();
+    assert_eq!(lines, ["Invalid value: \"object\": waits"], "a week is over 72h");
+    let mut bad = good.clone();
+    bad["spec"]["at"] = json!("2031-01-01T00:00:00Z");
+    bad["spec"]["every"] = json!("59m59s");
+    bad["spec"]["waits"] = json!({"a": "71h"});
+    let errors = rules.validate(&bad, None);
+    let lines: Vec<String> = errors.iter().map(|e| e.message.clone()).collect();
+    assert_eq!(
+        lines,
+        [
+            "Invalid value: \"object\": at too late",
+            "Invalid value: \"object\": at year",
+            "Invalid value: \"object\": every too short"
+        ]
+    );
+}
+
+#[test]
+fn durations_read_as_go_and_the_openapi_formats_do() {
+    use crate::convert::from_json_typed;
+    let d = |s: &str| match from_json_typed(
+        &json!(s),
+        &json!({"type": "string", "format": "duration"}),
+    ) {
+        Value::Duration(d) => Some(d.num_milliseconds()),
+        _ => None,
+    };
+    assert_eq!(d("1h30m"), Some(5_400_000));
+    assert_eq!(d("1.5s"), Some(1_500));
+    assert_eq!(d("-300ms"), Some(-300));
+    assert_eq!(d("0"), Some(0));
+    assert_eq!(d("3 days"), Some(3 * 86_400_000));
+    assert_eq!(d("1w2d"), Some(9 * 86_400_000));
+    assert_eq!(d("soon"), None);
+    assert_eq!(d("5 fortnights"), None);
+    assert_eq!(d(""), None);
+    let bytes =
+        from_json_typed(&json!("not base64!"), &json!({"type": "string", "format": "byte"}));
+    assert!(matches!(bytes, Value::String(_)), "unreadable stays a string");
+}

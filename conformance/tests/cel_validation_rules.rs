@@ -203,3 +203,64 @@ spec:
     );
     s.ok_stdin(&["create", "-f", "-"], &tag("[a, b, c]"));
 }
+
+/// Strings of the `date-time`, `duration` and `byte` formats are timestamps, durations and
+/// bytes to the rules, as apiextensions' CEL reads them.
+const TIMERS: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: timers.example.com
+spec:
+  group: example.com
+  names: {plural: timers, singular: timer, kind: Timer}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - rule: "self.every >= duration('1m')"
+              message: "every must be a minute or more"
+            - rule: "self.start < timestamp('2100-01-01T00:00:00Z') && self.start.getFullYear() >= 2020"
+              message: "start must be in this century"
+            - rule: "self.key.size() == 4"
+              messageExpression: "'the key must be 4 bytes, not ' + string(self.key.size())"
+            properties:
+              start: {type: string, format: date-time}
+              every: {type: string, format: duration}
+              key: {type: string, format: byte}
+"#;
+
+#[test]
+fn formatted_strings_are_timestamps_durations_and_bytes_to_rules() {
+    let s = RkubeServer::start();
+    s.define_crd(TIMERS, "timers.example.com");
+    let timer = |name: &str, spec: &str| {
+        format!(
+            "apiVersion: example.com/v1\nkind: Timer\nmetadata: {{name: {name}}}\nspec: {spec}\n"
+        )
+    };
+    // "AAECAw==" is 8 characters and 4 bytes.
+    s.ok_stdin(
+        &["create", "-f", "-"],
+        &timer("t1", "{start: '2026-01-02T03:04:05Z', every: 1h30m, key: AAECAw==}"),
+    );
+    let refused = s.fails_stdin(
+        &["create", "-f", "-"],
+        &timer("t2", "{start: '2101-01-02T03:04:05+01:00', every: 30s, key: AAECAwQ=}"),
+    );
+    for line in [
+        r#"spec: Invalid value: "object": every must be a minute or more"#,
+        r#"spec: Invalid value: "object": start must be in this century"#,
+        r#"spec: Invalid value: "object": the key must be 4 bytes, not 5"#,
+    ] {
+        assert!(refused.contains(line), "no {line:?} in:\n{refused}");
+    }
+}

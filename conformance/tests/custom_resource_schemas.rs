@@ -174,6 +174,44 @@ fn printer_columns_are_the_table_of_kubectl_get() {
     });
 }
 
+/// Columns reading slices, unions and recursive descent, as client-go's JSONPath reads them:
+/// the cell is the first value reached; a slice out of bounds fails, leaving the cell empty.
+const JSONPATH_COLUMNS: &str = r#"    additionalPrinterColumns:
+    - {name: Last, type: string, jsonPath: '.spec.parts[-1:]'}
+    - {name: Mid, type: string, jsonPath: '.spec.parts[1:3]'}
+    - {name: Step, type: string, jsonPath: '.spec.parts[-3::2]'}
+    - {name: Union, type: string, jsonPath: '.spec.parts[3,0]'}
+    - {name: Keys, type: string, jsonPath: ".spec['nothing','color']"}
+    - {name: Deep, type: string, jsonPath: '.status..status'}
+    - {name: Beyond, type: string, jsonPath: '.spec.parts[0:9]'}"#;
+
+#[test]
+fn printer_columns_read_slices_unions_and_recursive_descent() {
+    let s = RkubeServer::start();
+    s.define_crd(&definition(JSONPATH_COLUMNS), "widgets.example.com");
+    let parts = json!(["a", "b", "c", "d", "e"]);
+    s.ok_stdin(&["create", "-f", "-"], &widget("w1", json!({"color": "blue", "parts": parts})));
+    s.ok(&[
+        "patch",
+        "widget",
+        "w1",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"conditions":[{"type":"Synced","status":"False"},{"type":"Ready","status":"True"}]}}"#,
+    ]);
+    let printed = s.ok(&["get", "widgets"]);
+    let table = rows(&printed);
+    assert_eq!(
+        table[0],
+        ["NAME", "LAST", "MID", "STEP", "UNION", "KEYS", "DEEP", "BEYOND"],
+        "{printed}"
+    );
+    assert_eq!(table[1], ["w1", "e", "b", "c", "d", "blue", "False"], "{printed}");
+    let got = s.curl(&["-H", TABLE], "/apis/example.com/v1/namespaces/default/widgets/w1");
+    assert_eq!(json(&got.body)["rows"][0]["cells"][7], Value::Null, "{}", got.body);
+}
+
 #[test]
 fn without_printer_columns_the_table_is_name_and_age_of_type_date() {
     let s = RkubeServer::start();

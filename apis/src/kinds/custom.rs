@@ -12,7 +12,7 @@
 //! defaults on both. The version's CEL rules (`x-kubernetes-validations`) are compiled once
 //! here, by the engine the server installs (`crate::validation::rules`), and run after the
 //! schema's checks. A version's `additionalPrinterColumns` are its table ([`columns`], read
-//! with the small [`json_path`] reader), and its `selectableFields` the field selectors it
+//! with upstream's JSONPath, [`json_path`]), and its `selectableFields` the field selectors it
 //! supports besides `metadata.name` and `metadata.namespace` (an absent field reads as the
 //! empty string, as upstream). A definition with conversion strategy `Webhook` converts
 //! between its versions through its webhook ([`conversion`]; the server makes the calls).

@@ -7,7 +7,8 @@
 //! - A column without a description gets `Custom resource definition column (in JSONPath
 //!   format): <path>`.
 //! - A cell is the first value the column's path reaches ([`JsonPath`], missing keys
-//!   allowed); none (a JSON `null`, which kubectl prints `<none>`) when the path reaches
+//!   allowed; a union, slice, wildcard or `..` may reach several, and only the first is
+//!   shown, as upstream); none (a JSON `null`, which kubectl prints `<none>`) when the path reaches
 //!   nothing or a value of another type. `string` columns print any value as `jsonpath`
 //!   would (numbers as Go prints them, objects and lists as compact JSON); `integer` takes
 //!   whole numbers (and truncates others), `number` any number, `boolean` booleans; `date`
@@ -77,7 +78,7 @@ impl PrinterColumns {
         cells.push(tables::name(obj));
         for (column, path) in self.columns[1..].iter().zip(&self.paths) {
             let cell = match path.first(obj) {
-                Some(value) => cell(column.kind, value, now),
+                Some(value) => cell(column.kind, &value, now),
                 None => Value::Null,
             };
             cells.push(cell);
@@ -237,7 +238,7 @@ mod tests {
     fn a_path_upstream_cannot_parse_ends_the_table() {
         let version = json!({"additionalPrinterColumns": [
             {"name": "A", "type": "string", "jsonPath": ".spec.a"},
-            {"name": "B", "type": "string", "jsonPath": ".spec[1:2]"},
+            {"name": "B", "type": "string", "jsonPath": ".spec[a]"},
             {"name": "C", "type": "string", "jsonPath": ".spec.c"},
         ]});
         let names: Vec<&str> =
