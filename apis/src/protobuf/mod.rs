@@ -41,7 +41,10 @@ mod decode;
 mod encode;
 pub(crate) mod schema;
 mod special;
+mod stream;
 mod wire;
+
+pub use stream::{watch_frame, STREAM_CONTENT_TYPE};
 
 use serde_json::{Map, Value};
 
@@ -122,17 +125,27 @@ pub fn encode(obj: &Value) -> Result<Vec<u8>, ProtobufError> {
             reason: f.reason,
         }
     })?;
-    let mut type_meta = Vec::new();
-    wire::put_bytes(&mut type_meta, 1, api_version.as_bytes());
-    wire::put_bytes(&mut type_meta, 2, kind.as_bytes());
-    let mut out = Vec::with_capacity(raw.len() + type_meta.len() + 16);
+    Ok(envelope(api_version, kind, raw))
+}
+
+/// The magic bytes and the `runtime.Unknown` around an object's message. Go writes the
+/// (empty) contentEncoding and contentType too.
+fn envelope(api_version: &str, kind: &str, raw: Vec<u8>) -> Vec<u8> {
+    use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
+    use prost::Message as _;
+    let unknown = Unknown {
+        type_meta: Some(TypeMeta {
+            api_version: Some(api_version.to_string()),
+            kind: Some(kind.to_string()),
+        }),
+        raw: Some(raw),
+        content_encoding: Some(String::new()),
+        content_type: Some(String::new()),
+    };
+    let mut out = Vec::with_capacity(MAGIC.len() + unknown.encoded_len());
     out.extend_from_slice(&MAGIC);
-    wire::put_bytes(&mut out, 1, &type_meta);
-    wire::put_bytes(&mut out, 2, &raw);
-    // Go writes the (empty) contentEncoding and contentType too.
-    wire::put_bytes(&mut out, 3, b"");
-    wire::put_bytes(&mut out, 4, b"");
-    Ok(out)
+    unknown.encode_raw(&mut out);
+    out
 }
 
 /// Whether [`decode`] and [`encode`] know objects of this apiVersion and kind.
