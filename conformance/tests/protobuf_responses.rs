@@ -361,6 +361,24 @@ async fn custom_resources_fall_back_to_json() {
     let names: Vec<&str> =
         list.items.iter().filter_map(|i| i.metadata.as_ref()?.name.as_deref()).collect();
     assert_eq!(names, ["w1"]);
+
+    // A metadata watch (client-go's metadata informers) streams PartialObjectMetadata frames.
+    let accept = format!("{PROTOBUF};as=PartialObjectMetadata;g=meta.k8s.io;v=v1");
+    let watch = format!("{widgets}?watch=1&timeoutSeconds=30");
+    let response =
+        client.send(Method::GET, &watch, &[("accept", &accept)], Bytes::new()).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        content_type(response.headers()),
+        "application/vnd.kubernetes.protobuf;stream=watch"
+    );
+    let mut body = response.into_body();
+    let events = frames(&mut body, &mut Vec::new(), 1).await;
+    assert_eq!(events[0].0, "ADDED");
+    let object: meta::PartialObjectMetadata =
+        message(&events[0].1, "meta.k8s.io/v1", "PartialObjectMetadata");
+    let labels = object.metadata.unwrap().labels;
+    assert_eq!(labels.get("test").map(String::as_str), Some("pb"));
 }
 
 #[test]
