@@ -1,7 +1,7 @@
 //! A lean HTTP/2 client of `rkube server` for benchmarks: one TLS connection (the admin client
 //! certificate from the server's PKI), requests multiplexed on it as client-go does, bodies sent
 //! as given and answers read as bytes. It measures the server without a typed client's encoding
-//! and decoding on the same cores.
+//! and decoding on the same cores; tests use it for what only the wire shows (protobuf).
 
 use std::path::Path;
 
@@ -44,6 +44,43 @@ impl H2Client {
                 .context("HTTP/2 handshake")?;
         tokio::spawn(connection);
         Ok(H2Client { sender, authority: format!("127.0.0.1:{port}") })
+    }
+
+    /// Sends `method path` with `headers` and `body`; the response with its body still to
+    /// read (a watch streams), for tests that speak what only the wire shows (protobuf).
+    pub async fn send(
+        &self,
+        method: http::Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Bytes,
+    ) -> Result<http::Response<hyper::body::Incoming>> {
+        let mut request = http::Request::builder()
+            .method(method.clone())
+            .uri(format!("https://{}{path}", self.authority));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let mut sender = self.sender.clone();
+        sender.ready().await.context("HTTP/2 connection")?;
+        sender
+            .send_request(request.body(Full::new(body))?)
+            .await
+            .with_context(|| format!("{method} {path}"))
+    }
+
+    /// [`H2Client::send`] with the whole answer read: status, headers and body.
+    pub async fn request(
+        &self,
+        method: http::Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Bytes,
+    ) -> Result<(http::StatusCode, http::HeaderMap, Bytes)> {
+        let response = self.send(method, path, headers, body).await?;
+        let (parts, body) = response.into_parts();
+        let body = body.collect().await?.to_bytes();
+        Ok((parts.status, parts.headers, body))
     }
 
     /// POSTs a JSON `body` to `path`; the answer's status and body.

@@ -225,6 +225,8 @@ async fn resource(
         user_agent: text(http::header::USER_AGENT),
         body: RequestBody { content_type: negotiate::content_type(headers), bytes: body },
     };
-    let reply = handlers::serve(state, &request, raw).await?;
-    Ok(reply.into_response())
+    match handlers::serve(state, &request, raw).await {
+        Ok(reply) => Ok(reply.into_response()),
+        Err(e) => Ok(e.negotiated_response(&request.accept)),
+    }
 }

@@ -74,7 +74,7 @@ pub async fn serve(
 }
 
 async fn list(state: &ApiState, req: &Request, info: &ResourceInfo) -> ApiResult<Reply> {
-    let (query, output) = (&req.options, req.output()?);
+    let (query, output) = (&req.options, req.output(info)?);
     let filter = handlers::filter_for(info, query, None)?;
     let items: Vec<Value> = statuses(state)
         .await
@@ -90,7 +90,7 @@ async fn list(state: &ApiState, req: &Request, info: &ResourceInfo) -> ApiResult
 }
 
 async fn get(state: &ApiState, req: &Request, info: &ResourceInfo, name: &str) -> ApiResult<Reply> {
-    let (query, output) = (&req.options, req.output()?);
+    let (query, output) = (&req.options, req.output(info)?);
     let probe = match name {
         "scheduler" => http_probe(state, state.component_ports.scheduler).await,
         "controller-manager" => http_probe(state, state.component_ports.controller_manager).await,

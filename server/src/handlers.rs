@@ -73,9 +73,11 @@ impl RequestBody {
 }
 
 impl Request {
-    /// The representation the answer takes (406 when the client takes none rkube writes).
-    pub fn output(&self) -> ApiResult<Output> {
-        negotiate::output(&self.accept)
+    /// The representation an answer of `info`'s kind takes (406 when the client takes none
+    /// rkube writes for it: protobuf only for kinds with a protobuf message).
+    pub fn output(&self, info: &ResourceInfo) -> ApiResult<Output> {
+        let protobuf = rkube_apis::protobuf::supports(&info.api_version(), info.kind);
+        negotiate::output(&self.accept, protobuf)
     }
 }
 
@@ -174,7 +176,7 @@ fn token_review<'a>(
     info: &'a ResourceInfo,
 ) -> Pin<Box<dyn Future<Output = ApiResult<Reply>> + Send + 'a>> {
     Box::pin(async move {
-        let output = req.output()?;
+        let output = req.output(info)?;
         let review = req.body.decode()?;
         let answered = crate::authn::token_review(state, review).await?;
         Ok(object_response(StatusCode::CREATED, info, answered, output, &req.options))
@@ -187,7 +189,7 @@ fn review<'a>(
     info: &'a ResourceInfo,
 ) -> Pin<Box<dyn Future<Output = ApiResult<Reply>> + Send + 'a>> {
     Box::pin(async move {
-        let output = req.output()?;
+        let output = req.output(info)?;
         let review = req.body.decode()?;
         let ns = req.target.namespace.as_deref();
         let answered =
@@ -243,7 +245,9 @@ pub async fn serve(
         Ok(reply) => Ok(reply.with_warnings(&warnings)),
         // A Status as an answer carries no Retry-After: such errors keep their own way out.
         Err(e) if warnings.is_empty() || e.details.retry_after.is_some() => Err(e),
-        Err(e) => Ok(Reply::error(e).with_warnings(&warnings)),
+        Err(e) => {
+            Ok(negotiate::error(e, negotiate::error_output(&req.accept)).with_warnings(&warnings))
+        }
     }
 }
 
@@ -291,7 +295,7 @@ async fn serve_resource(
     let ns = r.namespace.as_deref();
     match r.verb {
         "get" => {
-            let output = req.output()?;
+            let output = req.output(info)?;
             // A resourceVersion is a minimum the read must reflect (not older than); one the
             // store has not reached is waited for briefly, then refused, as upstream.
             if let Some(rv) = resource_version_param(query)?.filter(|&rv| rv > 0) {
@@ -302,7 +306,7 @@ async fn serve_resource(
         }
         "list" => list(state, req, info, ns).await,
         "watch" => {
-            let output = req.output()?;
+            let output = req.output(info)?;
             let filter = filter_for(info, query, r.name.as_deref())?;
             let timeout = query
                 .get("timeoutSeconds")
@@ -329,7 +333,7 @@ async fn serve_resource(
         }
         "create" => {
             crate::custom_resources::refuse_create_while_terminating(registry, info)?;
-            let output = req.output()?;
+            let output = req.output(info)?;
             let (obj, warnings) = decode_object(info, req)?;
             let options = write_options(req, "create")?;
             let created = registry.create(info, ns, obj, &options).await?;
@@ -337,7 +341,7 @@ async fn serve_resource(
                 .with_warnings(&warnings))
         }
         "update" => {
-            let output = req.output()?;
+            let output = req.output(info)?;
             let (obj, warnings) = decode_object(info, req)?;
             let name = r.name.as_deref().unwrap_or("");
             let options = write_options(req, "update")?;
@@ -346,14 +350,14 @@ async fn serve_resource(
                 .with_warnings(&warnings))
         }
         "patch" => {
-            let output = req.output()?;
+            let output = req.output(info)?;
             let name = r.name.as_deref().unwrap_or("");
             let (code, patched, warnings) =
                 patch(registry, req, info, ns, name, None, Some(requester(&req.user))).await?;
             Ok(object_response(code, info, patched, output, query).with_warnings(&warnings))
         }
         "delete" => {
-            let output = req.output()?;
+            let output = req.output(info)?;
             let name = r.name.as_deref().unwrap_or("");
             let options = delete_options(req)?;
             let deleted = registry.delete(info, ns, name, &options).await?;
@@ -370,11 +374,14 @@ async fn serve_resource(
                         "uid": object::uid(&deleted.object).unwrap_or(""),
                     },
                 });
-                return Ok(negotiate::respond(StatusCode::OK, &status, Output::Json, &[]));
+                // A Status has a message for every resource: protobuf if asked for at all.
+                let output = negotiate::error_output(&req.accept);
+                return Ok(negotiate::respond(StatusCode::OK, &status, output, &[]));
             }
             Ok(object_response(StatusCode::OK, info, deleted.object, output, query))
         }
         "deletecollection" => {
+            let output = req.output(info)?;
             let filter = filter_for(info, query, None)?;
             let options = delete_options(req)?;
             let page = registry.list(info, ns, &ListOptions::default(), &filter).await?;
@@ -394,7 +401,8 @@ async fn serve_resource(
                 "metadata": {"resourceVersion": page.resource_version.to_string()},
                 "items": deleted,
             });
-            Ok(negotiate::respond(StatusCode::OK, &list, Output::Json, &[]))
+            let output = if matches!(output, Output::Protobuf) { output } else { Output::Json };
+            Ok(negotiate::respond(StatusCode::OK, &list, output, &[]))
         }
         _ => Err(ApiError::method_not_allowed(
             "the server does not allow this method on the requested resource",
@@ -489,7 +497,7 @@ async fn list(
     ns: Option<&str>,
 ) -> ApiResult<Reply> {
     let query = &req.options;
-    let output = req.output()?;
+    let output = req.output(info)?;
     let filter = filter_for(info, query, None)?;
     let options = ListOptions {
         limit: match query.get("limit") {
@@ -551,7 +559,7 @@ async fn list(
 /// A list of `items` as `output` shows it: the kind's list, or a `PartialObjectMetadataList`.
 fn list_of(info: &ResourceInfo, output: Output, metadata: Value, items: Vec<Value>) -> Value {
     match output {
-        Output::Metadata { v1beta1 } => json!({
+        Output::Metadata { v1beta1, .. } => json!({
             "kind": "PartialObjectMetadataList",
             "apiVersion": negotiate::meta_api_version(v1beta1),
             "metadata": metadata,
@@ -635,7 +643,7 @@ async fn list_from_cache(
             let items = objects.iter().map(|o| strip_type_meta(&o.json, prefix)).collect();
             Some((info.list_kind, info.api_version(), items))
         }
-        Output::Metadata { v1beta1 } => objects
+        Output::Metadata { v1beta1, protobuf: false } => objects
             .iter()
             .map(|o| {
                 let json = negotiate::partial_object_metadata_json(&o.json, v1beta1)?;

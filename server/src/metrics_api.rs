@@ -285,7 +285,7 @@ pub async fn serve(
             ))
         }
     }
-    let output = negotiate::output(negotiate::accept(headers))?;
+    let output = negotiate::output(negotiate::accept(headers), false)?;
     let ns = r.namespace.as_deref();
     let now = Utc::now();
     let items = match (&r.name, kind) {

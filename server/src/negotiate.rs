@@ -1,6 +1,11 @@
-//! Content negotiation: decoding request bodies (JSON, YAML, the patch types) and choosing the
-//! response form the client asked for (JSON, YAML, a `meta.k8s.io/v1 Table`, or only the
-//! objects' metadata as `PartialObjectMetadata`).
+//! Content negotiation: decoding request bodies (JSON, YAML, protobuf, the patch types) and
+//! choosing the response form the client asked for (JSON, YAML, the Kubernetes protobuf
+//! encoding, a `meta.k8s.io/v1 Table`, or only the objects' metadata as
+//! `PartialObjectMetadata`).
+//!
+//! Protobuf is served as kube-apiserver serves it: for kinds with a protobuf message (built-in
+//! kinds, their lists, `Status`, `PartialObjectMetadata`), never for custom resources (a client
+//! that also takes JSON gets JSON; one that takes only protobuf gets 406), never for Tables.
 
 use http::{HeaderMap, StatusCode};
 use serde_json::Value;
@@ -16,6 +21,8 @@ pub const MAX_BODY: usize = 3 * 1024 * 1024;
 pub enum Output {
     Json,
     Yaml,
+    /// `application/vnd.kubernetes.protobuf` (client-go's default for built-in kinds).
+    Protobuf,
     /// `meta.k8s.io/v1` (or v1beta1) Table.
     Table {
         v1beta1: bool,
@@ -25,6 +32,8 @@ pub enum Output {
     /// `metadata_watcher`).
     Metadata {
         v1beta1: bool,
+        /// In protobuf rather than JSON.
+        protobuf: bool,
     },
 }
 
@@ -32,9 +41,14 @@ impl Output {
     /// The object as this output shows it: its metadata alone for [`Output::Metadata`].
     pub fn shape(self, obj: Value) -> Value {
         match self {
-            Output::Metadata { v1beta1 } => partial_object_metadata(obj, v1beta1),
+            Output::Metadata { v1beta1, .. } => partial_object_metadata(obj, v1beta1),
             _ => obj,
         }
+    }
+
+    /// Whether the answer is in the Kubernetes protobuf encoding.
+    pub fn is_protobuf(self) -> bool {
+        matches!(self, Output::Protobuf | Output::Metadata { protobuf: true, .. })
     }
 }
 
@@ -77,9 +91,10 @@ pub fn partial_object_metadata(mut obj: Value, v1beta1: bool) -> Value {
     })
 }
 
-/// Reads the Accept header. kubectl asks for tables with JSON as the fallback; a client that
-/// accepts nothing we can produce gets 406.
-pub fn output(accept: &str) -> ApiResult<Output> {
+/// Reads the Accept header for an answer whose kind has a protobuf message or not
+/// (`protobuf`). kubectl asks for tables with JSON as the fallback, client-go for protobuf
+/// with JSON as the fallback; a client that accepts nothing we can produce gets 406.
+pub fn output(accept: &str, protobuf: bool) -> ApiResult<Output> {
     if accept.trim().is_empty() {
         return Ok(Output::Json);
     }
@@ -88,35 +103,33 @@ pub fn output(accept: &str) -> ApiResult<Output> {
         let (media, params) = part.split_once(';').unwrap_or((part.as_str(), ""));
         let params: Vec<&str> = params.split(';').collect();
         let has = |p: &str| params.contains(&p);
+        let meta_version = has("g=meta.k8s.io") && (has("v=v1") || has("v=v1beta1"));
+        let metadata = (has("as=PartialObjectMetadata") || has("as=PartialObjectMetadataList"))
+            && meta_version;
+        let converted = params.iter().any(|p| p.starts_with("as="));
         match media {
-            "application/json" | "*/*" | "application/*"
-                if has("as=Table") && has("g=meta.k8s.io") && (has("v=v1") || has("v=v1beta1")) =>
-            {
+            "application/json" | "*/*" | "application/*" if has("as=Table") && meta_version => {
                 return Ok(Output::Table { v1beta1: has("v=v1beta1") });
             }
-            "application/json" | "*/*" | "application/*"
-                if (has("as=PartialObjectMetadata") || has("as=PartialObjectMetadataList"))
-                    && has("g=meta.k8s.io")
-                    && (has("v=v1") || has("v=v1beta1")) =>
-            {
-                return Ok(Output::Metadata { v1beta1: has("v=v1beta1") });
+            "application/json" | "*/*" | "application/*" if metadata => {
+                return Ok(Output::Metadata { v1beta1: has("v=v1beta1"), protobuf: false });
             }
-            "application/json" | "application/*" | "*/*" => {
-                // Other conversions are not served: fall through to the next acceptable type,
-                // as upstream does.
-                if params.iter().any(|p| p.starts_with("as=")) {
-                    continue;
-                }
-                return Ok(Output::Json);
+            // Metadata has a protobuf message whatever the kind (custom resources' too).
+            rkube_apis::protobuf::CONTENT_TYPE if metadata => {
+                return Ok(Output::Metadata { v1beta1: has("v=v1beta1"), protobuf: true });
             }
+            // Other conversions (a Table has no protobuf message) are not served: fall
+            // through to the next acceptable type, as upstream does.
+            _ if converted => continue,
+            "application/json" | "application/*" | "*/*" => return Ok(Output::Json),
             "application/yaml" => return Ok(Output::Yaml),
+            rkube_apis::protobuf::CONTENT_TYPE if protobuf => return Ok(Output::Protobuf),
             _ => {}
         }
     }
     Err(ApiError::not_acceptable(format!(
-        "only the following media types are accepted: application/json, application/yaml, \
-         application/json;as=Table;v=v1;g=meta.k8s.io, \
-         application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io (asked for {accept:?})"
+        "only the following media types are accepted: application/json, application/yaml{}",
+        if protobuf { ", application/vnd.kubernetes.protobuf" } else { "" }
     )))
 }
 
@@ -180,10 +193,33 @@ pub fn respond(status: StatusCode, value: &Value, output: Output, warnings: &[St
         Output::Yaml => {
             (serde_yaml_ng::to_string(value).unwrap_or_default().into_bytes(), "application/yaml")
         }
+        _ if output.is_protobuf() => match rkube_apis::protobuf::encode(value) {
+            Ok(body) => (body, rkube_apis::protobuf::CONTENT_TYPE),
+            // Only kinds with a message are negotiated to protobuf: what fails here is an
+            // object the message cannot hold, the server's fault.
+            Err(e) => return error(ApiError::internal(e.to_string()), output),
+        },
         // As Go's json.Encoder: the Go types' field order, HTML-safe, a trailing newline.
         _ => (rkube_apis::go_json::to_vec(value), "application/json"),
     };
     Reply::bytes(status, content_type, body).with_warnings(warnings)
+}
+
+/// An error's `Status` as the answer, in protobuf when the client prefers it (a `Status` has a
+/// message whatever the resource, as upstream writes errors), otherwise JSON.
+pub fn error(e: ApiError, output: Output) -> Reply {
+    let status = e.to_status();
+    if output.is_protobuf() {
+        if let Ok(body) = rkube_apis::protobuf::encode(&status) {
+            return Reply::bytes(e.code, rkube_apis::protobuf::CONTENT_TYPE, body);
+        }
+    }
+    Reply::bytes(e.code, "application/json", rkube_apis::go_json::to_vec(&status))
+}
+
+/// The encoding of an error's `Status` for a client sending `accept`.
+pub fn error_output(accept: &str) -> Output {
+    output(accept, true).unwrap_or(Output::Json)
 }
 
 #[cfg(test)]
@@ -197,32 +233,65 @@ mod tests {
     #[test]
     fn kubectl_get_asks_for_a_table() {
         let h = accept("application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json");
-        assert_eq!(output(&h).unwrap(), Output::Table { v1beta1: false });
-        assert_eq!(output(&accept("application/json")).unwrap(), Output::Json);
+        assert_eq!(output(&h, true).unwrap(), Output::Table { v1beta1: false });
+        assert_eq!(output(&accept("application/json"), true).unwrap(), Output::Json);
         assert_eq!(
-            output(&accept(
-                "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
-            ))
+            output(
+                &accept(
+                    "application/json;as=PartialObjectMetadataList;v=v1;g=meta.k8s.io,application/json"
+                ),
+                true
+            )
             .unwrap(),
-            Output::Metadata { v1beta1: false }
+            Output::Metadata { v1beta1: false, protobuf: false }
         );
         // Other conversions fall through to the next type offered.
         assert_eq!(
-            output(&accept("application/json;as=Foo;v=v1;g=meta.k8s.io,application/json")).unwrap(),
+            output(&accept("application/json;as=Foo;v=v1;g=meta.k8s.io,application/json"), true)
+                .unwrap(),
             Output::Json
         );
-        assert!(output(&accept("application/vnd.kubernetes.protobuf")).is_err());
+    }
+
+    #[test]
+    fn protobuf_only_for_kinds_with_a_message() {
+        let pb = "application/vnd.kubernetes.protobuf";
+        let client_go = "application/vnd.kubernetes.protobuf, application/json";
+        assert_eq!(output(pb, true).unwrap(), Output::Protobuf);
+        assert_eq!(output(client_go, true).unwrap(), Output::Protobuf);
+        assert_eq!(output(&format!("{pb};stream=watch"), true).unwrap(), Output::Protobuf);
+        // A custom resource: JSON when JSON will do, else 406 naming what would.
+        assert_eq!(output(client_go, false).unwrap(), Output::Json);
+        let refused = output(pb, false).unwrap_err();
+        assert_eq!(refused.code, StatusCode::NOT_ACCEPTABLE);
         assert_eq!(
-            output(&accept("application/vnd.kubernetes.protobuf, */*")).unwrap(),
-            Output::Json
+            refused.message,
+            "only the following media types are accepted: application/json, application/yaml"
         );
+        assert!(output("text/html", true)
+            .unwrap_err()
+            .message
+            .ends_with("application/json, application/yaml, application/vnd.kubernetes.protobuf"));
+        // Metadata in protobuf whatever the kind; Tables never.
+        let metadata = format!("{pb};as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,{pb}");
+        assert_eq!(
+            output(&metadata, false).unwrap(),
+            Output::Metadata { v1beta1: false, protobuf: true }
+        );
+        let table = format!("{pb};as=Table;g=meta.k8s.io;v=v1,application/json");
+        assert_eq!(output(&table, true).unwrap(), Output::Json);
+        assert!(output(&format!("{pb};as=Table;g=meta.k8s.io;v=v1"), true).is_err());
+        // Errors follow the client's preference, for any resource.
+        assert!(error_output(pb).is_protobuf());
+        assert!(!error_output("application/json").is_protobuf());
+        assert!(!error_output("text/html").is_protobuf());
     }
 
     #[test]
     fn metadata_only_keeps_the_metadata() {
         let obj = serde_json::json!({"kind": "ConfigMap", "apiVersion": "v1",
             "metadata": {"name": "a", "resourceVersion": "5"}, "data": {"k": "v"}});
-        let shaped = Output::Metadata { v1beta1: false }.shape(obj.clone());
+        let shaped = Output::Metadata { v1beta1: false, protobuf: false }.shape(obj.clone());
         assert_eq!(
             shaped,
             serde_json::json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",

@@ -249,17 +249,24 @@ fn qualified(group: &str, resource: &str) -> String {
     }
 }
 
-impl IntoResponse for ApiError {
-    fn into_response(self) -> Response {
-        let body = rkube_apis::go_json::to_vec(&self.to_status());
-        let mut response = (self.code, body).into_response();
-        response
-            .headers_mut()
-            .insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
-        if let Some(seconds) = self.details.retry_after {
+impl ApiError {
+    /// The error's `Status` in the encoding the client's `Accept` prefers (JSON, or protobuf
+    /// for a client that asks for protobuf first, as upstream answers errors), with its
+    /// Retry-After.
+    pub fn negotiated_response(self, accept: &str) -> Response {
+        let retry_after = self.details.retry_after;
+        let mut response =
+            crate::negotiate::error(self, crate::negotiate::error_output(accept)).into_response();
+        if let Some(seconds) = retry_after {
             response.headers_mut().insert(http::header::RETRY_AFTER, seconds.into());
         }
         response
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        self.negotiated_response("")
     }
 }
 

@@ -198,7 +198,7 @@ pub async fn serve(
                 name: r.name.as_deref().ok_or_else(ApiError::path_not_found)?,
                 subresource: sub,
                 verb: r.verb,
-                output: req.output()?,
+                output: req.output(info)?,
             };
             handler(call).await
         }

@@ -1,4 +1,5 @@
-//! Watch: a chunked stream of `{"type": ..., "object": ...}` lines, one per event, with
+//! Watch: a chunked stream of `{"type": ..., "object": ...}` lines (or, in the Kubernetes
+//! protobuf encoding, of length-prefixed `WatchEvent` frames), one per event, with
 //! server-side filtering, bookmarks, resume from a resourceVersion, the initial state for
 //! `resourceVersion` unset or `0` (and `sendInitialEvents`), an `ERROR` event with a 410
 //! Status when the resourceVersion is too old, and a timeout. Each watcher converts its own
@@ -151,6 +152,7 @@ pub async fn watch(
     };
     let content_type = match request.output {
         Output::Yaml => "application/yaml",
+        output if output.is_protobuf() => rkube_apis::protobuf::STREAM_CONTENT_TYPE,
         _ => "application/json",
     };
     Ok(Reply {
@@ -195,7 +197,10 @@ impl Encoder {
                 Self::raw_line(kind, &obj.json)
             }
             // Metadata is the same in every version: no conversion, no parse of the rest.
-            Output::Metadata { v1beta1 } => {
+            Output::Metadata { protobuf: true, .. } => {
+                self.line(kind, &self.output.shape(obj.value()), first)
+            }
+            Output::Metadata { v1beta1, protobuf: false } => {
                 match negotiate::partial_object_metadata_json(&obj.json, v1beta1) {
                     Some(json) => {
                         *first = false;
@@ -240,8 +245,17 @@ impl Encoder {
         Bytes::from(out)
     }
 
+    /// An event in the watch's encoding: a JSON line, or a protobuf frame (an object the
+    /// protobuf message cannot hold becomes an `ERROR` event with the reason).
     fn line(&self, kind: &str, obj: &Value, first: &mut bool) -> Bytes {
         *first = false;
+        if self.output.is_protobuf() {
+            let frame = rkube_apis::protobuf::watch_frame(kind, obj).or_else(|e| {
+                let status = ApiError::internal(e.to_string()).to_status();
+                rkube_apis::protobuf::watch_frame("ERROR", &status)
+            });
+            return Bytes::from(frame.unwrap_or_default());
+        }
         let mut json = Vec::with_capacity(512);
         rkube_apis::go_json::write(obj, Default::default(), &mut json);
         Self::raw_line(kind, &json)
