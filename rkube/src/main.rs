@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod grpc;
 mod healthz;
 mod host_address;
 mod identities;
@@ -49,6 +50,9 @@ enum Command {
     /// Take rkube off this host (k3s's killall): stop its processes, remove its pods'
     /// containers, the pod network and every iptables chain and rule it made.
     Killall(killall::KillallArgs),
+    /// Read and watch resources through the gRPC facade (`rkube grpc get pods -n default`,
+    /// `rkube grpc watch configmaps`), with a kubeconfig's server and credentials.
+    Grpc(grpc::GrpcArgs),
 }
 
 /// The proxy's flags (kube-proxy's names), shared by `rkube proxy` and the local node of
@@ -748,6 +752,7 @@ async fn main() {
         Command::Kubelet(args) => kubelet(args).await,
         Command::Proxy(args) => proxy(args).await,
         Command::Killall(args) => killall::run(args, host_name().ok()).await,
+        Command::Grpc(args) => grpc::run(args).await,
     };
     if let Err(e) = result {
         eprintln!("rkube: {e:#}");

@@ -31,6 +31,7 @@ pub mod duplicates;
 pub mod endpoint_reconciler;
 pub mod error;
 pub mod eviction;
+pub mod grpc;
 pub mod handlers;
 pub mod inflight;
 pub mod kubelet;
@@ -238,7 +239,7 @@ impl Server {
             token_cache: Default::default(),
             aggregator,
         });
-        let router = Router::new()
+        let rest = Router::new()
             .route("/healthz", get(healthz))
             .route("/livez", get(healthz))
             .route("/readyz", get(readyz))
@@ -249,7 +250,9 @@ impl Server {
             .merge(oidc.map(|d| d.routes()).unwrap_or_default())
             .fallback(api::handle)
             .with_state(api_state.clone())
-            .layer(axum::middleware::from_fn_with_state(authorizer.clone(), authz::authorize))
+            .layer(axum::middleware::from_fn_with_state(authorizer.clone(), authz::authorize));
+        // gRPC on the same port: authorized per call once its message names the resource.
+        let router = grpc::by_content_type(grpc::routes(api_state.clone()).await, rest)
             .layer(axum::middleware::from_fn_with_state(
                 Arc::new(inflight::InflightLimits::new(
                     config.limits.max_requests_inflight,
@@ -261,7 +264,8 @@ impl Server {
                 authorizer,
                 authn::impersonation::impersonate,
             ))
-            .layer(axum::middleware::from_fn_with_state(api_state, authn::authenticate));
+            .layer(axum::middleware::from_fn_with_state(api_state, authn::authenticate))
+            .layer(axum::middleware::from_fn(grpc::refusals_as_status));
         // Build the OpenAPI documents now rather than on kubectl's first request.
         tokio::task::spawn_blocking(|| {
             rkube_apis::openapi::Documents::builtin();
