@@ -15,7 +15,7 @@ use rkube_conformance::identity::service_account_kubeconfig;
 use rkube_server::grpc::client::{self, Client, ClientConfig, Event};
 use rkube_server::grpc::errors::kubernetes_status;
 use rkube_server::grpc::proto::{
-    patch_request, watch_event, DeleteOptions, DeleteRequest, GetRequest, ListRequest,
+    patch_request, watch_event, DeleteOptions, DeleteRequest, Encoding, GetRequest, ListRequest,
     PatchRequest, Preconditions, ResourceRef, WatchRequest, WriteRequest,
 };
 use serde_json::{json, Value};
@@ -276,6 +276,15 @@ async fn denials_refusals_and_bad_input_get_rests_status() {
     );
     let (_, _, rest) = s.kubectl_as(&sa, &["get", "configmaps", "-n", "default"]);
     assert!(rest.contains(&message), "REST: {rest}");
+    // The admin impersonating the service account (REST's headers, as gRPC metadata): the
+    // same refusal.
+    let mut as_nobody =
+        tonic::Request::new(ListRequest { r#ref: configmaps("default", ""), ..Default::default() });
+    as_nobody
+        .metadata_mut()
+        .insert("impersonate-user", "system:serviceaccount:default:nobody".parse().unwrap());
+    let (code, impersonated, _) = failure(api.list(as_nobody).await);
+    assert_eq!((code, impersonated), (Code::PermissionDenied, message.clone()));
     // Granted over REST, allowed over gRPC.
     s.ok(&["create", "role", "read-cm", "--verb=list", "--resource=configmaps"]);
     s.ok(&[
@@ -322,6 +331,35 @@ async fn denials_refusals_and_bad_input_get_rests_status() {
     assert_eq!((code, status["code"].as_u64()), (Code::PermissionDenied, Some(403)));
     assert!(message.contains("exceeded quota: cm"), "{message}");
     assert!(rest.contains(&message), "REST: {rest}, gRPC: {message}");
+    // A body in the Kubernetes protobuf encoding.
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "pb"},
+        "data": {"k": "v"}});
+    let create = WriteRequest {
+        r#ref: configmaps("default", ""),
+        body: rkube_apis::protobuf::encode(&cm).unwrap().into(),
+        body_encoding: Encoding::Protobuf as i32,
+        ..Default::default()
+    };
+    api.create(create).await.unwrap();
+    assert_eq!(s.ok(&["get", "configmap", "pb", "-o", "jsonpath={.data.k}"]), "v");
+    // An answer in it: protobuf where REST answers protobuf, else REST's 406.
+    let get = GetRequest {
+        r#ref: configmaps("default", "pb"),
+        encoding: Encoding::Protobuf as i32,
+        ..Default::default()
+    };
+    match api.get(get).await {
+        Ok(answer) => {
+            let answer = answer.into_inner();
+            assert_eq!(answer.content_type, "application/vnd.kubernetes.protobuf");
+            let decoded = rkube_apis::protobuf::decode(&answer.data).unwrap();
+            assert_eq!(decoded["data"]["k"], "v");
+        }
+        Err(status) => {
+            let (code, _, status) = failure::<()>(Err(status));
+            assert_eq!((code, status["code"].as_u64()), (Code::InvalidArgument, Some(406)));
+        }
+    }
     // An unknown resource: NOT_FOUND.
     let unknown = GetRequest {
         r#ref: Some(ResourceRef {
