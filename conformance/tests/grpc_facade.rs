@@ -560,3 +560,35 @@ async fn watches_end_when_cancelled_or_due_and_tools_find_the_service() {
     };
     assert!(!file.file_descriptor_proto.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grpc_port_of_its_own_serves_grpc_alone() {
+    let port = rkube_store::testing::free_port();
+    let s = RkubeServer::start_with(&["--grpc-port", &port.to_string()]);
+    let (mut config, _) = admin(&s);
+    config.server = format!("https://127.0.0.1:{port}");
+    let grpc = Client::new(&config).unwrap();
+    // The same cluster, with the same authentication, as on the REST port.
+    s.ok(&["create", "configmap", "on-rest"]);
+    let got: ConfigMap = grpc.get(Some("default"), "on-rest").await.unwrap();
+    assert_eq!(got.metadata.name.as_deref(), Some("on-rest"));
+    let anonymous = Client::new(&ClientConfig {
+        client_cert_pem: None,
+        client_key_pem: None,
+        ..config.clone()
+    })
+    .unwrap();
+    let (code, message, _) = failure(anonymous.get::<ConfigMap>(Some("default"), "on-rest").await);
+    assert_eq!(code, Code::PermissionDenied);
+    assert!(message.contains("User \"system:anonymous\" cannot get resource"), "{message}");
+    // REST is not served there: a request of another protocol is an unknown gRPC method.
+    let out = Command::new("curl")
+        .args(["-s", "-D", "-", "--max-time", "10", "--cacert"])
+        .arg(s.data_dir.path().join("pki/ca.crt"))
+        .arg(format!("https://127.0.0.1:{port}/api/v1/namespaces"))
+        .output()
+        .unwrap();
+    let answer = stdout_of(&out).to_ascii_lowercase();
+    assert!(answer.contains("grpc-status: 12"), "{answer}");
+    assert!(!answer.contains("namespacelist"), "{answer}");
+}

@@ -283,6 +283,10 @@ struct ServerArgs {
     /// The HTTPS port.
     #[arg(long, default_value_t = 6443)]
     secure_port: u16,
+    /// A port serving only the gRPC facade (on `--bind-address`); it is served on
+    /// `--secure-port` too.
+    #[arg(long)]
+    grpc_port: Option<u16>,
     /// The loopback HTTPS port of the scheduler's `/healthz` (kube-scheduler's): served by
     /// the scheduler run here, probed by ComponentStatus (also when it runs on its own).
     #[arg(long, default_value_t = 10259)]
@@ -842,6 +846,7 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
     let advertise = SocketAddr::new(args.advertise_address, args.secure_port);
     let server = rkube_server::Server::start(rkube_server::ServerConfig {
         bind,
+        grpc_bind: args.grpc_port.map(|port| SocketAddr::new(args.bind_address, port)),
         advertise_address: advertise.to_string(),
         endpoint_address,
         tls: rkube_server::TlsMaterial {
