@@ -211,6 +211,14 @@ async fn grpc_and_rest_are_one_cluster() {
             .unwrap();
     assert_eq!(deleted["items"].as_array().unwrap().len(), 3, "{deleted}");
     assert_eq!(s.ok(&["get", "configmaps", "-l", "sweep=yes", "-o", "name"]), "");
+    // gRPC calls are in the request metrics as REST's are (only gRPC deleted a collection).
+    let metrics = s.ok(&["get", "--raw", "/metrics"]);
+    assert!(
+        metrics.lines().any(|l| l.starts_with(
+            "apiserver_request_total{verb=\"DELETECOLLECTION\",group=\"\",version=\"v1\",resource=\"configmaps\",subresource=\"\",scope=\"namespace\",code=\"200\"} 1"
+        )),
+        "{metrics}"
+    );
     // UpdateStatus: the namespace's status subresource.
     let ns: Value = serde_json::from_slice(
         &api.get(GetRequest {

@@ -204,6 +204,8 @@ impl ApiService {
                 "Request entity too large: limit is 3145728",
             )));
         }
+        let started = std::time::Instant::now();
+        let recorded = target.clone();
         let request = handlers::Request {
             user: call.user.clone(),
             target,
@@ -219,6 +221,12 @@ impl ApiService {
                 .map_err(|_| Status::deadline_exceeded("the call's deadline passed"))?,
             None => served.await,
         };
+        // In the request metrics as REST's requests are.
+        let code = match &reply {
+            Ok(reply) => reply.code,
+            Err(e) => e.code,
+        };
+        crate::api::record(&self.state, &recorded, code, started);
         reply.map_err(|e| errors::from_api(&e))
     }
 
