@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod grpc;
 mod healthz;
 mod host_address;
 mod identities;
@@ -49,6 +50,9 @@ enum Command {
     /// Take rkube off this host (k3s's killall): stop its processes, remove its pods'
     /// containers, the pod network and every iptables chain and rule it made.
     Killall(killall::KillallArgs),
+    /// Read and watch resources through the gRPC facade (`rkube grpc get pods -n default`,
+    /// `rkube grpc watch configmaps`), with a kubeconfig's server and credentials.
+    Grpc(grpc::GrpcArgs),
 }
 
 /// The proxy's flags (kube-proxy's names), shared by `rkube proxy` and the local node of
@@ -279,6 +283,10 @@ struct ServerArgs {
     /// The HTTPS port.
     #[arg(long, default_value_t = 6443)]
     secure_port: u16,
+    /// A port serving only the gRPC facade (on `--bind-address`); it is served on
+    /// `--secure-port` too.
+    #[arg(long)]
+    grpc_port: Option<u16>,
     /// The loopback HTTPS port of the scheduler's `/healthz` (kube-scheduler's): served by
     /// the scheduler run here, probed by ComponentStatus (also when it runs on its own).
     #[arg(long, default_value_t = 10259)]
@@ -748,6 +756,7 @@ async fn main() {
         Command::Kubelet(args) => kubelet(args).await,
         Command::Proxy(args) => proxy(args).await,
         Command::Killall(args) => killall::run(args, host_name().ok()).await,
+        Command::Grpc(args) => grpc::run(args).await,
     };
     if let Err(e) = result {
         eprintln!("rkube: {e:#}");
@@ -837,6 +846,7 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
     let advertise = SocketAddr::new(args.advertise_address, args.secure_port);
     let server = rkube_server::Server::start(rkube_server::ServerConfig {
         bind,
+        grpc_bind: args.grpc_port.map(|port| SocketAddr::new(args.bind_address, port)),
         advertise_address: advertise.to_string(),
         endpoint_address,
         tls: rkube_server::TlsMaterial {

@@ -148,7 +148,7 @@ pub async fn handle(State(state): State<Arc<ApiState>>, request: http::Request<B
 }
 
 /// A resource request in the request metrics.
-fn record(
+pub(crate) fn record(
     state: &ApiState,
     r: &request::ResourceRequest,
     code: StatusCode,

@@ -31,6 +31,7 @@ pub mod duplicates;
 pub mod endpoint_reconciler;
 pub mod error;
 pub mod eviction;
+pub mod grpc;
 pub mod handlers;
 pub mod inflight;
 pub mod kubelet;
@@ -80,6 +81,9 @@ pub use rkube_apis::KUBERNETES_VERSION;
 /// What the API server needs to run.
 pub struct ServerConfig {
     pub bind: SocketAddr,
+    /// A second port serving only the gRPC facade (`--grpc-port`); it is always served on
+    /// `bind` too.
+    pub grpc_bind: Option<SocketAddr>,
     /// The address clients reach the server at, for `/api` (e.g. `127.0.0.1:6443`).
     pub advertise_address: String,
     /// This server's address in the `kubernetes` Service's endpoints: where pods reach it
@@ -140,7 +144,10 @@ impl Default for ServingLimits {
 /// A running API server.
 pub struct Server {
     pub local_addr: SocketAddr,
+    /// The gRPC-only listener's address (`--grpc-port`), if any.
+    pub grpc_addr: Option<SocketAddr>,
     task: tokio::task::JoinHandle<()>,
+    grpc_task: Option<tokio::task::JoinHandle<()>>,
     endpoints: tokio::task::JoinHandle<()>,
 }
 
@@ -238,7 +245,7 @@ impl Server {
             token_cache: Default::default(),
             aggregator,
         });
-        let router = Router::new()
+        let rest = Router::new()
             .route("/healthz", get(healthz))
             .route("/livez", get(healthz))
             .route("/readyz", get(readyz))
@@ -249,19 +256,44 @@ impl Server {
             .merge(oidc.map(|d| d.routes()).unwrap_or_default())
             .fallback(api::handle)
             .with_state(api_state.clone())
-            .layer(axum::middleware::from_fn_with_state(authorizer.clone(), authz::authorize))
-            .layer(axum::middleware::from_fn_with_state(
-                Arc::new(inflight::InflightLimits::new(
-                    config.limits.max_requests_inflight,
-                    config.limits.max_mutating_requests_inflight,
-                )),
-                inflight::limit,
-            ))
-            .layer(axum::middleware::from_fn_with_state(
-                authorizer,
-                authn::impersonation::impersonate,
-            ))
-            .layer(axum::middleware::from_fn_with_state(api_state, authn::authenticate));
+            .layer(axum::middleware::from_fn_with_state(authorizer.clone(), authz::authorize));
+        // The layers every request goes through, on every port: authentication,
+        // impersonation, the in-flight limits.
+        let inflight = Arc::new(inflight::InflightLimits::new(
+            config.limits.max_requests_inflight,
+            config.limits.max_mutating_requests_inflight,
+        ));
+        let layered = |router: Router| {
+            router
+                .layer(axum::middleware::from_fn_with_state(inflight.clone(), inflight::limit))
+                .layer(axum::middleware::from_fn_with_state(
+                    authorizer.clone(),
+                    authn::impersonation::impersonate,
+                ))
+                .layer(axum::middleware::from_fn_with_state(api_state.clone(), authn::authenticate))
+                .layer(axum::middleware::from_fn(grpc::refusals_as_status))
+        };
+        // gRPC on the same port (authorized per call once its message names the resource),
+        // and alone on `--grpc-port` when asked.
+        let grpc_routes = grpc::routes(api_state.clone()).await;
+        let router = layered(grpc::by_content_type(grpc_routes.clone(), rest));
+        let grpc = match config.grpc_bind {
+            Some(addr) => {
+                let tcp = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(|error| StartError::Listen { addr, error })?;
+                let grpc_addr = tcp.local_addr()?;
+                let task = tokio::spawn(listener::serve(
+                    tcp,
+                    acceptor.clone(),
+                    config.limits.connection,
+                    layered(grpc_routes),
+                ));
+                tracing::info!(%grpc_addr, "gRPC API listening");
+                Some((grpc_addr, task))
+            }
+            None => None,
+        };
         // Build the OpenAPI documents now rather than on kubectl's first request.
         tokio::task::spawn_blocking(|| {
             rkube_apis::openapi::Documents::builtin();
@@ -274,12 +306,16 @@ impl Server {
         };
         let endpoints =
             endpoint_reconciler::start(registry_for_endpoints, config.store.clone(), me);
-        Ok(Server { local_addr, task, endpoints })
+        let (grpc_addr, grpc_task) = grpc.unzip();
+        Ok(Server { local_addr, grpc_addr, task, grpc_task, endpoints })
     }
 
     /// Stops accepting connections.
     pub fn stop(&self) {
         self.task.abort();
+        if let Some(task) = &self.grpc_task {
+            task.abort();
+        }
         self.endpoints.abort();
     }
 }
