@@ -1,6 +1,8 @@
 //! An extension API server for the aggregation tests: HTTPS with a certificate of a
 //! [`TestCa`] for `<service>.<namespace>.svc`, serving `wardle.example.com/v1alpha1`
-//! `flunders` (namespaced; discovery, list, get, watch) from a fixed set of objects.
+//! `flunders` (namespaced; discovery, list, get, watch) from a fixed set of objects, and
+//! their OpenAPI documents (`/openapi/v2`, the `/openapi/v3` index and
+//! `/openapi/v3/apis/wardle.example.com/v1alpha1`).
 //!
 //! It authenticates as an aggregated server does with kube-apiserver's request-header
 //! authentication: a client certificate verified against the front-proxy CA it is given
@@ -149,6 +151,61 @@ fn flunder(namespace: &str, name: &str) -> Value {
            "spec": {"reference": format!("ref-{name}")}})
 }
 
+/// The hash its `/openapi/v3` index gives its one document.
+const OPENAPI_HASH: &str = "0123456789ABCDEF";
+
+/// What `kubectl explain flunders.spec` prints of its one field.
+pub const REFERENCE_DESCRIPTION: &str = "The name of another flunder this one refers to.";
+
+/// Its OpenAPI document, v3 (`components.schemas`) or v2 (`definitions`), references
+/// starting with `refs`.
+fn openapi(refs: &str, v3: bool) -> Value {
+    let meta = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+    let kind = "com.example.wardle.v1alpha1.Flunder";
+    let spec = "com.example.wardle.v1alpha1.FlunderSpec";
+    let reference = |name: &str| json!({"$ref": format!("{refs}{name}")});
+    let schemas = json!({
+        kind: {
+            "description": "Flunder is an example type served by an aggregated API server.",
+            "type": "object",
+            "properties": {
+                "apiVersion": {"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."},
+                "kind": {"type": "string", "description": "Kind is a string value representing the REST resource this object represents."},
+                "metadata": if v3 { json!({"allOf": [reference(meta)], "default": {}, "description": "Standard object's metadata."}) } else { reference(meta) },
+                "spec": if v3 { json!({"allOf": [reference(spec)], "default": {}, "description": "What the flunder is."}) } else { reference(spec) },
+            },
+            "x-kubernetes-group-version-kind": [{"group": GROUP, "kind": "Flunder", "version": VERSION}],
+        },
+        spec: {
+            "description": "FlunderSpec is the specification of a Flunder.",
+            "type": "object",
+            "properties": {"reference": {"type": "string", "description": REFERENCE_DESCRIPTION}},
+        },
+        meta: {
+            "description": "ObjectMeta is metadata that all persisted resources must have.",
+            "type": "object",
+            "properties": {"name": {"type": "string", "description": "Name must be unique within a namespace."},
+                           "namespace": {"type": "string", "description": "Namespace defines the space within which each name must be unique."}},
+        },
+    });
+    let list = format!("/apis/{GROUP}/{VERSION}/namespaces/{{namespace}}/flunders");
+    let ok = if v3 {
+        json!({"200": {"description": "OK", "content": {"application/json": {"schema": reference(kind)}}}})
+    } else {
+        json!({"200": {"description": "OK", "schema": reference(kind)}})
+    };
+    let paths = json!({list: {"get": {"operationId": "listWardleV1alpha1NamespacedFlunder",
+                                      "responses": ok,
+                                      "x-kubernetes-action": "list",
+                                      "x-kubernetes-group-version-kind": {"group": GROUP, "kind": "Flunder", "version": VERSION}}}});
+    let info = json!({"title": "Wardle", "version": "v0.1"});
+    if v3 {
+        json!({"openapi": "3.0.0", "info": info, "paths": paths, "components": {"schemas": schemas}})
+    } else {
+        json!({"swagger": "2.0", "info": info, "paths": paths, "definitions": schemas})
+    }
+}
+
 async fn answer(
     request: http::Request<hyper::body::Incoming>,
     cn: Option<String>,
@@ -193,6 +250,21 @@ async fn answer(
     let Some(user) = seen.user else {
         return status(403, "Forbidden", "forbidden: no user in the request headers");
     };
+    let v3_path = format!("apis/{GROUP}/{VERSION}");
+    match path.as_str() {
+        "/openapi/v2" => return json_response(200, &openapi("#/definitions/", false)),
+        "/openapi/v3" => {
+            return json_response(
+                200,
+                &json!({"paths": {v3_path.clone(): {
+                    "serverRelativeURL": format!("/openapi/v3/{v3_path}?hash={OPENAPI_HASH}")}}}),
+            )
+        }
+        p if p == format!("/openapi/v3/{v3_path}") => {
+            return json_response(200, &openapi("#/components/schemas/", true))
+        }
+        _ => {}
+    }
     let rest = path.strip_prefix(&discovery).unwrap_or("");
     let parts: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
     let (namespace, name) = match parts.as_slice() {

@@ -12,7 +12,7 @@
 use std::time::Duration;
 
 use rkube_conformance::cluster::RkubeServer;
-use rkube_conformance::extension_server::ExtensionServer;
+use rkube_conformance::extension_server::{ExtensionServer, REFERENCE_DESCRIPTION};
 use rkube_conformance::node::assert_route_is_local;
 use rkube_conformance::webhook::{local_non_loopback_ipv4, TestCa};
 use serde_json::{json, Value};
@@ -138,6 +138,41 @@ fn an_extension_api_server_serves_its_group_through_rkube() {
     assert_eq!(version["resources"][0]["resource"], "flunders");
     assert_eq!(version["resources"][0]["scope"], "Namespaced");
     assert_eq!(version["resources"][0]["responseKind"]["kind"], "Flunder");
+
+    // The extension's OpenAPI, merged into rkube's: kubectl explain reads its v3 document
+    // (listed in /openapi/v3) and its v2 definitions.
+    s.wait_until("kubectl explain knows flunders", Duration::from_secs(40), || {
+        let out = s.kubectl(&["explain", "flunders.spec"]);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        (text.contains(REFERENCE_DESCRIPTION), text + &String::from_utf8_lossy(&out.stderr))
+    });
+    let explained = s.ok(&["explain", "flunders"]);
+    assert!(explained.contains("KIND:       Flunder"), "{explained}");
+    assert!(explained.contains("Flunder is an example type"), "{explained}");
+    assert!(
+        explained
+            .lines()
+            .any(|l| l.trim_start().starts_with("spec") && l.contains("<FlunderSpec>")),
+        "{explained}"
+    );
+    let spec = s.ok(&["explain", "flunders.spec.reference"]);
+    assert!(
+        spec.contains("FIELD: reference <string>") && spec.contains(REFERENCE_DESCRIPTION),
+        "{spec}"
+    );
+    let v2 = s.ok(&["explain", "--output=plaintext-openapiv2", "flunders.spec"]);
+    assert!(v2.contains("reference\t<string>") && v2.contains(REFERENCE_DESCRIPTION), "{v2}");
+    let index: Value = serde_json::from_str(&s.curl(&[], "/openapi/v3").body).unwrap();
+    assert!(index["paths"]["apis/apps/v1"].is_object(), "rkube's own documents stay: {index}");
+    // Fetched as upstream's aggregator user.
+    let fetched = ext.seen_with_user("/openapi/");
+    assert!(
+        fetched.iter().any(|r| r.path == "/openapi/v2"
+            && r.user.as_deref() == Some("system:aggregator")
+            && r.groups == ["system:masters"]
+            && r.client_cn.as_deref() == Some("front-proxy-client")),
+        "{fetched:?}"
+    );
 
     // kubectl get, list and get by short name, through rkube.
     let list = s.ok(&["get", "flunders", "-n", "default"]);
@@ -340,4 +375,21 @@ fn an_extension_api_server_serves_its_group_through_rkube() {
         name,
         ("False", "ServiceNotFound", r#"service/api in "wardle" is not present"#),
     );
+    // An unavailable extension's OpenAPI stays; a deleted APIService's goes.
+    let index = s.curl(&[], "/openapi/v3").body;
+    assert!(index.contains("apis/wardle.example.com/v1alpha1"), "{index}");
+    s.ok(&["delete", "apiservice", name]);
+    s.wait_until("the extension's OpenAPI is gone", Duration::from_secs(30), || {
+        let index = s.curl(&[], "/openapi/v3").body;
+        let v2 = s.curl(&[], "/openapi/v2").body;
+        (
+            !index.contains("wardle.example.com")
+                && !v2.contains("com.example.wardle.v1alpha1.Flunder"),
+            index,
+        )
+    });
+    let gone = s.curl(&[], "/openapi/v3/apis/wardle.example.com/v1alpha1");
+    assert_eq!(gone.code, 404, "{gone:?}");
+    let v2: Value = serde_json::from_str(&s.curl(&[], "/openapi/v2").body).unwrap();
+    assert!(v2["definitions"]["io.k8s.api.apps.v1.Deployment"].is_object());
 }

@@ -224,7 +224,7 @@ impl Server {
         registry
             .admission
             .set_authorizer(Arc::new(authz::admission::ForAdmission(authorizer.clone())));
-        let openapi_docs = Arc::new(openapi::OpenApi::new(registry.clone()));
+        let openapi_docs = Arc::new(openapi::OpenApi::new(registry.clone(), aggregator.clone()));
         let oidc = oidc_discovery(&config);
         let api_state = Arc::new(api::ApiState {
             registry,

@@ -6,6 +6,7 @@
 //! |---|---|
 //! | [`availability`] | the controller that checks each APIService (Service, endpoints, a discovery GET) and writes its `Available` condition; it also keeps the [`Aggregator`]'s table of what is served where, and each extension's discovery document |
 //! | [`proxy`] | a request under `/apis/<group>/<version>` sent on to the extension server, as the authenticated user (`X-Remote-User`, `X-Remote-Group`, `X-Remote-Extra-*`) with the front-proxy client certificate |
+//! | [`openapi`] | the extension servers' OpenAPI documents (v2, and v3 of the APIService's group/version), fetched when they become available, merged into the server's by [`crate::openapi`] |
 //! | [`autoregister`] | the Local APIServices of this server's own group/versions (`v1.`, `v1.apps`, ...), made at start |
 //! | [`authentication_info`] | the `kube-system/extension-apiserver-authentication` ConfigMap extension servers read to trust that certificate and those headers |
 //!
@@ -18,9 +19,11 @@
 pub mod authentication_info;
 pub mod autoregister;
 pub mod availability;
+pub mod openapi;
 pub mod proxy;
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
@@ -56,6 +59,8 @@ pub struct Remote {
     pub available: bool,
     /// Its `/apis/<group>/<version>` (APIResourceList) from the last check that got one.
     pub resources: Option<Value>,
+    /// Its OpenAPI documents as last fetched.
+    pub openapi: Option<Arc<openapi::ExtensionDocs>>,
 }
 
 /// The aggregator: what is proxied where, shared by the router, discovery and the
@@ -66,6 +71,8 @@ pub struct Aggregator {
     front_proxy: Option<FrontProxy>,
     /// By (group, version).
     remotes: RwLock<BTreeMap<(String, String), Remote>>,
+    /// Counts changes of the extensions' OpenAPI documents (one added, changed or gone).
+    openapi_generation: AtomicU64,
 }
 
 impl Aggregator {
@@ -74,7 +81,13 @@ impl Aggregator {
         client: Arc<ServiceClient>,
         front_proxy: Option<FrontProxy>,
     ) -> Arc<Aggregator> {
-        Arc::new(Aggregator { registry, client, front_proxy, remotes: RwLock::default() })
+        Arc::new(Aggregator {
+            registry,
+            client,
+            front_proxy,
+            remotes: RwLock::default(),
+            openapi_generation: AtomicU64::new(0),
+        })
     }
 
     /// The remote group/version that serves `path` (`/apis/<group>/<version>[/...]`), if
@@ -114,6 +127,18 @@ impl Aggregator {
             grouped.extend(all.iter().filter(|r| r.group == g).cloned());
         }
         grouped
+    }
+
+    /// The extensions' OpenAPI documents, by group/version, and the generation they are of
+    /// (0 before any was fetched).
+    pub fn openapi_documents(&self) -> (u64, Vec<(String, String, Arc<openapi::ExtensionDocs>)>) {
+        let remotes = self.remotes.read().unwrap_or_else(|e| e.into_inner());
+        let generation = self.openapi_generation.load(Ordering::Acquire);
+        let docs = remotes
+            .values()
+            .filter_map(|r| Some((r.group.clone(), r.version.clone(), r.openapi.clone()?)))
+            .collect();
+        (generation, docs)
     }
 
     /// The connection settings of an APIService's `spec`, with the front-proxy certificate.
