@@ -2,7 +2,8 @@
 //! [`TestCa`] for `<service>.<namespace>.svc`, serving `wardle.example.com/v1alpha1`
 //! `flunders` (namespaced; discovery, list, get, watch) from a fixed set of objects, and
 //! their OpenAPI documents (`/openapi/v2`, the `/openapi/v3` index and
-//! `/openapi/v3/apis/wardle.example.com/v1alpha1`).
+//! `/openapi/v3/apis/wardle.example.com/v1alpha1`). `flunders/<name>/echo` upgrades to a
+//! WebSocket that answers each message with `<user>: <message>` (an exec-style subresource).
 //!
 //! It authenticates as an aggregated server does with kube-apiserver's request-header
 //! authentication: a client certificate verified against the front-proxy CA it is given
@@ -103,7 +104,7 @@ impl ExtensionServer {
                     let _ = hyper_util::server::conn::auto::Builder::new(
                         hyper_util::rt::TokioExecutor::new(),
                     )
-                    .serve_connection(io, service)
+                    .serve_connection_with_upgrades(io, service)
                     .await;
                 });
             }
@@ -149,6 +150,75 @@ fn flunder(namespace: &str, name: &str) -> Value {
            "metadata": {"name": name, "namespace": namespace, "uid": format!("uid-{name}"),
                         "resourceVersion": "1", "creationTimestamp": "2026-01-01T00:00:00Z"},
            "spec": {"reference": format!("ref-{name}")}})
+}
+
+/// `flunders/<name>/echo`: switches to a WebSocket (RFC 6455 handshake) and answers each
+/// text message with `<user>: <message>` until the client closes (at most 100 messages,
+/// 30 s).
+fn echo(mut request: http::Request<hyper::body::Incoming>, user: &str) -> http::Response<Body> {
+    let headers = request.headers();
+    let asks =
+        headers.get("upgrade").is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"websocket"));
+    let Some(key) = headers.get("sec-websocket-key").filter(|_| asks) else {
+        return status(400, "BadRequest", "Upgrade request required");
+    };
+    let accept = openssl::base64::encode_block(&openssl::sha::sha1(
+        format!("{}258EAFA5-E914-47DA-95CA-C5AB0DC85B11", key.to_str().unwrap_or("")).as_bytes(),
+    ));
+    let upgrade = hyper::upgrade::on(&mut request);
+    let user = user.to_string();
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let Ok(upgraded) = upgrade.await else { return };
+        let mut io = hyper_util::rt::TokioIo::new(upgraded);
+        let session = async {
+            for _ in 0..100 {
+                let mut head = [0u8; 2];
+                io.read_exact(&mut head).await?;
+                let len = match head[1] & 0x7f {
+                    126 => u64::from(io.read_u16().await?),
+                    127 => io.read_u64().await?,
+                    n => u64::from(n),
+                };
+                let mut mask = [0u8; 4];
+                if head[1] & 0x80 != 0 {
+                    io.read_exact(&mut mask).await?;
+                }
+                let mut payload = vec![0u8; len.min(1 << 20) as usize];
+                io.read_exact(&mut payload).await?;
+                payload.iter_mut().enumerate().for_each(|(i, b)| *b ^= mask[i % 4]);
+                let opcode = head[0] & 0x0f;
+                let reply = match opcode {
+                    8 => Vec::new(),
+                    _ => [format!("{user}: ").into_bytes(), payload].concat(),
+                };
+                let mut frame = vec![0x80 | opcode];
+                match reply.len() {
+                    n if n < 126 => frame.push(n as u8),
+                    n => {
+                        frame.push(126);
+                        frame.extend_from_slice(
+                            &(n.min(usize::from(u16::MAX)) as u16).to_be_bytes(),
+                        );
+                    }
+                }
+                frame.extend_from_slice(&reply[..reply.len().min(usize::from(u16::MAX))]);
+                io.write_all(&frame).await?;
+                if opcode == 8 {
+                    break;
+                }
+            }
+            io.shutdown().await
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(30), session).await;
+    });
+    http::Response::builder()
+        .status(101)
+        .header("connection", "Upgrade")
+        .header("upgrade", "websocket")
+        .header("sec-websocket-accept", accept)
+        .body(Full::new(Bytes::new()).boxed())
+        .expect("response")
 }
 
 /// The hash its `/openapi/v3` index gives its one document.
@@ -271,8 +341,14 @@ async fn answer(
         ["flunders"] => (None, None),
         ["namespaces", ns, "flunders"] => (Some(*ns), None),
         ["namespaces", ns, "flunders", name] => (Some(*ns), Some(*name)),
+        ["namespaces", _, "flunders", _, "echo"] => (None, None),
         _ => return status(404, "NotFound", "the server could not find the requested resource"),
     };
+    if let (["namespaces", _, "flunders", _, "echo"], true) =
+        (parts.as_slice(), request.method() == http::Method::GET)
+    {
+        return echo(request, &user);
+    }
     if request.method() != http::Method::GET {
         return status(
             405,

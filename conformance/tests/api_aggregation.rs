@@ -14,6 +14,7 @@ use std::time::Duration;
 use rkube_conformance::cluster::RkubeServer;
 use rkube_conformance::extension_server::{ExtensionServer, REFERENCE_DESCRIPTION};
 use rkube_conformance::node::assert_route_is_local;
+use rkube_conformance::streaming::{WebSocketClient, CLOSE, TEXT};
 use rkube_conformance::webhook::{local_non_loopback_ipv4, TestCa};
 use serde_json::{json, Value};
 
@@ -220,6 +221,29 @@ fn an_extension_api_server_serves_its_group_through_rkube() {
     assert_eq!(events.len(), 2, "{}", watch.body);
     assert_eq!(events[1]["type"], "ADDED");
     assert_eq!(events[1]["object"]["metadata"]["name"], "beta");
+
+    // A connection upgrade (an exec-style subresource) goes through: rkube answers 101 and
+    // splices both ways; the extension server knows the user from the headers.
+    let echo = "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders/alpha/echo";
+    let mut ws = WebSocketClient::connect(&s, echo, "echo.wardle.example.com");
+    assert_eq!(ws.status, 101, "{}", ws.head);
+    let head = ws.head.to_ascii_lowercase();
+    assert!(head.contains("sec-websocket-accept: s3pplmbitxaq9kygzzhzrbk+xoo="), "{}", ws.head);
+    ws.send(TEXT, b"hello");
+    assert_eq!(ws.read(), (TEXT, b"system:admin: hello".to_vec()));
+    let long = "x".repeat(300);
+    ws.send(TEXT, long.as_bytes());
+    assert_eq!(ws.read(), (TEXT, format!("system:admin: {long}").into_bytes()));
+    ws.send(CLOSE, b"");
+    assert_eq!(ws.read().0, CLOSE);
+    let upgraded = ext.seen_with_user(echo);
+    assert_eq!(upgraded.len(), 1, "{upgraded:?}");
+    assert_eq!(upgraded[0].client_cn.as_deref(), Some("front-proxy-client"));
+    assert!(!upgraded[0].credentials, "{upgraded:?}");
+    // Without an upgrade the extension server's own refusal comes back.
+    let plain = s.curl(&[], echo);
+    assert_eq!(plain.code, 400, "{plain:?}");
+    assert!(plain.body.contains("Upgrade request required"), "{}", plain.body);
 
     // rkube authorizes before it proxies: a user without RBAC permission never gets there.
     let refused = s.fails(&["get", "flunders", "--as=someone"]);
