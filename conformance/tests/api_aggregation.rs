@@ -416,4 +416,35 @@ fn an_extension_api_server_serves_its_group_through_rkube() {
     assert_eq!(gone.code, 404, "{gone:?}");
     let v2: Value = serde_json::from_str(&s.curl(&[], "/openapi/v2").body).unwrap();
     assert!(v2["definitions"]["io.k8s.api.apps.v1.Deployment"].is_object());
+
+    // An ExternalName Service is reached at its externalName and the APIService's port, as
+    // upstream's default service resolver does (here `localhost`, where a second extension
+    // server listens; its certificate is for the Service's name).
+    let allowed: Vec<String> =
+        serde_json::from_str(data["requestheader-allowed-names"].as_str().unwrap()).unwrap();
+    let loopback = ExtensionServer::start(
+        std::net::Ipv4Addr::LOCALHOST.into(),
+        &ca,
+        &["external.wardle.svc"],
+        front_proxy_ca.as_bytes(),
+        allowed,
+    );
+    let external = json!({"apiVersion": "v1", "kind": "Service",
+                          "metadata": {"name": "external", "namespace": "wardle"},
+                          "spec": {"type": "ExternalName", "externalName": "localhost"}});
+    s.ok_stdin(&["apply", "-f", "-"], &external.to_string());
+    let mut obj: Value =
+        serde_json::from_str(&api_service(name, "wardle.example.com", "v1alpha1", &ca.bundle()))
+            .unwrap();
+    obj["spec"]["service"] =
+        json!({"namespace": "wardle", "name": "external", "port": loopback.addr.port()});
+    s.ok_stdin(&["apply", "-f", "-"], &obj.to_string());
+    wait_available(&s, name, ("True", "Passed", "all checks passed"));
+    let list = s.ok(&["get", "flunders", "-o", "name"]);
+    assert_eq!(list.lines().count(), 2, "{list}");
+    let reached = loopback.seen_with_user("/apis/wardle.example.com/v1alpha1/namespaces/default");
+    assert!(
+        reached.iter().any(|r| r.user.as_deref() == Some("system:admin")),
+        "the ExternalName's host was not reached: {reached:?}"
+    );
 }
