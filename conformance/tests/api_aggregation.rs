@@ -73,6 +73,54 @@ fn an_extension_api_server_serves_its_group_through_rkube() {
     let allowed: Vec<String> =
         serde_json::from_str(data["requestheader-allowed-names"].as_str().unwrap()).unwrap();
 
+    // rkube itself authenticates front proxies: a client with the front-proxy client
+    // certificate is the user its X-Remote-* headers name; the same headers from an
+    // ordinary client are ignored; the proxy's certificate without a user is refused.
+    let pki = s.data_dir.path().join("pki");
+    let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
+    let review = review.to_string();
+    let as_proxy = |headers: &[&str]| {
+        let (cert, key) = (pki.join("front-proxy-client.crt"), pki.join("front-proxy-client.key"));
+        let mut args = vec!["--cert", cert.to_str().unwrap(), "--key", key.to_str().unwrap()];
+        for h in headers {
+            args.extend(["-H", h]);
+        }
+        let path = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
+        s.curl_body(&args, path, review.as_bytes())
+    };
+    let headers = [
+        "X-Remote-User: alice",
+        "X-Remote-Group: devs",
+        "X-Remote-Group: ops",
+        "X-Remote-Extra-Acme.com%2Fproject: apollo",
+    ];
+    let alice = as_proxy(&headers);
+    assert_eq!(alice.code, 201, "{alice:?}");
+    let info: Value = serde_json::from_str(&alice.body).unwrap();
+    let info = &info["status"]["userInfo"];
+    assert_eq!(info["username"], "alice", "{info}");
+    assert_eq!(info["groups"], json!(["devs", "ops", "system:authenticated"]));
+    assert_eq!(info["extra"], json!({"acme.com/project": ["apollo"]}));
+    let mut admin_args: Vec<&str> = Vec::new();
+    for h in &headers {
+        admin_args.extend(["-H", h]);
+    }
+    let admin = s.curl_body(
+        &admin_args,
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        review.as_bytes(),
+    );
+    assert_eq!(admin.code, 201, "{admin:?}");
+    let admin: Value = serde_json::from_str(&admin.body).unwrap();
+    assert_ne!(admin["status"]["userInfo"]["username"], "alice", "{admin}");
+    assert!(
+        admin["status"]["userInfo"]["groups"].to_string().contains("system:masters"),
+        "{admin}"
+    );
+    let nobody = as_proxy(&[]);
+    assert_eq!(nobody.code, 401, "{nobody:?}");
+    assert!(nobody.body.contains(r#""reason":"Unauthorized""#), "{}", nobody.body);
+
     // The extension server behind a Service.
     let ip = local_non_loopback_ipv4().expect("this machine has a non-loopback IPv4 address");
     assert_route_is_local(&ip.to_string());

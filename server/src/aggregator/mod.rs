@@ -32,15 +32,11 @@ use crate::registry::Registry;
 use crate::service_client::{ClientCert, ClientConfig, Destination, ServiceClient};
 
 /// How this server proves itself to extension servers: the front-proxy client certificate
-/// and the CA that signed it (published for them in [`authentication_info`]).
+/// (`--proxy-client-cert-file`, `--proxy-client-key-file`), which they verify against the
+/// requestheader CA published in [`authentication_info`].
 #[derive(Clone, Debug)]
 pub struct FrontProxy {
     pub client: ClientCert,
-    /// The front-proxy CA (`requestheader-client-ca-file`).
-    pub ca_pem: Vec<u8>,
-    /// The names extension servers accept the headers from (`requestheader-allowed-names`):
-    /// the client certificate's common name.
-    pub allowed_names: Vec<String>,
 }
 
 /// One group/version an APIService hands to a Service, as the availability controller last
