@@ -76,28 +76,14 @@ fn an_extension_api_server_serves_its_group_through_rkube() {
     // rkube itself authenticates front proxies: a client with the front-proxy client
     // certificate is the user its X-Remote-* headers name; the same headers from an
     // ordinary client are ignored; the proxy's certificate without a user is refused.
-    let pki = s.data_dir.path().join("pki");
-    let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
-    let review = review.to_string();
-    let as_proxy = |headers: &[&str]| {
-        let (cert, key) = (pki.join("front-proxy-client.crt"), pki.join("front-proxy-client.key"));
-        let mut args = vec!["--cert", cert.to_str().unwrap(), "--key", key.to_str().unwrap()];
-        for h in headers {
-            args.extend(["-H", h]);
-        }
-        let path = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
-        s.curl_body(&args, path, review.as_bytes())
-    };
     let headers = [
         "X-Remote-User: alice",
         "X-Remote-Group: devs",
         "X-Remote-Group: ops",
         "X-Remote-Extra-Acme.com%2Fproject: apollo",
     ];
-    let alice = as_proxy(&headers);
-    assert_eq!(alice.code, 201, "{alice:?}");
-    let info: Value = serde_json::from_str(&alice.body).unwrap();
-    let info = &info["status"]["userInfo"];
+    let (code, info) = review_as_front_proxy(&s, &headers);
+    assert_eq!(code, 201, "{info}");
     assert_eq!(info["username"], "alice", "{info}");
     assert_eq!(info["groups"], json!(["devs", "ops", "system:authenticated"]));
     assert_eq!(info["extra"], json!({"acme.com/project": ["apollo"]}));
@@ -108,7 +94,9 @@ fn an_extension_api_server_serves_its_group_through_rkube() {
     let admin = s.curl_body(
         &admin_args,
         "/apis/authentication.k8s.io/v1/selfsubjectreviews",
-        review.as_bytes(),
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+            .to_string()
+            .as_bytes(),
     );
     assert_eq!(admin.code, 201, "{admin:?}");
     let admin: Value = serde_json::from_str(&admin.body).unwrap();
@@ -117,9 +105,8 @@ fn an_extension_api_server_serves_its_group_through_rkube() {
         admin["status"]["userInfo"]["groups"].to_string().contains("system:masters"),
         "{admin}"
     );
-    let nobody = as_proxy(&[]);
-    assert_eq!(nobody.code, 401, "{nobody:?}");
-    assert!(nobody.body.contains(r#""reason":"Unauthorized""#), "{}", nobody.body);
+    let (code, _) = review_as_front_proxy(&s, &[]);
+    assert_eq!(code, 401);
 
     // The extension server behind a Service.
     let ip = local_non_loopback_ipv4().expect("this machine has a non-loopback IPv4 address");
@@ -495,4 +482,70 @@ fn an_extension_api_server_serves_its_group_through_rkube() {
         reached.iter().any(|r| r.user.as_deref() == Some("system:admin")),
         "the ExternalName's host was not reached: {reached:?}"
     );
+}
+
+/// A SelfSubjectReview over raw HTTPS with the front-proxy client certificate and `headers`:
+/// (status code, the review's `status.userInfo`).
+fn review_as_front_proxy(s: &RkubeServer, headers: &[&str]) -> (u16, Value) {
+    let pki = s.data_dir.path().join("pki");
+    let (cert, key) = (pki.join("front-proxy-client.crt"), pki.join("front-proxy-client.key"));
+    let mut args = vec!["--cert", cert.to_str().unwrap(), "--key", key.to_str().unwrap()];
+    for h in headers {
+        args.extend(["-H", h]);
+    }
+    let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
+    let out = s.curl_body(
+        &args,
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        review.to_string().as_bytes(),
+    );
+    let body: Value = serde_json::from_str(&out.body).unwrap_or(Value::Null);
+    (out.code, body["status"]["userInfo"].clone())
+}
+
+#[test]
+fn requestheader_flags_name_the_headers_and_the_proxies_trusted() {
+    let mut s = RkubeServer::start_with(&[
+        "--requestheader-username-headers=X-Proxy-User",
+        "--requestheader-group-headers=X-Proxy-Group",
+        "--requestheader-extra-headers-prefix=X-Proxy-Extra-",
+    ]);
+    let data = |s: &RkubeServer| -> Value {
+        let cm = s.ok(&[
+            "get",
+            "configmap",
+            "extension-apiserver-authentication",
+            "-n",
+            "kube-system",
+            "-o",
+            "jsonpath={.data}",
+        ]);
+        serde_json::from_str(&cm).expect("json")
+    };
+    let published = data(&s);
+    assert_eq!(published["requestheader-username-headers"], r#"["X-Proxy-User"]"#);
+    assert_eq!(published["requestheader-group-headers"], r#"["X-Proxy-Group"]"#);
+    assert_eq!(published["requestheader-extra-headers-prefix"], r#"["X-Proxy-Extra-"]"#);
+    let (code, user) = review_as_front_proxy(
+        &s,
+        &["X-Proxy-User: bob", "X-Proxy-Group: qa", "X-Proxy-Extra-Team: blue"],
+    );
+    assert_eq!(code, 201, "{user}");
+    assert_eq!(user["username"], "bob");
+    assert_eq!(user["groups"], json!(["qa", "system:authenticated"]));
+    assert_eq!(user["extra"], json!({"team": ["blue"]}));
+    // The default names mean nothing now: no user, so 401.
+    let (code, _) = review_as_front_proxy(&s, &["X-Remote-User: alice"]);
+    assert_eq!(code, 401);
+
+    // A proxy whose name is not allowed is no one.
+    s.restart_with(&["--requestheader-allowed-names=other-proxy"]);
+    assert_eq!(data(&s)["requestheader-allowed-names"], r#"["other-proxy"]"#);
+    let (code, _) = review_as_front_proxy(&s, &["X-Remote-User: alice"]);
+    assert_eq!(code, 401);
+    // Any name, when the list is empty.
+    s.restart_with(&["--requestheader-allowed-names="]);
+    assert_eq!(data(&s)["requestheader-allowed-names"], "[]");
+    let (code, user) = review_as_front_proxy(&s, &["X-Remote-User: alice"]);
+    assert_eq!((code, &user["username"]), (201, &json!("alice")), "{user}");
 }
