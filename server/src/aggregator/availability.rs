@@ -170,8 +170,7 @@ async fn pass(aggregator: &Aggregator, objects: &[Value]) {
 }
 
 /// Gives each remote its OpenAPI documents: the last fetched, fetched again when it has
-/// just become available or they are older than [`openapi::REFRESH`] (kept when the fetch
-/// gets nothing new).
+/// just become available or they are older than [`openapi::REFRESH`].
 async fn fetch_openapi(
     aggregator: &Aggregator,
     previous: &BTreeMap<(String, String), Remote>,
@@ -190,8 +189,13 @@ async fn fetch_openapi(
         }
         let fresh =
             openapi::fetch(aggregator, &remote.client, &remote.group, &remote.version).await;
-        // Kept when the fetch gets nothing.
-        remote.openapi = fresh.or(kept);
+        remote.openapi = match kept {
+            // Kept when the fetch gets nothing (tried again at the next check).
+            Some(kept) if fresh.is_empty() && !kept.is_empty() => Some(kept),
+            // Else the fresh ones, empty too: an extension without OpenAPI is asked again
+            // only after the refresh period.
+            _ => Some(fresh),
+        };
     });
     futures::future::join_all(fetches).await;
 }

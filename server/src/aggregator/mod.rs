@@ -132,7 +132,10 @@ impl Aggregator {
         let generation = self.openapi_generation.load(Ordering::Acquire);
         let docs = remotes
             .values()
-            .filter_map(|r| Some((r.group.clone(), r.version.clone(), r.openapi.clone()?)))
+            .filter_map(|r| {
+                let docs = r.openapi.clone().filter(|d| !d.is_empty())?;
+                Some((r.group.clone(), r.version.clone(), docs))
+            })
             .collect();
         (generation, docs)
     }

@@ -3,8 +3,9 @@
 //! `/openapi/v3` index, the document of `apis/<group>/<version>`. They are fetched through
 //! the same connection settings as proxied requests (front-proxy client certificate), as
 //! upstream's user `system:aggregator` in `system:masters`, when the APIService becomes
-//! available and again every [`REFRESH`] while it stays so; an unavailable one keeps what was
-//! fetched last, and a deleted one's go with it. [`crate::openapi`] merges them with the
+//! available and again every [`REFRESH`] while it stays so (a fetch that gets nothing keeps
+//! the documents fetched before, and is tried again at the next check); an unavailable one
+//! keeps what was fetched last, and a deleted one's go with it. [`crate::openapi`] merges them with the
 //! server's own documents.
 
 use std::sync::Arc;
@@ -52,20 +53,25 @@ impl std::fmt::Debug for ExtensionDocs {
 }
 
 impl ExtensionDocs {
+    /// Whether the fetch got nothing.
+    pub fn is_empty(&self) -> bool {
+        self.v2.is_none() && self.v3.is_none()
+    }
+
     /// Whether two fetches got the same documents.
     pub fn same(&self, other: &ExtensionDocs) -> bool {
         self.fingerprint == other.fingerprint
     }
 }
 
-/// Fetches the documents of `group`/`version` from the extension `client` reaches; `None`
-/// when it serves neither.
+/// Fetches the documents of `group`/`version` from the extension `client` reaches (empty
+/// when it serves neither, or cannot be reached).
 pub async fn fetch(
     aggregator: &Aggregator,
     client: &ClientConfig,
     group: &str,
     version: &str,
-) -> Option<Arc<ExtensionDocs>> {
+) -> Arc<ExtensionDocs> {
     let v2 = get(aggregator, client, "/openapi/v2").await;
     let path = format!("apis/{group}/{version}");
     let v3 = match get_json(aggregator, client, "/openapi/v3").await {
@@ -87,15 +93,12 @@ pub async fn fetch(
     let v2 = v2
         .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
         .filter(|d| d["swagger"].is_string());
-    if v2.is_none() && v3.is_none() {
-        return None;
-    }
     let fingerprint = format!(
         "{}/{}",
         v2.as_ref().and(v2_hash).unwrap_or_default(),
         v3.as_ref().map(|d| d.hash.as_str()).unwrap_or("")
     );
-    Some(Arc::new(ExtensionDocs { v2, v3, fetched: Instant::now(), fingerprint }))
+    Arc::new(ExtensionDocs { v2, v3, fetched: Instant::now(), fingerprint })
 }
 
 async fn get_json(aggregator: &Aggregator, client: &ClientConfig, path: &str) -> Option<Value> {
