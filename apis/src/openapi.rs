@@ -25,6 +25,14 @@ pub struct GroupVersionDoc {
     pub hash: String,
 }
 
+impl GroupVersionDoc {
+    /// The document `body` served at `/openapi/v3/<path>`, with its hash.
+    pub fn new(path: String, body: Vec<u8>) -> GroupVersionDoc {
+        let hash = hash(&body);
+        GroupVersionDoc { path, body, hash }
+    }
+}
+
 /// Every document of one set of resources.
 #[derive(Clone)]
 pub struct Documents {
@@ -44,6 +52,12 @@ impl Documents {
     /// The documents of `resources`.
     pub fn build(resources: &Resources) -> Documents {
         build(resources)
+    }
+
+    /// Documents made elsewhere (the server's own merged with extension servers'):
+    /// `v3` by path, `v2` the Swagger 2.0 JSON.
+    pub fn from_parts(v3: BTreeMap<String, GroupVersionDoc>, v2: Vec<u8>) -> Documents {
+        Documents { v3, v2, v2_protobuf: OnceLock::new() }
     }
 
     /// `/openapi/v2` as the gnostic `openapi.v2.Document` protobuf.

@@ -70,6 +70,9 @@ pub struct Peer {
     pub addr: std::net::SocketAddr,
     /// The (CN, O...) of a verified client certificate; `None` without one.
     pub certificate: Option<(String, Vec<String>)>,
+    /// That certificate (when it verified), for a caller that trusts several CAs to tell
+    /// which issued it.
+    pub verified: Option<openssl::x509::X509>,
 }
 
 /// What one connection may cost the server, as Go's `http.Server` bounds it for
@@ -167,7 +170,9 @@ pub async fn serve_with_limits<F, S, B>(
                 )
                 .await
                 .map_err(|_| "TLS handshake timed out")??;
-                let peer = Peer { addr, certificate: verified_peer(stream.ssl()) };
+                let certificate = verified_peer(stream.ssl());
+                let verified = certificate.as_ref().and_then(|_| stream.ssl().peer_certificate());
+                let peer = Peer { addr, certificate, verified };
                 let http2 = stream.ssl().selected_alpn_protocol() == Some(b"h2");
                 serve_connection(stream, http2, limits, service_for(peer)).await
             };

@@ -1,6 +1,9 @@
 //! An extension API server for the aggregation tests: HTTPS with a certificate of a
 //! [`TestCa`] for `<service>.<namespace>.svc`, serving `wardle.example.com/v1alpha1`
-//! `flunders` (namespaced; discovery, list, get, watch) from a fixed set of objects.
+//! `flunders` (namespaced; discovery, list, get, watch) from a fixed set of objects, and
+//! their OpenAPI documents (`/openapi/v2`, the `/openapi/v3` index and
+//! `/openapi/v3/apis/wardle.example.com/v1alpha1`). `flunders/<name>/echo` upgrades to a
+//! WebSocket that answers each message with `<user>: <message>` (an exec-style subresource).
 //!
 //! It authenticates as an aggregated server does with kube-apiserver's request-header
 //! authentication: a client certificate verified against the front-proxy CA it is given
@@ -101,7 +104,7 @@ impl ExtensionServer {
                     let _ = hyper_util::server::conn::auto::Builder::new(
                         hyper_util::rt::TokioExecutor::new(),
                     )
-                    .serve_connection(io, service)
+                    .serve_connection_with_upgrades(io, service)
                     .await;
                 });
             }
@@ -149,6 +152,130 @@ fn flunder(namespace: &str, name: &str) -> Value {
            "spec": {"reference": format!("ref-{name}")}})
 }
 
+/// `flunders/<name>/echo`: switches to a WebSocket (RFC 6455 handshake) and answers each
+/// text message with `<user>: <message>` until the client closes (at most 100 messages,
+/// 30 s).
+fn echo(mut request: http::Request<hyper::body::Incoming>, user: &str) -> http::Response<Body> {
+    let headers = request.headers();
+    let asks =
+        headers.get("upgrade").is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"websocket"));
+    let Some(key) = headers.get("sec-websocket-key").filter(|_| asks) else {
+        return status(400, "BadRequest", "Upgrade request required");
+    };
+    let accept = openssl::base64::encode_block(&openssl::sha::sha1(
+        format!("{}258EAFA5-E914-47DA-95CA-C5AB0DC85B11", key.to_str().unwrap_or("")).as_bytes(),
+    ));
+    let upgrade = hyper::upgrade::on(&mut request);
+    let user = user.to_string();
+    tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let Ok(upgraded) = upgrade.await else { return };
+        let mut io = hyper_util::rt::TokioIo::new(upgraded);
+        let session = async {
+            for _ in 0..100 {
+                let mut head = [0u8; 2];
+                io.read_exact(&mut head).await?;
+                let len = match head[1] & 0x7f {
+                    126 => u64::from(io.read_u16().await?),
+                    127 => io.read_u64().await?,
+                    n => u64::from(n),
+                };
+                let mut mask = [0u8; 4];
+                if head[1] & 0x80 != 0 {
+                    io.read_exact(&mut mask).await?;
+                }
+                let mut payload = vec![0u8; len.min(1 << 20) as usize];
+                io.read_exact(&mut payload).await?;
+                payload.iter_mut().enumerate().for_each(|(i, b)| *b ^= mask[i % 4]);
+                let opcode = head[0] & 0x0f;
+                let reply = match opcode {
+                    8 => Vec::new(),
+                    _ => [format!("{user}: ").into_bytes(), payload].concat(),
+                };
+                let mut frame = vec![0x80 | opcode];
+                match reply.len() {
+                    n if n < 126 => frame.push(n as u8),
+                    n => {
+                        frame.push(126);
+                        frame.extend_from_slice(
+                            &(n.min(usize::from(u16::MAX)) as u16).to_be_bytes(),
+                        );
+                    }
+                }
+                frame.extend_from_slice(&reply[..reply.len().min(usize::from(u16::MAX))]);
+                io.write_all(&frame).await?;
+                if opcode == 8 {
+                    break;
+                }
+            }
+            io.shutdown().await
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(30), session).await;
+    });
+    http::Response::builder()
+        .status(101)
+        .header("connection", "Upgrade")
+        .header("upgrade", "websocket")
+        .header("sec-websocket-accept", accept)
+        .body(Full::new(Bytes::new()).boxed())
+        .expect("response")
+}
+
+/// The hash its `/openapi/v3` index gives its one document.
+const OPENAPI_HASH: &str = "0123456789ABCDEF";
+
+/// What `kubectl explain flunders.spec` prints of its one field.
+pub const REFERENCE_DESCRIPTION: &str = "The name of another flunder this one refers to.";
+
+/// Its OpenAPI document, v3 (`components.schemas`) or v2 (`definitions`), references
+/// starting with `refs`.
+fn openapi(refs: &str, v3: bool) -> Value {
+    let meta = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+    let kind = "com.example.wardle.v1alpha1.Flunder";
+    let spec = "com.example.wardle.v1alpha1.FlunderSpec";
+    let reference = |name: &str| json!({"$ref": format!("{refs}{name}")});
+    let schemas = json!({
+        kind: {
+            "description": "Flunder is an example type served by an aggregated API server.",
+            "type": "object",
+            "properties": {
+                "apiVersion": {"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."},
+                "kind": {"type": "string", "description": "Kind is a string value representing the REST resource this object represents."},
+                "metadata": if v3 { json!({"allOf": [reference(meta)], "default": {}, "description": "Standard object's metadata."}) } else { reference(meta) },
+                "spec": if v3 { json!({"allOf": [reference(spec)], "default": {}, "description": "What the flunder is."}) } else { reference(spec) },
+            },
+            "x-kubernetes-group-version-kind": [{"group": GROUP, "kind": "Flunder", "version": VERSION}],
+        },
+        spec: {
+            "description": "FlunderSpec is the specification of a Flunder.",
+            "type": "object",
+            "properties": {"reference": {"type": "string", "description": REFERENCE_DESCRIPTION}},
+        },
+        meta: {
+            "description": "ObjectMeta is metadata that all persisted resources must have.",
+            "type": "object",
+            "properties": {"name": {"type": "string", "description": "Name must be unique within a namespace."},
+                           "namespace": {"type": "string", "description": "Namespace defines the space within which each name must be unique."}},
+        },
+    });
+    let list = format!("/apis/{GROUP}/{VERSION}/namespaces/{{namespace}}/flunders");
+    let ok = if v3 {
+        json!({"200": {"description": "OK", "content": {"application/json": {"schema": reference(kind)}}}})
+    } else {
+        json!({"200": {"description": "OK", "schema": reference(kind)}})
+    };
+    let paths = json!({list: {"get": {"operationId": "listWardleV1alpha1NamespacedFlunder",
+                                      "responses": ok,
+                                      "x-kubernetes-action": "list",
+                                      "x-kubernetes-group-version-kind": {"group": GROUP, "kind": "Flunder", "version": VERSION}}}});
+    let info = json!({"title": "Wardle", "version": "v0.1"});
+    if v3 {
+        json!({"openapi": "3.0.0", "info": info, "paths": paths, "components": {"schemas": schemas}})
+    } else {
+        json!({"swagger": "2.0", "info": info, "paths": paths, "definitions": schemas})
+    }
+}
+
 async fn answer(
     request: http::Request<hyper::body::Incoming>,
     cn: Option<String>,
@@ -193,14 +320,35 @@ async fn answer(
     let Some(user) = seen.user else {
         return status(403, "Forbidden", "forbidden: no user in the request headers");
     };
+    let v3_path = format!("apis/{GROUP}/{VERSION}");
+    match path.as_str() {
+        "/openapi/v2" => return json_response(200, &openapi("#/definitions/", false)),
+        "/openapi/v3" => {
+            return json_response(
+                200,
+                &json!({"paths": {v3_path.clone(): {
+                    "serverRelativeURL": format!("/openapi/v3/{v3_path}?hash={OPENAPI_HASH}")}}}),
+            )
+        }
+        p if p == format!("/openapi/v3/{v3_path}") => {
+            return json_response(200, &openapi("#/components/schemas/", true))
+        }
+        _ => {}
+    }
     let rest = path.strip_prefix(&discovery).unwrap_or("");
     let parts: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();
     let (namespace, name) = match parts.as_slice() {
         ["flunders"] => (None, None),
         ["namespaces", ns, "flunders"] => (Some(*ns), None),
         ["namespaces", ns, "flunders", name] => (Some(*ns), Some(*name)),
+        ["namespaces", _, "flunders", _, "echo"] => (None, None),
         _ => return status(404, "NotFound", "the server could not find the requested resource"),
     };
+    if let (["namespaces", _, "flunders", _, "echo"], true) =
+        (parts.as_slice(), request.method() == http::Method::GET)
+    {
+        return echo(request, &user);
+    }
     if request.method() != http::Method::GET {
         return status(
             405,

@@ -12,8 +12,9 @@
 use std::time::Duration;
 
 use rkube_conformance::cluster::RkubeServer;
-use rkube_conformance::extension_server::ExtensionServer;
+use rkube_conformance::extension_server::{ExtensionServer, REFERENCE_DESCRIPTION};
 use rkube_conformance::node::assert_route_is_local;
+use rkube_conformance::streaming::{WebSocketClient, CLOSE, TEXT};
 use rkube_conformance::webhook::{local_non_loopback_ipv4, TestCa};
 use serde_json::{json, Value};
 
@@ -71,6 +72,41 @@ fn an_extension_api_server_serves_its_group_through_rkube() {
     assert!(front_proxy_ca.contains("BEGIN CERTIFICATE") && front_proxy_ca != cluster_ca);
     let allowed: Vec<String> =
         serde_json::from_str(data["requestheader-allowed-names"].as_str().unwrap()).unwrap();
+
+    // rkube itself authenticates front proxies: a client with the front-proxy client
+    // certificate is the user its X-Remote-* headers name; the same headers from an
+    // ordinary client are ignored; the proxy's certificate without a user is refused.
+    let headers = [
+        "X-Remote-User: alice",
+        "X-Remote-Group: devs",
+        "X-Remote-Group: ops",
+        "X-Remote-Extra-Acme.com%2Fproject: apollo",
+    ];
+    let (code, info) = review_as_front_proxy(&s, &headers);
+    assert_eq!(code, 201, "{info}");
+    assert_eq!(info["username"], "alice", "{info}");
+    assert_eq!(info["groups"], json!(["devs", "ops", "system:authenticated"]));
+    assert_eq!(info["extra"], json!({"acme.com/project": ["apollo"]}));
+    let mut admin_args: Vec<&str> = Vec::new();
+    for h in &headers {
+        admin_args.extend(["-H", h]);
+    }
+    let admin = s.curl_body(
+        &admin_args,
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+            .to_string()
+            .as_bytes(),
+    );
+    assert_eq!(admin.code, 201, "{admin:?}");
+    let admin: Value = serde_json::from_str(&admin.body).unwrap();
+    assert_ne!(admin["status"]["userInfo"]["username"], "alice", "{admin}");
+    assert!(
+        admin["status"]["userInfo"]["groups"].to_string().contains("system:masters"),
+        "{admin}"
+    );
+    let (code, _) = review_as_front_proxy(&s, &[]);
+    assert_eq!(code, 401);
 
     // The extension server behind a Service.
     let ip = local_non_loopback_ipv4().expect("this machine has a non-loopback IPv4 address");
@@ -139,6 +175,41 @@ fn an_extension_api_server_serves_its_group_through_rkube() {
     assert_eq!(version["resources"][0]["scope"], "Namespaced");
     assert_eq!(version["resources"][0]["responseKind"]["kind"], "Flunder");
 
+    // The extension's OpenAPI, merged into rkube's: kubectl explain reads its v3 document
+    // (listed in /openapi/v3) and its v2 definitions.
+    s.wait_until("kubectl explain knows flunders", Duration::from_secs(40), || {
+        let out = s.kubectl(&["explain", "flunders.spec"]);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        (text.contains(REFERENCE_DESCRIPTION), text + &String::from_utf8_lossy(&out.stderr))
+    });
+    let explained = s.ok(&["explain", "flunders"]);
+    assert!(explained.contains("KIND:       Flunder"), "{explained}");
+    assert!(explained.contains("Flunder is an example type"), "{explained}");
+    assert!(
+        explained
+            .lines()
+            .any(|l| l.trim_start().starts_with("spec") && l.contains("<FlunderSpec>")),
+        "{explained}"
+    );
+    let spec = s.ok(&["explain", "flunders.spec.reference"]);
+    assert!(
+        spec.contains("FIELD: reference <string>") && spec.contains(REFERENCE_DESCRIPTION),
+        "{spec}"
+    );
+    let v2 = s.ok(&["explain", "--output=plaintext-openapiv2", "flunders.spec"]);
+    assert!(v2.contains("reference\t<string>") && v2.contains(REFERENCE_DESCRIPTION), "{v2}");
+    let index: Value = serde_json::from_str(&s.curl(&[], "/openapi/v3").body).unwrap();
+    assert!(index["paths"]["apis/apps/v1"].is_object(), "rkube's own documents stay: {index}");
+    // Fetched as upstream's aggregator user.
+    let fetched = ext.seen_with_user("/openapi/");
+    assert!(
+        fetched.iter().any(|r| r.path == "/openapi/v2"
+            && r.user.as_deref() == Some("system:aggregator")
+            && r.groups == ["system:masters"]
+            && r.client_cn.as_deref() == Some("front-proxy-client")),
+        "{fetched:?}"
+    );
+
     // kubectl get, list and get by short name, through rkube.
     let list = s.ok(&["get", "flunders", "-n", "default"]);
     assert!(list.contains("alpha") && list.contains("beta"), "{list}");
@@ -185,6 +256,29 @@ fn an_extension_api_server_serves_its_group_through_rkube() {
     assert_eq!(events.len(), 2, "{}", watch.body);
     assert_eq!(events[1]["type"], "ADDED");
     assert_eq!(events[1]["object"]["metadata"]["name"], "beta");
+
+    // A connection upgrade (an exec-style subresource) goes through: rkube answers 101 and
+    // splices both ways; the extension server knows the user from the headers.
+    let echo = "/apis/wardle.example.com/v1alpha1/namespaces/default/flunders/alpha/echo";
+    let mut ws = WebSocketClient::connect(&s, echo, "echo.wardle.example.com");
+    assert_eq!(ws.status, 101, "{}", ws.head);
+    let head = ws.head.to_ascii_lowercase();
+    assert!(head.contains("sec-websocket-accept: s3pplmbitxaq9kygzzhzrbk+xoo="), "{}", ws.head);
+    ws.send(TEXT, b"hello");
+    assert_eq!(ws.read(), (TEXT, b"system:admin: hello".to_vec()));
+    let long = "x".repeat(300);
+    ws.send(TEXT, long.as_bytes());
+    assert_eq!(ws.read(), (TEXT, format!("system:admin: {long}").into_bytes()));
+    ws.send(CLOSE, b"");
+    assert_eq!(ws.read().0, CLOSE);
+    let upgraded = ext.seen_with_user(echo);
+    assert_eq!(upgraded.len(), 1, "{upgraded:?}");
+    assert_eq!(upgraded[0].client_cn.as_deref(), Some("front-proxy-client"));
+    assert!(!upgraded[0].credentials, "{upgraded:?}");
+    // Without an upgrade the extension server's own refusal comes back.
+    let plain = s.curl(&[], echo);
+    assert_eq!(plain.code, 400, "{plain:?}");
+    assert!(plain.body.contains("Upgrade request required"), "{}", plain.body);
 
     // rkube authorizes before it proxies: a user without RBAC permission never gets there.
     let refused = s.fails(&["get", "flunders", "--as=someone"]);
@@ -340,4 +434,118 @@ fn an_extension_api_server_serves_its_group_through_rkube() {
         name,
         ("False", "ServiceNotFound", r#"service/api in "wardle" is not present"#),
     );
+    // An unavailable extension's OpenAPI stays; a deleted APIService's goes.
+    let index = s.curl(&[], "/openapi/v3").body;
+    assert!(index.contains("apis/wardle.example.com/v1alpha1"), "{index}");
+    s.ok(&["delete", "apiservice", name]);
+    s.wait_until("the extension's OpenAPI is gone", Duration::from_secs(30), || {
+        let index = s.curl(&[], "/openapi/v3").body;
+        let v2 = s.curl(&[], "/openapi/v2").body;
+        (
+            !index.contains("wardle.example.com")
+                && !v2.contains("com.example.wardle.v1alpha1.Flunder"),
+            index,
+        )
+    });
+    let gone = s.curl(&[], "/openapi/v3/apis/wardle.example.com/v1alpha1");
+    assert_eq!(gone.code, 404, "{gone:?}");
+    let v2: Value = serde_json::from_str(&s.curl(&[], "/openapi/v2").body).unwrap();
+    assert!(v2["definitions"]["io.k8s.api.apps.v1.Deployment"].is_object());
+
+    // An ExternalName Service is reached at its externalName and the APIService's port, as
+    // upstream's default service resolver does (here `localhost`, where a second extension
+    // server listens; its certificate is for the Service's name).
+    let allowed: Vec<String> =
+        serde_json::from_str(data["requestheader-allowed-names"].as_str().unwrap()).unwrap();
+    let loopback = ExtensionServer::start(
+        std::net::Ipv4Addr::LOCALHOST.into(),
+        &ca,
+        &["external.wardle.svc"],
+        front_proxy_ca.as_bytes(),
+        allowed,
+    );
+    let external = json!({"apiVersion": "v1", "kind": "Service",
+                          "metadata": {"name": "external", "namespace": "wardle"},
+                          "spec": {"type": "ExternalName", "externalName": "localhost"}});
+    s.ok_stdin(&["apply", "-f", "-"], &external.to_string());
+    let mut obj: Value =
+        serde_json::from_str(&api_service(name, "wardle.example.com", "v1alpha1", &ca.bundle()))
+            .unwrap();
+    obj["spec"]["service"] =
+        json!({"namespace": "wardle", "name": "external", "port": loopback.addr.port()});
+    s.ok_stdin(&["apply", "-f", "-"], &obj.to_string());
+    wait_available(&s, name, ("True", "Passed", "all checks passed"));
+    let list = s.ok(&["get", "flunders", "-o", "name"]);
+    assert_eq!(list.lines().count(), 2, "{list}");
+    let reached = loopback.seen_with_user("/apis/wardle.example.com/v1alpha1/namespaces/default");
+    assert!(
+        reached.iter().any(|r| r.user.as_deref() == Some("system:admin")),
+        "the ExternalName's host was not reached: {reached:?}"
+    );
+}
+
+/// A SelfSubjectReview over raw HTTPS with the front-proxy client certificate and `headers`:
+/// (status code, the review's `status.userInfo`).
+fn review_as_front_proxy(s: &RkubeServer, headers: &[&str]) -> (u16, Value) {
+    let pki = s.data_dir.path().join("pki");
+    let (cert, key) = (pki.join("front-proxy-client.crt"), pki.join("front-proxy-client.key"));
+    let mut args = vec!["--cert", cert.to_str().unwrap(), "--key", key.to_str().unwrap()];
+    for h in headers {
+        args.extend(["-H", h]);
+    }
+    let review = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
+    let out = s.curl_body(
+        &args,
+        "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+        review.to_string().as_bytes(),
+    );
+    let body: Value = serde_json::from_str(&out.body).unwrap_or(Value::Null);
+    (out.code, body["status"]["userInfo"].clone())
+}
+
+#[test]
+fn requestheader_flags_name_the_headers_and_the_proxies_trusted() {
+    let mut s = RkubeServer::start_with(&[
+        "--requestheader-username-headers=X-Proxy-User",
+        "--requestheader-group-headers=X-Proxy-Group",
+        "--requestheader-extra-headers-prefix=X-Proxy-Extra-",
+    ]);
+    let data = |s: &RkubeServer| -> Value {
+        let cm = s.ok(&[
+            "get",
+            "configmap",
+            "extension-apiserver-authentication",
+            "-n",
+            "kube-system",
+            "-o",
+            "jsonpath={.data}",
+        ]);
+        serde_json::from_str(&cm).expect("json")
+    };
+    let published = data(&s);
+    assert_eq!(published["requestheader-username-headers"], r#"["X-Proxy-User"]"#);
+    assert_eq!(published["requestheader-group-headers"], r#"["X-Proxy-Group"]"#);
+    assert_eq!(published["requestheader-extra-headers-prefix"], r#"["X-Proxy-Extra-"]"#);
+    let (code, user) = review_as_front_proxy(
+        &s,
+        &["X-Proxy-User: bob", "X-Proxy-Group: qa", "X-Proxy-Extra-Team: blue"],
+    );
+    assert_eq!(code, 201, "{user}");
+    assert_eq!(user["username"], "bob");
+    assert_eq!(user["groups"], json!(["qa", "system:authenticated"]));
+    assert_eq!(user["extra"], json!({"team": ["blue"]}));
+    // The default names mean nothing now: no user, so 401.
+    let (code, _) = review_as_front_proxy(&s, &["X-Remote-User: alice"]);
+    assert_eq!(code, 401);
+
+    // A proxy whose name is not allowed is no one.
+    s.restart_with(&["--requestheader-allowed-names=other-proxy"]);
+    assert_eq!(data(&s)["requestheader-allowed-names"], r#"["other-proxy"]"#);
+    let (code, _) = review_as_front_proxy(&s, &["X-Remote-User: alice"]);
+    assert_eq!(code, 401);
+    // Any name, when the list is empty.
+    s.restart_with(&["--requestheader-allowed-names="]);
+    assert_eq!(data(&s)["requestheader-allowed-names"], "[]");
+    let (code, user) = review_as_front_proxy(&s, &["X-Remote-User: alice"]);
+    assert_eq!((code, &user["username"]), (201, &json!("alice")), "{user}");
 }

@@ -857,14 +857,8 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
         store,
         service_ranges,
         cluster_dns,
-        front_proxy: Some(rkube_server::aggregator::FrontProxy {
-            client: rkube_server::service_client::ClientCert {
-                cert_pem: pki.front_proxy_client().cert_pem.as_bytes().to_vec(),
-                key_pem: pki.front_proxy_client().key_pem.as_bytes().to_vec(),
-            },
-            ca_pem: pki.front_proxy_ca_cert_pem().as_bytes().to_vec(),
-            allowed_names: vec![rkube_certs::pki::FRONT_PROXY_CLIENT_USER.to_string()],
-        }),
+        front_proxy: Some(args.authentication.proxy_client(&pki)?),
+        requestheader: Some(args.authentication.requestheader(&pki)?),
         admission,
         kubelet_client: Some(rkube_server::KubeletClientConfig {
             // As k3s: node names need not resolve, so the InternalIP comes first.
@@ -1364,6 +1358,73 @@ struct AuthenticationArgs {
     /// `https://<advertise address>:<port>/openid/v1/jwks`).
     #[arg(long)]
     service_account_jwks_uri: Option<String>,
+    /// The CA of front proxies' client certificates, whose requests are the user their
+    /// headers name (default: the PKI's front-proxy CA).
+    #[arg(long)]
+    requestheader_client_ca_file: Option<PathBuf>,
+    /// Common names a front proxy's certificate may have (comma-separated; empty: any).
+    #[arg(long, value_delimiter = ',', default_value = rkube_certs::pki::FRONT_PROXY_CLIENT_USER)]
+    requestheader_allowed_names: Vec<String>,
+    /// The headers naming the user (the first non-empty one counts).
+    #[arg(long, value_delimiter = ',', default_value = "X-Remote-User")]
+    requestheader_username_headers: Vec<String>,
+    /// The headers naming the user's groups.
+    #[arg(long, value_delimiter = ',', default_value = "X-Remote-Group")]
+    requestheader_group_headers: Vec<String>,
+    /// The prefixes of headers carrying the user's extra (`<prefix><key>: <value>`).
+    #[arg(long, value_delimiter = ',', default_value = "X-Remote-Extra-")]
+    requestheader_extra_headers_prefix: Vec<String>,
+    /// The client certificate presented to aggregated API servers (default: the PKI's
+    /// front-proxy client certificate).
+    #[arg(long, requires = "proxy_client_key_file")]
+    proxy_client_cert_file: Option<PathBuf>,
+    /// Its key.
+    #[arg(long, requires = "proxy_client_cert_file")]
+    proxy_client_key_file: Option<PathBuf>,
+}
+
+impl AuthenticationArgs {
+    /// `--requestheader-*`, defaults from `pki`.
+    fn requestheader(
+        &self,
+        pki: &Pki,
+    ) -> anyhow::Result<rkube_server::authn::requestheader::RequestHeaderOptions> {
+        let ca_pem = match &self.requestheader_client_ca_file {
+            Some(path) => std::fs::read(path)
+                .with_context(|| format!("cannot read --requestheader-client-ca-file {path:?}"))?,
+            None => pki.front_proxy_ca_cert_pem().as_bytes().to_vec(),
+        };
+        let list = |v: &[String]| -> Vec<String> {
+            v.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+        };
+        Ok(rkube_server::authn::requestheader::RequestHeaderOptions {
+            ca_pem,
+            allowed_names: list(&self.requestheader_allowed_names),
+            username_headers: list(&self.requestheader_username_headers),
+            group_headers: list(&self.requestheader_group_headers),
+            extra_headers_prefix: list(&self.requestheader_extra_headers_prefix),
+        })
+    }
+
+    /// `--proxy-client-cert-file`/`--proxy-client-key-file`, default from `pki`.
+    fn proxy_client(&self, pki: &Pki) -> anyhow::Result<rkube_server::aggregator::FrontProxy> {
+        let (cert_pem, key_pem) = match (&self.proxy_client_cert_file, &self.proxy_client_key_file)
+        {
+            (Some(cert), Some(key)) => (
+                std::fs::read(cert)
+                    .with_context(|| format!("cannot read --proxy-client-cert-file {cert:?}"))?,
+                std::fs::read(key)
+                    .with_context(|| format!("cannot read --proxy-client-key-file {key:?}"))?,
+            ),
+            _ => (
+                pki.front_proxy_client().cert_pem.as_bytes().to_vec(),
+                pki.front_proxy_client().key_pem.as_bytes().to_vec(),
+            ),
+        };
+        Ok(rkube_server::aggregator::FrontProxy {
+            client: rkube_server::service_client::ClientCert { cert_pem, key_pem },
+        })
+    }
 }
 
 impl AuthenticationArgs {

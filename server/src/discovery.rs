@@ -396,6 +396,7 @@ mod tests {
             version_priority: priority,
             client: ClientConfig::new(destination, Vec::new()),
             available,
+            openapi: None,
             resources: Some(
                 json!({"kind": "APIResourceList", "groupVersion": format!("{group}/{version}"),
                 "resources": [

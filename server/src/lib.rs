@@ -96,9 +96,12 @@ pub struct ServerConfig {
     /// `--cluster-dns`: the `kube-system/kube-dns` Service's cluster IP, made at startup
     /// (each node's DNS keeps its EndpointSlices). None: no such Service.
     pub cluster_dns: Option<std::net::Ipv4Addr>,
-    /// The front-proxy client certificate for aggregated API servers and its CA. `None`:
+    /// The front-proxy client certificate for aggregated API servers. `None`:
     /// APIServices with a service cannot be reached (their requests get a 500 saying so).
     pub front_proxy: Option<aggregator::FrontProxy>,
+    /// `--requestheader-*`: front proxies this server trusts (its own front-proxy CA by
+    /// default), published for extension servers. `None`: no request-header authentication.
+    pub requestheader: Option<authn::requestheader::RequestHeaderOptions>,
     /// The admission chain (`--enable-admission-plugins`, `--disable-admission-plugins` and
     /// the plugins' own flags).
     pub admission: rkube_admission::Chain,
@@ -180,8 +183,17 @@ impl Server {
         registry.set_converter(Arc::new(crd_conversion::Converter::new(service_client.clone())));
         bootstrap(&registry, &config).await?;
         let front_proxy = config.front_proxy.take();
-        let authentication_info =
-            aggregator::authentication_info::data(&config.tls.client_ca_pem, front_proxy.as_ref());
+        let authentication_info = aggregator::authentication_info::data(
+            &config.tls.client_ca_pem,
+            config.requestheader.as_ref(),
+        );
+        let requestheader = match &config.requestheader {
+            Some(options) => Some(Arc::new(
+                authn::requestheader::RequestHeader::new(options.clone())
+                    .map_err(StartError::Tokens)?,
+            )),
+            None => None,
+        };
         aggregator::authentication_info::publish(&registry, authentication_info).await.map_err(
             |message| StartError::Bootstrap {
                 resource: "configmaps",
@@ -212,7 +224,10 @@ impl Server {
         rkube_apis::validation::rules::install(Arc::new(rkube_cel::crd::Engine));
         custom_resources::start(registry.clone());
         let registry_for_endpoints = registry.clone();
-        let acceptor = listener::acceptor(&config.tls)?;
+        let acceptor = listener::acceptor(
+            &config.tls,
+            requestheader.as_ref().map(|r| r.options().ca_pem.as_slice()).unwrap_or_default(),
+        )?;
         let kubelet = kubelet::KubeletClient::new(config.kubelet_client.as_ref())?;
         let tokens = authn::ServiceAccountTokens::new(&config.service_account_tokens)
             .map_err(|e| StartError::Tokens(e.to_string()))?;
@@ -231,7 +246,7 @@ impl Server {
         registry
             .admission
             .set_authorizer(Arc::new(authz::admission::ForAdmission(authorizer.clone())));
-        let openapi_docs = Arc::new(openapi::OpenApi::new(registry.clone()));
+        let openapi_docs = Arc::new(openapi::OpenApi::new(registry.clone(), aggregator.clone()));
         let oidc = oidc_discovery(&config);
         let api_state = Arc::new(api::ApiState {
             registry,
@@ -298,7 +313,13 @@ impl Server {
         tokio::task::spawn_blocking(|| {
             rkube_apis::openapi::Documents::builtin();
         });
-        let task = tokio::spawn(listener::serve(tcp, acceptor, config.limits.connection, router));
+        let task = tokio::spawn(listener::serve(
+            tcp,
+            acceptor,
+            config.limits.connection,
+            router,
+            requestheader,
+        ));
         tracing::info!(%local_addr, "API server listening");
         let me = endpoint_reconciler::Endpoint {
             address: config.endpoint_address,

@@ -7,7 +7,10 @@ use openssl::ssl::SslAcceptor;
 use tokio::net::TcpListener;
 use tower::ServiceExt;
 
+use std::sync::Arc;
+
 use crate::auth::UserInfo;
+use crate::authn::requestheader::{Outcome, RequestHeader};
 
 /// The certificates the server presents and the CA it trusts for client certificates.
 #[derive(Clone)]
@@ -19,33 +22,57 @@ pub struct TlsMaterial {
 
 /// Builds the TLS acceptor: our serving certificate, client certificates requested (not
 /// required: bearer tokens and anonymous requests come without one) and verified against the
-/// cluster CA.
-pub fn acceptor(tls: &TlsMaterial) -> crate::error::StartResult<SslAcceptor> {
-    Ok(rkube_certs::tls::acceptor(
-        &tls.cert_pem,
-        &tls.key_pem,
-        &tls.client_ca_pem,
-        b"rkube-apiserver",
-    )?)
+/// cluster CA, or the requestheader CA (`extra_ca_pem`) of front proxies.
+pub fn acceptor(tls: &TlsMaterial, extra_ca_pem: &[u8]) -> crate::error::StartResult<SslAcceptor> {
+    let mut cas = tls.client_ca_pem.clone();
+    if !extra_ca_pem.is_empty() {
+        cas.push(b'\n');
+        cas.extend_from_slice(extra_ca_pem);
+    }
+    Ok(rkube_certs::tls::acceptor(&tls.cert_pem, &tls.key_pem, &cas, b"rkube-apiserver")?)
 }
 
 /// Accepts connections until the task is aborted, each within `limits` (header-read and idle
 /// timeouts, HTTP/2 streams); each request carries the caller's identity from its
 /// certificate (anonymous without one) and its address.
+///
+/// A certificate the requestheader CA issued (`requestheader`) is a front proxy's: each of
+/// its requests is the user its headers name, or 401 ([`RequestHeader`]).
 pub async fn serve(
     listener: TcpListener,
     acceptor: SslAcceptor,
     limits: rkube_certs::tls::ConnectionLimits,
     router: Router,
+    requestheader: Option<Arc<RequestHeader>>,
 ) {
     rkube_certs::tls::serve_with_limits(listener, acceptor, "API server", limits, move |peer| {
         let router = router.clone();
-        let user = peer.certificate.map(|(name, groups)| UserInfo::authenticated(name, groups));
+        let proxy = match (&requestheader, &peer.verified) {
+            (Some(auth), Some(cert)) if auth.issued(cert) => Some((auth.clone(), cert.clone())),
+            _ => None,
+        };
+        let user = match proxy {
+            Some(_) => None,
+            None => peer.certificate.map(|(name, groups)| UserInfo::authenticated(name, groups)),
+        };
         hyper::service::service_fn(move |mut request: http::Request<hyper::body::Incoming>| {
             let router = router.clone();
-            request.extensions_mut().insert(user.clone().unwrap_or_else(UserInfo::anonymous));
+            let user = match &proxy {
+                Some((auth, cert)) => match auth.authenticate(cert, request.headers_mut()) {
+                    Outcome::User(user) => Some(user),
+                    Outcome::Unauthenticated => {
+                        return futures::future::Either::Left(std::future::ready(Ok(
+                            crate::authn::unauthorized(),
+                        )))
+                    }
+                },
+                None => user.clone(),
+            };
+            request.extensions_mut().insert(user.unwrap_or_else(UserInfo::anonymous));
             request.extensions_mut().insert(peer.addr);
-            async move { router.oneshot(request.map(axum::body::Body::new)).await }
+            futures::future::Either::Right(async move {
+                router.oneshot(request.map(axum::body::Body::new)).await
+            })
         })
     })
     .await

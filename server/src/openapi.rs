@@ -1,35 +1,76 @@
 //! The OpenAPI documents (`/openapi/v2`, `/openapi/v3` and one v3 document per group version)
 //! of the resources served now: built from the live resource table, again after it changed
 //! (a custom resource added or removed), once per change, in the background of the request
-//! that first asks.
+//! that first asks; then merged with the extension servers' documents
+//! ([`crate::aggregator::openapi`]), again when those change, as kube-aggregator does: each
+//! extension's v3 document of its group/version is listed in `/openapi/v3` and served here
+//! (in place of the server's own for a group/version an APIService hands elsewhere), and its
+//! v2 paths and definitions are added to `/openapi/v2` (the server's own win a conflict, and
+//! its paths of a group/version an extension serves give way to the extension's).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use rkube_apis::openapi::Documents;
+use rkube_apis::openapi::{Documents, GroupVersionDoc};
+use serde_json::{Map, Value};
 
+use crate::aggregator::openapi::ExtensionDocs;
+use crate::aggregator::Aggregator;
 use crate::registry::Registry;
 use crate::{negotiate, status};
 
-/// The documents of the newest resource table.
+/// The resource table's generation and the extensions' documents'.
+type Generations = (u64, u64);
+
+/// The documents of the newest resource table and extensions.
 pub struct OpenApi {
     registry: Arc<Registry>,
-    /// The documents and the table generation they were built from; none until first asked
-    /// (building them takes a while, and the server is ready before).
+    aggregator: Arc<Aggregator>,
+    /// The server's own documents and the table generation they were built from; none until
+    /// first asked (building them takes a while, and the server is ready before).
     built: tokio::sync::Mutex<Option<(u64, Arc<Documents>)>>,
+    /// Those merged with the extensions', and the (table, extensions) generations.
+    merged: tokio::sync::Mutex<Option<(Generations, Arc<Documents>)>>,
 }
 
 impl OpenApi {
-    pub fn new(registry: Arc<Registry>) -> OpenApi {
-        OpenApi { registry, built: tokio::sync::Mutex::new(None) }
+    pub fn new(registry: Arc<Registry>, aggregator: Arc<Aggregator>) -> OpenApi {
+        OpenApi {
+            registry,
+            aggregator,
+            built: tokio::sync::Mutex::new(None),
+            merged: tokio::sync::Mutex::new(None),
+        }
     }
 
-    /// The documents of the resources served now.
+    /// The documents served now: the server's own with the extensions'.
     pub async fn current(&self) -> Arc<Documents> {
-        let generation = *self.registry.table_changes().borrow();
+        let table = *self.registry.table_changes().borrow();
+        let (generation, extensions) = self.aggregator.openapi_documents();
+        let mut merged = self.merged.lock().await;
+        match &*merged {
+            Some((g, docs)) if *g == (table, generation) => return docs.clone(),
+            _ => {}
+        }
+        let own = self.own(table).await;
+        let docs = match extensions.is_empty() {
+            true => own,
+            false => Arc::new(
+                tokio::task::spawn_blocking(move || merge(&own, &extensions))
+                    .await
+                    .expect("merging the OpenAPI documents does not panic"),
+            ),
+        };
+        *merged = Some(((table, generation), docs.clone()));
+        docs
+    }
+
+    /// The documents of the resources this server serves itself, of table `generation`.
+    async fn own(&self, generation: u64) -> Arc<Documents> {
         // One build at a time: requests during a build wait for it rather than build again.
         let mut built = self.built.lock().await;
         match &*built {
@@ -49,6 +90,34 @@ impl OpenApi {
         *built = Some((generation, docs.clone()));
         docs
     }
+}
+
+/// `own` with the extensions' documents of (group, version).
+fn merge(own: &Documents, extensions: &[(String, String, Arc<ExtensionDocs>)]) -> Documents {
+    let mut v3: BTreeMap<String, GroupVersionDoc> = own.v3.clone();
+    let mut v2: Value = serde_json::from_slice(&own.v2).expect("the v2 document is JSON");
+    let remote_prefixes: Vec<String> =
+        extensions.iter().map(|(g, v, _)| format!("/apis/{g}/{v}/")).collect();
+    if let Some(paths) = v2["paths"].as_object_mut() {
+        paths.retain(|path, _| !remote_prefixes.iter().any(|p| path.starts_with(p.as_str())));
+    }
+    for (_, _, docs) in extensions {
+        if let Some(doc) = &docs.v3 {
+            v3.insert(doc.path.clone(), doc.clone());
+        }
+        let Some(theirs) = &docs.v2 else { continue };
+        for section in ["paths", "definitions", "parameters"] {
+            let Some(entries) = theirs[section].as_object() else { continue };
+            if !v2[section].is_object() {
+                v2[section] = Value::Object(Map::new());
+            }
+            let ours = v2[section].as_object_mut().expect("an object");
+            for (k, value) in entries {
+                ours.entry(k.clone()).or_insert_with(|| value.clone());
+            }
+        }
+    }
+    Documents::from_parts(v3, serde_json::to_vec(&v2).expect("serializable"))
 }
 
 /// The OpenAPI routes, for a router of any state.

@@ -128,7 +128,8 @@ fn client_ssl(tls: Tls<'_>, host: &str) -> Result<Ssl, openssl::error::ErrorStac
     config.into_ssl(host)
 }
 
-async fn handshake<S>(stream: S) -> Result<SendRequest<Body>, String>
+/// Starts an HTTP/1.1 client connection (able to switch protocols) on `stream`.
+pub(crate) async fn handshake<S>(stream: S) -> Result<SendRequest<Body>, String>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {

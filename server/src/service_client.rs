@@ -5,7 +5,8 @@
 //! A [`Destination`] is a `url` (`https://host[:port]/path`, host by DNS or an IP), or a
 //! Service reached as `https://<name>.<namespace>.svc:<port><path>`: each new connection
 //! picks one of the Service's endpoints as `services/proxy` does
-//! ([`crate::service_proxy::resolve`], upstream's endpoint resolver), and the TLS server is
+//! ([`crate::service_proxy::resolve`], upstream's endpoint resolver; an ExternalName
+//! Service is reached at its `externalName` host, as upstream's default resolver does), and the TLS server is
 //! verified against the configuration's CA bundle (the system's roots without one) under the
 //! name `<name>.<namespace>.svc`. Connections are kept and reused per configuration (one
 //! hyper pool per destination and CA bundle), over HTTP/2 when the server offers it by ALPN,
@@ -250,6 +251,29 @@ impl ServiceClient {
         client.request(request).await.map_err(|e| failed(cause_of(&e)))
     }
 
+    /// A new HTTP/1.1 connection to `config`'s destination, able to switch protocols: for a
+    /// connection upgrade through the aggregator. Dial errors as Go words them.
+    pub async fn connect_upgradable(
+        &self,
+        config: &ClientConfig,
+    ) -> Result<hyper::client::conn::http1::SendRequest<axum::body::Body>, ClientError> {
+        let failed = |cause: String| ClientError(format!("error dialing backend: {cause}"));
+        let target = Target {
+            destination: config.destination.clone(),
+            insecure: config.insecure_skip_tls_verify,
+            tls: tls(config, ALPN_HTTP1).map_err(failed)?,
+            registry: self.registry.clone(),
+        };
+        let uri: Uri =
+            config.base_url().parse().map_err(|e: http::uri::InvalidUri| failed(e.to_string()))?;
+        let conn =
+            match tokio::time::timeout(crate::proxy::DIAL_TIMEOUT, connect(&target, &uri)).await {
+                Ok(connected) => connected.map_err(|e| failed(e.0))?,
+                Err(_) => return Err(failed(format!("dial tcp {}: i/o timeout", authority(&uri)))),
+            };
+        crate::proxy::handshake(conn.io.into_inner()).await.map_err(failed)
+    }
+
     /// The pool of `config`, made on first use.
     fn pool(&self, config: &ClientConfig) -> Result<Pool, String> {
         let mut pools = self.pools.lock().unwrap_or_else(|e| e.into_inner());
@@ -260,7 +284,7 @@ impl ServiceClient {
             target: Arc::new(Target {
                 destination: config.destination.clone(),
                 insecure: config.insecure_skip_tls_verify,
-                tls: tls(config)?,
+                tls: tls(config, ALPN_H2_HTTP1)?,
                 registry: self.registry.clone(),
             }),
         };
@@ -273,9 +297,15 @@ impl ServiceClient {
     }
 }
 
+/// ALPN offering HTTP/2 and HTTP/1.1 (pools).
+const ALPN_H2_HTTP1: &[u8] = b"\x02h2\x08http/1.1";
+
+/// ALPN offering HTTP/1.1 only (upgrades exist only there).
+const ALPN_HTTP1: &[u8] = b"\x08http/1.1";
+
 /// The TLS client of one configuration (its CA bundle, client certificate, verification),
-/// offering HTTP/2 and HTTP/1.1.
-fn tls(config: &ClientConfig) -> Result<SslConnector, String> {
+/// offering the protocols of `alpn`.
+fn tls(config: &ClientConfig, alpn: &[u8]) -> Result<SslConnector, String> {
     let ca_bundle = &config.ca_bundle;
     let build = || -> Result<SslConnector, String> {
         let mut builder =
@@ -303,7 +333,7 @@ fn tls(config: &ClientConfig) -> Result<SslConnector, String> {
             true => SslVerifyMode::NONE,
             false => SslVerifyMode::PEER,
         });
-        builder.set_alpn_protos(b"\x02h2\x08http/1.1").map_err(|e| e.to_string())?;
+        builder.set_alpn_protos(alpn).map_err(|e| e.to_string())?;
         Ok(builder.build())
     };
     build()
@@ -368,6 +398,27 @@ fn host_of(uri: &Uri) -> &str {
     uri.host().unwrap_or("").trim_start_matches('[').trim_end_matches(']')
 }
 
+/// Where a Service's port is reached, as upstream's default service resolver
+/// (`ResolveCluster`) has it for an ExternalName Service: its `externalName` host and the
+/// port asked for; else one of its endpoints ([`crate::service_proxy::resolve`]).
+async fn resolve(
+    registry: &Registry,
+    namespace: &str,
+    name: &str,
+    port: u16,
+) -> Result<(String, u16), String> {
+    let info = rkube_apis::resources::Resources::builtin()
+        .get("", "v1", "services")
+        .expect("services are built in");
+    if let Ok(service) = registry.get(info, Some(namespace), name).await {
+        if service["spec"]["type"] == "ExternalName" {
+            let host = service["spec"]["externalName"].as_str().unwrap_or("");
+            return Ok((host.trim_end_matches('.').to_string(), port));
+        }
+    }
+    crate::service_proxy::resolve(registry, namespace, name, port).await
+}
+
 async fn connect(target: &Target, uri: &Uri) -> Result<Conn, ConnectError> {
     let host = host_of(uri);
     let (address, port) = match &target.destination {
@@ -377,9 +428,7 @@ async fn connect(target: &Target, uri: &Uri) -> Result<Conn, ConnectError> {
                 .registry
                 .upgrade()
                 .ok_or_else(|| ConnectError("the API server is shutting down".to_string()))?;
-            crate::service_proxy::resolve(&registry, namespace, name, *port)
-                .await
-                .map_err(ConnectError)?
+            resolve(&registry, namespace, name, *port).await.map_err(ConnectError)?
         }
     };
     let dialed = crate::proxy::join_host_port(&address, port);

@@ -2,28 +2,27 @@
 //! (its cluster-authentication-trust controller) so that extension API servers know whom to
 //! trust: `client-ca-file` (the CA of client certificates), and for requests this server
 //! proxies, `requestheader-client-ca-file` (the front-proxy CA), `requestheader-allowed-names`
-//! and the header names (`X-Remote-User`, `X-Remote-Group`, `X-Remote-Extra-`), lists as JSON
-//! arrays. Checked at every start, so a changed CA is published.
+//! and the header names (`X-Remote-User`, `X-Remote-Group`, `X-Remote-Extra-` by default),
+//! lists as JSON arrays: the `--requestheader-*` flags. Checked at every start, so a changed CA is published.
 
 use serde_json::{json, Value};
 
-use super::FrontProxy;
+use crate::authn::requestheader::RequestHeaderOptions;
 use crate::registry::{Registry, WriteOptions};
 
 pub const NAMESPACE: &str = "kube-system";
 pub const NAME: &str = "extension-apiserver-authentication";
 
-/// The ConfigMap's data.
-pub fn data(client_ca_pem: &[u8], front_proxy: Option<&FrontProxy>) -> Value {
+/// The ConfigMap's data: the cluster CA, and the `--requestheader-*` settings when set.
+pub fn data(client_ca_pem: &[u8], requestheader: Option<&RequestHeaderOptions>) -> Value {
     let mut data = json!({"client-ca-file": String::from_utf8_lossy(client_ca_pem)});
-    if let Some(front_proxy) = front_proxy {
-        let list = |v: &[&str]| serde_json::to_string(v).expect("strings");
-        let names: Vec<&str> = front_proxy.allowed_names.iter().map(String::as_str).collect();
-        data["requestheader-client-ca-file"] = json!(String::from_utf8_lossy(&front_proxy.ca_pem));
-        data["requestheader-allowed-names"] = json!(list(&names));
-        data["requestheader-username-headers"] = json!(list(&["X-Remote-User"]));
-        data["requestheader-group-headers"] = json!(list(&["X-Remote-Group"]));
-        data["requestheader-extra-headers-prefix"] = json!(list(&["X-Remote-Extra-"]));
+    if let Some(options) = requestheader {
+        let list = |v: &[String]| serde_json::to_string(v).expect("strings");
+        data["requestheader-client-ca-file"] = json!(String::from_utf8_lossy(&options.ca_pem));
+        data["requestheader-allowed-names"] = json!(list(&options.allowed_names));
+        data["requestheader-username-headers"] = json!(list(&options.username_headers));
+        data["requestheader-group-headers"] = json!(list(&options.group_headers));
+        data["requestheader-extra-headers-prefix"] = json!(list(&options.extra_headers_prefix));
     }
     data
 }

@@ -24,7 +24,7 @@ use rkube_apis::resources::{ResourceInfo, Resources};
 use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
 
-use super::{Aggregator, Remote};
+use super::{openapi, Aggregator, Remote};
 use crate::registry::{Filter, FilterView, Registry, WriteOptions};
 
 /// How long the discovery GET of one check may take (upstream's 5s).
@@ -141,12 +141,63 @@ async fn pass(aggregator: &Aggregator, objects: &[Value]) {
                     client,
                     available: status == "True",
                     resources,
+                    openapi: None,
                 },
             );
         }
         write_condition(&aggregator.registry, obj, &name, status, reason, &message).await;
     }
+    fetch_openapi(aggregator, &previous, &mut remotes).await;
+    let changed = |a: &BTreeMap<(String, String), Remote>, b: &BTreeMap<_, Remote>| {
+        a.len() != b.len()
+            || a.iter().zip(b.iter()).any(|((ka, ra), (kb, rb))| {
+                ka != kb
+                    || match (&ra.openapi, &rb.openapi) {
+                        (Some(x), Some(y)) => !x.same(y),
+                        (None, None) => false,
+                        _ => true,
+                    }
+            })
+    };
+    let with_docs = |m: &BTreeMap<(String, String), Remote>| -> BTreeMap<(String, String), Remote> {
+        m.iter().filter(|(_, r)| r.openapi.is_some()).map(|(k, r)| (k.clone(), r.clone())).collect()
+    };
+    let openapi_changed = changed(&with_docs(&previous), &with_docs(&remotes));
     *aggregator.remotes.write().unwrap_or_else(|e| e.into_inner()) = remotes;
+    if openapi_changed {
+        aggregator.openapi_generation.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}
+
+/// Gives each remote its OpenAPI documents: the last fetched, fetched again when it has
+/// just become available or they are older than [`openapi::REFRESH`].
+async fn fetch_openapi(
+    aggregator: &Aggregator,
+    previous: &BTreeMap<(String, String), Remote>,
+    remotes: &mut BTreeMap<(String, String), Remote>,
+) {
+    let fetches = remotes.iter_mut().map(|(key, remote)| async move {
+        let before = previous.get(key).filter(|p| p.name == remote.name);
+        let kept = before.and_then(|p| p.openapi.clone());
+        let stale = match (before, &kept) {
+            (Some(p), Some(docs)) => !p.available || docs.fetched.elapsed() >= openapi::REFRESH,
+            _ => true,
+        };
+        remote.openapi = kept.clone();
+        if !remote.available || !stale {
+            return;
+        }
+        let fresh =
+            openapi::fetch(aggregator, &remote.client, &remote.group, &remote.version).await;
+        remote.openapi = match kept {
+            // Kept when the fetch gets nothing (tried again at the next check).
+            Some(kept) if fresh.is_empty() && !kept.is_empty() => Some(kept),
+            // Else the fresh ones, empty too: an extension without OpenAPI is asked again
+            // only after the refresh period.
+            _ => Some(fresh),
+        };
+    });
+    futures::future::join_all(fetches).await;
 }
 
 /// Upstream's checks of one APIService with a service: its discovery document when all

@@ -6,6 +6,7 @@
 //! |---|---|
 //! | [`availability`] | the controller that checks each APIService (Service, endpoints, a discovery GET) and writes its `Available` condition; it also keeps the [`Aggregator`]'s table of what is served where, and each extension's discovery document |
 //! | [`proxy`] | a request under `/apis/<group>/<version>` sent on to the extension server, as the authenticated user (`X-Remote-User`, `X-Remote-Group`, `X-Remote-Extra-*`) with the front-proxy client certificate |
+//! | [`openapi`] | the extension servers' OpenAPI documents (v2, and v3 of the APIService's group/version), fetched when they become available, merged into the server's by [`crate::openapi`] |
 //! | [`autoregister`] | the Local APIServices of this server's own group/versions (`v1.`, `v1.apps`, ...), made at start |
 //! | [`authentication_info`] | the `kube-system/extension-apiserver-authentication` ConfigMap extension servers read to trust that certificate and those headers |
 //!
@@ -18,9 +19,11 @@
 pub mod authentication_info;
 pub mod autoregister;
 pub mod availability;
+pub mod openapi;
 pub mod proxy;
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
@@ -29,15 +32,11 @@ use crate::registry::Registry;
 use crate::service_client::{ClientCert, ClientConfig, Destination, ServiceClient};
 
 /// How this server proves itself to extension servers: the front-proxy client certificate
-/// and the CA that signed it (published for them in [`authentication_info`]).
+/// (`--proxy-client-cert-file`, `--proxy-client-key-file`), which they verify against the
+/// requestheader CA published in [`authentication_info`].
 #[derive(Clone, Debug)]
 pub struct FrontProxy {
     pub client: ClientCert,
-    /// The front-proxy CA (`requestheader-client-ca-file`).
-    pub ca_pem: Vec<u8>,
-    /// The names extension servers accept the headers from (`requestheader-allowed-names`):
-    /// the client certificate's common name.
-    pub allowed_names: Vec<String>,
 }
 
 /// One group/version an APIService hands to a Service, as the availability controller last
@@ -56,6 +55,8 @@ pub struct Remote {
     pub available: bool,
     /// Its `/apis/<group>/<version>` (APIResourceList) from the last check that got one.
     pub resources: Option<Value>,
+    /// Its OpenAPI documents as last fetched.
+    pub openapi: Option<Arc<openapi::ExtensionDocs>>,
 }
 
 /// The aggregator: what is proxied where, shared by the router, discovery and the
@@ -66,6 +67,8 @@ pub struct Aggregator {
     front_proxy: Option<FrontProxy>,
     /// By (group, version).
     remotes: RwLock<BTreeMap<(String, String), Remote>>,
+    /// Counts changes of the extensions' OpenAPI documents (one added, changed or gone).
+    openapi_generation: AtomicU64,
 }
 
 impl Aggregator {
@@ -74,7 +77,13 @@ impl Aggregator {
         client: Arc<ServiceClient>,
         front_proxy: Option<FrontProxy>,
     ) -> Arc<Aggregator> {
-        Arc::new(Aggregator { registry, client, front_proxy, remotes: RwLock::default() })
+        Arc::new(Aggregator {
+            registry,
+            client,
+            front_proxy,
+            remotes: RwLock::default(),
+            openapi_generation: AtomicU64::new(0),
+        })
     }
 
     /// The remote group/version that serves `path` (`/apis/<group>/<version>[/...]`), if
@@ -114,6 +123,21 @@ impl Aggregator {
             grouped.extend(all.iter().filter(|r| r.group == g).cloned());
         }
         grouped
+    }
+
+    /// The extensions' OpenAPI documents, by group/version, and the generation they are of
+    /// (0 before any was fetched).
+    pub fn openapi_documents(&self) -> (u64, Vec<(String, String, Arc<openapi::ExtensionDocs>)>) {
+        let remotes = self.remotes.read().unwrap_or_else(|e| e.into_inner());
+        let generation = self.openapi_generation.load(Ordering::Acquire);
+        let docs = remotes
+            .values()
+            .filter_map(|r| {
+                let docs = r.openapi.clone().filter(|d| !d.is_empty())?;
+                Some((r.group.clone(), r.version.clone(), docs))
+            })
+            .collect();
+        (generation, docs)
     }
 
     /// The connection settings of an APIService's `spec`, with the front-proxy certificate.

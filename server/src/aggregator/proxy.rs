@@ -8,7 +8,10 @@
 //! client certificate (and `X-Remote-Uid` when the user has one; the client's address is
 //! appended to `X-Forwarded-For`). What the caller sent as credentials or as those headers is removed
 //! first (`Authorization`, `Impersonate-*`, `X-Remote-*`), as are hop-by-hop headers.
-//! Errors are upstream's: 503 `service unavailable` while the APIService is not available,
+//! A connection upgrade (`Connection: Upgrade`: the WebSocket or SPDY of exec-style
+//! subresources) goes to the extension server on a new HTTP/1.1 connection and, when it
+//! switches protocols, the two connections are spliced both ways ([`crate::proxy`], as
+//! upstream's UpgradeAwareHandler). Errors are upstream's: 503 `service unavailable` while the APIService is not available,
 //! 503 with the dial error when the server cannot be reached, 500 when no front-proxy
 //! certificate is configured. They are plain text, as upstream writes them (clients report
 //! "the server is currently unable to handle the request").
@@ -20,6 +23,7 @@ use percent_encoding::{utf8_percent_encode, AsciiSet, NON_ALPHANUMERIC};
 
 use super::{Aggregator, Remote};
 use crate::auth::UserInfo;
+use crate::service_client::Destination;
 
 /// What an extra key keeps unescaped in a header name (upstream escapes as url.PathEscape).
 const EXTRA_KEY: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
@@ -54,6 +58,14 @@ pub async fn serve(
         );
     }
     let (mut parts, body) = request.into_parts();
+    // A connection upgrade (exec-style subresources: WebSocket, SPDY) goes on a connection
+    // of its own, as upstream's UpgradeAwareHandler does.
+    let upgrade = match crate::proxy::is_upgrade_request(&parts.headers) {
+        true => parts.extensions.remove::<hyper::upgrade::OnUpgrade>(),
+        false => None,
+    };
+    let protocols: Vec<HeaderValue> =
+        parts.headers.get_all(http::header::UPGRADE).iter().cloned().collect();
     scrub(&mut parts.headers);
     set_user(&mut parts.headers, user);
     // As Go's reverse proxy: the client's address appended to `X-Forwarded-For`.
@@ -65,6 +77,14 @@ pub async fn serve(
         if let Ok(v) = HeaderValue::from_str(&forwarded) {
             parts.headers.insert("x-forwarded-for", v);
         }
+    }
+    if let Some(client) = upgrade {
+        parts.headers.insert(http::header::CONNECTION, HeaderValue::from_static("Upgrade"));
+        for protocol in protocols {
+            parts.headers.append(http::header::UPGRADE, protocol);
+        }
+        return upgrade_through(aggregator, remote, client, http::Request::from_parts(parts, body))
+            .await;
     }
     let request = http::Request::from_parts(parts, body);
     match aggregator.client.forward(&remote.client, request).await {
@@ -78,6 +98,45 @@ pub async fn serve(
         Err(e) => {
             tracing::info!(apiservice = remote.name, error = %e, "error while proxying request");
             error(StatusCode::SERVICE_UNAVAILABLE, &e.0)
+        }
+    }
+}
+
+/// An upgrading request sent on a new HTTP/1.1 connection to the extension server: when it
+/// switches protocols the client gets its `101` and the two connections are spliced; any
+/// other answer reaches the client as it is.
+async fn upgrade_through(
+    aggregator: &Aggregator,
+    remote: &Remote,
+    client: hyper::upgrade::OnUpgrade,
+    mut request: http::Request<Body>,
+) -> Response {
+    let sender = match aggregator.client.connect_upgradable(&remote.client).await {
+        Ok(sender) => sender,
+        Err(e) => {
+            tracing::info!(apiservice = remote.name, error = %e, "error while proxying an upgrade");
+            return error(StatusCode::SERVICE_UNAVAILABLE, &e.0);
+        }
+    };
+    let path = request.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
+    match path.parse() {
+        Ok(uri) => *request.uri_mut() = uri,
+        Err(_) => return error(StatusCode::BAD_REQUEST, "invalid request path"),
+    }
+    *request.version_mut() = http::Version::HTTP_11;
+    if let Destination::Service { namespace, name, port, .. } = &remote.client.destination {
+        if let Ok(host) = HeaderValue::from_str(&format!("{name}.{namespace}.svc:{port}")) {
+            request.headers_mut().insert(http::header::HOST, host);
+        }
+    }
+    match crate::proxy::send(sender, request).await {
+        Ok(answer) if answer.status() == StatusCode::SWITCHING_PROTOCOLS => {
+            crate::proxy::switch_protocols(client, answer)
+        }
+        Ok(answer) => crate::proxy::passthrough(answer),
+        Err(e) => {
+            tracing::info!(apiservice = remote.name, error = %e, "error while proxying an upgrade");
+            error(StatusCode::SERVICE_UNAVAILABLE, &format!("error sending request: {e}"))
         }
     }
 }

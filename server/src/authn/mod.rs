@@ -11,7 +11,9 @@
 //!
 //! Besides service-account tokens the layer accepts `--token-auth-file` tokens
 //! ([`token_file`]) and bootstrap tokens ([`bootstrap`]), and refuses requests without
-//! credentials when `--anonymous-auth=false` ([`AuthenticationOptions`]). After it,
+//! credentials when `--anonymous-auth=false` ([`AuthenticationOptions`]). Before all of
+//! them, on the listener, a front proxy's certificate makes the user the one its headers
+//! name ([`requestheader`]). After it,
 //! [`impersonation`] swaps in an impersonated user; [`oidc_discovery`] serves the issuer's
 //! discovery documents.
 
@@ -20,6 +22,7 @@ pub mod impersonation;
 pub mod jwt;
 pub mod legacy;
 pub mod oidc_discovery;
+pub mod requestheader;
 pub mod token_cache;
 pub mod token_file;
 pub mod token_request;
