@@ -303,6 +303,7 @@ impl Server {
                     acceptor.clone(),
                     config.limits.connection,
                     layered(grpc_routes),
+                    requestheader.clone(),
                 ));
                 tracing::info!(%grpc_addr, "gRPC API listening");
                 Some((grpc_addr, task))
