@@ -19,6 +19,7 @@ pub mod dns;
 pub mod extension_server;
 pub mod h2;
 pub mod identity;
+pub mod load;
 pub mod node;
 pub mod report;
 pub mod streaming;

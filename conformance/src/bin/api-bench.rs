@@ -55,6 +55,7 @@ use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
 use kube::Client;
 use rkube_conformance::cluster::RkubeServer;
 use rkube_conformance::h2::H2Client;
+use rkube_conformance::load::{Cpu, Run};
 use rkube_conformance::report::{self, cpu_time, rss, Rss, Table};
 use rkube_store::testing::EtcdServer;
 use rkube_store::{SqliteOptions, SqliteStore, Store};
@@ -84,140 +85,13 @@ struct Config {
     rss_objects: usize,
 }
 
-/// Latencies of one concurrent phase.
-struct Run {
-    /// Sorted.
-    latencies: Vec<Duration>,
-    elapsed: Duration,
-}
-
-impl Run {
-    fn ops_per_sec(&self) -> f64 {
-        self.latencies.len() as f64 / self.elapsed.as_secs_f64()
-    }
-    fn p50(&self) -> Duration {
-        report::percentile(&self.latencies, 50.0)
-    }
-    fn p99(&self) -> Duration {
-        report::percentile(&self.latencies, 99.0)
-    }
-    fn summary(&self) -> String {
-        format!(
-            "{:.0}/s ({} in {:.1} s), p50 {}, p99 {}",
-            self.ops_per_sec(),
-            self.latencies.len(),
-            self.elapsed.as_secs_f64(),
-            report::ms(self.p50()),
-            report::ms(self.p99())
-        )
-    }
-}
-
-/// Runs `op(0)`, `op(1)`, ... from [`CONCURRENCY`] tasks until `count` have started or
-/// `duration` has passed, keeping every latency. The first error stops every task.
-async fn run<F, Fut>(count: usize, duration: Duration, op: F) -> Result<Run>
-where
-    F: Fn(usize) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<()>> + Send + 'static,
-{
-    let op = Arc::new(op);
-    let next = Arc::new(AtomicUsize::new(0));
-    let stop = Arc::new(AtomicBool::new(false));
-    let started = Instant::now();
-    let end = started + duration;
-    let mut tasks = Vec::new();
-    for _ in 0..CONCURRENCY {
-        let (op, next, stop) = (op.clone(), next.clone(), stop.clone());
-        tasks.push(tokio::spawn(async move {
-            let mut latencies = Vec::new();
-            while !stop.load(Ordering::Relaxed) {
-                let now = Instant::now();
-                if now >= end {
-                    break;
-                }
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= count {
-                    break;
-                }
-                if let Err(e) = op(i).await {
-                    stop.store(true, Ordering::Relaxed);
-                    return Err(e.context(format!("operation {i}")));
-                }
-                latencies.push(now.elapsed());
-            }
-            anyhow::Ok(latencies)
-        }));
-    }
-    let mut latencies = Vec::new();
-    let mut first_error = None;
-    for task in tasks {
-        match task.await? {
-            Ok(l) => latencies.extend(l),
-            Err(e) => {
-                first_error.get_or_insert(e);
-            }
-        }
-    }
-    if let Some(e) = first_error {
-        return Err(e);
-    }
-    let elapsed = started.elapsed();
-    latencies.sort();
-    Ok(Run { latencies, elapsed })
-}
-
-/// CPU the server and this benchmark used during one phase.
-#[derive(Clone, Copy, Default)]
-struct Cpu {
-    server: Duration,
-    client: Duration,
-    wall: Duration,
-}
-
-impl Cpu {
-    /// Runs `phase`, measuring the CPU of process `server` (none when `None`) and of this one.
-    async fn measure<T>(
-        server: Option<u32>,
-        phase: impl Future<Output = Result<T>>,
-    ) -> Result<(T, Cpu)> {
-        let server_cpu = || server.map_or(Ok(Duration::ZERO), |pid| cpu_time(&pid.to_string()));
-        let (server_before, client_before, started) =
-            (server_cpu()?, cpu_time("self")?, Instant::now());
-        let value = phase.await?;
-        let cpu = Cpu {
-            server: server_cpu()?.saturating_sub(server_before),
-            client: cpu_time("self")?.saturating_sub(client_before),
-            wall: started.elapsed(),
-        };
-        Ok((value, cpu))
-    }
-
-    fn cores(d: Duration, wall: Duration) -> f64 {
-        d.as_secs_f64() / wall.as_secs_f64()
-    }
-
-    fn summary(&self) -> String {
-        format!(
-            "{:.2} / {:.2}",
-            Self::cores(self.server, self.wall),
-            Self::cores(self.client, self.wall)
-        )
-    }
-
-    /// Microseconds of CPU per operation, server and client.
-    fn per_op(&self, ops: usize) -> (f64, f64) {
-        let per = |d: Duration| d.as_secs_f64() * 1e6 / ops.max(1) as f64;
-        (per(self.server), per(self.client))
-    }
-}
-
 /// Creates exactly `count` objects with `op`, failing after [`FILL_TIMEOUT`].
 async fn fill<F, Fut>(what: &str, count: usize, op: F) -> Result<Run>
 where
     F: Fn(usize) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<()>> + Send + 'static,
 {
-    let r = run(count, FILL_TIMEOUT, op).await.with_context(|| format!("creating {what}"))?;
+    let r = rkube_conformance::load::run(CONCURRENCY, count, FILL_TIMEOUT, op).await.with_context(|| format!("creating {what}"))?;
     if r.latencies.len() != count {
         bail!(
             "created only {} of {count} {what} within {} s",
@@ -286,7 +160,7 @@ async fn bench_configmap_creates(
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
     // Open the 64 connections (TLS handshakes) before measuring.
     let warm = api.clone();
-    run(CONCURRENCY * 4, Duration::from_secs(30), move |i| {
+    rkube_conformance::load::run(CONCURRENCY, CONCURRENCY * 4, Duration::from_secs(30), move |i| {
         let api = warm.clone();
         async move {
             api.create(&PostParams::default(), &padded_configmap(format!("warm-{i}"), CREATE_DATA))
@@ -299,7 +173,7 @@ async fn bench_configmap_creates(
     let timed = api.clone();
     let (r, cpu) = Cpu::measure(
         Some(server),
-        run(MAX_TIMED_OPS, duration, move |i| {
+        rkube_conformance::load::run(CONCURRENCY, MAX_TIMED_OPS, duration, move |i| {
             let api = timed.clone();
             async move {
                 api.create(
@@ -346,12 +220,12 @@ async fn bench_configmap_creates_h2(
         }
     };
     let warm = op.clone();
-    run(CONCURRENCY * 4, Duration::from_secs(30), move |i| warm(format!("warm-{i}")))
+    rkube_conformance::load::run(CONCURRENCY, CONCURRENCY * 4, Duration::from_secs(30), move |i| warm(format!("warm-{i}")))
         .await
         .context("warming up")?;
     Cpu::measure(
         Some(server.pid()),
-        run(MAX_TIMED_OPS, duration, move |i| op(format!("cm-{i:07}"))),
+        rkube_conformance::load::run(CONCURRENCY, MAX_TIMED_OPS, duration, move |i| op(format!("cm-{i:07}"))),
     )
     .await
     .context("ConfigMap creates over HTTP/2")
@@ -363,7 +237,7 @@ async fn bench_pod_creates(client: &Client, server: u32, duration: Duration) -> 
     let api: Api<Pod> = Api::namespaced(client.clone(), ns);
     Cpu::measure(
         Some(server),
-        run(MAX_TIMED_OPS, duration, move |i| {
+        rkube_conformance::load::run(CONCURRENCY, MAX_TIMED_OPS, duration, move |i| {
             let api = api.clone();
             async move {
                 api.create(&PostParams::default(), &pod(format!("pod-{i:07}"))).await?;
@@ -383,7 +257,7 @@ async fn bench_raw_store(value_size: usize, duration: Duration) -> Result<(Run, 
     let s = store.clone();
     let r = Cpu::measure(
         None,
-        run(MAX_TIMED_OPS, duration, move |i| {
+        rkube_conformance::load::run(CONCURRENCY, MAX_TIMED_OPS, duration, move |i| {
             let (store, value) = (s.clone(), value.clone());
             async move {
                 store.create(&format!("/registry/configmaps/bench/cm-{i:07}"), value).await?;
@@ -404,7 +278,7 @@ async fn bench_raw_etcd(url: &str, value_size: usize, duration: Duration) -> Res
     let value = Bytes::from(vec![b'v'; value_size]);
     Cpu::measure(
         None,
-        run(MAX_TIMED_OPS, duration, move |i| {
+        rkube_conformance::load::run(CONCURRENCY, MAX_TIMED_OPS, duration, move |i| {
             let (mut kv, value) = (client.kv_client(), value.clone());
             async move {
                 let key = format!("/raw-bench/configmaps/bench/cm-{i:07}");
@@ -713,7 +587,7 @@ async fn creates_costed(
 async fn creates(client: &Client, ns: &str, prefix: &str, duration: Duration) -> Result<Run> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
     let prefix = prefix.to_string();
-    run(MAX_TIMED_OPS, duration, move |i| {
+    rkube_conformance::load::run(CONCURRENCY, MAX_TIMED_OPS, duration, move |i| {
         let api = api.clone();
         let name = format!("{prefix}-{i:07}");
         async move {
@@ -902,7 +776,7 @@ async fn gadget_creates(
     let ar = gadgets();
     let api: Api<kube::api::DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);
     let prefix = prefix.to_string();
-    run(MAX_TIMED_OPS, duration, move |i| {
+    rkube_conformance::load::run(CONCURRENCY, MAX_TIMED_OPS, duration, move |i| {
         let api = api.clone();
         let mut gadget = kube::api::DynamicObject::new(&format!("{prefix}-{i:07}"), &ar);
         gadget.data = serde_json::json!({"spec": {"data": {"value": "x".repeat(CREATE_DATA)}}});
