@@ -137,4 +137,3 @@ impl Cpu {
         (per(self.server), per(self.client))
     }
 }
-

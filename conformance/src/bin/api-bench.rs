@@ -41,7 +41,6 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -56,7 +55,7 @@ use kube::Client;
 use rkube_conformance::cluster::RkubeServer;
 use rkube_conformance::h2::H2Client;
 use rkube_conformance::load::{Cpu, Run};
-use rkube_conformance::report::{self, cpu_time, rss, Rss, Table};
+use rkube_conformance::report::{self, rss, Rss, Table};
 use rkube_store::testing::EtcdServer;
 use rkube_store::{SqliteOptions, SqliteStore, Store};
 
@@ -91,7 +90,9 @@ where
     F: Fn(usize) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<()>> + Send + 'static,
 {
-    let r = rkube_conformance::load::run(CONCURRENCY, count, FILL_TIMEOUT, op).await.with_context(|| format!("creating {what}"))?;
+    let r = rkube_conformance::load::run(CONCURRENCY, count, FILL_TIMEOUT, op)
+        .await
+        .with_context(|| format!("creating {what}"))?;
     if r.latencies.len() != count {
         bail!(
             "created only {} of {count} {what} within {} s",
@@ -220,12 +221,16 @@ async fn bench_configmap_creates_h2(
         }
     };
     let warm = op.clone();
-    rkube_conformance::load::run(CONCURRENCY, CONCURRENCY * 4, Duration::from_secs(30), move |i| warm(format!("warm-{i}")))
-        .await
-        .context("warming up")?;
+    rkube_conformance::load::run(CONCURRENCY, CONCURRENCY * 4, Duration::from_secs(30), move |i| {
+        warm(format!("warm-{i}"))
+    })
+    .await
+    .context("warming up")?;
     Cpu::measure(
         Some(server.pid()),
-        rkube_conformance::load::run(CONCURRENCY, MAX_TIMED_OPS, duration, move |i| op(format!("cm-{i:07}"))),
+        rkube_conformance::load::run(CONCURRENCY, MAX_TIMED_OPS, duration, move |i| {
+            op(format!("cm-{i:07}"))
+        }),
     )
     .await
     .context("ConfigMap creates over HTTP/2")

@@ -283,10 +283,8 @@ async fn watch_delivery(
                 }
                 let client = channels.last().expect("a channel").clone();
                 tasks.push(tokio::spawn(async move {
-                    let request = WatchRequest {
-                        r#ref: Some(configmaps_in(&ns)),
-                        ..Default::default()
-                    };
+                    let request =
+                        WatchRequest { r#ref: Some(configmaps_in(&ns)), ..Default::default() };
                     let mut stream = client.api().watch(request).await?.into_inner();
                     ready.send(()).await.ok();
                     let mut seen = 0;
@@ -385,7 +383,7 @@ async fn bench(quick: bool) -> Result<Figures> {
         })
         .await?;
     }
-    let mut creates: Vec<(Mode, CreateFigures)> =
+    let mut by_mode: Vec<(Mode, CreateFigures)> =
         Mode::ALL.iter().map(|m| (*m, CreateFigures::default())).collect();
     for turn in 0..turns {
         // Each mode first in one turn and last in another.
@@ -397,7 +395,7 @@ async fn bench(quick: bool) -> Result<Figures> {
             let prefix = format!("t{turn}-{}", mode as u8);
             let run = creates(mode, server.pid(), &rest, &grpc, ns, &prefix, turn_duration).await?;
             eprintln!("turn {} {}: {}", turn + 1, mode.label(), run.0.summary());
-            creates.iter_mut().find(|(m, _)| *m == mode).expect("mode").1.add(run);
+            by_mode.iter_mut().find(|(m, _)| *m == mode).expect("mode").1.add(run);
         }
     }
 
@@ -428,7 +426,7 @@ async fn bench(quick: bool) -> Result<Figures> {
         watch_delivery(Some(&config), &kube, "bench-grpc-watch", watchers, events).await?;
     let rest_watch = watch_delivery(None, &kube, "bench-rest-watch", watchers, events).await?;
     Ok(Figures {
-        creates,
+        creates: by_mode,
         turns,
         turn_duration,
         wire,
@@ -441,7 +439,8 @@ async fn bench(quick: bool) -> Result<Figures> {
 }
 
 fn render(f: &Figures, quick: bool) -> String {
-    let mut table = Table::new(&["creates", "rate", "p50", "p99", "server CPU per create", "turns"]);
+    let mut table =
+        Table::new(&["creates", "rate", "p50", "p99", "server CPU per create", "turns"]);
     for (mode, c) in &f.creates {
         table.row(vec![
             mode.label().to_string(),
