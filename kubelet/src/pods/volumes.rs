@@ -321,7 +321,10 @@ pub async fn prepare(
         let path = if let Some(empty) = &volume.empty_dir {
             read_only = false;
             let dir = if empty.medium.as_deref() == Some("Memory") {
+                // Only root enters it, whatever an older kubelet left.
                 make_dir(Path::new(MEMORY_ROOT), 0o700).map_err(io)?;
+                let private = std::os::unix::fs::PermissionsExt::from_mode(0o700);
+                std::fs::set_permissions(MEMORY_ROOT, private).map_err(io)?;
                 Path::new(MEMORY_ROOT).join(uid).join(&volume.name)
             } else {
                 dir
