@@ -4,193 +4,112 @@
 
 use std::time::Duration;
 
-use rkube_conformance::node::{ensure_busybox_variant, NodeServer};
+use rkube_conformance::node::{ensure_busybox_variant, NodeServer, BUSYBOX};
 
 /// An image with both an ENTRYPOINT and a CMD, as upstream's entrypoint-tester.
 const ENTRYPOINT_IMAGE: &str = "rkube-test-entrypoint:1";
 
-const MANIFEST: &str = r#"
-apiVersion: v1
-kind: ConfigMap
-metadata: {name: env-cm}
-data: {data-1: value-1, data-2: value-2}
----
-apiVersion: v1
-kind: Secret
-metadata: {name: env-secret}
-stringData: {secret-1: s1}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: sysctls}
-spec:
-  restartPolicy: Never
-  securityContext:
-    sysctls: [{name: kernel.shm_rmid_forced, value: "1"}]
-  containers:
-  - {name: c, image: "busybox:1.36", imagePullPolicy: IfNotPresent, command: ["sysctl", "kernel.shm_rmid_forced"]}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: fallback-failing}
-spec:
-  restartPolicy: Never
-  containers:
-  - {name: c, image: "busybox:1.36", imagePullPolicy: IfNotPresent, terminationMessagePolicy: FallbackToLogsOnError, command: ["sh", "-c", "echo -n DONE; false"]}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: fallback-succeeding}
-spec:
-  restartPolicy: Never
-  containers:
-  - {name: c, image: "busybox:1.36", imagePullPolicy: IfNotPresent, terminationMessagePolicy: FallbackToLogsOnError, command: ["sh", "-c", "echo -n OK"]}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: no-escalation}
-spec:
-  restartPolicy: Never
-  containers:
-  - name: c
-    image: "busybox:1.36"
-    imagePullPolicy: IfNotPresent
-    securityContext: {runAsUser: 1000, allowPrivilegeEscalation: false}
-    command: ["grep", "NoNewPrivs", "/proc/self/status"]
----
-apiVersion: v1
-kind: Pod
-metadata: {name: escalation-allowed}
-spec:
-  restartPolicy: Never
-  containers:
-  - name: c
-    image: "busybox:1.36"
-    imagePullPolicy: IfNotPresent
-    securityContext: {runAsUser: 1000, allowPrivilegeEscalation: true}
-    command: ["grep", "NoNewPrivs", "/proc/self/status"]
----
-apiVersion: v1
-kind: Pod
-metadata: {name: run-as-nobody}
-spec:
-  restartPolicy: Never
-  containers:
-  - {name: c, image: "busybox:1.36", imagePullPolicy: IfNotPresent, securityContext: {runAsUser: 65534}, command: ["id", "-u"]}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: run-as-group}
-spec:
-  restartPolicy: Never
-  containers:
-  - name: c
-    image: "busybox:1.36"
-    imagePullPolicy: IfNotPresent
-    securityContext: {runAsUser: 1001, runAsGroup: 2002}
-    command: ["sh", "-c", "id -u; id -G"]
----
-apiVersion: v1
-kind: Pod
-metadata: {name: run-as-group-pod-level}
-spec:
-  restartPolicy: Never
-  securityContext: {runAsUser: 1001, runAsGroup: 2002}
-  containers:
-  - {name: c, image: "busybox:1.36", imagePullPolicy: IfNotPresent, command: ["sh", "-c", "id -u; id -G"]}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: read-only-root}
-spec:
-  restartPolicy: Never
-  containers:
-  - name: c
-    image: "busybox:1.36"
-    imagePullPolicy: IfNotPresent
-    securityContext: {readOnlyRootFilesystem: true}
-    command: ["sh", "-c", "echo test > /file"]
----
-apiVersion: v1
-kind: Pod
-metadata: {name: writable-root}
-spec:
-  restartPolicy: Never
-  containers:
-  - name: c
-    image: "busybox:1.36"
-    imagePullPolicy: IfNotPresent
-    securityContext: {readOnlyRootFilesystem: false}
-    command: ["sh", "-c", "touch /checkfile && echo written"]
----
-apiVersion: v1
-kind: Pod
-metadata: {name: unprivileged}
-spec:
-  restartPolicy: Never
-  containers:
-  - name: c
-    image: "busybox:1.36"
-    imagePullPolicy: IfNotPresent
-    securityContext: {privileged: false}
-    command: ["sh", "-c", "ip link add dummy0 type dummy 2>&1 || true"]
----
-apiVersion: v1
-kind: Pod
-metadata: {name: env-from}
-spec:
-  restartPolicy: Never
-  containers:
-  - name: c
-    image: "busybox:1.36"
-    imagePullPolicy: IfNotPresent
-    envFrom:
-    - configMapRef: {name: env-cm}
-    - {prefix: p-, configMapRef: {name: env-cm}}
-    - secretRef: {name: env-secret}
-    # Not through sh: Debian's busybox sh drops variables whose names are not identifiers.
-    command: ["env"]
----
-apiVersion: v1
-kind: Pod
-metadata: {name: image-defaults}
-spec:
-  restartPolicy: Never
-  containers:
-  - {name: c, image: "rkube-test-entrypoint:1", imagePullPolicy: IfNotPresent}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: args-only}
-spec:
-  restartPolicy: Never
-  containers:
-  - {name: c, image: "rkube-test-entrypoint:1", imagePullPolicy: IfNotPresent, args: [override, arguments]}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: command-only}
-spec:
-  restartPolicy: Never
-  containers:
-  - {name: c, image: "rkube-test-entrypoint:1", imagePullPolicy: IfNotPresent, command: ["/bin/echo", "from", "command"]}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: command-and-args}
-spec:
-  restartPolicy: Never
-  containers:
-  - {name: c, image: "rkube-test-entrypoint:1", imagePullPolicy: IfNotPresent, command: ["/bin/echo"], args: [override, arguments]}
----
-apiVersion: v1
-kind: Pod
-metadata: {name: deadline}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - {name: c, image: "busybox:1.36", imagePullPolicy: IfNotPresent, command: ["sleep", "3600"]}
-"#;
+/// The objects the pods read, the pods that run to their end, and one that keeps running.
+fn manifest() -> String {
+    let mut manifest = String::from(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: env-cm}\n\
+         data: {data-1: value-1, data-2: value-2}\n---\n\
+         apiVersion: v1\nkind: Secret\nmetadata: {name: env-secret}\nstringData: {secret-1: s1}\n",
+    );
+    // (name, pod fields, container fields) of busybox pods that run to their end.
+    let pods: [(&str, &str, &str); 12] = [
+        (
+            "sysctls",
+            r#"securityContext: {sysctls: [{name: kernel.shm_rmid_forced, value: "1"}]}"#,
+            r#"command: ["sysctl", "kernel.shm_rmid_forced"]"#,
+        ),
+        (
+            "fallback-failing",
+            "",
+            r#"terminationMessagePolicy: FallbackToLogsOnError, command: ["sh", "-c", "echo -n DONE; false"]"#,
+        ),
+        (
+            "fallback-succeeding",
+            "",
+            r#"terminationMessagePolicy: FallbackToLogsOnError, command: ["sh", "-c", "echo -n OK"]"#,
+        ),
+        (
+            "no-escalation",
+            "",
+            r#"securityContext: {runAsUser: 1000, allowPrivilegeEscalation: false}, command: ["grep", "NoNewPrivs", "/proc/self/status"]"#,
+        ),
+        (
+            "escalation-allowed",
+            "",
+            r#"securityContext: {runAsUser: 1000, allowPrivilegeEscalation: true}, command: ["grep", "NoNewPrivs", "/proc/self/status"]"#,
+        ),
+        ("run-as-nobody", "", r#"securityContext: {runAsUser: 65534}, command: ["id", "-u"]"#),
+        (
+            "run-as-group",
+            "",
+            r#"securityContext: {runAsUser: 1001, runAsGroup: 2002}, command: ["sh", "-c", "id -u; id -G"]"#,
+        ),
+        (
+            "run-as-group-pod-level",
+            "securityContext: {runAsUser: 1001, runAsGroup: 2002}",
+            r#"command: ["sh", "-c", "id -u; id -G"]"#,
+        ),
+        (
+            "read-only-root",
+            "",
+            r#"securityContext: {readOnlyRootFilesystem: true}, command: ["sh", "-c", "echo test > /file"]"#,
+        ),
+        (
+            "writable-root",
+            "",
+            r#"securityContext: {readOnlyRootFilesystem: false}, command: ["sh", "-c", "touch /checkfile && echo written"]"#,
+        ),
+        (
+            "unprivileged",
+            "",
+            r#"securityContext: {privileged: false}, command: ["sh", "-c", "ip link add dummy0 type dummy 2>&1 || true"]"#,
+        ),
+        (
+            "env-from",
+            "",
+            // Not through sh: Debian's busybox sh drops variables whose names are not
+            // identifiers.
+            r#"envFrom: [{configMapRef: {name: env-cm}}, {prefix: p-, configMapRef: {name: env-cm}}, {secretRef: {name: env-secret}}], command: ["env"]"#,
+        ),
+    ];
+    for (name, pod, container) in pods {
+        manifest.push_str(&pod_yaml(name, pod, "Never", BUSYBOX, container));
+    }
+    // command and args over the image's ENTRYPOINT and CMD.
+    for (name, container) in [
+        ("image-defaults", ""),
+        ("args-only", "args: [override, arguments]"),
+        ("command-only", r#"command: ["/bin/echo", "from", "command"]"#),
+        ("command-and-args", r#"command: ["/bin/echo"], args: [override, arguments]"#),
+    ] {
+        manifest.push_str(&pod_yaml(name, "", "Never", ENTRYPOINT_IMAGE, container));
+    }
+    let deadline = r#"command: ["sleep", "3600"]"#;
+    manifest.push_str(&pod_yaml(
+        "deadline",
+        "terminationGracePeriodSeconds: 1",
+        "Always",
+        BUSYBOX,
+        deadline,
+    ));
+    manifest
+}
+
+/// A pod of one container `c` (pulled only when missing) as YAML: `pod` and `container` are
+/// more fields of each, in flow style (either may be empty).
+fn pod_yaml(name: &str, pod: &str, restart: &str, image: &str, container: &str) -> String {
+    let container = if container.is_empty() { String::new() } else { format!(", {container}") };
+    format!(
+        "---\napiVersion: v1\nkind: Pod\nmetadata: {{name: {name}}}\nspec:\n  \
+         restartPolicy: {restart}\n  {pod}\n  containers:\n  \
+         - {{name: c, image: \"{image}\", imagePullPolicy: IfNotPresent{container}}}\n"
+    )
+}
 
 #[test]
 fn containers_run_as_their_security_context_entrypoint_and_policies_say() {
@@ -200,7 +119,7 @@ fn containers_run_as_their_security_context_entrypoint_and_policies_say() {
     );
     let n = NodeServer::start();
     let s = &n.server;
-    s.ok_stdin(&["apply", "-f", "-"], MANIFEST);
+    s.ok_stdin(&["apply", "-f", "-"], &manifest());
     let phase_of = |pod: &str| s.ok(&["get", "pod", pod, "-o", "jsonpath={.status.phase}"]);
     let ends = |pod: &str| {
         n.wait_for(

@@ -54,7 +54,7 @@ use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
 use kube::Client;
 use rkube_conformance::cluster::RkubeServer;
 use rkube_conformance::h2::H2Client;
-use rkube_conformance::load::{Cpu, Run};
+use rkube_conformance::load::{self, Cpu, Run};
 use rkube_conformance::report::{self, rss, Rss, Table};
 use rkube_store::testing::EtcdServer;
 use rkube_store::{SqliteOptions, SqliteStore, Store};
@@ -90,7 +90,7 @@ where
     F: Fn(usize) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<()>> + Send + 'static,
 {
-    let r = rkube_conformance::load::run(CONCURRENCY, count, FILL_TIMEOUT, op)
+    let r = load::run(CONCURRENCY, count, FILL_TIMEOUT, op)
         .await
         .with_context(|| format!("creating {what}"))?;
     if r.latencies.len() != count {
@@ -161,7 +161,7 @@ async fn bench_configmap_creates(
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
     // Open the 64 connections (TLS handshakes) before measuring.
     let warm = api.clone();
-    rkube_conformance::load::run(CONCURRENCY, CONCURRENCY * 4, Duration::from_secs(30), move |i| {
+    load::run(CONCURRENCY, CONCURRENCY * 4, Duration::from_secs(30), move |i| {
         let api = warm.clone();
         async move {
             api.create(&PostParams::default(), &padded_configmap(format!("warm-{i}"), CREATE_DATA))
@@ -174,7 +174,7 @@ async fn bench_configmap_creates(
     let timed = api.clone();
     let (r, cpu) = Cpu::measure(
         Some(server),
-        rkube_conformance::load::run(CONCURRENCY, MAX_TIMED_OPS, duration, move |i| {
+        load::run(CONCURRENCY, MAX_TIMED_OPS, duration, move |i| {
             let api = timed.clone();
             async move {
                 api.create(
@@ -221,16 +221,14 @@ async fn bench_configmap_creates_h2(
         }
     };
     let warm = op.clone();
-    rkube_conformance::load::run(CONCURRENCY, CONCURRENCY * 4, Duration::from_secs(30), move |i| {
+    load::run(CONCURRENCY, CONCURRENCY * 4, Duration::from_secs(30), move |i| {
         warm(format!("warm-{i}"))
     })
     .await
     .context("warming up")?;
     Cpu::measure(
         Some(server.pid()),
-        rkube_conformance::load::run(CONCURRENCY, MAX_TIMED_OPS, duration, move |i| {
-            op(format!("cm-{i:07}"))
-        }),
+        load::run(CONCURRENCY, MAX_TIMED_OPS, duration, move |i| op(format!("cm-{i:07}"))),
     )
     .await
     .context("ConfigMap creates over HTTP/2")
@@ -242,7 +240,7 @@ async fn bench_pod_creates(client: &Client, server: u32, duration: Duration) -> 
     let api: Api<Pod> = Api::namespaced(client.clone(), ns);
     Cpu::measure(
         Some(server),
-        rkube_conformance::load::run(CONCURRENCY, MAX_TIMED_OPS, duration, move |i| {
+        load::run(CONCURRENCY, MAX_TIMED_OPS, duration, move |i| {
             let api = api.clone();
             async move {
                 api.create(&PostParams::default(), &pod(format!("pod-{i:07}"))).await?;
@@ -262,7 +260,7 @@ async fn bench_raw_store(value_size: usize, duration: Duration) -> Result<(Run, 
     let s = store.clone();
     let r = Cpu::measure(
         None,
-        rkube_conformance::load::run(CONCURRENCY, MAX_TIMED_OPS, duration, move |i| {
+        load::run(CONCURRENCY, MAX_TIMED_OPS, duration, move |i| {
             let (store, value) = (s.clone(), value.clone());
             async move {
                 store.create(&format!("/registry/configmaps/bench/cm-{i:07}"), value).await?;
@@ -283,7 +281,7 @@ async fn bench_raw_etcd(url: &str, value_size: usize, duration: Duration) -> Res
     let value = Bytes::from(vec![b'v'; value_size]);
     Cpu::measure(
         None,
-        rkube_conformance::load::run(CONCURRENCY, MAX_TIMED_OPS, duration, move |i| {
+        load::run(CONCURRENCY, MAX_TIMED_OPS, duration, move |i| {
             let (mut kv, value) = (client.kv_client(), value.clone());
             async move {
                 let key = format!("/raw-bench/configmaps/bench/cm-{i:07}");
@@ -592,7 +590,7 @@ async fn creates_costed(
 async fn creates(client: &Client, ns: &str, prefix: &str, duration: Duration) -> Result<Run> {
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
     let prefix = prefix.to_string();
-    rkube_conformance::load::run(CONCURRENCY, MAX_TIMED_OPS, duration, move |i| {
+    load::run(CONCURRENCY, MAX_TIMED_OPS, duration, move |i| {
         let api = api.clone();
         let name = format!("{prefix}-{i:07}");
         async move {
@@ -781,7 +779,7 @@ async fn gadget_creates(
     let ar = gadgets();
     let api: Api<kube::api::DynamicObject> = Api::namespaced_with(client.clone(), ns, &ar);
     let prefix = prefix.to_string();
-    rkube_conformance::load::run(CONCURRENCY, MAX_TIMED_OPS, duration, move |i| {
+    load::run(CONCURRENCY, MAX_TIMED_OPS, duration, move |i| {
         let api = api.clone();
         let mut gadget = kube::api::DynamicObject::new(&format!("{prefix}-{i:07}"), &ar);
         gadget.data = serde_json::json!({"spec": {"data": {"value": "x".repeat(CREATE_DATA)}}});

@@ -1017,6 +1017,7 @@ impl Syncer {
         let spec = pod.spec.clone().unwrap_or_default();
         let restart_policy = spec.restart_policy.clone().unwrap_or_else(|| "Always".into());
         state.killed.retain(|id, _| records.iter().any(|r| r.id == *id));
+        state.log_messages.retain(|id, _| records.iter().any(|r| r.id == *id));
         if terminal {
             state.probes.clear();
             // Nothing runs again; the sandbox is no longer needed. Containers stay for logs.

@@ -100,7 +100,10 @@ fn set_ownership(dir: &Path, fs_group: u32, read_only: bool) -> std::io::Result<
     if metadata.file_type().is_symlink() {
         return Ok(());
     }
-    std::os::unix::fs::lchown(dir, None, Some(fs_group))?;
+    // Every sync walks the volume: only what is not the group's yet is changed.
+    if std::os::unix::fs::MetadataExt::gid(&metadata) != fs_group {
+        std::os::unix::fs::lchown(dir, None, Some(fs_group))?;
+    }
     let mut mask = if read_only { 0o440 } else { 0o660 };
     if metadata.is_dir() {
         mask |= 0o2000 | 0o110;
