@@ -27,8 +27,9 @@ command -v socat >/dev/null 2>&1 || missing+=(socat)
 # The kubelet makes pod networks with iproute2's `ip` and util-linux's `nsenter`.
 command -v ip >/dev/null 2>&1 || missing+=(iproute2)
 command -v nsenter >/dev/null 2>&1 || missing+=(util-linux)
-[ -x /bin/busybox ] && file_is_static=$(ldd /bin/busybox 2>&1 | grep -c "not a dynamic") || file_is_static=0
-[ "$file_is_static" -gt 0 ] || missing+=(busybox-static)
+# (`ldd` exits 1 on a static binary: its words say which it is.)
+busybox_is_static() { [ -x /bin/busybox ] && { ldd /bin/busybox 2>&1 || true; } | grep -q "not a dynamic"; }
+busybox_is_static || missing+=(busybox-static)
 if [ ${#missing[@]} -gt 0 ]; then
   echo "==> installing ${missing[*]}"
   $sudo apt-get update -qq

@@ -198,6 +198,20 @@ fn an_extension_api_server_serves_its_group_through_rkube() {
     );
     let v2 = s.ok(&["explain", "--output=plaintext-openapiv2", "flunders.spec"]);
     assert!(v2.contains("reference\t<string>") && v2.contains(REFERENCE_DESCRIPTION), "{v2}");
+    // The extension's ObjectMeta is not rkube's: merged as kube-aggregator merges it, under
+    // a new name its references follow, rkube's own left as it is.
+    let merged: Value = serde_json::from_str(&s.curl(&[], "/openapi/v2").body).unwrap();
+    let meta = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+    let definitions = &merged["definitions"];
+    assert!(definitions[meta]["properties"]["uid"].is_object(), "rkube's ObjectMeta kept");
+    let theirs = &definitions[format!("{meta}_v2")]["properties"];
+    assert_eq!(theirs.as_object().map(|p| p.len()), Some(2), "{theirs}");
+    assert_eq!(
+        definitions["com.example.wardle.v1alpha1.Flunder"]["properties"]["metadata"]["$ref"],
+        format!("#/definitions/{meta}_v2")
+    );
+    let v2_meta = s.ok(&["explain", "--output=plaintext-openapiv2", "flunders.metadata"]);
+    assert!(!v2_meta.contains("uid\t<string>") && v2_meta.contains("name\t<string>"), "{v2_meta}");
     let index: Value = serde_json::from_str(&s.curl(&[], "/openapi/v3").body).unwrap();
     assert!(index["paths"]["apis/apps/v1"].is_object(), "rkube's own documents stay: {index}");
     // Fetched as upstream's aggregator user.

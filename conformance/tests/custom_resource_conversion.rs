@@ -252,12 +252,30 @@ fn a_url_webhook_converts_reads_lists_watches_and_writes() {
     assert_eq!(review["request"]["objects"][0]["apiVersion"], "example.com/v1");
     assert!(review["request"]["uid"].as_str().is_some_and(|u| !u.is_empty()));
 
-    // Created in v2: converted to v1 before validation and storage; the answer is v2.
+    // Created in v2: validated and given its managedFields in v2 (as upstream's handler of
+    // that version holds it), converted to v1 to be stored; the answer is v2.
     let w2 = json!({"apiVersion": "example.com/v2", "kind": "Widget",
                     "metadata": {"name": "w2", "namespace": "default"}, "spec": {"length": "7"}});
-    let created = json_of(&s.ok_stdin(&["create", "-f", "-", "-o", "json"], &w2.to_string()));
+    let created = json_of(
+        &s.ok_stdin(&["create", "-f", "-", "-o", "json", "--show-managed-fields"], &w2.to_string()),
+    );
     assert_eq!(created["apiVersion"], "example.com/v2");
     assert_eq!(created["spec"], json!({"length": "7"}));
+    let managed = &created["metadata"]["managedFields"][0];
+    assert_eq!(managed["apiVersion"], "example.com/v2", "{created}");
+    assert!(managed["fieldsV1"]["f:spec"].get("f:length").is_some(), "{created}");
+    let before = webhook.reviews_to("/convert").len();
+    let wrong = json!({"apiVersion": "example.com/v2", "kind": "Widget",
+                       "metadata": {"name": "w-wrong", "namespace": "default"},
+                       "spec": {"length": 7}});
+    let err = s.fails_stdin(&["create", "-f", "-"], &wrong.to_string());
+    assert!(
+        err.contains(
+            r#"spec.length: Invalid value: "integer": spec.length in body must be of type string"#
+        ),
+        "v2's schema decides: {err}"
+    );
+    assert!(reviews_of(&webhook, before, "w-wrong", "example.com/v1").is_empty(), "not converted");
     let before = webhook.reviews_to("/convert").len();
     let stored = get(&s, "v1", "w2");
     assert_eq!(stored["spec"], json!({"size": 7}), "stored as v1");
@@ -350,13 +368,12 @@ fn a_url_webhook_converts_reads_lists_watches_and_writes() {
     assert_eq!(get(&s, "v1", "w1")["spec"], json!({"size": 12}));
     let err = fails(&s, &["get", "widgets.v2.example.com"]);
     assert!(err.contains("widgets are not convertible today"), "{err}");
-    // A write in v2 cannot be converted: the request's error.
+    // A write in v2 cannot be converted to be stored: upstream's 500 from its storage.
     let w3 = json!({"apiVersion": "example.com/v2", "kind": "Widget",
                     "metadata": {"name": "w3", "namespace": "default"}, "spec": {"length": "1"}});
     let err = s.fails_stdin(&["create", "-f", "-"], &w3.to_string());
     assert!(
-        err.contains("(BadRequest)")
-            && err.contains("conversion webhook for example.com/v2, Kind=Widget failed: widgets are not convertible today"),
+        err.contains(r#"Error from server: error when creating "STDIN": conversion webhook for example.com/v2, Kind=Widget failed: widgets are not convertible today"#),
         "{err}"
     );
     assert!(

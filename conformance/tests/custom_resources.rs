@@ -7,7 +7,7 @@ use std::io::Read;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use rkube_conformance::cluster::RkubeServer;
+use rkube_conformance::cluster::{stderr_of, stdout_of, RkubeServer};
 use serde_json::Value;
 
 const CRD: &str = r#"
@@ -208,6 +208,30 @@ fn a_custom_resource_is_served_to_kubectl_like_a_built_in_one() {
 fn deleting_the_definition_deletes_its_objects_and_ends_its_watches() {
     let s = RkubeServer::start();
     s.define_crd(CRD, "widgets.example.com");
+    // The definition's group/version has its Local APIService, as upstream's crd-autoregister
+    // makes it, put back when deleted by hand.
+    let api_service = || {
+        let out = s.kubectl(&["get", "apiservice", "v1.example.com", "-o", "json"]);
+        let text = stdout_of(&out) + &stderr_of(&out);
+        (out.status.success(), text)
+    };
+    let local = |(found, text): (bool, String)| {
+        let ok = found && {
+            let a = json(&text);
+            a["spec"]["groupPriorityMinimum"] == 1000
+                && a["spec"]["versionPriority"] == 100
+                && a["spec"].get("service").is_none()
+                && a["metadata"]["labels"]["kube-aggregator.kubernetes.io/automanaged"] == "true"
+                && a["status"]["conditions"][0]["reason"] == "Local"
+        };
+        (ok, text)
+    };
+    s.wait_until("the Local APIService", Duration::from_secs(20), || local(api_service()));
+    let listed = s.ok(&["get", "apiservice", "v1.example.com"]);
+    let row: Vec<&str> = listed.lines().nth(1).unwrap_or("").split_whitespace().collect();
+    assert_eq!(row[..3], ["v1.example.com", "Local", "True"], "{listed}");
+    s.ok(&["delete", "apiservice", "v1.example.com"]);
+    s.wait_until("the Local APIService back", Duration::from_secs(20), || local(api_service()));
     s.ok_stdin(&["apply", "-f", "-"], WIDGET);
     s.ok(&["create", "namespace", "other"]);
     s.ok_stdin(&["apply", "-n", "other", "-f", "-"], WIDGET);
@@ -217,6 +241,10 @@ fn deleting_the_definition_deletes_its_objects_and_ends_its_watches() {
     watch.wait_for("ADDED", 2);
     s.ok(&["delete", "crd", "widgets.example.com", "--timeout=30s"]);
     watch.wait_for("DELETED", 2);
+    s.wait_until("the Local APIService gone", Duration::from_secs(20), || {
+        let (found, text) = api_service();
+        (!found && text.contains("NotFound"), text)
+    });
     let ended = watch.ends_within(Duration::from_secs(20));
     assert!(ended, "the watch outlived its resource:\n{}", watch.seen);
     // Gone from discovery, and a new definition of the same names starts empty.

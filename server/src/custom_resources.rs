@@ -6,6 +6,10 @@
 //! `customresourcecleanup.apiextensions.k8s.io` finalizer its delete added), then leaves the
 //! table.
 //!
+//! Each served group/version gets its Local APIService
+//! ([`crate::aggregator::autoregister::sync`]), as upstream's `crd-autoregister` controller
+//! makes them.
+//!
 //! While a definition is terminating, creates of its objects are refused
 //! ([`refuse_create_while_terminating`]), as upstream's custom resource handler does: its
 //! clean-up would otherwise chase new objects.
@@ -22,6 +26,7 @@ use rkube_apis::resources::{ResourceInfo, Resources};
 use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
 
+use crate::aggregator::autoregister;
 use crate::object;
 use crate::registry::{DeleteOptions, Filter, FilterView, Registry, WriteOptions};
 use crate::status::{ApiError, ApiResult};
@@ -58,6 +63,14 @@ async fn run(registry: Arc<Registry>) -> Result<(), String> {
     let cache = registry.cache(definitions()).map_err(|e| e.message)?;
     let prefix = definitions().key_prefix();
     let mut live = cache.watch(None, &prefix).map_err(|e| e.message)?.live;
+    // A Local APIService deleted or changed by hand is put back.
+    let api_services =
+        Resources::builtin().get("apiregistration.k8s.io", "v1", "apiservices").expect("built in");
+    let mut api_service_events = registry
+        .cache(api_services)
+        .and_then(|c| c.watch(None, &api_services.key_prefix()))
+        .map_err(|e| e.message)?
+        .live;
     let mut served: HashMap<String, Served> = HashMap::new();
     let mut cleaning: HashSet<String> = HashSet::new();
     let (cleaned_tx, mut cleaned) = tokio::sync::mpsc::unbounded_channel::<String>();
@@ -66,6 +79,7 @@ async fn run(registry: Arc<Registry>) -> Result<(), String> {
         let crds: Vec<Value> =
             cache.list(&prefix, &everything).0.iter().map(|c| c.value()).collect();
         reconcile(&registry, &crds, &mut served).await;
+        autoregister::sync(&registry, &autoregister::definitions_desired(&crds)).await;
         for crd in crds.iter().filter(|c| object::is_terminating(c)) {
             let name = object::name(crd).unwrap_or("").to_string();
             if object::finalizers(crd).iter().any(|f| f == CLEANUP_FINALIZER)
@@ -88,6 +102,10 @@ async fn run(registry: Arc<Registry>) -> Result<(), String> {
             Some(name) = cleaned.recv() => {
                 cleaning.remove(&name);
             }
+            event = api_service_events.recv() => match event {
+                Ok(_) | Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => return Ok(()),
+            },
         }
     }
 }

@@ -5,8 +5,9 @@
 //! ([`crate::aggregator::openapi`]), again when those change, as kube-aggregator does: each
 //! extension's v3 document of its group/version is listed in `/openapi/v3` and served here
 //! (in place of the server's own for a group/version an APIService hands elsewhere), and its
-//! v2 paths and definitions are added to `/openapi/v2` (the server's own win a conflict, and
-//! its paths of a group/version an extension serves give way to the extension's).
+//! v2 paths and definitions are added to `/openapi/v2` ([`crate::aggregator::swagger_merge`]:
+//! the server's own paths win a conflict, clashing definitions are renamed; its paths of a
+//! group/version an extension serves give way to the extension's).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,9 +17,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use rkube_apis::openapi::{Documents, GroupVersionDoc};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::aggregator::openapi::ExtensionDocs;
+use crate::aggregator::swagger_merge;
 use crate::aggregator::Aggregator;
 use crate::registry::Registry;
 use crate::{negotiate, status};
@@ -105,16 +107,8 @@ fn merge(own: &Documents, extensions: &[(String, String, Arc<ExtensionDocs>)]) -
         if let Some(doc) = &docs.v3 {
             v3.insert(doc.path.clone(), doc.clone());
         }
-        let Some(theirs) = &docs.v2 else { continue };
-        for section in ["paths", "definitions", "parameters"] {
-            let Some(entries) = theirs[section].as_object() else { continue };
-            if !v2[section].is_object() {
-                v2[section] = Value::Object(Map::new());
-            }
-            let ours = v2[section].as_object_mut().expect("an object");
-            for (k, value) in entries {
-                ours.entry(k.clone()).or_insert_with(|| value.clone());
-            }
+        if let Some(theirs) = &docs.v2 {
+            swagger_merge::merge(&mut v2, theirs);
         }
     }
     Documents::from_parts(v3, serde_json::to_vec(&v2).expect("serializable"))

@@ -5,8 +5,9 @@
 //! Objects are stored as JSON in their resource's storage version under
 //! `ResourceInfo::key`; `metadata.resourceVersion` is never stored, it is the key's
 //! `mod_revision`, set on every read. A custom resource whose definition converts through a
-//! webhook is written in its storage version (the request's object converted there first,
-//! the answer converted back) and read through the webhook (`crate::crd_conversion`).
+//! webhook is held in the request's version while it is admitted, validated and given its
+//! managedFields, converted to its storage version only to be stored, and read back through
+//! the webhook (`crate::crd_conversion`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
@@ -168,9 +169,11 @@ impl Registry {
         converted.pop().ok_or_else(|| ApiError::internal("the conversion returned no object"))
     }
 
-    /// Where a write in `info`'s version is made, when it is made in another: the storage
-    /// version of a resource converted by a webhook (a request's object is converted to it
-    /// before admission, validation and storage, as upstream decodes into the hub version).
+    /// Where a write in `info`'s version is stored, when it is stored in another: the
+    /// storage version of a resource converted by a webhook. As upstream's handler of a custom
+    /// resource's version, the request's version is the one the object is held in while it
+    /// is admitted, validated and given its managedFields; it is converted to the storage
+    /// version only to be stored ([`Registry::to_storage`]), and back to be answered.
     fn webhook_storage(&self, info: &ResourceInfo) -> ApiResult<Option<Arc<ResourceInfo>>> {
         if info.strategy.conversion_webhook().is_none() {
             return Ok(None);
@@ -179,9 +182,9 @@ impl Registry {
         Ok((storage.version != info.version).then_some(storage))
     }
 
-    /// A request's object (in `info`'s version, which it may leave out) in `storage`'s: a
-    /// conversion that fails is the request's 400, as upstream's decoding.
-    async fn request_to_storage(
+    /// An object about to be stored (in `info`'s version, which it may leave out) in
+    /// `storage`'s: a conversion that fails is upstream's 500 from its storage's encoding.
+    async fn to_storage(
         &self,
         info: &ResourceInfo,
         mut obj: Value,
@@ -193,10 +196,7 @@ impl Registry {
         if obj["kind"].as_str().is_none_or(str::is_empty) {
             obj["kind"] = json!(info.kind);
         }
-        self.convert_object(obj, storage).await.map_err(|e| match e.reason {
-            "" => ApiError::bad_request(e.message),
-            _ => e,
-        })
+        self.convert_object(obj, storage).await
     }
 
     /// The side effects of `info`'s writes, if it has any.
@@ -344,19 +344,16 @@ impl Registry {
         obj: Value,
         options: &WriteOptions,
     ) -> ApiResult<Value> {
-        let Some(storage) = self.webhook_storage(info)? else {
-            return self.create_stored(info, namespace, obj, options).await;
-        };
-        check_type(info, &obj)?;
-        let obj = self.request_to_storage(info, obj, &storage).await?;
-        let created = self.create_stored(&storage, namespace, obj, options).await?;
-        self.convert_object(created, info).await
+        let storage = self.webhook_storage(info)?;
+        self.create_stored(info, storage.as_deref(), namespace, obj, options).await
     }
 
-    /// A create in the version the object is in (see [`Registry::webhook_storage`]).
+    /// A create in `info`'s version, stored in `storage`'s when given (see
+    /// [`Registry::webhook_storage`]).
     async fn create_stored(
         &self,
         info: &ResourceInfo,
+        storage: Option<&ResourceInfo>,
         namespace: Option<&str>,
         mut obj: Value,
         options: &WriteOptions,
@@ -435,12 +432,25 @@ impl Registry {
                 }
                 hooks.before_create(self.store.as_ref(), &mut obj).await?;
             }
-            let bytes = self.encode(info, &obj)?;
+            let stored = match storage {
+                Some(storage) => Some(self.to_storage(info, obj.clone(), storage).await?),
+                None => None,
+            };
+            let bytes = match (&stored, storage) {
+                (Some(stored), Some(storage)) => self.encode(storage, stored)?,
+                _ => self.encode(info, &obj)?,
+            };
             let result = self.store.create(&key, bytes).await;
             if let Some(hooks) = hooks.filter(|_| result.is_err()) {
                 hooks.release(self.store.as_ref(), &obj).await;
             }
             match result {
+                // What was stored, read back in the request's version, as upstream answers.
+                Ok(kv) if stored.is_some() => {
+                    let mut stored = stored.expect("converted");
+                    object::set_resource_version(&mut stored, kv.mod_revision);
+                    return self.convert_object(stored, info).await;
+                }
                 Ok(kv) => {
                     object::set_resource_version(&mut obj, kv.mod_revision);
                     return Ok(obj);
@@ -486,34 +496,29 @@ impl Registry {
         precondition: Option<String>,
         change: impl Fn(&Value) -> ApiResult<Value>,
     ) -> ApiResult<Value> {
-        // Through a conversion webhook: written in the storage version, `change` seeing and
-        // the caller getting the object in `info`'s.
+        // Through a conversion webhook: stored in the storage version, everything else in
+        // `info`'s.
         let storage = self.webhook_storage(info)?;
-        let written = self
-            .modify_stored(
-                storage.as_deref().unwrap_or(info),
-                storage.as_ref().map(|_| info),
-                namespace,
-                name,
-                subresource,
-                options,
-                precondition,
-                change,
-            )
-            .await?;
-        match storage {
-            Some(_) => self.convert_object(written, info).await,
-            None => Ok(written),
-        }
+        self.modify_stored(
+            info,
+            storage.as_deref(),
+            namespace,
+            name,
+            subresource,
+            options,
+            precondition,
+            change,
+        )
+        .await
     }
 
-    /// [`Registry::modify`] in the storage version; `change` sees the object in `served`'s
-    /// version when given (a webhook converts it there and back).
+    /// [`Registry::modify`] in `info`'s version, stored in `storage`'s when given (a webhook
+    /// converts the object there and back).
     #[allow(clippy::too_many_arguments)]
     async fn modify_stored(
         &self,
         info: &ResourceInfo,
-        served: Option<&ResourceInfo>,
+        storage: Option<&ResourceInfo>,
         namespace: Option<&str>,
         name: &str,
         subresource: Option<&str>,
@@ -528,16 +533,15 @@ impl Registry {
             // As a Go type holds it: the nulls Go writes for its zero values (stored with the
             // object) are absent, as they are in the decoded request, so that comparing the
             // two sees only real changes.
-            let mut old = self.decode(info, &kv)?;
-            rkube_apis::go_json::drop_nulls(&mut old);
-            let requested = match served {
-                Some(served) => {
-                    let shown = self.convert_object(old.clone(), served).await?;
-                    let requested = change(&shown)?;
-                    self.request_to_storage(served, requested, info).await?
+            let mut old = match storage {
+                Some(storage) => {
+                    let stored = self.decode(storage, &kv)?;
+                    self.convert_object(stored, info).await?
                 }
-                None => change(&old)?,
+                None => self.decode(info, &kv)?,
             };
+            rkube_apis::go_json::drop_nulls(&mut old);
+            let requested = change(&old)?;
             // A resourceVersion in the new object (or in the patch) is a precondition.
             let wanted =
                 object::resource_version(&requested).map(String::from).or(precondition.clone());
@@ -627,15 +631,34 @@ impl Registry {
                 }
                 None => None,
             };
-            let written = match self.encode(info, &new) {
-                Ok(body) => Ok(self.store.update(&key, body, kv.mod_revision).await),
-                Err(e) => Err(e),
+            let stored = match storage {
+                Some(storage) => Some(self.to_storage(info, new.clone(), storage).await),
+                None => None,
+            };
+            let encoded = match (stored, storage) {
+                (Some(Ok(stored)), Some(storage)) => {
+                    self.encode(storage, &stored).map(|body| (body, Some(stored)))
+                }
+                (Some(Err(e)), _) => Err(e),
+                _ => self.encode(info, &new).map(|body| (body, None)),
+            };
+            let (written, stored) = match encoded {
+                Ok((body, stored)) => {
+                    (Ok(self.store.update(&key, body, kv.mod_revision).await), stored)
+                }
+                Err(e) => (Err(e), None),
             };
             if let (Some(hooks), Some(held)) = (hooks, held) {
                 let ok = matches!(written, Ok(Ok(_)));
                 hooks.after_update(self.store.as_ref(), held, ok).await;
             }
             match written? {
+                // What was stored, read back in the request's version, as upstream answers.
+                Ok(written) if stored.is_some() => {
+                    let mut stored = stored.expect("converted");
+                    object::set_resource_version(&mut stored, written.mod_revision);
+                    return self.convert_object(stored, info).await;
+                }
                 Ok(written) => {
                     object::set_resource_version(&mut new, written.mod_revision);
                     return Ok(new);
