@@ -14,6 +14,7 @@ use rkube_apis::validation::rules::{CompiledRules, RuleEngine, RuleProblem};
 use rkube_apis::validation::FieldError;
 use serde_json::Value;
 
+use crate::check;
 use crate::estimate::{over_limit_message, Sizes};
 use crate::{compile, Activation, EvalError, Program, PER_CALL_LIMIT, RUNTIME_BUDGET};
 
@@ -424,6 +425,13 @@ impl Check {
                     detail: format!("compilation failed: {e}"),
                 }),
                 Ok(program) => {
+                    if let Some(detail) = type_problem(&rule.rule, schema) {
+                        self.problems.push(RuleProblem::Invalid {
+                            field: format!("{field}.rule"),
+                            rule: rule.source.clone(),
+                            detail,
+                        });
+                    }
                     let cost = program.estimated_cost(&SchemaSizes { schema });
                     if cost > ESTIMATED_RULE_LIMIT {
                         self.problems.push(RuleProblem::Forbidden {
@@ -464,6 +472,19 @@ impl Check {
                 cardinality.saturating_mul(n),
             );
         }
+    }
+}
+
+/// What cel-go's checker says of `rule` on a value of `schema`, if it refuses it: a type
+/// error, or a result that is not a bool.
+fn type_problem(rule: &str, schema: &Value) -> Option<String> {
+    let own = check::Type::of_schema(schema);
+    match crate::type_check(rule, &[("self", own.clone()), ("oldSelf", own)]) {
+        Err(e) => Some(format!("compilation failed: {e}")),
+        Ok(t) if t.is_known() && t != check::Type::Bool => {
+            Some("cel expression must evaluate to a bool".to_string())
+        }
+        Ok(_) => None,
     }
 }
 

@@ -16,6 +16,7 @@
 //! | [`budget`] | the cost of an evaluation, counted while it runs and stopped at its limit |
 //! | `instrument.rs` | rewrites a parsed program so that evaluating it charges the budget |
 //! | [`estimate`] | a compile-time estimate of a program's worst cost from the sizes of its inputs |
+//! | [`check`] | type checking against the types of the variables (a CRD rule's schema): undefined fields, operators without an overload |
 //! | `convert.rs` | JSON to CEL values |
 //! | [`library`] | the Kubernetes libraries: lists, regex, URLs, quantities, IPs and CIDRs, the authorizer, sets |
 //! | [`crd`] | CRD validation rules: compiled per definition, evaluated per object |
@@ -26,6 +27,7 @@
 //! ([`PER_CALL_LIMIT`], [`RUNTIME_BUDGET`]).
 
 pub mod budget;
+pub mod check;
 mod convert;
 pub mod crd;
 pub mod estimate;
@@ -94,6 +96,16 @@ pub fn compile(source: &str, variables: &[&str]) -> Result<Program, CompileError
         return Err(CompileError::Undeclared(unknown.clone()));
     }
     Ok(Program { source: source.to_string(), expr: instrument::metered(parsed), variables: used })
+}
+
+/// Type-checks `source` with `variables` of the given types ([`check`]): its type, or the
+/// first problem as cel-go prints it (`ERROR: <input>:L:C: ...` and the line under it).
+pub fn type_check<'a>(
+    source: &str,
+    variables: &[check::Variable<'a>],
+) -> Result<check::Type<'a>, String> {
+    let (parsed, info) = ENV.parser().parse_with_source_info(source).map_err(|e| e.to_string())?;
+    check::check(&parsed, &info, variables)
 }
 
 impl Program {

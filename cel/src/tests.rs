@@ -341,3 +341,68 @@ fn durations_read_as_go_and_the_openapi_formats_do() {
         from_json_typed(&json!("not base64!"), &json!({"type": "string", "format": "byte"}));
     assert!(matches!(bytes, Value::String(_)), "unreadable stays a string");
 }
+
+#[test]
+fn type_errors_are_refused_as_cel_gos_checker_refuses_them() {
+    let schema = json!({"type": "object", "properties": {
+        "replicas": {"type": "integer"}, "name": {"type": "string"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+        "since": {"type": "string", "format": "date-time"},
+        "open": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+        "either": {"x-kubernetes-int-or-string": true}}});
+    let own = check::Type::of_schema(&schema);
+    let checked = |rule: &str| type_check(rule, &[("self", own.clone()), ("oldSelf", own.clone())]);
+    for fine in [
+        "self.replicas + 1 > 2 && self.name.startsWith('a')",
+        "self.tags.all(t, t.size() < 10) && self.labels['app'] == 'web'",
+        "self.since < timestamp('2030-01-01T00:00:00Z') && self.replicas < 2.5",
+        "self.open.anything.goes == 1 && self.either == 'x' && has(self.name)",
+        "self.metadata.name == 'x' && self.kind == 'Widget'",
+        "self.tags.map(t, t + '!').exists(t, t == 'a!') && self.replicas == oldSelf.replicas",
+        "quantity(self.name).isGreaterThan(quantity('1'))",
+    ] {
+        assert!(checked(fine).is_ok(), "{fine}: {:?}", checked(fine));
+    }
+    assert_eq!(
+        checked("self.replicas + 'a' > 0").unwrap_err(),
+        "ERROR: <input>:1:15: found no matching overload for '_+_' applied to '(int, string)'\n | self.replicas + 'a' > 0\n | ..............^"
+    );
+    assert_eq!(
+        checked("self.nmae == 'x'").unwrap_err(),
+        "ERROR: <input>:1:5: undefined field 'nmae'\n | self.nmae == 'x'\n | ....^"
+    );
+    assert!(checked("self.tags.exists(t, t > 1)")
+        .unwrap_err()
+        .contains("found no matching overload for '_>_' applied to '(string, int)'"));
+    assert!(checked("self.name && true")
+        .unwrap_err()
+        .contains("found no matching overload for '_&&_' applied to '(string, bool)'"));
+    assert_eq!(checked("self.replicas + 1"), Ok(check::Type::Int));
+
+    // In a definition: upstream's field errors.
+    let crd_schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "properties": {"size": {"type": "integer"}},
+        "x-kubernetes-validations": [{"rule": "self.size == 'big'"}, {"rule": "self.size + 1"},
+                                     {"rule": "self.color == 'red'"}, {"rule": "self.size > 1"}]}}});
+    use rkube_apis::validation::rules::RuleEngine;
+    let problems = crd::Engine.check(&crd_schema, "spec.validation.openAPIV3Schema");
+    let details: Vec<String> = problems
+        .iter()
+        .map(|p| match p {
+            rkube_apis::validation::rules::RuleProblem::Invalid { field, detail, .. } => {
+                format!("{field}: {}", detail.lines().next().unwrap_or(""))
+            }
+            other => format!("{other:?}"),
+        })
+        .collect();
+    let at = "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations";
+    assert_eq!(
+        details,
+        [
+            format!("{at}[0].rule: compilation failed: ERROR: <input>:1:11: found no matching overload for '_==_' applied to '(int, string)'"),
+            format!("{at}[1].rule: cel expression must evaluate to a bool"),
+            format!("{at}[2].rule: compilation failed: ERROR: <input>:1:5: undefined field 'color'"),
+        ]
+    );
+}

@@ -133,8 +133,19 @@ fn definitions_with_rules_that_do_not_compile_or_cost_too_much_are_refused() {
             "plural: bad, singular: bad, kind: Bad",
         )
         .replace(r#""self.replicas <= 10""#, r#""self.replicas <=""#)
-        .replace(r#""self == oldSelf""#, r#""self == other""#);
+        .replace(r#""self == oldSelf""#, r#""self == other""#)
+        .replace(r#""self.minReplicas <= self.replicas""#, r#""self.minReplicas <= self.memory""#)
+        .replace(r#""self.port > 0 && self.port < 65536""#, r#""self.prot > 0""#);
     let refused = s.fails_stdin(&["create", "-f", "-"], &bad);
+    // Type errors, found by checking the rules against the schema as cel-go's checker does.
+    assert!(
+        refused.contains(r#"spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:"self.minReplicas <= self.memory", Message:"replicas must be at least minReplicas", MessageExpression:"", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:18: found no matching overload for '_<=_' applied to '(int, string)'"#),
+        "{refused}"
+    );
+    assert!(
+        refused.contains(r#"spec.validation.openAPIV3Schema.properties[spec].properties[ports].items.x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:"self.prot > 0", Message:"port out of range", MessageExpression:"", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:5: undefined field 'prot'"#),
+        "{refused}"
+    );
     assert!(
         refused.contains(r#"The CustomResourceDefinition "bad.example.com" is invalid: "#),
         "{refused}"
