@@ -327,6 +327,19 @@ fn jobs_adopt_release_report_delete_and_restart_their_pods_on_a_node() {
     assert_eq!(counter(&evicted, "succeeded"), 3, "{evicted}");
     assert_eq!(counter(&evicted, "failed"), 0, "ignored failures are not counted: {evicted}");
     assert_eq!(evicted["status"]["completedIndexes"], "0-2", "{evicted}");
+    // As upstream's check of an Indexed Job's pods: each succeeded pod has its index in the
+    // annotation and `<job>-<index>` as hostname, and every index succeeded.
+    let mut indexes: Vec<String> = Vec::new();
+    for pod in pods_of(s, "evicted").iter().filter(|p| p["status"]["phase"] == "Succeeded") {
+        let index = pod["metadata"]["annotations"]["batch.kubernetes.io/job-completion-index"]
+            .as_str()
+            .expect("the completion index annotation")
+            .to_string();
+        assert_eq!(pod["spec"]["hostname"], format!("evicted-{index}"), "{}", pod["spec"]);
+        indexes.push(index);
+    }
+    indexes.sort();
+    assert_eq!(indexes, ["0", "1", "2"]);
 
     // Jobs, completion after task failure: each pod's container fails once and is restarted
     // in place (restartPolicy OnFailure), and the Job completes.
