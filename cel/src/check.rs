@@ -261,10 +261,7 @@ impl<'a> Checker<'a> {
                 _ => Type::Dyn,
             },
             (op::CONDITIONAL, None, [_, a, b]) => joined(vec![a.clone(), b.clone()]),
-            (op::INDEX, None, [container, _]) => match container {
-                Type::List(t) | Type::Map(_, t) => (**t).clone(),
-                _ => Type::Dyn,
-            },
+            (op::INDEX, None, [Type::List(t) | Type::Map(_, t), _]) => (**t).clone(),
             (op::IN, None, [_, _]) => Type::Bool,
             (op::EQUALS | op::NOT_EQUALS, None, [a, b]) => {
                 let comparable = !a.concrete()
