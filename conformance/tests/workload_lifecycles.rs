@@ -433,3 +433,408 @@ fn daemon_sets_and_controller_revisions_through_every_verb_on_simulated_nodes() 
         (now.is_empty(), format!("{now:?}"))
     });
 }
+
+/// The resourceVersion of the collection at `path` now: where a watch of what follows starts.
+fn collection_rv(s: &RkubeServer, path: &str) -> String {
+    let list = get(s, &format!("{path}?limit=1"));
+    list["metadata"]["resourceVersion"].as_str().expect("a list resourceVersion").to_string()
+}
+
+fn status_i64(object: &Value, field: &str) -> i64 {
+    object["status"][field].as_i64().unwrap_or(0)
+}
+
+/// A ReplicaSet or ReplicationController of `replicas` busybox pods labelled `labels`.
+fn replicated(kind: &str, name: &str, replicas: i64, labels: Value) -> Value {
+    let api = if kind == "ReplicaSet" { "apps/v1" } else { "v1" };
+    let selector =
+        if kind == "ReplicaSet" { json!({"matchLabels": labels}) } else { labels.clone() };
+    json!({
+        "apiVersion": api, "kind": kind,
+        "metadata": {"name": name, "labels": labels},
+        "spec": {
+            "replicas": replicas,
+            "selector": selector,
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "app", "image": "busybox:1.36",
+                    "imagePullPolicy": "IfNotPresent"}]}
+            }
+        }
+    })
+}
+
+#[test]
+fn replica_sets_and_replication_controllers_through_every_verb_on_simulated_nodes() {
+    let s = RkubeServer::start();
+    let nodes = SimulatedNodes::start(&s, 2, &[]);
+    nodes.wait_ready(&s, 2, WAIT);
+    let rs_path = format!("{APPS}/replicasets");
+    let rc_path = format!("{CORE}/replicationcontrollers");
+
+    // ReplicaSet, is created, Replaced and Patched.
+    let rs = replicated("ReplicaSet", "test-rs", 1, json!({"name": "test-rs"}));
+    call(&s, "POST", &rs_path, Some(rs), 201);
+    wait_running(&s, "name%3Dtest-rs", 1);
+    let path = format!("{rs_path}/test-rs");
+    let mut object = get(&s, &path);
+    object["spec"]["replicas"] = json!(2);
+    let replaced = call(&s, "PUT", &path, Some(object), 200);
+    wait_for_event(&s, &path, &rv(&replaced), "MODIFIED", "test-rs ready 2", |o| {
+        status_i64(o, "readyReplicas") == 2
+    });
+    let patch = json!({"metadata": {"labels": {"test-rs": "patched"}}, "spec": {"replicas": 3,
+        "template": {"spec": {"terminationGracePeriodSeconds": 1,
+            "containers": [{"name": "app", "image": "busybox:1.36-patched"}]}}}});
+    let patched = call(&s, "PATCH", &path, Some(strategic(patch)), 200);
+    assert_eq!(
+        patched["spec"]["template"]["spec"]["containers"][0]["image"],
+        "busybox:1.36-patched"
+    );
+    wait_for_event(&s, &path, &rv(&patched), "MODIFIED", "test-rs patched, ready 3", |o| {
+        status_i64(o, "readyReplicas") == 3
+            && status_i64(o, "availableReplicas") == 3
+            && o["metadata"]["labels"]["test-rs"] == "patched"
+            && o["spec"]["template"]["spec"]["containers"][0]["image"] == "busybox:1.36-patched"
+    });
+
+    // ReplicaSet, status sub-resource; then GET and PUT of /scale, the condition surviving
+    // the controller's status writes.
+    status_subresource_round_trip(&s, &path, "ReplicaSet");
+    let scale = get(&s, &format!("{path}/scale"));
+    assert_eq!(
+        (scale["kind"].as_str(), scale["apiVersion"].as_str()),
+        (Some("Scale"), Some("autoscaling/v1"))
+    );
+    assert_eq!(
+        (scale["spec"]["replicas"].as_i64(), scale["status"]["replicas"].as_i64()),
+        (Some(3), Some(3))
+    );
+    let mut scale = scale;
+    scale["spec"]["replicas"] = json!(2);
+    let scaled = call(&s, "PUT", &format!("{path}/scale"), Some(scale), 200);
+    assert_eq!(scaled["spec"]["replicas"], 2);
+    s.wait_until("test-rs scaled to 2", WAIT, || {
+        let o = get(&s, &path);
+        let ok = status_i64(&o, "replicas") == 2 && o["spec"]["replicas"] == 2;
+        (ok, o["status"].to_string())
+    });
+    assert_eq!(pods(&s, "name%3Dtest-rs").len(), 2);
+    assert!(has_condition(&get(&s, &path), "StatusPatched"), "the controller dropped a condition");
+
+    // ReplicaSet, list and delete a collection of ReplicaSets.
+    let coll = replicated("ReplicaSet", "coll-rs", 2, json!({"e2e": "coll-rs"}));
+    call(&s, "POST", &rs_path, Some(coll), 201);
+    wait_running(&s, "e2e%3Dcoll-rs", 2);
+    assert_eq!(names(&s, "/apis/apps/v1/replicasets?labelSelector=e2e%3Dcoll-rs"), ["coll-rs"]);
+    let gone = call(&s, "DELETE", &format!("{rs_path}?labelSelector=e2e%3Dcoll-rs"), None, 200);
+    assert_eq!(gone["kind"], "ReplicaSetList", "{gone}");
+    assert!(names(&s, "/apis/apps/v1/replicasets?labelSelector=e2e%3Dcoll-rs").is_empty());
+    assert_eq!(names(&s, &format!("{rs_path}")), ["test-rs"], "deletecollection kept to its label");
+    s.wait_until("coll-rs's pods gone", WAIT, || {
+        let now = pods(&s, "e2e%3Dcoll-rs");
+        (now.is_empty(), format!("{now:?}"))
+    });
+
+    // Replication Controller, adopt matching pods.
+    let orphan = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "pod-adoption", "labels": {"name": "pod-adoption"}},
+        "spec": {"containers": [{"name": "app", "image": "busybox:1.36"}]}});
+    call(&s, "POST", &format!("{CORE}/pods"), Some(orphan), 201);
+    wait_running(&s, "name%3Dpod-adoption", 1);
+    let rc =
+        replicated("ReplicationController", "pod-adoption", 1, json!({"name": "pod-adoption"}));
+    let rc = call(&s, "POST", &rc_path, Some(rc), 201);
+    s.wait_until("pod-adoption adopted", WAIT, || {
+        let pod = get(&s, &format!("{CORE}/pods/pod-adoption"));
+        let owner = &pod["metadata"]["ownerReferences"][0];
+        let ok = owner["uid"] == rc["metadata"]["uid"] && owner["controller"] == true;
+        (ok, pod["metadata"].to_string())
+    });
+    let rc_now = get(&s, &format!("{rc_path}/pod-adoption"));
+    assert_eq!(status_i64(&rc_now, "replicas"), 1, "{rc_now}");
+    assert_eq!(pods(&s, "name%3Dpod-adoption").len(), 1, "no second pod");
+
+    // Replication Controller, lifecycle.
+    let start = collection_rv(&s, &rc_path);
+    let labels = json!({"test-rc-static": "true"});
+    call(
+        &s,
+        "POST",
+        &rc_path,
+        Some(replicated("ReplicationController", "rc-test", 1, labels)),
+        201,
+    );
+    let path = format!("{rc_path}/rc-test");
+    wait_for_event(&s, &path, &start, "ADDED", "rc-test ADDED", |_| true);
+    wait_for_event(&s, &path, &start, "MODIFIED", "rc-test ready", |o| {
+        status_i64(o, "readyReplicas") == 1 && status_i64(o, "availableReplicas") == 1
+    });
+    let patched = call(
+        &s,
+        "PATCH",
+        &path,
+        Some(strategic(json!({"metadata": {"labels": {"rc": "patched"}}}))),
+        200,
+    );
+    assert_eq!(patched["metadata"]["labels"]["rc"], "patched");
+    let patch = json!({"status": {"readyReplicas": 0, "availableReplicas": 0}});
+    let zeroed = call(&s, "PATCH", &format!("{path}/status"), Some(patch), 200);
+    wait_for_event(
+        &s,
+        &path,
+        &rv(&patched),
+        "MODIFIED",
+        "rc-test status patched to 0 ready",
+        |o| status_i64(o, "readyReplicas") == 0 && o["metadata"]["labels"]["rc"] == "patched",
+    );
+    assert_eq!(status_i64(&zeroed, "readyReplicas"), 0, "{zeroed}");
+    let scale = get(&s, &format!("{path}/scale"));
+    assert_eq!(
+        (scale["kind"].as_str(), scale["spec"]["replicas"].as_i64()),
+        (Some("Scale"), Some(1))
+    );
+    let scaled =
+        call(&s, "PATCH", &format!("{path}/scale"), Some(json!({"spec": {"replicas": 2}})), 200);
+    assert_eq!(scaled["spec"]["replicas"], 2);
+    wait_for_event(&s, &path, &rv(&zeroed), "MODIFIED", "rc-test scaled to 2 ready", |o| {
+        status_i64(o, "readyReplicas") == 2 && o["spec"]["replicas"] == 2
+    });
+    status_subresource_round_trip(&s, &path, "ReplicationController");
+    let listed = names(&s, "/api/v1/replicationcontrollers?labelSelector=test-rc-static%3Dtrue");
+    assert_eq!(listed, ["rc-test"]);
+    let before = rv(&get(&s, &path));
+    let gone =
+        call(&s, "DELETE", &format!("{rc_path}?labelSelector=test-rc-static%3Dtrue"), None, 200);
+    assert_eq!(gone["kind"], "ReplicationControllerList", "{gone}");
+    wait_for_event(&s, &path, &before, "DELETED", "rc-test DELETED", |_| true);
+    assert_eq!(names(&s, &rc_path), ["pod-adoption"]);
+}
+
+/// A Deployment of `replicas` busybox pods labelled `name=<name>`.
+fn deployment(name: &str, replicas: i64, extra_spec: Value) -> Value {
+    let mut d = json!({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "labels": {"name": name}},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"name": name}},
+            "template": {
+                "metadata": {"labels": {"name": name}},
+                "spec": {"containers": [{"name": "app", "image": "busybox:1.36",
+                    "imagePullPolicy": "IfNotPresent"}]}
+            }
+        }
+    });
+    if let (Some(spec), Some(extra)) = (d["spec"].as_object_mut(), extra_spec.as_object()) {
+        spec.extend(extra.clone());
+    }
+    d
+}
+
+/// `(name, spec.replicas, status.replicas, revision)` of the ReplicaSets `selector` selects.
+fn replica_sets(s: &RkubeServer, selector: &str) -> Vec<(String, i64, i64, String)> {
+    let list = get(s, &format!("{APPS}/replicasets?labelSelector={selector}"));
+    let mut sets: Vec<_> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["metadata"]["name"].as_str().unwrap_or_default().to_string(),
+                r["spec"]["replicas"].as_i64().unwrap_or(0),
+                status_i64(r, "replicas"),
+                r["metadata"]["annotations"]["deployment.kubernetes.io/revision"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+            )
+        })
+        .collect();
+    sets.sort();
+    sets
+}
+
+#[test]
+fn deployments_through_every_verb_scale_proportionally_and_roll_over_on_simulated_nodes() {
+    let s = RkubeServer::start();
+    let nodes = SimulatedNodes::start(&s, 2, &[]);
+    nodes.wait_ready(&s, 2, WAIT);
+    let d_path = format!("{APPS}/deployments");
+
+    // Deployment, completes the lifecycle of a Deployment.
+    let start = collection_rv(&s, &d_path);
+    let mut d = deployment("test-deployment", 2, json!({}));
+    d["metadata"]["labels"]["test-deployment-static"] = json!("true");
+    call(&s, "POST", &d_path, Some(d), 201);
+    let path = format!("{d_path}/test-deployment");
+    wait_for_event(&s, &path, &start, "ADDED", "test-deployment ADDED", |_| true);
+    wait_for_event(&s, &path, &start, "MODIFIED", "test-deployment ready 2", |o| {
+        status_i64(o, "readyReplicas") == 2 && status_i64(o, "availableReplicas") == 2
+    });
+    let patch = json!({"metadata": {"labels": {"test-deployment": "patched"}}, "spec": {
+        "replicas": 1, "template": {"spec": {"terminationGracePeriodSeconds": 1,
+            "containers": [{"name": "app", "image": "busybox:1.36-patched"}]}}}});
+    let patched = call(&s, "PATCH", &path, Some(strategic(patch)), 200);
+    wait_for_event(
+        &s,
+        &path,
+        &rv(&patched),
+        "MODIFIED",
+        "test-deployment patched, rolled out",
+        |o| {
+            o["metadata"]["labels"]["test-deployment"] == "patched"
+                && status_i64(o, "readyReplicas") == 1
+                && status_i64(o, "updatedReplicas") == 1
+                && status_i64(o, "availableReplicas") == 1
+                && status_i64(o, "replicas") == 1
+                && status_i64(o, "unavailableReplicas") == 0
+                && o["status"]["observedGeneration"] == o["metadata"]["generation"]
+        },
+    );
+    let listed = names(&s, "/apis/apps/v1/deployments?labelSelector=test-deployment-static%3Dtrue");
+    assert_eq!(listed, ["test-deployment"]);
+    let mut object = get(&s, &path);
+    object["spec"]["replicas"] = json!(2);
+    object["spec"]["template"]["spec"]["containers"][0]["image"] = json!("busybox:1.36-updated");
+    let updated = call(&s, "PUT", &path, Some(object), 200);
+    wait_for_event(
+        &s,
+        &path,
+        &rv(&updated),
+        "MODIFIED",
+        "test-deployment updated, rolled out",
+        |o| {
+            status_i64(o, "readyReplicas") == 2
+                && status_i64(o, "updatedReplicas") == 2
+                && status_i64(o, "replicas") == 2
+                && o["status"]["observedGeneration"] == o["metadata"]["generation"]
+        },
+    );
+    let running = wait_running(&s, "name%3Dtest-deployment", 2);
+    assert!(running.iter().all(|p| p[5] == "busybox:1.36-updated"), "{running:?}");
+    status_subresource_round_trip(&s, &path, "Deployment");
+    let before = rv(&get(&s, &path));
+    let gone = call(
+        &s,
+        "DELETE",
+        &format!("{d_path}?labelSelector=test-deployment-static%3Dtrue"),
+        None,
+        200,
+    );
+    assert_eq!(gone["kind"], "DeploymentList", "{gone}");
+    wait_for_event(&s, &path, &before, "DELETED", "test-deployment DELETED", |_| true);
+    s.wait_until("test-deployment's pods gone", WAIT, || {
+        let now = pods(&s, "name%3Dtest-deployment");
+        (now.is_empty(), format!("{now:?}"))
+    });
+
+    // Deployment, status sub-resource; the condition survives the controller's next status
+    // write (a scale through GET and PUT of /scale).
+    call(&s, "POST", &d_path, Some(deployment("status-d", 1, json!({}))), 201);
+    let path = format!("{d_path}/status-d");
+    wait_running(&s, "name%3Dstatus-d", 1);
+    status_subresource_round_trip(&s, &path, "Deployment");
+    let mut scale = get(&s, &format!("{path}/scale"));
+    assert_eq!(
+        (scale["spec"]["replicas"].as_i64(), scale["status"]["replicas"].as_i64()),
+        (Some(1), Some(1))
+    );
+    scale["spec"]["replicas"] = json!(2);
+    call(&s, "PUT", &format!("{path}/scale"), Some(scale), 200);
+    let after = s.wait_until("status-d scaled to 2", WAIT, || {
+        let o = get(&s, &path);
+        (status_i64(&o, "availableReplicas") == 2, o.to_string())
+    });
+    let after: Value = serde_json::from_str(&after).unwrap();
+    assert!(has_condition(&after, "StatusPatched"), "the controller dropped a condition: {after}");
+    assert!(has_condition(&after, "Available"), "{after}");
+
+    // Deployment Proportional Scaling: a rollout stuck on an image that never starts,
+    // scaled from 10 to 30, grows both ReplicaSets in proportion.
+    let strategy = json!({"strategy": {"type": "RollingUpdate",
+        "rollingUpdate": {"maxSurge": 3, "maxUnavailable": 2}}});
+    call(&s, "POST", &d_path, Some(deployment("webserver", 10, strategy)), 201);
+    let path = format!("{d_path}/webserver");
+    s.wait_until("webserver available 10", WAIT, || {
+        let o = get(&s, &path);
+        (status_i64(&o, "availableReplicas") == 10, o["status"].to_string())
+    });
+    let stuck = json!({"spec": {"template": {"spec": {"containers": [{"name": "app",
+        "image": "busybox:not-here", "imagePullPolicy": "Never"}]}}}});
+    call(&s, "PATCH", &path, Some(strategic(stuck)), 200);
+    let sets = s.wait_until("old ReplicaSet 8, new 5", WAIT, || {
+        let sets = replica_sets(&s, "name%3Dwebserver");
+        let ok = sets.len() == 2
+            && sets.iter().any(|r| r.3 == "1" && r.1 == 8 && r.2 == 8)
+            && sets.iter().any(|r| r.3 == "2" && r.1 == 5 && r.2 == 5);
+        (ok, format!("{sets:?}"))
+    });
+    let d = get(&s, &path);
+    assert_eq!(status_i64(&d, "availableReplicas"), 8, "{sets}");
+    let mut object = d;
+    object["spec"]["replicas"] = json!(30);
+    call(&s, "PUT", &path, Some(object), 200);
+    s.wait_until("old ReplicaSet 20, new 13", WAIT, || {
+        let sets = replica_sets(&s, "name%3Dwebserver");
+        let ok = sets.iter().any(|r| r.3 == "1" && r.1 == 20)
+            && sets.iter().any(|r| r.3 == "2" && r.1 == 13);
+        (ok, format!("{sets:?}"))
+    });
+
+    // Deployment Rollover: a Deployment adopts a ReplicaSet it did not make, gets stuck on a
+    // bad image, then rolls over both to a good one.
+    let bare = replicated(
+        "ReplicaSet",
+        "test-rollover-controller",
+        1,
+        json!({"name": "rollover-pod", "pod": "httpd"}),
+    );
+    call(&s, "POST", &format!("{APPS}/replicasets"), Some(bare), 201);
+    wait_running(&s, "name%3Drollover-pod", 1);
+    let mut d = deployment(
+        "test-rollover-deployment",
+        1,
+        json!({"minReadySeconds": 10,
+        "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0}}}),
+    );
+    d["spec"]["selector"] = json!({"matchLabels": {"name": "rollover-pod"}});
+    d["spec"]["template"] = json!({"metadata": {"labels": {"name": "rollover-pod"}},
+        "spec": {"containers": [{"name": "app", "image": "busybox:not-here", "imagePullPolicy": "Never"}]}});
+    call(&s, "POST", &d_path, Some(d), 201);
+    let path = format!("{d_path}/test-rollover-deployment");
+    let sets = s.wait_until("both ReplicaSets have 1 replica, revision 1", WAIT, || {
+        let d = get(&s, &path);
+        let sets = replica_sets(&s, "name%3Drollover-pod");
+        let ok = d["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "1"
+            && sets.len() == 2
+            && sets.iter().all(|r| r.1 == 1 && r.2 == 1)
+            && status_i64(&d, "updatedReplicas") >= 1;
+        (ok, format!("{sets:?} {}", d["metadata"]))
+    });
+    let d = get(&s, &path);
+    let owner = get(&s, &format!("{APPS}/replicasets/test-rollover-controller"));
+    assert_eq!(
+        owner["metadata"]["ownerReferences"][0]["uid"], d["metadata"]["uid"],
+        "adopted: {sets}"
+    );
+    let good = json!({"spec": {"template": {"spec": {"containers": [{"name": "app",
+        "image": "busybox:1.36", "imagePullPolicy": "IfNotPresent"}]}}}});
+    call(&s, "PATCH", &path, Some(strategic(good)), 200);
+    s.wait_until("rolled over to revision 2", Duration::from_secs(90), || {
+        let d = get(&s, &path);
+        let ok = d["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
+            && d["status"]["observedGeneration"] == d["metadata"]["generation"]
+            && status_i64(&d, "updatedReplicas") == 1
+            && status_i64(&d, "availableReplicas") == 1
+            && status_i64(&d, "replicas") == 1;
+        (ok, d["status"].to_string())
+    });
+    let sets = replica_sets(&s, "name%3Drollover-pod");
+    assert_eq!(sets.len(), 3, "{sets:?}");
+    let old: Vec<_> = sets.iter().filter(|r| r.3 != "2").collect();
+    assert_eq!(old.len(), 2, "{sets:?}");
+    assert!(old.iter().all(|r| r.1 == 0 && r.2 == 0), "old ReplicaSets emptied: {sets:?}");
+    let running = wait_running(&s, "name%3Drollover-pod", 1);
+    assert_eq!(running[0][5], "busybox:1.36");
+}
