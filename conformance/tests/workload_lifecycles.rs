@@ -838,3 +838,200 @@ fn deployments_through_every_verb_scale_proportionally_and_roll_over_on_simulate
     let running = wait_running(&s, "name%3Drollover-pod", 1);
     assert_eq!(running[0][5], "busybox:1.36");
 }
+
+/// A StatefulSet of `replicas` busybox pods labelled `name=<name>`.
+fn stateful_set(name: &str, replicas: i64, extra_spec: Value) -> Value {
+    let mut ss = json!({
+        "apiVersion": "apps/v1", "kind": "StatefulSet",
+        "metadata": {"name": name, "labels": {"name": name}},
+        "spec": {
+            "replicas": replicas,
+            "serviceName": "test",
+            "selector": {"matchLabels": {"name": name}},
+            "template": {
+                "metadata": {"labels": {"name": name}},
+                "spec": {"containers": [{"name": "app", "image": "busybox:1.36",
+                    "imagePullPolicy": "IfNotPresent"}]}
+            }
+        }
+    });
+    if let (Some(spec), Some(extra)) = (ss["spec"].as_object_mut(), extra_spec.as_object()) {
+        spec.extend(extra.clone());
+    }
+    ss
+}
+
+/// `(name, controller-revision-hash, image)` of the pods of `set`, by name; only Running
+/// and Ready pods count when `running`.
+fn set_pods(s: &RkubeServer, set: &str) -> Vec<(String, String, String)> {
+    let list = get(s, &format!("{CORE}/pods?labelSelector=name%3D{set}"));
+    let mut pods: Vec<_> = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| {
+            p["metadata"]["deletionTimestamp"].is_null() && p["status"]["phase"] == "Running"
+        })
+        .map(|p| {
+            (
+                p["metadata"]["name"].as_str().unwrap_or_default().to_string(),
+                p["metadata"]["labels"]["controller-revision-hash"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                p["spec"]["containers"][0]["image"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    pods.sort();
+    pods
+}
+
+#[test]
+fn stateful_sets_through_every_verb_and_partitioned_updates_on_simulated_nodes() {
+    let s = RkubeServer::start();
+    let nodes = SimulatedNodes::start(&s, 2, &[]);
+    nodes.wait_ready(&s, 2, WAIT);
+    let ss_path = format!("{APPS}/statefulsets");
+
+    // StatefulSet, Rolling Update with Partition: no pod changes while the partition is above
+    // every ordinal, a canary at partition 2, deleted pods come back at their own revision,
+    // then a phased rollout from the highest ordinal down.
+    let strategy = json!({"updateStrategy": {"type": "RollingUpdate",
+        "rollingUpdate": {"partition": 3}}});
+    call(&s, "POST", &ss_path, Some(stateful_set("ss2", 3, strategy)), 201);
+    let path = format!("{ss_path}/ss2");
+    let ss = s.wait_until("ss2 running, current = update revision", WAIT, || {
+        let ss = get(&s, &path);
+        let ok = status_i64(&ss, "readyReplicas") == 3
+            && ss["status"]["currentRevision"].is_string()
+            && ss["status"]["currentRevision"] == ss["status"]["updateRevision"];
+        (ok, ss.to_string())
+    });
+    let ss: Value = serde_json::from_str(&ss).unwrap();
+    let old_rev = ss["status"]["currentRevision"].as_str().unwrap().to_string();
+    // A StatefulSet's pods carry the revision's name (not its hash) in controller-revision-hash.
+    let old_hash = old_rev.clone();
+    let sp = set_pods(&s, "ss2");
+    assert_eq!(sp.iter().map(|p| p.0.as_str()).collect::<Vec<_>>(), ["ss2-0", "ss2-1", "ss2-2"]);
+    assert!(sp.iter().all(|p| p.1 == old_hash), "{sp:?}");
+    let new_image = json!({"spec": {"template": {"spec": {"containers": [{"name": "app",
+        "image": "busybox:1.36-new"}]}}}});
+    call(&s, "PATCH", &path, Some(strategic(new_image)), 200);
+    let ss = s.wait_until("a new update revision", WAIT, || {
+        let ss = get(&s, &path);
+        let ok = ss["status"]["observedGeneration"] == 2
+            && ss["status"]["updateRevision"].is_string()
+            && ss["status"]["updateRevision"] != old_rev.as_str();
+        (ok, ss.to_string())
+    });
+    let ss: Value = serde_json::from_str(&ss).unwrap();
+    assert_eq!(ss["status"]["currentRevision"], old_rev.as_str(), "{ss}");
+    let new_hash = ss["status"]["updateRevision"].as_str().unwrap().to_string();
+    let sp = set_pods(&s, "ss2");
+    assert!(
+        sp.iter().all(|p| p.1 == old_hash && p.2 == "busybox:1.36"),
+        "no update above the partition: {sp:?}"
+    );
+    let partition = |p: i64| {
+        let patch = json!({"spec": {"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": p}}}});
+        call(&s, "PATCH", &path, Some(strategic(patch)), 200);
+    };
+    // The pods at or above `from` on the new revision and image, the others on the old.
+    let wait_split = |from: usize, what: &str| {
+        s.wait_until(what, WAIT, || {
+            let sp = set_pods(&s, "ss2");
+            let ok = sp.len() == 3
+                && sp.iter().enumerate().all(|(i, p)| {
+                    if i >= from {
+                        p.1 == new_hash && p.2 == "busybox:1.36-new"
+                    } else {
+                        p.1 == old_hash && p.2 == "busybox:1.36"
+                    }
+                });
+            (ok, format!("{sp:?}"))
+        });
+    };
+    partition(2);
+    wait_split(2, "the canary ss2-2 updated, ss2-0 and ss2-1 not");
+    let uids = |names: &[&str]| -> Vec<String> {
+        names
+            .iter()
+            .map(|n| {
+                get(&s, &format!("{CORE}/pods/{n}"))["metadata"]["uid"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect()
+    };
+    let before = uids(&["ss2-0", "ss2-2"]);
+    call(&s, "DELETE", &format!("{CORE}/pods/ss2-0"), None, 200);
+    call(&s, "DELETE", &format!("{CORE}/pods/ss2-2"), None, 200);
+    s.wait_until("ss2-0 and ss2-2 made again", WAIT, || {
+        let now: Vec<String> = ["ss2-0", "ss2-2"]
+            .iter()
+            .map(|n| {
+                let p = s.curl(&[], &format!("{CORE}/pods/{n}"));
+                let p: Value = serde_json::from_str(&p.body).unwrap_or(Value::Null);
+                p["metadata"]["uid"].as_str().unwrap_or_default().to_string()
+            })
+            .collect();
+        let ok = now.iter().zip(&before).all(|(n, b)| !n.is_empty() && n != b);
+        (ok, format!("{now:?}"))
+    });
+    wait_split(2, "deleted pods back at their own revision");
+    partition(1);
+    wait_split(1, "phased: ss2-1 updated");
+    partition(0);
+    wait_split(0, "phased: ss2-0 updated");
+    s.wait_until("current revision caught up", WAIT, || {
+        let ss = get(&s, &path);
+        let ok = ss["status"]["currentRevision"] == ss["status"]["updateRevision"]
+            && status_i64(&ss, "updatedReplicas") == 3
+            && status_i64(&ss, "currentReplicas") == 3;
+        (ok, ss["status"].to_string())
+    });
+
+    // StatefulSet, status sub-resource; GET and PUT of /scale.
+    status_subresource_round_trip(&s, &path, "StatefulSet");
+    let mut scale = get(&s, &format!("{path}/scale"));
+    assert_eq!(
+        (
+            scale["kind"].as_str(),
+            scale["spec"]["replicas"].as_i64(),
+            scale["status"]["replicas"].as_i64()
+        ),
+        (Some("Scale"), Some(3), Some(3))
+    );
+    scale["spec"]["replicas"] = json!(2);
+    call(&s, "PUT", &format!("{path}/scale"), Some(scale), 200);
+    s.wait_until("ss2 scaled to 2", WAIT, || {
+        let sp = set_pods(&s, "ss2");
+        let ss = get(&s, &path);
+        let ok = sp.len() == 2 && status_i64(&ss, "replicas") == 2;
+        (ok, format!("{sp:?}"))
+    });
+    assert!(has_condition(&get(&s, &path), "StatusPatched"), "the controller dropped a condition");
+
+    // StatefulSet, list, patch and delete a collection of StatefulSets.
+    call(&s, "POST", &ss_path, Some(stateful_set("ss-coll", 1, json!({}))), 201);
+    wait_running(&s, "name%3Dss-coll", 1);
+    assert_eq!(names(&s, "/apis/apps/v1/statefulsets?labelSelector=name%3Dss-coll"), ["ss-coll"]);
+    let patch = json!({"metadata": {"labels": {"test-ss": "patched"}}, "spec": {"template": {"spec": {
+        "terminationGracePeriodSeconds": 1, "containers": [{"name": "app", "image": "busybox:1.36-patched"}]}}}});
+    let patched = call(&s, "PATCH", &format!("{ss_path}/ss-coll"), Some(strategic(patch)), 200);
+    assert_eq!(patched["metadata"]["labels"]["test-ss"], "patched");
+    assert_eq!(
+        patched["spec"]["template"]["spec"]["containers"][0]["image"],
+        "busybox:1.36-patched"
+    );
+    let gone = call(&s, "DELETE", &format!("{ss_path}?labelSelector=test-ss%3Dpatched"), None, 200);
+    assert_eq!(gone["kind"], "StatefulSetList", "{gone}");
+    assert!(names(&s, "/apis/apps/v1/statefulsets?labelSelector=test-ss%3Dpatched").is_empty());
+    assert_eq!(names(&s, &ss_path), ["ss2"], "deletecollection kept to its label");
+    s.wait_until("ss-coll's pods gone", WAIT, || {
+        let now = pods(&s, "name%3Dss-coll");
+        (now.is_empty(), format!("{now:?}"))
+    });
+}
