@@ -1035,3 +1035,200 @@ fn stateful_sets_through_every_verb_and_partitioned_updates_on_simulated_nodes()
         (now.is_empty(), format!("{now:?}"))
     });
 }
+
+/// The watch events of the pods `selector` selects since `rv`, read for one second:
+/// `(type, name, ready)`.
+fn pod_events_since(s: &RkubeServer, selector: &str, rv: &str) -> Vec<(String, String, bool)> {
+    let query = format!(
+        "{CORE}/pods?watch=1&resourceVersion={rv}&timeoutSeconds=1&labelSelector={selector}"
+    );
+    let out = s.curl(&[], &query);
+    assert_eq!(out.code, 200, "watch {query}: {}", out.body);
+    out.body
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let event: Value = serde_json::from_str(l).expect("a watch event");
+            let o = &event["object"];
+            let ready = o["status"]["conditions"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|c| c["type"] == "Ready" && c["status"] == "True"));
+            (
+                event["type"].as_str().unwrap_or_default().to_string(),
+                o["metadata"]["name"].as_str().unwrap_or_default().to_string(),
+                ready,
+            )
+        })
+        .collect()
+}
+
+/// busybox httpd serving the pod's hostname (its name) on port 9376, Ready while
+/// `/srv/index.html` is there (upstream's serve-hostname and its httpGet probe).
+fn serve_hostname_template(labels: Value) -> Value {
+    json!({
+        "metadata": {"labels": labels},
+        "spec": {
+            "terminationGracePeriodSeconds": 1,
+            "containers": [{"name": "app", "image": "busybox:1.36", "imagePullPolicy": "IfNotPresent",
+                "command": ["sh", "-c", "mkdir -p /srv && hostname > /srv/index.html && exec httpd -f -p 9376 -h /srv"],
+                "ports": [{"containerPort": 9376}],
+                "readinessProbe": {"httpGet": {"path": "/index.html", "port": 9376},
+                    "periodSeconds": 1, "failureThreshold": 1, "successThreshold": 1}}]
+        }
+    })
+}
+
+/// Upstream's breakHTTPProbe / restoreHTTPProbe: moves the index page away or back.
+fn set_probe(s: &RkubeServer, pod: &str, healthy: bool) {
+    let script = if healthy {
+        "mv -v /tmp/index.html /srv/ || true"
+    } else {
+        "mv -v /srv/index.html /tmp/ || true"
+    };
+    s.ok(&["exec", pod, "--", "sh", "-c", script]);
+}
+
+/// `name ready` of the running, live pods `selector` selects.
+fn readiness(s: &RkubeServer, selector: &str) -> Vec<(String, bool)> {
+    pods(s, selector).into_iter().map(|p| (p[0].clone(), p[3] == "True")).collect()
+}
+
+/// Holds for `window` that the live pods `selector` selects stay exactly `expected`.
+fn stays(s: &RkubeServer, selector: &str, expected: &[&str], window: Duration) {
+    let end = std::time::Instant::now() + window;
+    while std::time::Instant::now() < end {
+        let now: Vec<String> = pods(s, selector).into_iter().map(|p| p[0].clone()).collect();
+        assert_eq!(now, expected, "the controller did not halt");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+#[test]
+fn basic_images_serve_and_stateful_sets_scale_by_readiness_on_a_real_node() {
+    use rkube_conformance::node::{assert_route_is_local, NodeServer};
+    let node = NodeServer::start();
+    let s = &node.server;
+
+    // Replica Set / Replication Controller, run basic image: each pod answers its own name
+    // through the API server's pod proxy. The StatefulSets start at the same time.
+    for (kind, path, name) in [
+        ("ReplicaSet", format!("{APPS}/replicasets"), "basic-rs"),
+        ("ReplicationController", format!("{CORE}/replicationcontrollers"), "basic-rc"),
+    ] {
+        let mut object = replicated(kind, name, 1, json!({"name": name}));
+        object["spec"]["template"] = serve_hostname_template(json!({"name": name}));
+        call(s, "POST", &path, Some(object), 201);
+    }
+    let ordered = json!({"template": serve_hostname_template(json!({"name": "ss"}))});
+    call(s, "POST", &format!("{APPS}/statefulsets"), Some(stateful_set("ss", 1, ordered)), 201);
+    let burst = json!({"podManagementPolicy": "Parallel",
+        "template": serve_hostname_template(json!({"name": "burst"}))});
+    call(s, "POST", &format!("{APPS}/statefulsets"), Some(stateful_set("burst", 1, burst)), 201);
+    for name in ["basic-rs", "basic-rc"] {
+        let running = wait_running(s, &format!("name%3D{name}"), 1);
+        let pod = &running[0][0];
+        let ip =
+            get(s, &format!("{CORE}/pods/{pod}"))["status"]["podIP"].as_str().unwrap().to_string();
+        assert_route_is_local(&ip);
+        let proxied = s.curl(&[], &format!("{CORE}/pods/{pod}:9376/proxy/"));
+        assert_eq!((proxied.code, proxied.body.trim()), (200, pod.as_str()), "{name}");
+        let owner =
+            get(s, &format!("{CORE}/pods/{pod}"))["metadata"]["ownerReferences"][0]["name"].clone();
+        assert_eq!(owner, name);
+    }
+
+    // StatefulSet, Burst Scaling: with Parallel pod management, an unready pod halts neither
+    // scaling up nor scaling down.
+    wait_running(s, "name%3Dburst", 1);
+    set_probe(s, "burst-0", false);
+    s.wait_until("burst-0 unready", WAIT, || {
+        let now = readiness(s, "name%3Dburst");
+        (now == [("burst-0".to_string(), false)], format!("{now:?}"))
+    });
+    let scale = json!({"spec": {"replicas": 3}});
+    call(s, "PATCH", &format!("{APPS}/statefulsets/burst/scale"), Some(scale), 200);
+    s.wait_until("burst-1 and burst-2 made while burst-0 is unready", WAIT, || {
+        let now = pods(s, "name%3Dburst");
+        let ok = now.len() == 3 && now.iter().all(|p| p[2] == "Running") && now[0][3] != "True";
+        (ok, format!("{now:?}"))
+    });
+    for pod in ["burst-1", "burst-2"] {
+        s.wait_until(&format!("{pod} ready"), WAIT, || {
+            let now = readiness(s, "name%3Dburst");
+            (now.iter().any(|p| p.0 == pod && p.1), format!("{now:?}"))
+        });
+        set_probe(s, pod, false);
+    }
+    s.wait_until("all burst pods unready", WAIT, || {
+        let now = readiness(s, "name%3Dburst");
+        (now.len() == 3 && now.iter().all(|p| !p.1), format!("{now:?}"))
+    });
+    let scale = json!({"spec": {"replicas": 0}});
+    call(s, "PATCH", &format!("{APPS}/statefulsets/burst/scale"), Some(scale), 200);
+    s.wait_until("burst scaled to 0 with unready pods", WAIT, || {
+        let now = pods(s, "name%3Dburst");
+        let ss = get(s, &format!("{APPS}/statefulsets/burst"));
+        (now.is_empty() && status_i64(&ss, "replicas") == 0, format!("{now:?}"))
+    });
+
+    // StatefulSet, Scaling: with OrderedReady, an unready pod halts scaling up; once ready,
+    // pods are made in order, each after the one before is Ready.
+    wait_running(s, "name%3Dss", 1);
+    set_probe(s, "ss-0", false);
+    s.wait_until("ss-0 unready", WAIT, || {
+        let now = readiness(s, "name%3Dss");
+        (now == [("ss-0".to_string(), false)], format!("{now:?}"))
+    });
+    let start = collection_rv(s, &format!("{CORE}/pods"));
+    call(
+        s,
+        "PATCH",
+        &format!("{APPS}/statefulsets/ss/scale"),
+        Some(json!({"spec": {"replicas": 3}})),
+        200,
+    );
+    stays(s, "name%3Dss", &["ss-0"], Duration::from_secs(3));
+    set_probe(s, "ss-0", true);
+    wait_running(s, "name%3Dss", 3);
+    let events = pod_events_since(s, "name%3Dss", &start);
+    let added: Vec<&str> = events.iter().filter(|e| e.0 == "ADDED").map(|e| e.1.as_str()).collect();
+    assert_eq!(added, ["ss-1", "ss-2"], "{events:?}");
+    for (pod, before) in [("ss-1", "ss-0"), ("ss-2", "ss-1")] {
+        let made = events.iter().position(|e| e.0 == "ADDED" && e.1 == pod).unwrap();
+        let ready = events.iter().position(|e| e.1 == before && e.2);
+        assert!(
+            ready.is_some_and(|r| r < made),
+            "{pod} made before {before} was Ready: {events:?}"
+        );
+    }
+
+    // ... and halts scaling down while a pod is unready; once all are ready, pods go in
+    // reverse order, each once the one after it is gone.
+    for pod in ["ss-0", "ss-1", "ss-2"] {
+        set_probe(s, pod, false);
+    }
+    s.wait_until("all ss pods unready", WAIT, || {
+        let now = readiness(s, "name%3Dss");
+        (now.len() == 3 && now.iter().all(|p| !p.1), format!("{now:?}"))
+    });
+    let start = collection_rv(s, &format!("{CORE}/pods"));
+    call(
+        s,
+        "PATCH",
+        &format!("{APPS}/statefulsets/ss/scale"),
+        Some(json!({"spec": {"replicas": 0}})),
+        200,
+    );
+    stays(s, "name%3Dss", &["ss-0", "ss-1", "ss-2"], Duration::from_secs(3));
+    for pod in ["ss-0", "ss-1", "ss-2"] {
+        set_probe(s, pod, true);
+    }
+    s.wait_until("ss scaled to 0", Duration::from_secs(90), || {
+        let now = pods(s, "name%3Dss");
+        (now.is_empty(), format!("{now:?}"))
+    });
+    let events = pod_events_since(s, "name%3Dss", &start);
+    let deleted: Vec<&str> =
+        events.iter().filter(|e| e.0 == "DELETED").map(|e| e.1.as_str()).collect();
+    assert_eq!(deleted, ["ss-2", "ss-1", "ss-0"], "{events:?}");
+}
