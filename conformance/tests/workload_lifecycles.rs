@@ -1223,12 +1223,57 @@ fn basic_images_serve_and_stateful_sets_scale_by_readiness_on_a_real_node() {
     for pod in ["ss-0", "ss-1", "ss-2"] {
         set_probe(s, pod, true);
     }
-    s.wait_until("ss scaled to 0", Duration::from_secs(90), || {
-        let now = pods(s, "name%3Dss");
-        (now.is_empty(), format!("{now:?}"))
+    let mut events = Vec::new();
+    s.wait_until("ss scaled to 0, every pod gone", Duration::from_secs(90), || {
+        events = pod_events_since(s, "name%3Dss", &start);
+        let gone = events.iter().filter(|e| e.0 == "DELETED").count();
+        (gone == 3, format!("{events:?}"))
     });
-    let events = pod_events_since(s, "name%3Dss", &start);
     let deleted: Vec<&str> =
         events.iter().filter(|e| e.0 == "DELETED").map(|e| e.1.as_str()).collect();
     assert_eq!(deleted, ["ss-2", "ss-1", "ss-0"], "{events:?}");
+
+    // StatefulSet, Recreate Failed Pod: a pod bound to the node whose host port another pod
+    // holds is rejected by the kubelet (Failed), deleted and made again by the controller,
+    // until the port is free and it runs.
+    let holder = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "test-pod", "labels": {"name": "test-pod"}},
+        "spec": {"nodeName": node.node, "terminationGracePeriodSeconds": 1,
+            "containers": [{"name": "app", "image": "busybox:1.36", "imagePullPolicy": "IfNotPresent",
+                "command": ["sleep", "3600"], "ports": [{"containerPort": 21017, "hostPort": 21017}]}]}});
+    call(s, "POST", &format!("{CORE}/pods"), Some(holder), 201);
+    wait_running(s, "name%3Dtest-pod", 1);
+    let start = collection_rv(s, &format!("{CORE}/pods"));
+    let template = json!({"template": {"metadata": {"labels": {"name": "ss-recreate"}},
+        "spec": {"nodeName": node.node, "terminationGracePeriodSeconds": 1,
+            "containers": [{"name": "app", "image": "busybox:1.36", "imagePullPolicy": "IfNotPresent",
+                "command": ["sleep", "3600"], "ports": [{"containerPort": 21017, "hostPort": 21017}]}]}}});
+    call(
+        s,
+        "POST",
+        &format!("{APPS}/statefulsets"),
+        Some(stateful_set("ss-recreate", 1, template)),
+        201,
+    );
+    s.wait_until("ss-recreate-0 Failed, then deleted", WAIT, || {
+        let query = format!("{CORE}/pods?watch=1&resourceVersion={start}&timeoutSeconds=1&fieldSelector=metadata.name%3Dss-recreate-0");
+        let out = s.curl(&[], &query);
+        let events: Vec<Value> =
+            out.body.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+        let failed = events.iter().position(|e| {
+            e["object"]["status"]["phase"] == "Failed"
+                && e["object"]["status"]["reason"] == "NodePorts"
+                && e["object"]["status"]["message"]
+                    == "Pod was rejected: Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports"
+        });
+        let deleted = events.iter().rposition(|e| e["type"] == "DELETED");
+        let summary: Vec<String> = events
+            .iter()
+            .map(|e| format!("{} {} {}", e["type"], e["object"]["status"]["phase"], e["object"]["status"]["reason"]))
+            .collect();
+        (failed.zip(deleted).is_some_and(|(f, d)| f < d), summary.join("\n"))
+    });
+    call(s, "DELETE", &format!("{CORE}/pods/test-pod"), None, 200);
+    let running = wait_running(s, "name%3Dss-recreate", 1);
+    assert_eq!(running[0][0], "ss-recreate-0");
 }
