@@ -529,7 +529,7 @@ fn replica_sets_and_replication_controllers_through_every_verb_on_simulated_node
     let gone = call(&s, "DELETE", &format!("{rs_path}?labelSelector=e2e%3Dcoll-rs"), None, 200);
     assert_eq!(gone["kind"], "ReplicaSetList", "{gone}");
     assert!(names(&s, "/apis/apps/v1/replicasets?labelSelector=e2e%3Dcoll-rs").is_empty());
-    assert_eq!(names(&s, &format!("{rs_path}")), ["test-rs"], "deletecollection kept to its label");
+    assert_eq!(names(&s, &rs_path), ["test-rs"], "deletecollection kept to its label");
     s.wait_until("coll-rs's pods gone", WAIT, || {
         let now = pods(&s, "e2e%3Dcoll-rs");
         (now.is_empty(), format!("{now:?}"))

@@ -532,7 +532,7 @@ mod tests {
     /// A bare cache of pods at `revision`, following no store.
     fn cache_at(revision: Revision) -> Arc<Cache> {
         let pods = Resources::builtin().get("", "v1", "pods").unwrap().clone();
-        let cache = Arc::new(Cache {
+        Arc::new(Cache {
             prefix: pods.key_prefix(),
             info: pods,
             state: RwLock::new(State {
@@ -545,8 +545,7 @@ mod tests {
             revision: watch::channel(revision).0,
             progress: Arc::new(Notify::new()),
             stopped: watch::Sender::new(false),
-        });
-        cache
+        })
     }
 
     #[tokio::test]
