@@ -355,6 +355,17 @@ fn daemon_sets_and_controller_revisions_through_every_verb_on_simulated_nodes() 
                 && now.len() == 3;
         (replaced, format!("{now:?}"))
     });
+    // DaemonSet-Creation's second half: a deleted daemon pod is revived on its node.
+    let pods_now = wait_running(&s, selector, 3);
+    let victim = &pods_now[1];
+    call(&s, "DELETE", &format!("{CORE}/pods/{}", victim[0]), None, 200);
+    s.wait_until("the deleted daemon pod revived", WAIT, || {
+        let now = pods(&s, selector);
+        let revived = now.len() == 3
+            && now.iter().all(|p| p[4] != victim[4])
+            && now.iter().any(|p| p[1] == victim[1] && p[2] == "Running" && p[3] == "True");
+        (revived, format!("{now:?}"))
+    });
     let ds_now = get(&s, &format!("{ds_path}/cr-ds"));
     assert!(
         has_condition(&ds_now, "StatusPatched"),
