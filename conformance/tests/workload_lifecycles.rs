@@ -4,9 +4,11 @@
 //! across namespaces, watches from a resourceVersion; and the controllers' answers to them:
 //! ControllerRevisions numbered on, daemon pods following node labels, failed daemon pods
 //! replaced, rollbacks that keep untouched pods, proportional scaling of a stuck rollout, a
-//! rollover of an adopted ReplicaSet, canary and phased StatefulSet updates, orphans adopted.
+//! rollover of an adopted ReplicaSet, canary and phased StatefulSet updates, orphans adopted,
+//! StatefulSet pods rejected by the kubelet for a host port in use and made again.
 //! The API-side tests run on simulated nodes (pods Running and Ready at once, no containers);
-//! the serving and readiness ones on a real node (Docker).
+//! the serving, readiness and host-port ones on a real node (Docker). Watches are read from
+//! a resourceVersion for a second (the server replays its window), so no test holds one open.
 
 use std::time::Duration;
 
