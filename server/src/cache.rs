@@ -29,6 +29,8 @@ const WINDOW: usize = 10_000;
 const WATCHER_BUFFER: usize = 4_096;
 /// How often the cache asks the store how far it has seen (for bookmarks and fresh reads).
 const PROGRESS_INTERVAL: Duration = Duration::from_secs(5);
+/// How often a consistent read that waits asks the store for progress again.
+const PROGRESS_RETRY: Duration = Duration::from_millis(100);
 
 /// One object as the cache holds it.
 #[derive(Debug)]
@@ -386,7 +388,10 @@ impl Cache {
         self.wait_for(target).await
     }
 
-    /// Waits until the cache reaches `target`; 3 s at most, as upstream.
+    /// Waits until the cache reaches `target`; 3 s at most, as upstream. Progress is asked
+    /// for again every [`PROGRESS_RETRY`] while the revision stands still: the store may
+    /// show a commit to readers just before it publishes it to watches, and a progress
+    /// answer given in between does not reach `target` nor move the cache.
     pub async fn wait_for(&self, target: Revision) -> ApiResult<Revision> {
         let mut revision = self.revision.subscribe();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
@@ -395,10 +400,13 @@ impl Cache {
             if now >= target {
                 return Ok(now);
             }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(ApiError::too_large_resource_version(target, now));
+            }
             self.progress.notify_one();
-            match tokio::time::timeout_at(deadline, revision.changed()).await {
-                Ok(Ok(())) => {}
-                _ => return Err(ApiError::too_large_resource_version(target, now)),
+            let retry = (tokio::time::Instant::now() + PROGRESS_RETRY).min(deadline);
+            if let Ok(Err(_)) = tokio::time::timeout_at(retry, revision.changed()).await {
+                return Err(ApiError::too_large_resource_version(target, now));
             }
         }
     }
@@ -520,5 +528,43 @@ mod tests {
         let odd = br#"{"metadata":{"resourceVersion":"1","name":"q"}}"#;
         let odd = CachedObject::from_stored(pods, "/k", odd, 4).unwrap();
         assert_eq!(odd.value()["metadata"], json!({"resourceVersion": "4", "name": "q"}));
+    }
+    /// A bare cache of pods at `revision`, following no store.
+    fn cache_at(revision: Revision) -> Arc<Cache> {
+        let pods = Resources::builtin().get("", "v1", "pods").unwrap().clone();
+        Arc::new(Cache {
+            prefix: pods.key_prefix(),
+            info: pods,
+            state: RwLock::new(State {
+                objects: BTreeMap::new(),
+                window: VecDeque::new(),
+                revision,
+                oldest: revision,
+            }),
+            events: broadcast::channel(8).0,
+            revision: watch::channel(revision).0,
+            progress: Arc::new(Notify::new()),
+            stopped: watch::Sender::new(false),
+        })
+    }
+
+    #[tokio::test]
+    async fn a_consistent_read_asks_again_when_a_progress_answer_falls_short() {
+        let cache = cache_at(5);
+        // The store's first answer is the revision the cache has (the commit not yet
+        // published); the next one has the commit.
+        let store = cache.clone();
+        tokio::spawn(async move {
+            store.progress.notified().await;
+            store.advance(5);
+            store.progress.notified().await;
+            store.advance(7);
+        });
+        let reached = tokio::time::timeout(Duration::from_secs(2), cache.wait_for(7)).await;
+        assert_eq!(reached.expect("not stuck until the 3 s deadline").unwrap(), 7);
+        // Never reached: 504 after 3 s, as upstream.
+        let cache = cache_at(5);
+        let err = cache.wait_for(9).await.unwrap_err();
+        assert!(format!("{err:?}").contains("Too large resource version"), "{err:?}");
     }
 }

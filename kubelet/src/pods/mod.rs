@@ -6,6 +6,7 @@
 //! and the clean-up of containers whose pod is gone.
 //! The pods seen are kept in a [`PodCache`] for the kubelet API ([`crate::server`]).
 
+pub mod admission;
 pub mod dns;
 pub mod handlers;
 pub mod hooks;
@@ -77,6 +78,8 @@ impl PodCache {
 /// runtime events.
 struct Worker {
     pod: watch::Sender<Option<Arc<Pod>>>,
+    /// Rejected at admission ([`admission`]): never run, holds nothing.
+    rejected: bool,
     poke: Arc<Notify>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -90,12 +93,19 @@ async fn work(
     mut pod: watch::Receiver<Option<Arc<Pod>>>,
     poke: Arc<Notify>,
     uid: String,
+    rejected: bool,
 ) {
     let mut state = PodState::new(poke.clone(), pod.clone());
     let mut last: Option<Arc<Pod>> = None;
     loop {
         let current = pod.borrow_and_update().clone();
         let next = match current {
+            // A rejected pod is only reported Failed; once deleted, synced as any pod.
+            Some(p) if rejected && p.metadata.deletion_timestamp.is_none() => {
+                syncer.reject(&p, &mut state).await;
+                last = Some(p);
+                Next::After(Duration::from_secs(30))
+            }
             Some(p) => {
                 let next = syncer.sync(&p, &mut state).await;
                 last = Some(p);
@@ -142,10 +152,22 @@ fn dispatch(workers: &mut HashMap<String, Worker>, syncer: &Arc<Syncer>, pod: Ar
             });
         }
         None => {
+            // Admission, for a pod not taken up yet: its host ports against the pods admitted.
+            let rejected = !admission::started(&pod)
+                && !admission::finished(&pod)
+                && pod.metadata.deletion_timestamp.is_none()
+                && {
+                    let admitted: Vec<Arc<Pod>> = workers
+                        .values()
+                        .filter(|w| !w.rejected && !w.task.is_finished())
+                        .filter_map(|w| w.pod.borrow().clone())
+                        .collect();
+                    admission::host_port_conflict(&pod, admitted.iter().map(|p| p.as_ref()))
+                };
             let (tx, rx) = watch::channel(Some(pod));
             let poke = Arc::new(Notify::new());
-            let task = tokio::spawn(work(syncer.clone(), rx, poke.clone(), uid.clone()));
-            workers.insert(uid, Worker { pod: tx, poke, task });
+            let task = tokio::spawn(work(syncer.clone(), rx, poke.clone(), uid.clone(), rejected));
+            workers.insert(uid, Worker { pod: tx, rejected, poke, task });
         }
     }
 }

@@ -1298,6 +1298,26 @@ impl Syncer {
         self.report(pod, status, state).await;
     }
 
+    /// Reports a pod rejected at admission ([`super::admission`]): Failed with upstream's
+    /// reason and message, and a warning event, without running anything.
+    pub(crate) async fn reject(&self, pod: &Pod, state: &mut PodState) {
+        use super::admission::{NODE_PORTS_MESSAGE, NODE_PORTS_REASON};
+        if state.recorded.insert(NODE_PORTS_REASON.into()) {
+            self.recorder.record(
+                &pod_reference(pod),
+                "Warning",
+                NODE_PORTS_REASON,
+                NODE_PORTS_MESSAGE,
+            );
+        }
+        let status = json!({
+            "phase": "Failed",
+            "reason": NODE_PORTS_REASON,
+            "message": format!("Pod was rejected: {NODE_PORTS_MESSAGE}"),
+        });
+        self.report(pod, status, state).await;
+    }
+
     /// Patches the pod's status when it changed.
     async fn report(&self, pod: &Pod, status: Value, state: &mut PodState) {
         if state.last_status.as_ref() == Some(&status) {
