@@ -6,12 +6,13 @@
 //! is set), service environment variables, an init container failing a `Never` pod, a
 //! crash-looping pod deleted, a ConfigMap key mounted over `/etc/resolv.conf`, and the pods
 //! API verbs upstream's Pods tests call (update, patching status, delete a collection, the
-//! lifecycle with an image patch and a status update).
+//! lifecycle with an image patch and a status update, the log over a WebSocket); and, on a
+//! simulated node, a NoExecute taint removed before the pod's toleration ran out.
 
 use std::time::Duration;
 
 use rkube_conformance::cluster::RkubeServer;
-use rkube_conformance::node::{ensure_busybox_variant, NodeServer};
+use rkube_conformance::node::{ensure_busybox_variant, NodeServer, SimulatedNodes};
 use serde_json::{json, Value};
 
 /// The pod as JSON (Null when it does not exist).
@@ -210,6 +211,14 @@ spec:
   - {name: bin-false, image: "busybox:1.36", imagePullPolicy: IfNotPresent, command: ["/bin/false"]}
 ---
 apiVersion: v1
+kind: Pod
+metadata: {name: pod-logs-websocket}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: main, image: "busybox:1.36", imagePullPolicy: IfNotPresent, command: ["sh", "-c", "echo container is alive; sleep 10000"]}
+---
+apiVersion: v1
 kind: ConfigMap
 metadata: {name: my-configmap}
 data: {configmap-key: configmap-value}
@@ -398,7 +407,92 @@ fn pod_environment_expansion_subpaths_and_api_verbs_as_upstream() {
     s.ok(&["delete", "pod", "bin-false", "--wait=true", "--timeout=60s"]);
     assert!(pod(s, "bin-false").is_null());
 
+    logs_over_websockets(s);
     pods_api_verbs(s, alternative);
+}
+
+/// Pods, logs from websockets: `pods/log` upgraded to a WebSocket, the messages
+/// concatenated until the server closes, exactly the log; binary messages with
+/// `binary.k8s.io` (upstream's e2e), base64 text with `base64.binary.k8s.io`.
+fn logs_over_websockets(s: &RkubeServer) {
+    use base64::Engine;
+    use rkube_conformance::streaming::{WebSocketClient, BINARY, TEXT};
+    wait_pod(s, "pod-logs-websocket", 60, |p| phase(p) == "Running");
+    s.wait_until("the log written", Duration::from_secs(30), || {
+        let log = s.ok(&["logs", "pod-logs-websocket"]);
+        (log == "container is alive\n", log)
+    });
+    let path = "/api/v1/namespaces/default/pods/pod-logs-websocket/log?container=main";
+    for (protocol, opcode) in [("binary.k8s.io", BINARY), ("base64.binary.k8s.io", TEXT)] {
+        let mut socket = WebSocketClient::connect(s, path, protocol);
+        assert_eq!(socket.status, 101, "{}", socket.head);
+        assert_eq!(socket.protocol().as_deref(), Some(protocol), "{}", socket.head);
+        let mut log = Vec::new();
+        for (kind, payload) in socket.read_to_close() {
+            assert_eq!(kind, opcode, "{protocol}: message kind");
+            if opcode == TEXT {
+                let text = String::from_utf8(payload).expect("base64 text");
+                let bytes = base64::engine::general_purpose::STANDARD.decode(text.trim());
+                log.extend(bytes.expect("base64"));
+            } else {
+                log.extend(payload);
+            }
+        }
+        assert_eq!(String::from_utf8_lossy(&log), "container is alive\n", "{protocol}");
+    }
+    // A log that cannot be read is an error before any upgrade.
+    let bad = "/api/v1/namespaces/default/pods/pod-logs-websocket/log?container=nope";
+    let socket = WebSocketClient::connect(s, bad, "binary.k8s.io");
+    assert_eq!(socket.status, 400, "{}", socket.head);
+}
+
+/// Taint, Pod Eviction on taint removal: a pod tolerating a NoExecute taint for a while is
+/// marked for deletion when the taint comes and not deleted once it goes, past its
+/// toleration. On a simulated node (the taint eviction controller's behaviour).
+#[test]
+fn removing_a_noexecute_taint_cancels_the_pods_eviction() {
+    let s = RkubeServer::start();
+    let nodes = SimulatedNodes::start(&s, 1, &[]);
+    nodes.wait_ready(&s, 1, Duration::from_secs(60));
+    let node = s.ok(&["get", "nodes", "-o", "jsonpath={.items[0].metadata.name}"]);
+    let node = node.trim();
+    let key = "kubernetes.io/e2e-evict-taint-key";
+    let toleration = 15;
+    let manifest = json!({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "taint-eviction-4"},
+        "spec": {
+            "nodeName": node,
+            "tolerations": [{"key": key, "operator": "Equal", "value": "evictTaintVal",
+                "effect": "NoExecute", "tolerationSeconds": toleration}],
+            "containers": [{"name": "pause", "image": "busybox:1.36"}],
+        },
+    });
+    s.ok_stdin(&["create", "-f", "-"], &manifest.to_string());
+    wait_pod(&s, "taint-eviction-4", 60, |p| phase(p) == "Running");
+    let taint = format!("{key}=evictTaintVal:NoExecute");
+    s.ok(&["taint", "node", node, &taint]);
+    let tainted = std::time::Instant::now();
+    // Upstream waits a short time so that the pod is queued for deletion (nothing shows it
+    // before it is called off: the cancel event below proves it was).
+    std::thread::sleep(Duration::from_secs(3));
+    s.ok(&["taint", "node", node, &format!("{key}:NoExecute-")]);
+    // Past the toleration with a margin, the pod is never marked for deletion.
+    let until = tainted + Duration::from_secs(toleration + 10);
+    while std::time::Instant::now() < until {
+        let p = pod(&s, "taint-eviction-4");
+        assert!(p["metadata"]["deletionTimestamp"].is_null(), "the pod was evicted: {p:#}");
+        assert_eq!(phase(&p), "Running");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let events = s.ok(&[
+        "get",
+        "events",
+        "--field-selector",
+        "involvedObject.name=taint-eviction-4,reason=TaintManagerEviction",
+        "-o",
+        "jsonpath={.items[*].message}",
+    ]);
+    assert!(events.contains("Cancelling deletion of Pod default/taint-eviction-4"), "{events}");
 }
 
 /// Pods, update / patching status / delete a collection / completes the lifecycle of a Pod
