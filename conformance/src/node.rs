@@ -50,9 +50,10 @@ pub fn ensure_busybox_variant(tag: &str, changes: &[&str]) {
     assert!(committed.status.success(), "docker commit {tag}: {committed:?}");
 }
 
-/// Makes `tag`: Debian's static busybox with its applets, a passwd and group file, and
-/// `binaries` of this machine with every library `ldd` says they load, at the same paths.
-fn ensure_image(tag: &str, binaries: &[&str]) {
+/// Makes `tag` unless it is there: Debian's static busybox with its applets, a passwd and
+/// group file, and `binaries` of this machine with every library `ldd` says they load, at
+/// the same paths.
+pub fn ensure_image(tag: &str, binaries: &[&str]) {
     if docker(&["image", "inspect", tag]).status.success() {
         return;
     }

@@ -210,14 +210,20 @@ fn target<'a>(r: &'a ResourceRequest, raw: &RawRequest) -> ApiResult<(&'a str, &
     Ok((r.namespace.as_deref().unwrap_or(""), name, Params::parse(raw.uri.query())))
 }
 
-/// `pods/log`: the container's log from the node's kubelet.
+/// `pods/log`: the container's log from the node's kubelet, over a WebSocket when asked.
 pub fn pod_log<'a>(state: &'a ApiState, r: &'a ResourceRequest, raw: RawRequest) -> Connected<'a> {
     Box::pin(async move {
         let (ns, name, params) = target(r, &raw)?;
         if raw.method != Method::GET {
             return Err(method_not_allowed());
         }
-        read_pod_log(state, ns, name, &params).await
+        let log = read_pod_log(state, ns, name, &params).await?;
+        // Upstream streams the log over a WebSocket when the client asks for one.
+        if !crate::websocket_stream::is_websocket_request(&raw.headers) {
+            return Ok(log);
+        }
+        let body = log.into_body();
+        crate::websocket_stream::serve(&raw.method, &raw.uri, &raw.headers, raw.upgrade, body).await
     })
 }
 

@@ -54,6 +54,7 @@ pub mod subresources;
 pub mod table;
 pub mod warnings;
 pub mod watch;
+pub mod websocket_stream;
 pub mod write_hooks;
 pub mod yaml;
 
