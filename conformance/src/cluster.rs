@@ -49,20 +49,22 @@ pub struct RkubeServer {
 impl RkubeServer {
     /// Starts the server with extra arguments and waits (up to 60 s) until `/readyz` answers.
     pub fn start_with(extra_args: &[&str]) -> RkubeServer {
-        let data_dir = tempfile::Builder::new().prefix("rkube-test-").tempdir().expect("temp dir");
-        let log = data_dir.path().join("server.log");
         let extra_args: Vec<String> = extra_args.iter().map(|a| a.to_string()).collect();
         let spawned = Instant::now();
         let deadline = spawned + Duration::from_secs(60);
         // A free port can be taken by another test (or a client's ephemeral port) before the
-        // server binds it: then another one, a few times.
+        // server binds it: then another one, a few times, each on a fresh data dir and log so
+        // that an attempt is judged by what it wrote itself.
         let mut attempts = 0;
-        let (child, kubeconfig, port) = loop {
+        let (child, kubeconfig, port, data_dir, log) = loop {
+            let data_dir =
+                tempfile::Builder::new().prefix("rkube-test-").tempdir().expect("temp dir");
+            let log = data_dir.path().join("server.log");
             let port = free_port();
             match launch(data_dir.path(), port, &extra_args, &log, deadline) {
-                Ok((child, kubeconfig)) => break (child, kubeconfig, port),
-                Err(log) if log.contains("Address already in use") && attempts < 3 => attempts += 1,
-                Err(log) => panic!("rkube server exited:\n{log}"),
+                Ok((child, kubeconfig)) => break (child, kubeconfig, port, data_dir, log),
+                Err(out) if out.contains("Address already in use") && attempts < 3 => attempts += 1,
+                Err(out) => panic!("rkube server exited:\n{out}"),
             }
         };
         let mut server = RkubeServer {

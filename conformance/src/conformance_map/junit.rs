@@ -18,12 +18,17 @@ pub enum Outcome {
     Skipped,
 }
 
-/// A run: every reported test's outcome, and when the report was written.
+/// A run: every reported test's outcome and time, when the report was written and how long
+/// the whole run took.
 #[derive(Debug, Default)]
 pub struct Run {
     pub outcomes: HashMap<String, Outcome>,
     /// The report's `timestamp`, as written.
     pub timestamp: String,
+    /// The run's wall time in seconds (the report's `time`), if given.
+    pub wall_seconds: Option<f64>,
+    /// Each test's own time in seconds, where given.
+    pub seconds: HashMap<String, f64>,
 }
 
 /// Reads a JUnit report: `<testsuite name=BINARY>` holding `<testcase name=TEST>`, failed
@@ -44,10 +49,16 @@ pub fn parse(xml: &str) -> Result<Run> {
                     }
                 };
                 match e.name().as_ref() {
-                    b"testsuites" => run.timestamp = attr(b"timestamp")?,
+                    b"testsuites" => {
+                        run.timestamp = attr(b"timestamp")?;
+                        run.wall_seconds = attr(b"time")?.parse().ok();
+                    }
                     b"testsuite" => suite = attr(b"name")?,
                     b"testcase" => {
                         let name = format!("{suite} {}", attr(b"name")?);
+                        if let Ok(seconds) = attr(b"time")?.parse::<f64>() {
+                            run.seconds.insert(name.clone(), seconds);
+                        }
                         if matches!(event, Event::Empty(_)) {
                             run.outcomes.insert(name, Outcome::Passed);
                         } else {
@@ -100,7 +111,7 @@ mod tests {
     fn passed_failed_and_skipped_cases() {
         let run = parse(
             r#"<?xml version="1.0" encoding="UTF-8"?>
-<testsuites name="nextest-run" tests="4" failures="1" errors="0" timestamp="2026-11-29T07:00:00Z">
+<testsuites name="nextest-run" tests="4" failures="1" errors="0" timestamp="2026-11-29T07:00:00Z" time="12.5">
   <testsuite name="rkube-conformance::kubelet" tests="3">
     <testcase name="runs" classname="rkube-conformance::kubelet" time="1.0"></testcase>
     <testcase name="breaks" classname="rkube-conformance::kubelet" time="1.0">
@@ -117,6 +128,9 @@ mod tests {
         assert_eq!(run.outcomes["rkube-conformance::kubelet skips"], Outcome::Skipped);
         assert_eq!(run.outcomes["rkube-store::sqlite a::b"], Outcome::Passed);
         assert_eq!(run.timestamp, "2026-11-29T07:00:00Z");
+        assert_eq!(run.wall_seconds, Some(12.5));
+        assert_eq!(run.seconds["rkube-conformance::kubelet breaks"], 1.0);
+        assert!(!run.seconds.contains_key("rkube-conformance::kubelet skips"));
         assert!(parse("<testsuites/>").is_err());
         assert!(parse("<testsuites><testsuite").is_err());
     }

@@ -1,5 +1,6 @@
 //! `docs/conformance.md`: every upstream test with its covering rkube tests and their result,
-//! and the totals per area.
+//! the totals per area, and how long the suite took ([`suite_time`]: issue 22's figure, the
+//! whole suite against a tenth of upstream's conformance run).
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -147,6 +148,7 @@ pub fn render(
     let node_areas: Vec<&str> =
         areas.iter().copied().filter(|a| node_totals.contains_key(a)).collect();
     doc.push_str(&totals_table(&node_areas, &node_totals));
+    let _ = write!(doc, "\n## Suite time\n\n{}\n", suite_time(coverage, run));
     doc.push_str(&sections);
     missing_everywhere.sort();
     missing_everywhere.dedup();
@@ -200,6 +202,32 @@ fn newest_release(release: &str) -> (u32, u32) {
         .unwrap_or_default()
 }
 
+/// Upstream's conformance run on k3s, the figure's anchor: about 1 h 50 min.
+pub const UPSTREAM_RUN_SECONDS: f64 = 110.0 * 60.0;
+
+/// The suite's wall time against a tenth of upstream's conformance run, and what the tests
+/// covering upstream's take on their own (each test's time, summed once per test).
+pub fn suite_time(coverage: &coverage::Map, run: &Run) -> String {
+    let Some(wall) = run.wall_seconds else {
+        return "The report gives no wall time for the run.".to_string();
+    };
+    let covering: std::collections::BTreeSet<&String> =
+        coverage.values().flat_map(|c| c.tests.iter()).collect();
+    let covering_seconds: f64 = covering.iter().filter_map(|t| run.seconds.get(*t)).sum();
+    let all_seconds: f64 = run.seconds.values().sum();
+    let target = UPSTREAM_RUN_SECONDS / 10.0;
+    format!(
+        "The whole suite ({} tests) took **{wall:.0} s** of wall time in that run, against \
+         a target of under {target:.0} s (a tenth of upstream's conformance run on k3s, about \
+         1 h 50 min): {}. Its tests took {all_seconds:.0} s between them (nextest runs four \
+         at a time); the {} rkube tests that cover upstream conformance tests took \
+         {covering_seconds:.0} s of that.",
+        run.outcomes.len(),
+        if wall < target { "met" } else { "NOT met" },
+        covering.len(),
+    )
+}
+
 /// Text safe in a Markdown table cell.
 fn cell(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
@@ -229,6 +257,7 @@ mod tests {
             ]
             .into(),
             timestamp: "t".into(),
+            ..Run::default()
         };
         let covered = |tests: &[&str]| Coverage {
             tests: tests.iter().map(|t| t.to_string()).collect(),
