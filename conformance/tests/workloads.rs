@@ -198,6 +198,10 @@ spec:
     let table = s.ok(&["get", "rs", "kept"]);
     let row: Vec<&str> = table.lines().nth(1).unwrap_or_default().split_whitespace().collect();
     assert_eq!(row[..4], ["kept", "3", "3", "3"], "{table}");
+    s.wait_until("two SuccessfulCreate events", WAIT, || {
+        let created = events(&s, "kept", "SuccessfulCreate");
+        (created.len() >= 2, format!("{created:?}"))
+    });
     let created = events(&s, "kept", "SuccessfulCreate");
     assert_eq!(created.len(), 2, "{created:?}");
     assert!(created.iter().all(|m| m.starts_with("Created pod: kept-")), "{created:?}");
@@ -217,6 +221,11 @@ spec:
         (pods.len() == 1, pods.join("\n"))
     });
     s.ok(&["get", "pod", "stray"]);
+    // The events are recorded after the deletes (and may trail them under load).
+    s.wait_until("two SuccessfulDelete events", WAIT, || {
+        let deleted = events(&s, "kept", "SuccessfulDelete");
+        (deleted.len() >= 2, format!("{deleted:?}"))
+    });
     let deleted = events(&s, "kept", "SuccessfulDelete");
     assert_eq!(deleted.len(), 2, "{deleted:?}");
     assert!(deleted.iter().all(|m| m.starts_with("Deleted pod: kept-")), "{deleted:?}");
