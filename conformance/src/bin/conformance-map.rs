@@ -4,6 +4,11 @@
 //!
 //! ./scripts/test.sh    # the suite; nextest writes target/nextest/default/junit.xml
 //! cargo run -p rkube-conformance --bin conformance-map
+//!
+//! Issue 22's figure (the suite covering the conformance behaviours, timed on its own):
+//! cargo nextest run --workspace --all-features --test-threads 4 \
+//!     -E "$(cargo run -q -p rkube-conformance --bin conformance-map -- --covering-filter)"
+//! cargo run -p rkube-conformance --bin conformance-map
 
 use std::path::PathBuf;
 
@@ -24,6 +29,9 @@ struct Cli {
     /// Where the map goes
     #[arg(long, default_value = "docs/conformance.md")]
     output: PathBuf,
+    /// Print the nextest filterset of the covering tests instead (for the figure's run)
+    #[arg(long)]
+    covering_filter: bool,
 }
 
 fn main() -> Result<()> {
@@ -32,6 +40,10 @@ fn main() -> Result<()> {
     let at = |p: &PathBuf| if p.is_absolute() { p.clone() } else { root.join(p) };
     let upstream = upstream::read(&at(&cli.upstream))?;
     let coverage = coverage::read_dir(&at(&cli.coverage))?;
+    if cli.covering_filter {
+        println!("{}", report::covering_filter(&coverage));
+        return Ok(());
+    }
     let run = junit::read(&at(&cli.junit))?;
     let (doc, missing) = report::render(&upstream, &coverage, &run)?;
     for test in &missing {

@@ -205,8 +205,9 @@ fn newest_release(release: &str) -> (u32, u32) {
 /// Upstream's conformance run on k3s, the figure's anchor: about 1 h 50 min.
 pub const UPSTREAM_RUN_SECONDS: f64 = 110.0 * 60.0;
 
-/// The suite's wall time against a tenth of upstream's conformance run, and what the tests
-/// covering upstream's take on their own (each test's time, summed once per test).
+/// The run's wall time against a tenth of upstream's conformance run (the figure: run just
+/// the covering tests, see `conformance/map/README.md`), and what the tests covering
+/// upstream's took (each test's time, summed once per test).
 pub fn suite_time(coverage: &coverage::Map, run: &Run) -> String {
     let Some(wall) = run.wall_seconds else {
         return "The report gives no wall time for the run.".to_string();
@@ -217,15 +218,42 @@ pub fn suite_time(coverage: &coverage::Map, run: &Run) -> String {
     let all_seconds: f64 = run.seconds.values().sum();
     let target = UPSTREAM_RUN_SECONDS / 10.0;
     format!(
-        "The whole suite ({} tests) took **{wall:.0} s** of wall time in that run, against \
+        "That run ({} tests) took **{wall:.0} s** of wall time, against \
          a target of under {target:.0} s (a tenth of upstream's conformance run on k3s, about \
-         1 h 50 min): {}. Its tests took {all_seconds:.0} s between them (nextest runs four \
-         at a time); the {} rkube tests that cover upstream conformance tests took \
+         1 h 50 min): {}. Its tests took {all_seconds:.0} s between them (nextest runs \
+         several at a time); the {} rkube tests that cover upstream conformance tests took \
          {covering_seconds:.0} s of that.",
         run.outcomes.len(),
         if wall < target { "met" } else { "NOT met" },
         covering.len(),
     )
+}
+
+/// A nextest filterset selecting exactly the rkube tests the tables name (`binary test`,
+/// the binary `package::name` or the package's unit tests), to time the suite covering the
+/// upstream conformance tests on its own.
+pub fn covering_filter(coverage: &coverage::Map) -> String {
+    let mut by_binary: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for test in coverage.values().flat_map(|c| c.tests.iter()) {
+        if let Some((binary, name)) = test.split_once(' ') {
+            let names = by_binary.entry(binary).or_default();
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+    }
+    let parts: Vec<String> = by_binary
+        .iter()
+        .map(|(binary, names)| {
+            let which = match binary.split_once("::") {
+                Some((package, name)) => format!("package({package}) & binary(={name})"),
+                None => format!("package({binary}) & kind(lib)"),
+            };
+            let tests: Vec<String> = names.iter().map(|n| format!("test(={n})")).collect();
+            format!("({which} & ({}))", tests.join(" | "))
+        })
+        .collect();
+    parts.join(" | ")
 }
 
 /// Text safe in a Markdown table cell.
