@@ -198,6 +198,28 @@ impl RkubeServer {
         }
     }
 
+    /// The pod `name` in the default namespace as JSON (Null when it does not exist).
+    pub fn pod(&self, name: &str) -> serde_json::Value {
+        let out = self.kubectl(&["get", "pod", name, "-o", "json"]);
+        serde_json::from_slice(&out.stdout).unwrap_or(serde_json::Value::Null)
+    }
+
+    /// Waits (up to `secs`) until `check` accepts the pod `name`, failing the test with its
+    /// status otherwise; returns the pod.
+    pub fn wait_pod(
+        &self,
+        name: &str,
+        secs: u64,
+        check: impl Fn(&serde_json::Value) -> bool,
+    ) -> serde_json::Value {
+        let mut last = serde_json::Value::Null;
+        self.wait_until(&format!("pod {name}"), Duration::from_secs(secs), || {
+            last = self.pod(name);
+            (check(&last), serde_json::to_string_pretty(&last["status"]).unwrap_or_default())
+        });
+        last
+    }
+
     /// Applies a CustomResourceDefinition (`manifest`, named `crd_name`, i.e.
     /// `<plural>.<group>`) and waits until it is Established and kubectl finds its resource
     /// through discovery.

@@ -22,18 +22,14 @@ use serde_json::Value;
 const GRPC_IMAGE: &str = "rkube-test-grpc-health:2";
 const GRPC_SERVER: &str = "/tmp/rkube-test-grpc-health/grpc-health-server";
 
+/// The pod as JSON (Null when it does not exist).
 fn pod(s: &RkubeServer, name: &str) -> Value {
-    let out = s.kubectl(&["get", "pod", name, "-o", "json"]);
-    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+    s.pod(name)
 }
 
+/// Waits (bounded) until `check` accepts the pod; returns it.
 fn wait_pod(s: &RkubeServer, name: &str, secs: u64, check: impl Fn(&Value) -> bool) -> Value {
-    let mut last = Value::Null;
-    s.wait_until(&format!("pod {name}"), Duration::from_secs(secs), || {
-        last = pod(s, name);
-        (check(&last), serde_json::to_string_pretty(&last["status"]).unwrap_or_default())
-    });
-    last
+    s.wait_pod(name, secs, check)
 }
 
 fn phase(p: &Value) -> &str {
