@@ -104,7 +104,12 @@ fn definition(client_config: Value, review_versions: &[&str]) -> String {
 }
 
 fn define(s: &RkubeServer, client_config: Value, review_versions: &[&str]) {
-    s.ok_stdin(&["apply", "-f", "-"], &definition(client_config, review_versions));
+    define_as(s, &definition(client_config, review_versions));
+}
+
+/// Applies the definition `crd` and waits until both versions are served.
+fn define_as(s: &RkubeServer, crd: &str) {
+    s.ok_stdin(&["apply", "-f", "-"], crd);
     s.ok(&["wait", "--for=condition=Established", "--timeout=20s", "crd/widgets.example.com"]);
     s.wait_until("both versions in discovery", Duration::from_secs(20), || {
         let out = s.kubectl(&["get", "--raw", "/apis/example.com/v2"]);
@@ -152,10 +157,16 @@ struct Watch {
 
 impl Watch {
     fn start(s: &RkubeServer, version: &str) -> Watch {
+        Watch::start_with(s, version, &[])
+    }
+
+    /// A watch with more arguments (selectors).
+    fn start_with(s: &RkubeServer, version: &str, args: &[&str]) -> Watch {
         let resource = format!("widgets.{version}.example.com");
         let mut child = s
             .kubectl_command(&s.kubectl)
             .args(["get", &resource, "-w", "--output-watch-events", "-o", "json"])
+            .args(args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -536,4 +547,99 @@ fn a_service_webhook_converts_and_the_definition_is_validated() {
         err.contains("spec.conversion.webhookClientConfig: Forbidden: should not be set when strategy is not set to Webhook"),
         "{err}"
     );
+}
+
+/// Field selectors on a version the webhook converts read that version's objects, as
+/// upstream's watch cache per served version holds them converted: v2's selectable field
+/// `spec.length` exists only once the stored v1 objects (`spec.size`) are converted.
+#[test]
+fn selectors_on_a_converted_version_read_the_converted_objects() {
+    let s = RkubeServer::start();
+    let ca = TestCa::new("rkube conversion test CA");
+    let webhook = WebhookServer::start(&ca, &[], converter(Arc::new(AtomicUsize::new(CONVERT))));
+    let mut crd = json_of(&definition(
+        json!({"url": webhook.url("/convert"), "caBundle": ca.bundle()}),
+        &["v1"],
+    ));
+    crd["spec"]["versions"][0]["selectableFields"] = json!([{"jsonPath": ".spec.size"}]);
+    crd["spec"]["versions"][1]["selectableFields"] = json!([{"jsonPath": ".spec.length"}]);
+    define_as(&s, &crd.to_string());
+    for (name, size) in [("w1", 3), ("w2", 5), ("w3", 3)] {
+        let w = json!({"apiVersion": "example.com/v1", "kind": "Widget",
+                       "metadata": {"name": name, "namespace": "default"}, "spec": {"size": size}});
+        s.ok_stdin(&["create", "-f", "-"], &w.to_string());
+    }
+    let names = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["-o", "jsonpath={.items[*].metadata.name}"]);
+        s.ok(&all)
+    };
+
+    // Whole lists (the watch cache) and pages (the store), in both versions.
+    assert_eq!(
+        names(&["get", "widgets.v2.example.com", "--field-selector", "spec.length=3"]),
+        "w1 w3"
+    );
+    assert_eq!(
+        names(&[
+            "get",
+            "widgets.v2.example.com",
+            "--field-selector",
+            "spec.length=3",
+            "--chunk-size=1"
+        ]),
+        "w1 w3"
+    );
+    assert_eq!(
+        names(&["get", "widgets.v2.example.com", "--field-selector", "spec.length!=3"]),
+        "w2"
+    );
+    assert_eq!(
+        names(&["get", "widgets.v1.example.com", "--field-selector", "spec.size=3"]),
+        "w1 w3"
+    );
+    let err = fails(&s, &["get", "widgets.v2.example.com", "--field-selector", "spec.size=3"]);
+    assert!(err.contains("field label not supported: spec.size"), "{err}");
+    // A page counts the objects left only when nothing is selected (upstream's store counts
+    // keys, not matches).
+    let page = json_of(&s.ok(&[
+        "get",
+        "--raw",
+        "/apis/example.com/v2/namespaces/default/widgets?limit=1",
+    ]));
+    assert_eq!(page["metadata"]["remainingItemCount"], 2, "{page}");
+    let page = json_of(&s.ok(&[
+        "get",
+        "--raw",
+        "/apis/example.com/v2/namespaces/default/widgets?limit=1&fieldSelector=spec.length%3D3",
+    ]));
+    assert!(page["metadata"].get("remainingItemCount").is_none(), "{page}");
+    assert_eq!(page["items"][0]["metadata"]["name"], "w1", "{page}");
+
+    // A watch in v2: the initial state, an object moving into the selection (ADDED) and one
+    // moving out of it (DELETED), each decided on the converted objects.
+    let mut watch = Watch::start_with(&s, "v2", &["--field-selector", "spec.length=5"]);
+    watch.wait_for(r#""name":"w2""#);
+    s.ok(&[
+        "patch",
+        "widgets.v1.example.com",
+        "w1",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"size":5}}"#,
+    ]);
+    watch.wait_for(r#""name":"w1""#);
+    s.ok(&[
+        "patch",
+        "widgets.v1.example.com",
+        "w2",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"size":7}}"#,
+    ]);
+    watch.wait_for(r#""length":"7""#);
+    let seen = watch.drain().to_string();
+    assert_eq!(seen.matches(r#""type":"ADDED""#).count(), 2, "{seen}");
+    assert_eq!(seen.matches(r#""type":"DELETED""#).count(), 1, "{seen}");
+    assert!(!seen.contains(r#""name":"w3""#), "{seen}");
 }

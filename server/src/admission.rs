@@ -236,7 +236,7 @@ impl ClusterState for CacheState<'_> {
         freshness: Freshness,
     ) -> Result<Vec<Arc<dyn Object>>, AdmissionError> {
         let matching = selector.clone();
-        let filter: Filter = Arc::new(move |o: &FilterView<'_>| matching.matches(o.labels));
+        let filter = Filter::new(move |o: &FilterView<'_>| matching.matches(o.labels));
         self.list_where(resource, namespace, freshness, filter, |o| selector.matches(o.labels()))
             .await
     }
@@ -278,7 +278,7 @@ impl ClusterState for CacheState<'_> {
         freshness: Freshness,
     ) -> Result<Vec<Arc<dyn Object>>, AdmissionError> {
         let (wanted_field, wanted) = (field.to_string(), value.to_string());
-        let filter: Filter = Arc::new(move |o: &FilterView<'_>| {
+        let filter = Filter::new(move |o: &FilterView<'_>| {
             o.fields.iter().any(|(f, v)| *f == wanted_field && *v == wanted)
         });
         self.list_where(resource, namespace, freshness, filter, |o| {

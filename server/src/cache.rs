@@ -171,7 +171,35 @@ pub struct FilterView<'a> {
 }
 
 /// Decides whether an object is in a list or watch.
-pub type Filter = Arc<dyn Fn(&FilterView<'_>) -> bool + Send + Sync>;
+#[derive(Clone)]
+pub struct Filter {
+    test: Arc<dyn Fn(&FilterView<'_>) -> bool + Send + Sync>,
+    /// Whether it can leave anything out (upstream's predicate is not empty): a list with
+    /// such a filter has no `remainingItemCount`, and a version a webhook converts is
+    /// filtered after its conversion.
+    selective: bool,
+}
+
+impl Filter {
+    /// A filter that leaves objects out by what `test` says of them.
+    pub fn new(test: impl Fn(&FilterView<'_>) -> bool + Send + Sync + 'static) -> Filter {
+        Filter { test: Arc::new(test), selective: true }
+    }
+
+    /// The filter that passes everything.
+    pub fn everything() -> Filter {
+        Filter { test: Arc::new(|_| true), selective: false }
+    }
+
+    pub fn matches(&self, view: &FilterView<'_>) -> bool {
+        !self.selective || (self.test)(view)
+    }
+
+    /// Whether it can leave anything out (see [`Filter::everything`]).
+    pub fn is_selective(&self) -> bool {
+        self.selective
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum EventType {
@@ -418,7 +446,7 @@ impl Cache {
             .objects
             .range(prefix.to_string()..)
             .take_while(|(k, _)| k.starts_with(prefix))
-            .filter(|(_, o)| filter(&o.view()))
+            .filter(|(_, o)| filter.matches(&o.view()))
             .map(|(_, o)| o.clone())
             .collect();
         (items, state.revision)

@@ -83,7 +83,7 @@ async fn list(state: &ApiState, req: &Request, info: &ResourceInfo) -> ApiResult
             let name = item["metadata"]["name"].as_str().unwrap_or("");
             let fields = [("metadata.name", name.to_string())];
             let labels = Default::default();
-            filter(&FilterView { name, labels: &labels, fields: &fields })
+            filter.matches(&FilterView { name, labels: &labels, fields: &fields })
         })
         .collect();
     Ok(handlers::list_response(info, output, query, json!({}), items, None))

@@ -28,7 +28,7 @@ use tokio::sync::broadcast::error::RecvError;
 
 use crate::aggregator::autoregister;
 use crate::object;
-use crate::registry::{DeleteOptions, Filter, FilterView, Registry, WriteOptions};
+use crate::registry::{DeleteOptions, Filter, Registry, WriteOptions};
 use crate::status::{ApiError, ApiResult};
 
 /// The finalizer a definition's delete adds: its objects go before it does.
@@ -75,7 +75,7 @@ async fn run(registry: Arc<Registry>) -> Result<(), String> {
     let mut cleaning: HashSet<String> = HashSet::new();
     let (cleaned_tx, mut cleaned) = tokio::sync::mpsc::unbounded_channel::<String>();
     loop {
-        let everything: Filter = Arc::new(|_: &FilterView<'_>| true);
+        let everything = Filter::everything();
         let crds: Vec<Value> =
             cache.list(&prefix, &everything).0.iter().map(|c| c.value()).collect();
         reconcile(&registry, &crds, &mut served).await;
@@ -324,7 +324,7 @@ async fn clean_up(registry: &Registry, crd: &Value) {
     let group = crd["spec"]["group"].as_str().unwrap_or("");
     let plural = crd["spec"]["names"]["plural"].as_str().unwrap_or("");
     if let Some(info) = table.storage_version_of(group, plural).cloned() {
-        let everything: Filter = Arc::new(|_: &FilterView<'_>| true);
+        let everything = Filter::everything();
         let mut pause = Duration::from_millis(100);
         loop {
             let Ok(cache) = registry.cache(&info) else { break };

@@ -242,7 +242,7 @@ impl Eviction<'_> {
     /// matches nothing; an empty one every pod, as policy/v1 says).
     async fn budgets_of(&self, pod: &Value) -> ApiResult<Vec<Value>> {
         let info = self.budget_info()?;
-        let everything: Filter = Arc::new(|_| true);
+        let everything = Filter::everything();
         let page = self
             .registry
             .list(&info, Some(self.namespace), &ListOptions::default(), &everything)

@@ -11,7 +11,6 @@
 use std::borrow::Cow;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::response::{IntoResponse, Response};
@@ -625,10 +624,15 @@ async fn list_from_cache(
             }
         }
     }
-    let (objects, revision) = cache.list(&registry.prefix(info, ns)?, filter);
+    // A version a webhook converts is filtered once converted.
+    let late = registry.filters_converted(info, filter)?;
+    let everything = Filter::everything();
+    let (objects, revision) =
+        cache.list(&registry.prefix(info, ns)?, if late { &everything } else { filter });
     let same_version = (info.group, info.version) == (cache.info().group, cache.info().version);
     // The cached bytes go out as they are (or their metadata alone).
     let raw_items = match output {
+        _ if late => None,
         Output::Json if same_version && objects.iter().all(|o| o.in_storage_version) => {
             // Items of a built-in list carry no kind and apiVersion, as kube-apiserver's
             // (its items are converted without their TypeMeta): the cached bytes start with
@@ -683,7 +687,8 @@ async fn list_from_cache(
         return Ok(Reply::bytes(StatusCode::OK, "application/json", body));
     }
     // One conversion for the whole list (one review for a custom resource's webhook).
-    let items = registry.convert_objects(objects.iter().map(|o| o.value()).collect(), info).await?;
+    let objects = objects.iter().map(|o| o.value()).collect();
+    let items = registry.convert_selected(objects, info, filter, late).await?;
     let metadata = json!({"resourceVersion": revision.to_string()});
     Ok(list_response(info, output, query, metadata, items, Some(revision.to_string())))
 }
@@ -754,8 +759,11 @@ pub(crate) fn filter_for(
             stored_labels.push((requirement.field.clone(), stored));
         }
     }
+    if labels.is_none() && fields.is_none() && name.is_none() {
+        return Ok(Filter::everything());
+    }
     let name = name.map(String::from);
-    Ok(Arc::new(move |view: &FilterView<'_>| {
+    Ok(Filter::new(move |view: &FilterView<'_>| {
         if name.as_deref().is_some_and(|n| n != view.name) {
             return false;
         }

@@ -21,7 +21,6 @@
 //! group so `kubectl top` finds it.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::response::{IntoResponse, Response};
@@ -327,7 +326,7 @@ pub async fn serve(
 /// `metadata.namespace`, as metrics-server).
 fn filter(query: &Query) -> ApiResult<Filter> {
     let (labels, fields) = crate::handlers::selectors(query)?;
-    Ok(Arc::new(move |view: &FilterView<'_>| {
+    Ok(Filter::new(move |view: &FilterView<'_>| {
         if labels.as_ref().is_some_and(|l| !l.matches(view.labels)) {
             return false;
         }
@@ -430,7 +429,7 @@ async fn metrics_of_pods(
     if wanted.is_empty() {
         return Ok(Vec::new());
     }
-    let all = Arc::new(|_: &FilterView<'_>| true) as Filter;
+    let all = Filter::everything();
     let nodes: Vec<Value> = cached(state, "nodes", None, &all)?
         .into_iter()
         .filter(|n| n["metadata"]["name"].as_str().is_some_and(|name| wanted.contains(name)))

@@ -174,6 +174,30 @@ impl Registry {
     /// resource's version, the request's version is the one the object is held in while it
     /// is admitted, validated and given its managedFields; it is converted to the storage
     /// version only to be stored ([`Registry::to_storage`]), and back to be answered.
+    /// Whether a list or watch of `info` selects with `filter` from objects converted to
+    /// `info`'s version rather than from the stored ones: a webhook may move a version's
+    /// selectable fields and labels anywhere (upstream keeps a watch cache per served version
+    /// of a custom resource, holding its objects converted, and filters those).
+    pub fn filters_converted(&self, info: &ResourceInfo, filter: &Filter) -> ApiResult<bool> {
+        Ok(filter.is_selective() && self.webhook_storage(info)?.is_some())
+    }
+
+    /// `objects` converted to `info`'s version, and, when [`Registry::filters_converted`]
+    /// says so (`late`), the ones `filter` passes.
+    pub async fn convert_selected(
+        &self,
+        objects: Vec<Value>,
+        info: &ResourceInfo,
+        filter: &Filter,
+        late: bool,
+    ) -> ApiResult<Vec<Value>> {
+        let mut converted = self.convert_objects(objects, info).await?;
+        if late {
+            converted.retain(|obj| matches(info, filter, obj));
+        }
+        Ok(converted)
+    }
+
     fn webhook_storage(&self, info: &ResourceInfo) -> ApiResult<Option<Arc<ResourceInfo>>> {
         if info.strategy.conversion_webhook().is_none() {
             return Ok(None);
@@ -819,6 +843,8 @@ impl Registry {
             revision = self.list_revision(options).await?;
         }
         let limit = options.limit.filter(|&l| l > 0);
+        // Filtered after conversion, a page may hold fewer than its limit (as the API allows).
+        let late = self.filters_converted(info, filter)?;
         let mut items = Vec::new();
         loop {
             let page = self
@@ -844,11 +870,12 @@ impl Registry {
             revision = Some(page.revision);
             let last_key = page.kvs.last().map(|kv| kv.key.clone());
             // Selectors read the stored object, as the watch cache does (a resource stored
-            // with another has its field labels converted to the storage's).
+            // with another has its field labels converted to the storage's), or the converted
+            // one for a version a webhook converts.
             let storage = self.storage(info)?;
             for kv in &page.kvs {
                 let obj = self.decode_stored(kv)?;
-                if matches(&storage, filter, &obj) {
+                if late || matches(&storage, filter, &obj) {
                     items.push(obj);
                 }
             }
@@ -858,16 +885,18 @@ impl Registry {
                     let remaining = page.count - page.kvs.len() as i64;
                     let token = encode_continue(page.revision, &format!("{last}\0"), &prefix);
                     return Ok(ListPage {
-                        items: self.convert_objects(items, info).await?,
+                        items: self.convert_selected(items, info, filter, late).await?,
                         resource_version: page.revision,
                         continue_token: Some(token),
-                        remaining: Some(remaining).filter(|_| filter_is_trivial(filter)),
+                        // The store counts objects the selectors would leave out: with
+                        // selectors no count, as upstream.
+                        remaining: Some(remaining).filter(|_| !filter.is_selective()),
                     });
                 }
                 (true, Some(last)) => start = format!("{last}\0"),
                 _ => {
                     return Ok(ListPage {
-                        items: self.convert_objects(items, info).await?,
+                        items: self.convert_selected(items, info, filter, late).await?,
                         resource_version: page.revision,
                         continue_token: None,
                         remaining: None,
@@ -932,7 +961,11 @@ fn has_finalizers(info: &ResourceInfo, obj: &Value) -> bool {
 pub fn matches(info: &ResourceInfo, filter: &Filter, obj: &Value) -> bool {
     let labels = object::labels(obj);
     let fields = strategy::field_values(info, obj);
-    filter(&FilterView { name: object::name(obj).unwrap_or(""), labels: &labels, fields: &fields })
+    filter.matches(&FilterView {
+        name: object::name(obj).unwrap_or(""),
+        labels: &labels,
+        fields: &fields,
+    })
 }
 
 /// What a failed guarded write answers: `None` to read again and retry (the object changed
@@ -1212,10 +1245,6 @@ fn grace_period(info: &ResourceInfo, obj: &Value, options: &DeleteOptions) -> i6
 /// A second delete may only shorten the grace period of an object already terminating.
 fn shortens_grace(obj: &Value, grace: i64) -> bool {
     obj["metadata"]["deletionGracePeriodSeconds"].as_i64().is_some_and(|g| grace < g)
-}
-
-fn filter_is_trivial(_filter: &Filter) -> bool {
-    true
 }
 
 /// Continue tokens: base64 of `{"v":"meta.k8s.io/v1","rv":N,"start":"<key after prefix>"}`,

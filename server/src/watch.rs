@@ -5,7 +5,9 @@
 //! Status when the resourceVersion is too old, and a timeout. Each watcher converts its own
 //! events to the version it watches (a custom resource's webhook is called per event, bounded
 //! by the webhook's timeout, so a slow webhook holds up only the watches that need it); a
-//! conversion that fails ends the watch with an `ERROR` event.
+//! conversion that fails ends the watch with an `ERROR` event. Selectors read the cached
+//! (stored) objects, except on a version a webhook converts: there they read each event's
+//! object and the one before it once converted, as upstream's per-version watch cache does.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,9 +21,13 @@ use crate::cache::{CachedObject, EventType};
 use crate::handlers::{Reply, ReplyBody};
 use crate::negotiate::{self, Output};
 use crate::object;
-use crate::registry::{Filter, Registry};
+use crate::registry::{self, Filter, Registry};
 use crate::status::{ApiError, ApiResult};
 use crate::table::{self, IncludeObject};
+
+/// How many objects of a watch's initial state one conversion takes (for a version a
+/// webhook converts and the watch filters once converted).
+const CONVERSION_CHUNK: usize = 256;
 
 /// How often a watch that allows bookmarks gets one.
 const BOOKMARK_INTERVAL: Duration = Duration::from_secs(10);
@@ -70,6 +76,9 @@ pub async fn watch(
         None => cache.watch(if initial_wanted { None } else { from }, &prefix),
     };
     let same_version = (info.group, info.version) == (cache.info().group, cache.info().version);
+    // A version a webhook converts is filtered once converted: each event's object (and the
+    // one before it, to tell a change into or out of the selection) is converted first.
+    let late = registry.filters_converted(&info, &filter)?;
     let encoder = Encoder {
         registry: registry.clone(),
         info,
@@ -87,10 +96,28 @@ pub async fn watch(
             }
         };
         let mut seen = start.revision;
-        for event in &start.initial {
-            if filter(&event.object.view()) {
-                let kind = match event.kind { EventType::Added => "ADDED", EventType::Modified => "MODIFIED", EventType::Deleted => "DELETED" };
-                match encoder.event(kind, &event.object, &mut first).await {
+        let kind_of = |kind: EventType| match kind { EventType::Added => "ADDED", EventType::Modified => "MODIFIED", EventType::Deleted => "DELETED" };
+        if late {
+            // One conversion per chunk of the initial state.
+            for chunk in start.initial.chunks(CONVERSION_CHUNK) {
+                let objects = chunk.iter().map(|e| e.object.value()).collect();
+                let converted = match encoder.registry.convert_objects(objects, &encoder.info).await {
+                    Ok(converted) => converted,
+                    Err(e) => {
+                        yield encoder.failed(&e, &mut first);
+                        return;
+                    }
+                };
+                for (event, value) in chunk.iter().zip(converted) {
+                    if registry::matches(&encoder.info, &filter, &value) {
+                        yield encoder.converted(kind_of(event.kind), value, &mut first);
+                    }
+                }
+            }
+        }
+        for event in start.initial.iter().filter(|_| !late) {
+            if filter.matches(&event.object.view()) {
+                match encoder.event(kind_of(event.kind), &event.object, &mut first).await {
                     Ok(line) => yield line,
                     Err(e) => {
                         yield encoder.failed(&e, &mut first);
@@ -129,8 +156,23 @@ pub async fn watch(
                         continue;
                     }
                     seen = event.revision;
-                    let now = filter(&event.object.view());
-                    let was = event.prev.as_ref().is_some_and(|p| filter(&p.view()));
+                    let (was, now, converted) = if late {
+                        let mut objects = vec![event.object.value()];
+                        objects.extend(event.prev.as_ref().map(|p| p.value()));
+                        let mut converted = match encoder.registry.convert_objects(objects, &encoder.info).await {
+                            Ok(converted) => converted.into_iter(),
+                            Err(e) => {
+                                yield encoder.failed(&e, &mut first);
+                                return;
+                            }
+                        };
+                        let (value, prev) = (converted.next(), converted.next());
+                        let passes = |v: &Option<Value>| v.as_ref().is_some_and(|v| registry::matches(&encoder.info, &filter, v));
+                        (passes(&prev), passes(&value), value)
+                    } else {
+                        let was = event.prev.as_ref().is_some_and(|p| filter.matches(&p.view()));
+                        (was, filter.matches(&event.object.view()), None)
+                    };
                     let kind = match (event.kind, was, now) {
                         (EventType::Deleted, true, _) => "DELETED",
                         (EventType::Deleted, false, _) => continue,
@@ -139,6 +181,10 @@ pub async fn watch(
                         (_, true, false) => "DELETED",
                         (_, false, false) => continue,
                     };
+                    if let Some(value) = converted {
+                        yield encoder.converted(kind, value, &mut first);
+                        continue;
+                    }
                     match encoder.event(kind, &event.object, &mut first).await {
                         Ok(line) => yield line,
                         Err(e) => {
@@ -177,21 +223,6 @@ struct Encoder {
 impl Encoder {
     async fn event(&self, kind: &str, obj: &CachedObject, first: &mut bool) -> ApiResult<Bytes> {
         Ok(match self.output {
-            Output::Table { v1beta1 } => {
-                let value = self.registry.convert_object(obj.value(), &self.info).await?;
-                let rv = object::resource_version(&value).map(String::from);
-                let t = table::table(
-                    &self.info,
-                    std::slice::from_ref(&value),
-                    self.include,
-                    v1beta1,
-                    *first,
-                    rv,
-                    None,
-                    None,
-                );
-                self.line(kind, &t, first)
-            }
             Output::Json if self.same_version && obj.in_storage_version => {
                 *first = false;
                 Self::raw_line(kind, &obj.json)
@@ -209,11 +240,32 @@ impl Encoder {
                     None => self.line(kind, &self.output.shape(obj.value()), first),
                 }
             }
-            output => {
+            _ => {
                 let value = self.registry.convert_object(obj.value(), &self.info).await?;
-                self.line(kind, &output.shape(value), first)
+                self.converted(kind, value, first)
             }
         })
+    }
+
+    /// An event of an object already in the watched version.
+    fn converted(&self, kind: &str, value: Value, first: &mut bool) -> Bytes {
+        match self.output {
+            Output::Table { v1beta1 } => {
+                let rv = object::resource_version(&value).map(String::from);
+                let t = table::table(
+                    &self.info,
+                    std::slice::from_ref(&value),
+                    self.include,
+                    v1beta1,
+                    *first,
+                    rv,
+                    None,
+                    None,
+                );
+                self.line(kind, &t, first)
+            }
+            output => self.line(kind, &output.shape(value), first),
+        }
     }
 
     /// The `ERROR` event ending a watch whose object could not be converted.

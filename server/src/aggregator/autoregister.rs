@@ -17,7 +17,7 @@
 use rkube_apis::resources::Resources;
 use serde_json::{json, Value};
 
-use crate::registry::{DeleteOptions, Filter, FilterView, Registry, WriteOptions};
+use crate::registry::{DeleteOptions, Filter, Registry, WriteOptions};
 
 /// The label that marks an APIService as this server's.
 pub const AUTOMANAGED: &str = "kube-aggregator.kubernetes.io/automanaged";
@@ -124,7 +124,7 @@ pub async fn sync(registry: &Registry, wanted: &[Value]) {
         Ok(cache) => cache,
         Err(e) => return tracing::warn!(error = %e.message, "APIServices not synced"),
     };
-    let everything: Filter = std::sync::Arc::new(|_: &FilterView<'_>| true);
+    let everything = Filter::everything();
     let existing: Vec<Value> =
         cache.list(&info.key_prefix(), &everything).0.iter().map(|c| c.value()).collect();
     let synced = |o: &Value| o["metadata"]["labels"][AUTOMANAGED] == SYNCED;
@@ -171,7 +171,7 @@ pub async fn register(registry: &Registry) -> Result<(), String> {
         WriteOptions { field_manager: Some("kube-apiserver".to_string()), ..Default::default() };
     let wanted = desired(Resources::builtin());
     // Made by an earlier start for a group/version no longer served here.
-    let everything: Filter = std::sync::Arc::new(|_: &FilterView<'_>| true);
+    let everything = Filter::everything();
     let cache = registry.cache(info).map_err(|e| e.message)?;
     for existing in cache.list(&info.key_prefix(), &everything).0 {
         let existing = existing.value();

@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
 
 use super::{openapi, Aggregator, Remote};
-use crate::registry::{Filter, FilterView, Registry, WriteOptions};
+use crate::registry::{Filter, Registry, WriteOptions};
 
 /// How long the discovery GET of one check may take (upstream's 5s).
 pub const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(5);
@@ -63,7 +63,7 @@ async fn run(aggregator: Arc<Aggregator>) -> Result<(), String> {
     let mut endpoint_changes =
         endpoints.watch(None, &info("", "endpoints").key_prefix()).map_err(|e| e.message)?.live;
     loop {
-        let everything: Filter = Arc::new(|_: &FilterView<'_>| true);
+        let everything = Filter::everything();
         let objects: Vec<Value> =
             cache.list(&prefix, &everything).0.iter().map(|c| c.value()).collect();
         let named: Vec<(String, String)> = objects

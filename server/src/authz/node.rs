@@ -46,7 +46,7 @@ impl NodeGraph for CacheGraph {
         let Some((cache, info)) = self.cache("pods") else { return Vec::new() };
         let prefix = info.namespace_prefix(Some(namespace).filter(|n| !n.is_empty()));
         let node = node.to_string();
-        let on_node: crate::cache::Filter = Arc::new(move |view| {
+        let on_node = crate::cache::Filter::new(move |view| {
             view.fields.iter().any(|(field, value)| *field == "spec.nodeName" && *value == node)
         });
         let (pods, _) = cache.list(&prefix, &on_node);
