@@ -17,6 +17,38 @@ use crate::quantity::Quantity;
 
 const NANOS: i128 = 1_000_000_000;
 
+/// A decoded JSON value as `field.Invalid` prints a bad value: integers, floats and
+/// booleans with `%v`, strings with `%q`, null as `null`, maps and lists with `%#v`
+/// (`map[string]interface {}{"a":"b", "n":1}`).
+pub(crate) fn go_field_value(value: &Value) -> String {
+    match value {
+        Value::Null => "null".to_string(),
+        Value::String(s) => go_quote(s),
+        Value::Bool(_) | Value::Number(_) => go_v(value),
+        Value::Array(_) | Value::Object(_) => go_sharp_v(value),
+    }
+}
+
+/// `fmt.Sprintf("%#v", v)` for a value decoded into `interface{}`.
+pub(crate) fn go_sharp_v(value: &Value) -> String {
+    match value {
+        Value::Null => "interface {}(nil)".to_string(),
+        Value::String(s) => go_quote(s),
+        Value::Bool(_) | Value::Number(_) => go_v(value),
+        Value::Array(items) => {
+            let shown: Vec<String> = items.iter().map(go_sharp_v).collect();
+            format!("[]interface {{}}{{{}}}", shown.join(", "))
+        }
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let shown: Vec<String> =
+                keys.iter().map(|k| format!("{}:{}", go_quote(k), go_sharp_v(&map[*k]))).collect();
+            format!("map[string]interface {{}}{{{}}}", shown.join(", "))
+        }
+    }
+}
+
 /// `fmt.Sprintf("%v", v)` for a value decoded into `interface{}` (integers kept as int64).
 pub(crate) fn go_v(value: &Value) -> String {
     let mut out = String::new();

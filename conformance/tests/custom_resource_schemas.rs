@@ -266,6 +266,105 @@ fn bad_printer_columns_and_selectable_fields_are_refused_with_upstreams_messages
     assert!(!crds.contains("widgets.example.com"), "{crds}");
 }
 
+/// Defaults are checked against their schema, pruning and rules, and patterns must compile
+/// as Go's regular expressions, when the definition is written (apiextensions-apiserver's
+/// `ValidateDefaults` and structural checks); a good default is then applied.
+#[test]
+fn bad_defaults_and_patterns_are_refused_with_upstreams_messages() {
+    let s = RkubeServer::start();
+    let with = |properties: &str| {
+        format!(
+            r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.example.com
+spec:
+  group: example.com
+  names: {{plural: gadgets, singular: gadget, kind: Gadget}}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+{properties}
+"#
+        )
+    };
+    // YAML 1.1 reads a bare On as a boolean: the classic refusal.
+    let refused = s.fails_stdin(
+        &["apply", "-f", "-"],
+        &with(
+            r#"              powerState: {type: string, default: On}
+              size: {type: integer, minimum: 2, default: 1}
+              box: {type: object, properties: {w: {type: integer}}, default: {w: 1, extra: x}}"#,
+        ),
+    );
+    let at = "spec.validation.openAPIV3Schema.properties[spec].properties";
+    for expected in [
+        r#"The CustomResourceDefinition "gadgets.example.com" is invalid"#.to_string(),
+        format!(
+            r#"{at}[powerState].default: Invalid value: "boolean":  in body must be of type string: "boolean""#
+        ),
+        format!(
+            r#"{at}[size].default: Invalid value: 1:  in body should be greater than or equal to 2"#
+        ),
+        format!(
+            r#"{at}[box].default: Invalid value: map[string]interface {{}}{{"extra":"x", "w":1}}: must not have unknown fields"#
+        ),
+    ] {
+        assert!(refused.contains(&expected), "{expected:?} not in:\n{refused}");
+    }
+    // The rules run on the default as it is (its own fields are not defaulted first).
+    let refused = s.fails_stdin(
+        &["apply", "-f", "-"],
+        &with(
+            r#"              worker:
+                type: object
+                default: {}
+                properties: {min: {type: integer}, max: {type: integer}}
+                x-kubernetes-validations: [{rule: "self.min <= self.max"}]"#,
+        ),
+    );
+    let expected = format!(
+        r#"{at}[worker].default: Invalid value: "object": no such key: min evaluating rule: self.min <= self.max"#
+    );
+    assert!(refused.contains(&expected), "{expected:?} not in:\n{refused}");
+    let refused = s.fails_stdin(
+        &["apply", "-f", "-"],
+        &with(r#"              name: {type: string, pattern: "(a"}"#),
+    );
+    let expected = format!("{at}[name].pattern: Invalid value: \"(a\": must be a valid regular expression, but isn't: error parsing regexp: missing closing ): `(a`");
+    assert!(refused.contains(&expected), "{expected:?} not in:\n{refused}");
+    let crds = s.ok(&["get", "crd", "-o", "name"]);
+    assert!(!crds.contains("gadgets.example.com"), "nothing stored: {crds}");
+
+    // Good defaults and patterns: accepted, and the default fills in a new object.
+    s.ok_stdin(
+        &["apply", "-f", "-"],
+        &with(
+            r#"              size: {type: integer, minimum: 2, default: 3}
+              name: {type: string, pattern: "^[a-z]+$"}"#,
+        ),
+    );
+    s.ok(&["wait", "--for=condition=Established", "--timeout=20s", "crd/gadgets.example.com"]);
+    let gadget = json!({"apiVersion": "example.com/v1", "kind": "Gadget",
+                        "metadata": {"name": "g"}, "spec": {"name": "abc"}});
+    s.wait_until("gadgets served", Duration::from_secs(20), || {
+        let out = s.kubectl_with(&s.kubectl, &["create", "-f", "-"], Some(&gadget.to_string()));
+        (out.status.success(), rkube_conformance::cluster::stderr_of(&out))
+    });
+    let created = json(&s.ok(&["get", "gadgets", "g", "-o", "json"]));
+    assert_eq!(created["spec"], json!({"name": "abc", "size": 3}));
+}
+
 #[test]
 fn selectable_fields_filter_lists_and_watches() {
     let s = RkubeServer::start();

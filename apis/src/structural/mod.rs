@@ -73,6 +73,19 @@ impl Schema {
         defaults::default(&self.root, obj);
     }
 
+    /// The problems of a value of this schema that is not an object's root (a `default`), as
+    /// upstream's validator rooted at the schema reports them: messages name paths from the
+    /// value, each error's field is under `at`.
+    pub fn validate_value(&self, value: &Value, at: &str) -> Vec<FieldError> {
+        validate::value(self, value, at)
+    }
+
+    /// Prunes a value of this schema (see [`Schema::prune`]); `embedded` when it stands for a
+    /// whole object.
+    pub fn prune_value(&self, value: &mut Value, embedded: bool) -> Vec<String> {
+        prune::value(&self.root, value, embedded)
+    }
+
     fn pattern(&self, pattern: &str) -> Option<&Regex> {
         self.patterns.get(pattern)
     }

@@ -16,6 +16,15 @@ pub(super) fn prune(root: &Props, obj: &mut Value) -> Vec<String> {
     pruned
 }
 
+/// Prunes a value of schema `s` (a sub-schema; `embedded` when the value stands for a whole
+/// object, whose `apiVersion`, `kind` and `metadata` are kept) and answers the pruned paths.
+pub(super) fn value(s: &Props, v: &mut Value, embedded: bool) -> Vec<String> {
+    let mut pruned = Vec::new();
+    fields(Some(s), v, "", embedded, &mut pruned);
+    pruned.sort();
+    pruned
+}
+
 fn child(path: &str, name: &str) -> String {
     if path.is_empty() {
         name.to_string()

@@ -20,6 +20,20 @@ pub(super) fn object(schema: &Schema, obj: &Value) -> Vec<FieldError> {
     errors
 }
 
+/// The problems of a value of the schema's root as a validator rooted at it reports them:
+/// messages name paths from the value (the value itself as the empty path, as kube-openapi
+/// does), and each error's field is under `at`.
+pub(super) fn value(schema: &Schema, v: &Value, at: &str) -> Vec<FieldError> {
+    let mut errors = object(schema, v);
+    for e in &mut errors {
+        e.field = match e.field.as_str() {
+            "" => at.to_string(),
+            relative => format!("{at}.{relative}"),
+        };
+    }
+    errors
+}
+
 fn child(path: &str, name: &str) -> String {
     if path.is_empty() {
         name.to_string()

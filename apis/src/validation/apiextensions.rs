@@ -15,8 +15,10 @@
 //! `selectableFields` are resolved against the schema they select from (the version's, or
 //! the one all versions share) as upstream's `ValidateCustomResourceSelectableFields` does.
 //!
-//! Left out, as needing more than a static look at the object: validating `default`
-//! values against their schema (and that they are pruned), `pattern` regular expressions,
+//! `default` values are checked against their schema, pruning and rules (`super::crd_defaults`),
+//! and `pattern`s compile as Go's regular expressions (`super::go_regexp`).
+//!
+//! Left out, as needing more than a static look at the object:
 //! `x-kubernetes-validations[].fieldPath` resolution, the conversion
 //! webhook's `caBundle` (PEM parsing; upstream skips it until the CRD is established) and the
 //! final "error building validator" check. Upstream walks `properties` in Go's random map
@@ -29,6 +31,7 @@ use serde_json::Value;
 use super::rules::RuleProblem;
 use super::values::{items, str_of, text, IMMUTABLE};
 use super::webhook::{go_url, webhook_service, webhook_url};
+use super::{crd_defaults, go_regexp};
 use super::{name_problems, FieldError, NameRule};
 use crate::gofmt::{go_pointer, go_quote, go_slice, go_string_slice, go_v};
 use crate::structural::{Dependency, Items, Props, Rule};
@@ -258,6 +261,7 @@ struct Opts {
     require_structural: bool,
     require_atomic_set_type: bool,
     require_map_list_keys: bool,
+    require_pruned_defaults: bool,
 }
 
 impl Opts {
@@ -270,6 +274,7 @@ impl Opts {
                 require_structural: true,
                 require_atomic_set_type: true,
                 require_map_list_keys: true,
+                require_pruned_defaults: true,
             };
         };
         let spec = &old["spec"];
@@ -291,6 +296,9 @@ impl Opts {
                 .any(|s| structural_error(s).is_err() || !validate_structural(s, "").is_empty()),
             require_atomic_set_type: !any(&has_non_atomic_set_type),
             require_map_list_keys: !any(&|s| !map_list_keys_map_set(s, "").is_empty()),
+            require_pruned_defaults: !items(&spec["versions"])
+                .iter()
+                .any(|v| crd_defaults::has_unpruned_default(&v["schema"]["openAPIV3Schema"])),
         }
     }
 }
@@ -1265,10 +1273,21 @@ fn crd_validation(wrapper: &Value, status_enabled: bool, opts: Opts, at: &str) -
         ));
     }
     let mut init_error = None;
+    // The rules are checked only on a schema that is structural with valid defaults, as
+    // upstream's CEL context is made only then.
+    let mut rules_checked = true;
     if opts.require_structural {
         match structural_error(&schema) {
             Err(e) => init_error = Some(FieldError::invalid(&root, &text(""), &e)),
-            Ok(()) => errors.extend(validate_structural(&schema, &root)),
+            Ok(()) => {
+                let structural = validate_structural(&schema, &root);
+                let problems = match structural.is_empty() {
+                    true => crd_defaults::problems(raw, &root, opts.require_pruned_defaults),
+                    false => structural,
+                };
+                rules_checked = problems.is_empty();
+                errors.extend(problems);
+            }
         }
     }
     let ssv = Ssv {
@@ -1278,7 +1297,9 @@ fn crd_validation(wrapper: &Value, status_enabled: bool, opts: Opts, at: &str) -
         require_valid_type: opts.require_valid_property_type,
     };
     openapi_schema(&schema, &root, &ssv, true, opts, &mut errors);
-    errors.extend(rule_problems(raw, &root));
+    if rules_checked {
+        errors.extend(rule_problems(raw, &root));
+    }
     if errors.is_empty() {
         errors.extend(init_error);
     }
@@ -1945,6 +1966,15 @@ fn value_validation(
     if let Some(not) = &v.not {
         nested(not, false, false, lvl, &format!("{at}.not"), errors);
     }
+    if let Some(problem) =
+        (!v.pattern.is_empty()).then(|| go_regexp::compile_error(&v.pattern)).flatten()
+    {
+        errors.push(FieldError::invalid(
+            format!("{at}.pattern"),
+            &Value::String(v.pattern.clone()),
+            &format!("must be a valid regular expression, but isn't: {problem}"),
+        ));
+    }
 }
 
 /// A schema under a junctor: value validations only.
@@ -2097,6 +2127,52 @@ mod tests {
             "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
             "metadata": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 63}}}
         }})
+    }
+
+    #[test]
+    fn defaults_must_hold_against_their_schema_and_be_pruned() {
+        let at = "spec.validation.openAPIV3Schema.properties[spec].properties";
+        let mut schema = good_schema();
+        schema["properties"]["spec"]["properties"]["name"] =
+            json!({"type": "string", "default": true});
+        schema["properties"]["spec"]["properties"]["size"] =
+            json!({"type": "integer", "minimum": 2, "default": 1});
+        schema["properties"]["spec"]["properties"]["box"] = json!({"type": "object",
+            "properties": {"w": {"type": "integer"}}, "default": {"w": "wide", "extra": 1}});
+        assert_eq!(
+            lines(custom_resource_definition(&crd(schema), None)),
+            [
+                format!(
+                    r#"{at}[box].default: Invalid value: map[string]interface {{}}{{"extra":1, "w":"wide"}}: must not have unknown fields"#
+                ),
+                format!(
+                    r#"{at}[box].default.w: Invalid value: "string": w in body must be of type integer: "string""#
+                ),
+                format!(
+                    r#"{at}[name].default: Invalid value: "boolean":  in body must be of type string: "boolean""#
+                ),
+                format!(
+                    r#"{at}[size].default: Invalid value: 1:  in body should be greater than or equal to 2"#
+                ),
+            ]
+        );
+        // Defaults under an embedded resource's metadata are ObjectMeta's, not checked here.
+        let mut schema = good_schema();
+        schema["properties"]["spec"]["properties"]["template"] = json!({"type": "object",
+            "x-kubernetes-embedded-resource": true, "x-kubernetes-preserve-unknown-fields": true,
+            "properties": {"metadata": {"type": "object", "default": {"name": "x"}}}});
+        assert_eq!(lines(custom_resource_definition(&crd(schema), None)), Vec::<String>::new());
+    }
+
+    #[test]
+    fn patterns_must_compile_as_go_regular_expressions() {
+        let mut schema = good_schema();
+        schema["properties"]["spec"]["properties"]["name"] =
+            json!({"type": "string", "pattern": "+"});
+        assert_eq!(
+            lines(custom_resource_definition(&crd(schema), None)),
+            ["spec.validation.openAPIV3Schema.properties[spec].properties[name].pattern: Invalid value: \"+\": must be a valid regular expression, but isn't: error parsing regexp: missing argument to repetition operator: `+`"]
+        );
     }
 
     #[test]

@@ -16,7 +16,9 @@
 //! configurations (`webhook`). Bad values that upstream prints as Go structs are rendered by
 //! `crate::gofmt`.
 
+mod crd_defaults;
 mod field;
+mod go_regexp;
 mod meta;
 mod net;
 mod templates;
