@@ -13,6 +13,7 @@ use rkube_apis::selectors::LabelSelector;
 use serde_json::Value;
 
 use super::config::{FailurePolicy, Rule, Webhook};
+use super::{Backend, CallError};
 use crate::attributes::{Attributes, Operation};
 use crate::authorizer::AuthorizerSlot;
 use crate::error::AdmissionError;
@@ -169,16 +170,17 @@ pub(crate) async fn should_call(
         return Ok(None);
     }
     let (group, version, resource) = (a.resource.group, a.resource.version, a.resource.resource);
-    let mut invocation =
-        hook.rules.iter().any(|r| rule_matches(r, a, group, version, resource)).then(|| {
-            Invocation {
-                resource: Gvn::of(group, version, resource),
-                kind: Gvn::of(a.kind.group, a.kind.version, a.kind.kind),
-                convert_to: None,
-            }
-        });
+    let mut invocation = hook
+        .rules
+        .iter()
+        .any(|r| rule_matches(r, a, group, version, resource))
+        .then(|| requested_invocation(a));
     if invocation.is_none() && hook.equivalent {
-        invocation = resources.and_then(|r| equivalent_invocation(hook, a, r));
+        invocation = resources.and_then(|r| {
+            equivalent_invocation(a, r, &hook.rules, |rule, e| {
+                rule_matches(rule, a, e.group, e.version, e.plural)
+            })
+        });
     }
     let Some(invocation) = invocation else { return Ok(None) };
     namespace?;
@@ -189,18 +191,23 @@ pub(crate) async fn should_call(
     Ok(Some(invocation))
 }
 
-/// The invocation for the first rule (in order) that an equivalent of the requested resource
-/// matches.
-fn equivalent_invocation(
-    hook: &Webhook,
+/// The invocation for the first of `rules` (in order) that an equivalent of the requested
+/// resource matches (`matches` says whether a rule covers a served resource): shared by
+/// the webhooks and the ValidatingAdmissionPolicies' `matchPolicy: Equivalent`.
+pub(crate) fn equivalent_invocation<'r, R>(
     a: &Attributes<'_>,
     resources: &Resources,
-) -> Option<Invocation> {
+    rules: impl IntoIterator<Item = &'r R>,
+    matches: impl Fn(&R, &ResourceInfo) -> bool,
+) -> Option<Invocation>
+where
+    R: 'r,
+{
     let requested = resources.get(a.resource.group, a.resource.version, a.resource.resource)?;
     let equivalents = equivalents(resources, requested, a.subresource);
-    let found = hook.rules.iter().find_map(|rule| {
-        equivalents.iter().find(|e| rule_matches(rule, a, e.group, e.version, e.plural))
-    })?;
+    let found = rules
+        .into_iter()
+        .find_map(|rule| equivalents.iter().find(|e| matches(rule, e.as_ref())))?;
     // An object of the resource's own kind becomes the equivalent's kind; a subresource's
     // other kinds (Scale, Binding, ...) stay what they are.
     let own_kind = (a.kind.group, a.kind.kind) == (requested.group, requested.kind);
@@ -215,6 +222,15 @@ fn equivalent_invocation(
     })
 }
 
+/// The invocation of the request as it is (its own resource and kind).
+pub(crate) fn requested_invocation(a: &Attributes<'_>) -> Invocation {
+    Invocation {
+        resource: Gvn::of(a.resource.group, a.resource.version, a.resource.resource),
+        kind: Gvn::of(a.kind.group, a.kind.version, a.kind.kind),
+        convert_to: None,
+    }
+}
+
 /// `object` in the invocation's version (converted when it is for an equivalent resource).
 pub(crate) fn versioned(object: Option<&Value>, invocation: &Invocation) -> Option<Value> {
     let object = object?;
@@ -222,6 +238,22 @@ pub(crate) fn versioned(object: Option<&Value>, invocation: &Invocation) -> Opti
         Some(info) => rkube_apis::convert::convert(object.clone(), info),
         None => object.clone(),
     })
+}
+
+/// `object` in the invocation's version as the server converts it ([`Backend::convert`]:
+/// through a custom resource's conversion webhook when it has one), when the invocation is
+/// for an equivalent resource; as it is otherwise.
+pub(crate) async fn converted(
+    object: Option<&Value>,
+    invocation: &Invocation,
+    backend: Option<&dyn Backend>,
+) -> Result<Option<Value>, CallError> {
+    let Some(object) = object else { return Ok(None) };
+    match (&invocation.convert_to, backend) {
+        (Some(info), Some(backend)) => backend.convert(object.clone(), info).await.map(Some),
+        (Some(info), None) => Ok(Some(rkube_apis::convert::convert(object.clone(), info))),
+        (None, _) => Ok(Some(object.clone())),
+    }
 }
 
 /// Upstream's match-condition matcher: every condition is evaluated (CEL, on the object in

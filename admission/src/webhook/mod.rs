@@ -24,7 +24,7 @@
 //! `authorizer`. rkube has no audit log: audit annotations from webhooks are logged.
 
 mod config;
-mod matching;
+pub(crate) mod matching;
 mod review;
 
 use std::collections::BTreeSet;
@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use rkube_apis::go_quote;
 use rkube_apis::patch::{apply_patch, PatchType};
-use rkube_apis::resources::Resources;
+use rkube_apis::resources::{ResourceInfo, Resources};
 use serde_json::Value;
 
 pub use config::{ClientConfig, FailurePolicy, Rule, ServiceReference, Webhook};
@@ -66,6 +66,14 @@ pub trait Backend: Send + Sync {
     /// and defaulting.
     fn resources(&self) -> Arc<Resources>;
 
+    /// `object` (of `to`'s resource, in any of its versions) in `to`'s version, as the server
+    /// converts it: by the resource's strategy, or through a custom resource's conversion
+    /// webhook (upstream's `VersionedAttributes` convert with the server's converter). By
+    /// default, the strategy alone.
+    async fn convert(&self, object: Value, to: &ResourceInfo) -> Result<Value, CallError> {
+        Ok(rkube_apis::convert::convert(object, to))
+    }
+
     /// POSTs `body` (a JSON AdmissionReview) to the webhook `client` names and returns the
     /// answer's body, all within `timeout` (sent as the `timeout` query parameter too).
     async fn post(
@@ -86,7 +94,7 @@ impl BackendSlot {
         let _ = self.0.set(backend);
     }
 
-    fn get(&self) -> Option<&Arc<dyn Backend>> {
+    pub(crate) fn get(&self) -> Option<&Arc<dyn Backend>> {
         self.0.get()
     }
 }
