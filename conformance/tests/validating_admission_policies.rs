@@ -5,7 +5,9 @@
 //! whose rule names a custom resource's v1 sees a v2 request's object converted to v1 (by
 //! the definition's conversion webhook, written here: v1's `spec.replicas` is v2's
 //! `spec.count`), with `request.kind` naming v1 and `request.requestKind` v2; `Exact` lets
-//! the v2 request by; a conversion that fails obeys the policy's failure policy.
+//! the v2 request by; a conversion that fails obeys the policy's failure policy. Admission
+//! webhooks with a v1 rule see the same conversion (one mechanism): a validating one gets
+//! the v1 object, a mutating one's v1 patch is converted back to v2.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -178,10 +180,21 @@ spec:
     s.ok_stdin(&["apply", "-n", "test", "-f", "-"], &deployment("two", 2));
 }
 
-/// A Gadget in `desired`: v1's `spec.replicas` is v2's `spec.count`. While `failing`, the
-/// webhook answers every review with a failure.
-fn gadget_converter(failing: Arc<AtomicBool>) -> Handler {
-    Arc::new(move |_path, request| {
+/// The test's webhooks: `/convert` converts a Gadget to `desired` (v1's `spec.replicas` is
+/// v2's `spec.count`; while `failing`, every review is answered with a failure);
+/// `/validate` allows; `/mutate` sets `spec.replicas` to 4 of a gadget named `mutated`.
+fn gadget_webhooks(failing: Arc<AtomicBool>) -> Handler {
+    Arc::new(move |path, request| {
+        match path {
+            "/validate" => return Answer::allow(),
+            "/mutate" if request["name"] == "mutated" => {
+                return Answer::patch(
+                    json!([{"op": "replace", "path": "/spec/replicas", "value": 4}]),
+                )
+            }
+            "/mutate" => return Answer::allow(),
+            _ => {}
+        }
         let desired = request["desiredAPIVersion"].as_str().unwrap_or("").to_string();
         let (from, to) = match desired.as_str() {
             "example.com/v1" => ("count", "replicas"),
@@ -254,7 +267,7 @@ fn equivalent_match_converts_the_object_to_the_version_the_rule_names() {
     let s = RkubeServer::start();
     let ca = TestCa::new("rkube policy conversion test CA");
     let failing = Arc::new(AtomicBool::new(false));
-    let webhook = WebhookServer::start(&ca, &[], gadget_converter(failing.clone()));
+    let webhook = WebhookServer::start(&ca, &[], gadget_webhooks(failing.clone()));
     let schema = |field: &str| {
         json!({"openAPIV3Schema": {"type": "object", "properties": {"spec": {
             "type": "object", "properties": {field: {"type": "integer"}}}}}})
@@ -272,6 +285,19 @@ fn equivalent_match_converts_the_object_to_the_version_the_rule_names() {
                      {"name": "v2", "served": true, "storage": false, "schema": schema("count")}]},
     });
     s.define_crd(&definition.to_string(), "gadgets.example.com");
+    let rules = json!([{"apiGroups": ["example.com"], "apiVersions": ["v1"],
+                        "operations": ["CREATE"], "resources": ["gadgets"]}]);
+    for (kind, path) in [
+        ("MutatingWebhookConfiguration", "/mutate"),
+        ("ValidatingWebhookConfiguration", "/validate"),
+    ] {
+        let hook = json!({"name": format!("gadgets{}.example.com", path.replace('/', ".")),
+                          "rules": rules, "sideEffects": "None", "admissionReviewVersions": ["v1"],
+                          "clientConfig": {"url": webhook.url(path), "caBundle": ca.bundle()}});
+        let configuration = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+                                   "metadata": {"name": "gadgets.example.com"}, "webhooks": [hook]});
+        s.ok_stdin(&["apply", "-f", "-"], &configuration.to_string());
+    }
     s.ok_stdin(&["apply", "-f", "-"], &gadget_policy("Equivalent", "Fail"));
     s.ok_stdin(
         &["apply", "-f", "-"],
@@ -305,13 +331,43 @@ fn equivalent_match_converts_the_object_to_the_version_the_rule_names() {
     let refused = s.fails_stdin(&["create", "-f", "-"], &v1.to_string());
     assert!(refused.contains("denied request: replicas 9 over 5 as v1 v1 of v1 v1"), "{refused}");
 
-    // A conversion that fails: the failure policy decides.
+    // The webhooks see the request as v1 too; a v1 patch comes back to the v2 object.
+    let mut last = String::new();
+    s.wait_until("the mutating webhook's patch", Duration::from_secs(20), || {
+        last = s.ok_stdin(&["create", "-f", "-", "-o", "json"], &gadget("mutated", 9));
+        s.ok(&["delete", "gadgets.v2.example.com", "mutated", "--wait=false"]);
+        (serde_json::from_str::<Value>(&last).unwrap()["spec"] == json!({"count": 4}), last.clone())
+    });
+    let reviews = webhook.reviews_to("/validate");
+    let review = reviews
+        .iter()
+        .rfind(|r| r["request"]["name"] == "mutated")
+        .unwrap_or_else(|| panic!("the validating webhook saw it: {reviews:?}"));
+    assert_eq!(review["request"]["kind"]["version"], "v1");
+    assert_eq!(review["request"]["requestKind"]["version"], "v2");
+    assert_eq!(review["request"]["object"]["apiVersion"], "example.com/v1");
+    assert_eq!(review["request"]["object"]["spec"], json!({"replicas": 4}));
+
+    // A conversion that fails: for a webhook, an internal error (upstream's
+    // `VersionedAttribute`); for the policy, its failure policy decides.
     failing.store(true, Ordering::SeqCst);
     let refused = s.fails_stdin(&["create", "-f", "-"], &gadget("broken", 1));
     assert!(
-        refused.contains("ValidatingAdmissionPolicy 'gadget-limit.example.com' with binding 'gadget-limit-binding.example.com' denied request: failed to configure binding: failed to convert object version: conversion webhook for example.com/v2, Kind=Gadget failed: "),
+        refused.contains(
+            "Internal error occurred: conversion webhook for example.com/v2, Kind=Gadget failed: "
+        ),
         "{refused}"
     );
+    s.ok(&[
+        "delete",
+        "mutatingwebhookconfiguration,validatingwebhookconfiguration",
+        "gadgets.example.com",
+    ]);
+    let mut last = String::new();
+    s.wait_until("the policy refuses the unconvertible gadget", Duration::from_secs(20), || {
+        last = s.fails_stdin(&["create", "-f", "-"], &gadget("broken", 1));
+        (last.contains("ValidatingAdmissionPolicy 'gadget-limit.example.com' with binding 'gadget-limit-binding.example.com' denied request: failed to configure binding: failed to convert object version: conversion webhook for example.com/v2, Kind=Gadget failed: "), last.clone())
+    });
     failing.store(false, Ordering::SeqCst);
 
     // Exact: the v2 request is not one the rule names.

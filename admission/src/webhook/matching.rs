@@ -3,7 +3,9 @@
 //! old object's labels), the rules (operations, groups, versions, resources with their
 //! subresources, scope), and with `matchPolicy: Equivalent` the same resource served in
 //! another group or version (the invocation then names that resource and kind, and the object
-//! is converted to it). The admission configuration objects themselves never go to webhooks.
+//! is converted to it as the server converts it, [`converted`]: a custom resource's
+//! conversion webhook included). The admission configuration objects themselves never go to
+//! webhooks.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -158,6 +160,7 @@ pub(crate) async fn should_call(
     a: &Attributes<'_>,
     state: &dyn ClusterState,
     resources: Option<&Resources>,
+    backend: Option<&dyn Backend>,
     authorizer: &AuthorizerSlot,
 ) -> Result<Option<Invocation>, AdmissionError> {
     // A selector error counts only for a webhook whose rules match the request.
@@ -185,7 +188,9 @@ pub(crate) async fn should_call(
     let Some(invocation) = invocation else { return Ok(None) };
     namespace?;
     object?;
-    if !hook.match_conditions.is_empty() && !conditions_hold(hook, a, &invocation, authorizer)? {
+    if !hook.match_conditions.is_empty()
+        && !conditions_hold(hook, a, &invocation, backend, authorizer).await?
+    {
         return Ok(None);
     }
     Ok(Some(invocation))
@@ -231,15 +236,6 @@ pub(crate) fn requested_invocation(a: &Attributes<'_>) -> Invocation {
     }
 }
 
-/// `object` in the invocation's version (converted when it is for an equivalent resource).
-pub(crate) fn versioned(object: Option<&Value>, invocation: &Invocation) -> Option<Value> {
-    let object = object?;
-    Some(match &invocation.convert_to {
-        Some(info) => rkube_apis::convert::convert(object.clone(), info),
-        None => object.clone(),
-    })
-}
-
 /// `object` in the invocation's version as the server converts it ([`Backend::convert`]:
 /// through a custom resource's conversion webhook when it has one), when the invocation is
 /// for an equivalent resource; as it is otherwise.
@@ -260,19 +256,25 @@ pub(crate) async fn converted(
 /// the invocation's version); one that is false means the webhook is not called. Errors
 /// (a condition that does not compile or evaluate, or is not a bool) follow the failure
 /// policy: Ignore skips the webhook, Fail refuses the request (403, the errors).
-fn conditions_hold(
+async fn conditions_hold(
     hook: &Webhook,
     a: &Attributes<'_>,
     invocation: &Invocation,
+    backend: Option<&dyn Backend>,
     authorizer: &AuthorizerSlot,
 ) -> Result<bool, AdmissionError> {
     use rkube_cel::library::authz::Principal;
     use rkube_cel::{Activation, AuthorizerValue, Value as Cel, PER_CALL_LIMIT, RUNTIME_BUDGET};
     let object = match a.operation {
         Operation::Delete => None,
-        _ => versioned(a.object(), invocation),
+        _ => a.object(),
     };
-    let old = versioned(a.old_object, invocation);
+    // Upstream's `VersionedAttribute`: a conversion that fails is an internal error.
+    let object =
+        converted(object, invocation, backend).await.map_err(AdmissionError::internal_error)?;
+    let old = converted(a.old_object, invocation, backend)
+        .await
+        .map_err(AdmissionError::internal_error)?;
     let mut activation = Activation::new();
     activation.json("object", object.as_ref().unwrap_or(&Value::Null));
     activation.json("oldObject", old.as_ref().unwrap_or(&Value::Null));

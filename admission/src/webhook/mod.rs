@@ -45,7 +45,7 @@ use crate::reinvocation::Reinvocation;
 use crate::state::ClusterState;
 use crate::{MutatingPlugin, ValidatingPlugin};
 use config::Configurations;
-use matching::{versioned, Invocation};
+use matching::{converted, Invocation};
 use review::Verdict;
 
 /// The mutating plugin's name, as the flags spell it.
@@ -144,6 +144,24 @@ struct Dispatcher {
 }
 
 impl Dispatcher {
+    fn backend(&self) -> Option<&dyn Backend> {
+        self.backend.get().map(|b| b.as_ref())
+    }
+
+    /// The request's object and old object in the invocation's version (upstream's
+    /// `VersionedAttributes`, converted as the server converts: a custom resource's
+    /// conversion webhook included); a conversion that fails is an internal error.
+    async fn versioned(
+        &self,
+        a: &Attributes<'_>,
+        invocation: &Invocation,
+    ) -> Result<(Option<Value>, Option<Value>), Failure> {
+        let internal = |e: CallError| Failure::Refused(AdmissionError::internal_error(e));
+        let object = converted(a.object(), invocation, self.backend()).await.map_err(internal)?;
+        let old = converted(a.old_object, invocation, self.backend()).await.map_err(internal)?;
+        Ok((object, old))
+    }
+
     fn resources(&self) -> Option<Arc<Resources>> {
         self.backend.get().map(|b| b.resources())
     }
@@ -248,6 +266,7 @@ impl MutatingWebhooks {
                 a,
                 state,
                 resources.as_deref(),
+                self.dispatcher.backend(),
                 &self.dispatcher.authorizer,
             )
             .await?
@@ -281,8 +300,7 @@ impl MutatingWebhooks {
         a: &mut Attributes<'_>,
         resources: Option<&Resources>,
     ) -> Result<bool, Failure> {
-        let object = versioned(a.object(), invocation);
-        let old = versioned(a.old_object, invocation);
+        let (object, old) = self.dispatcher.versioned(a, invocation).await?;
         let verdict =
             self.dispatcher.call(hook, invocation, a, object.as_ref(), old.as_ref()).await?;
         if verdict.patch.is_empty() {
@@ -325,7 +343,13 @@ impl MutatingWebhooks {
             info.strategy.default(&mut patched);
         }
         let patched = match (&invocation.convert_to, &requested) {
-            (Some(_), Some(requested)) => rkube_apis::convert::convert(patched, requested),
+            (Some(_), Some(requested)) => {
+                let back = Invocation { convert_to: Some(requested.clone()), ..invocation.clone() };
+                converted(Some(&patched), &back, self.dispatcher.backend())
+                    .await
+                    .map_err(|e| internal(e.0))?
+                    .unwrap_or(patched)
+            }
             _ => patched,
         };
         if let Some(target) = a.object.as_deref_mut() {
@@ -417,6 +441,7 @@ impl ValidatingPlugin for ValidatingWebhooks {
                 a,
                 state,
                 resources.as_deref(),
+                self.dispatcher.backend(),
                 &self.dispatcher.authorizer,
             )
             .await?
@@ -426,8 +451,7 @@ impl ValidatingPlugin for ValidatingWebhooks {
         }
         // All at once, as upstream; the first failure in order decides.
         let results = futures::future::join_all(calls.iter().map(|(hook, invocation)| async {
-            let object = versioned(a.object(), invocation);
-            let old = versioned(a.old_object, invocation);
+            let (object, old) = self.dispatcher.versioned(a, invocation).await?;
             self.dispatcher.call(hook, invocation, a, object.as_ref(), old.as_ref()).await
         }))
         .await;
