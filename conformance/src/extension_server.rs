@@ -3,7 +3,7 @@
 //! `flunders` (namespaced; discovery, list, get, watch) from a fixed set of objects, and
 //! their OpenAPI documents (`/openapi/v2`, the `/openapi/v3` index and
 //! `/openapi/v3/apis/wardle.example.com/v1alpha1`). Its v3 index also lists a document of
-//! [`OTHER_VERSION`] (a group/version no APIService of the tests names) and one of `api/v1`
+//! [`OTHER_VERSION`] (whose discovery it answers too, but no objects) and one of `api/v1`
 //! (a path the cluster serves itself), as a server with several group/versions would.
 //! `flunders/<name>/echo` upgrades to a
 //! WebSocket that answers each message with `<user>: <message>` (an exec-style subresource).
@@ -324,11 +324,13 @@ async fn answer(
         return status(401, "Unauthorized", "Unauthorized");
     }
     let discovery = format!("/apis/{GROUP}/{VERSION}");
-    if path == discovery {
+    if let Some(version) =
+        [VERSION, OTHER_VERSION].into_iter().find(|v| path == format!("/apis/{GROUP}/{v}"))
+    {
         return json_response(
             200,
             &json!({"kind": "APIResourceList", "apiVersion": "v1",
-                    "groupVersion": format!("{GROUP}/{VERSION}"),
+                    "groupVersion": format!("{GROUP}/{version}"),
                     "resources": [{"name": "flunders", "singularName": "flunder",
                                    "namespaced": true, "kind": "Flunder",
                                    "verbs": ["get", "list", "watch"], "shortNames": ["fl"],

@@ -7,7 +7,7 @@
 //! headers with its front-proxy client certificate (the extension server trusts it from the
 //! `extension-apiserver-authentication` ConfigMap). Its OpenAPI is merged into rkube's
 //! (`kubectl explain`), every document of its v3 index listed and served, also that of a
-//! group/version no APIService names. Broken Services make it unavailable with
+//! group/version no APIService names (explained once one does). Broken Services make it unavailable with
 //! upstream's reasons and requests get 503; an APIService for `metrics.k8s.io` replaces
 //! rkube's own metrics API until it is deleted; a Local APIService changes nothing.
 
@@ -522,6 +522,20 @@ fn an_extension_api_server_serves_its_group_through_rkube() {
         reached.iter().any(|r| r.user.as_deref() == Some("system:admin")),
         "the ExternalName's host was not reached: {reached:?}"
     );
+
+    // The extension's other group/version, once an APIService names it too: kubectl explain
+    // reads its v3 document.
+    let beta = format!("{OTHER_VERSION}.wardle.example.com");
+    obj["metadata"]["name"] = json!(beta);
+    obj["spec"]["version"] = json!(OTHER_VERSION);
+    s.ok_stdin(&["apply", "-f", "-"], &obj.to_string());
+    wait_available(&s, &beta, ("True", "Passed", "all checks passed"));
+    let api_version = format!("--api-version=wardle.example.com/{OTHER_VERSION}");
+    s.wait_until("kubectl explain reads the other version", Duration::from_secs(40), || {
+        let out = s.kubectl(&["explain", "flunders", &api_version]);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        (text.contains(OTHER_VERSION_DESCRIPTION), text + &String::from_utf8_lossy(&out.stderr))
+    });
 }
 
 /// A SelfSubjectReview over raw HTTPS with the front-proxy client certificate and `headers`:
