@@ -232,9 +232,10 @@ fn build(
         }
         validating_admission_policy::NAME => (
             None,
-            Some(Arc::new(validating_admission_policy::ValidatingAdmissionPolicy::new(
-                authorizer.clone(),
-            ))),
+            Some(Arc::new(
+                validating_admission_policy::ValidatingAdmissionPolicy::new(authorizer.clone())
+                    .with_backend(webhooks.clone()),
+            )),
         ),
         webhook::MUTATING => (
             Some(Arc::new(webhook::MutatingWebhooks::new(webhooks.clone(), authorizer.clone()))),

@@ -2,7 +2,10 @@
 //! [`TestCa`] for `<service>.<namespace>.svc`, serving `wardle.example.com/v1alpha1`
 //! `flunders` (namespaced; discovery, list, get, watch) from a fixed set of objects, and
 //! their OpenAPI documents (`/openapi/v2`, the `/openapi/v3` index and
-//! `/openapi/v3/apis/wardle.example.com/v1alpha1`). `flunders/<name>/echo` upgrades to a
+//! `/openapi/v3/apis/wardle.example.com/v1alpha1`). Its v3 index also lists a document of
+//! [`OTHER_VERSION`] (whose discovery it answers too, but no objects) and one of `api/v1`
+//! (a path the cluster serves itself), as a server with several group/versions would.
+//! `flunders/<name>/echo` upgrades to a
 //! WebSocket that answers each message with `<user>: <message>` (an exec-style subresource).
 //!
 //! It authenticates as an aggregated server does with kube-apiserver's request-header
@@ -221,22 +224,36 @@ fn echo(mut request: http::Request<hyper::body::Incoming>, user: &str) -> http::
         .expect("response")
 }
 
-/// The hash its `/openapi/v3` index gives its one document.
+/// The hash its `/openapi/v3` index gives its documents.
 const OPENAPI_HASH: &str = "0123456789ABCDEF";
 
 /// What `kubectl explain flunders.spec` prints of its one field.
 pub const REFERENCE_DESCRIPTION: &str = "The name of another flunder this one refers to.";
 
-/// Its OpenAPI document, v3 (`components.schemas`) or v2 (`definitions`), references
-/// starting with `refs`.
-fn openapi(refs: &str, v3: bool) -> Value {
+/// The other version of its group whose v3 document its index lists.
+pub const OTHER_VERSION: &str = "v1beta1";
+
+/// The description of [`OTHER_VERSION`]'s Flunder.
+pub const OTHER_VERSION_DESCRIPTION: &str = "Flunder in v1beta1, listed in the v3 index only.";
+
+/// The title of its document of `api/v1`.
+pub const CORE_TITLE: &str = "Wardle's own view of the core group";
+
+/// Its OpenAPI document of `version`, v3 (`components.schemas`) or v2 (`definitions`),
+/// references starting with `refs`.
+fn openapi(refs: &str, v3: bool, version: &str) -> Value {
     let meta = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
-    let kind = "com.example.wardle.v1alpha1.Flunder";
-    let spec = "com.example.wardle.v1alpha1.FlunderSpec";
+    let kind = format!("com.example.wardle.{version}.Flunder");
+    let spec = format!("com.example.wardle.{version}.FlunderSpec");
+    let (kind, spec) = (kind.as_str(), spec.as_str());
     let reference = |name: &str| json!({"$ref": format!("{refs}{name}")});
+    let description = match version {
+        VERSION => "Flunder is an example type served by an aggregated API server.",
+        _ => OTHER_VERSION_DESCRIPTION,
+    };
     let schemas = json!({
         kind: {
-            "description": "Flunder is an example type served by an aggregated API server.",
+            "description": description,
             "type": "object",
             "properties": {
                 "apiVersion": {"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."},
@@ -244,7 +261,7 @@ fn openapi(refs: &str, v3: bool) -> Value {
                 "metadata": if v3 { json!({"allOf": [reference(meta)], "default": {}, "description": "Standard object's metadata."}) } else { reference(meta) },
                 "spec": if v3 { json!({"allOf": [reference(spec)], "default": {}, "description": "What the flunder is."}) } else { reference(spec) },
             },
-            "x-kubernetes-group-version-kind": [{"group": GROUP, "kind": "Flunder", "version": VERSION}],
+            "x-kubernetes-group-version-kind": [{"group": GROUP, "kind": "Flunder", "version": version}],
         },
         spec: {
             "description": "FlunderSpec is the specification of a Flunder.",
@@ -258,16 +275,17 @@ fn openapi(refs: &str, v3: bool) -> Value {
                            "namespace": {"type": "string", "description": "Namespace defines the space within which each name must be unique."}},
         },
     });
-    let list = format!("/apis/{GROUP}/{VERSION}/namespaces/{{namespace}}/flunders");
+    let list = format!("/apis/{GROUP}/{version}/namespaces/{{namespace}}/flunders");
     let ok = if v3 {
         json!({"200": {"description": "OK", "content": {"application/json": {"schema": reference(kind)}}}})
     } else {
         json!({"200": {"description": "OK", "schema": reference(kind)}})
     };
-    let paths = json!({list: {"get": {"operationId": "listWardleV1alpha1NamespacedFlunder",
+    let operation = format!("listWardle{}NamespacedFlunder", version.replacen('v', "V", 1));
+    let paths = json!({list: {"get": {"operationId": operation,
                                       "responses": ok,
                                       "x-kubernetes-action": "list",
-                                      "x-kubernetes-group-version-kind": {"group": GROUP, "kind": "Flunder", "version": VERSION}}}});
+                                      "x-kubernetes-group-version-kind": {"group": GROUP, "kind": "Flunder", "version": version}}}});
     let info = json!({"title": "Wardle", "version": "v0.1"});
     if v3 {
         json!({"openapi": "3.0.0", "info": info, "paths": paths, "components": {"schemas": schemas}})
@@ -306,11 +324,13 @@ async fn answer(
         return status(401, "Unauthorized", "Unauthorized");
     }
     let discovery = format!("/apis/{GROUP}/{VERSION}");
-    if path == discovery {
+    if let Some(version) =
+        [VERSION, OTHER_VERSION].into_iter().find(|v| path == format!("/apis/{GROUP}/{v}"))
+    {
         return json_response(
             200,
             &json!({"kind": "APIResourceList", "apiVersion": "v1",
-                    "groupVersion": format!("{GROUP}/{VERSION}"),
+                    "groupVersion": format!("{GROUP}/{version}"),
                     "resources": [{"name": "flunders", "singularName": "flunder",
                                    "namespaced": true, "kind": "Flunder",
                                    "verbs": ["get", "list", "watch"], "shortNames": ["fl"],
@@ -320,20 +340,37 @@ async fn answer(
     let Some(user) = seen.user else {
         return status(403, "Forbidden", "forbidden: no user in the request headers");
     };
-    let v3_path = format!("apis/{GROUP}/{VERSION}");
+    let v3_paths = [
+        format!("apis/{GROUP}/{VERSION}"),
+        format!("apis/{GROUP}/{OTHER_VERSION}"),
+        "api/v1".into(),
+    ];
     match path.as_str() {
-        "/openapi/v2" => return json_response(200, &openapi("#/definitions/", false)),
+        "/openapi/v2" => return json_response(200, &openapi("#/definitions/", false, VERSION)),
         "/openapi/v3" => {
+            let paths: serde_json::Map<String, Value> = v3_paths
+                .iter()
+                .map(|p| {
+                    let url = format!("/openapi/v3/{p}?hash={OPENAPI_HASH}");
+                    (p.clone(), json!({"serverRelativeURL": url}))
+                })
+                .collect();
+            return json_response(200, &json!({ "paths": paths }));
+        }
+        "/openapi/v3/api/v1" => {
             return json_response(
                 200,
-                &json!({"paths": {v3_path.clone(): {
-                    "serverRelativeURL": format!("/openapi/v3/{v3_path}?hash={OPENAPI_HASH}")}}}),
+                &json!({"openapi": "3.0.0", "info": {"title": CORE_TITLE, "version": "v0.1"},
+                        "paths": {}, "components": {"schemas": {}}}),
             )
         }
-        p if p == format!("/openapi/v3/{v3_path}") => {
-            return json_response(200, &openapi("#/components/schemas/", true))
+        p => {
+            for version in [VERSION, OTHER_VERSION] {
+                if p == format!("/openapi/v3/apis/{GROUP}/{version}") {
+                    return json_response(200, &openapi("#/components/schemas/", true, version));
+                }
+            }
         }
-        _ => {}
     }
     let rest = path.strip_prefix(&discovery).unwrap_or("");
     let parts: Vec<&str> = rest.split('/').filter(|s| !s.is_empty()).collect();

@@ -5,14 +5,18 @@
 //! marks it Available, discovery (legacy and aggregated) lists it, kubectl gets and lists
 //! flunders through rkube, which authorizes first and forwards the user in `X-Remote-*`
 //! headers with its front-proxy client certificate (the extension server trusts it from the
-//! `extension-apiserver-authentication` ConfigMap). Broken Services make it unavailable with
+//! `extension-apiserver-authentication` ConfigMap). Its OpenAPI is merged into rkube's
+//! (`kubectl explain`), every document of its v3 index listed and served, also that of a
+//! group/version no APIService names (explained once one does). Broken Services make it unavailable with
 //! upstream's reasons and requests get 503; an APIService for `metrics.k8s.io` replaces
 //! rkube's own metrics API until it is deleted; a Local APIService changes nothing.
 
 use std::time::Duration;
 
 use rkube_conformance::cluster::RkubeServer;
-use rkube_conformance::extension_server::{ExtensionServer, REFERENCE_DESCRIPTION};
+use rkube_conformance::extension_server::{
+    ExtensionServer, CORE_TITLE, OTHER_VERSION, OTHER_VERSION_DESCRIPTION, REFERENCE_DESCRIPTION,
+};
 use rkube_conformance::node::assert_route_is_local;
 use rkube_conformance::streaming::{WebSocketClient, CLOSE, TEXT};
 use rkube_conformance::webhook::{local_non_loopback_ipv4, TestCa};
@@ -214,6 +218,26 @@ fn an_extension_api_server_serves_its_group_through_rkube() {
     assert!(!v2_meta.contains("uid\t<string>") && v2_meta.contains("name\t<string>"), "{v2_meta}");
     let index: Value = serde_json::from_str(&s.curl(&[], "/openapi/v3").body).unwrap();
     assert!(index["paths"]["apis/apps/v1"].is_object(), "rkube's own documents stay: {index}");
+    // Every document the extension's v3 index lists is listed and served here, as upstream's
+    // aggregator lists each extension's whole index: also that of a group/version no
+    // APIService names. A path rkube serves itself (`api/v1`) stays rkube's.
+    let other = format!("apis/wardle.example.com/{OTHER_VERSION}");
+    let url = index["paths"][&other]["serverRelativeURL"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{other} is not in /openapi/v3: {index}"));
+    let listed = s.curl(&[], url);
+    assert_eq!(listed.code, 200, "{listed:?}");
+    let doc: Value = serde_json::from_str(&listed.body).unwrap();
+    let flunder =
+        &doc["components"]["schemas"][format!("com.example.wardle.{OTHER_VERSION}.Flunder")];
+    assert_eq!(flunder["description"], OTHER_VERSION_DESCRIPTION, "{doc}");
+    let plain = s.curl(&[], &format!("/openapi/v3/{other}"));
+    assert_eq!((plain.code, &plain.body), (200, &listed.body));
+    let core = s.curl(&[], "/openapi/v3/api/v1");
+    assert_eq!(core.code, 200, "{core:?}");
+    assert!(!core.body.contains(CORE_TITLE) && core.body.contains("io.k8s.api.core.v1.Pod"));
+    let fetched = ext.seen_with_user(&format!("/openapi/v3/{other}"));
+    assert!(fetched.iter().any(|r| r.user.as_deref() == Some("system:aggregator")), "{fetched:?}");
     // Fetched as upstream's aggregator user.
     let fetched = ext.seen_with_user("/openapi/");
     assert!(
@@ -461,8 +485,10 @@ fn an_extension_api_server_serves_its_group_through_rkube() {
             index,
         )
     });
-    let gone = s.curl(&[], "/openapi/v3/apis/wardle.example.com/v1alpha1");
-    assert_eq!(gone.code, 404, "{gone:?}");
+    for path in ["/openapi/v3/apis/wardle.example.com/v1alpha1", &format!("/openapi/v3/{other}")] {
+        let gone = s.curl(&[], path);
+        assert_eq!(gone.code, 404, "{gone:?}");
+    }
     let v2: Value = serde_json::from_str(&s.curl(&[], "/openapi/v2").body).unwrap();
     assert!(v2["definitions"]["io.k8s.api.apps.v1.Deployment"].is_object());
 
@@ -496,6 +522,20 @@ fn an_extension_api_server_serves_its_group_through_rkube() {
         reached.iter().any(|r| r.user.as_deref() == Some("system:admin")),
         "the ExternalName's host was not reached: {reached:?}"
     );
+
+    // The extension's other group/version, once an APIService names it too: kubectl explain
+    // reads its v3 document.
+    let beta = format!("{OTHER_VERSION}.wardle.example.com");
+    obj["metadata"]["name"] = json!(beta);
+    obj["spec"]["version"] = json!(OTHER_VERSION);
+    s.ok_stdin(&["apply", "-f", "-"], &obj.to_string());
+    wait_available(&s, &beta, ("True", "Passed", "all checks passed"));
+    let api_version = format!("--api-version=wardle.example.com/{OTHER_VERSION}");
+    s.wait_until("kubectl explain reads the other version", Duration::from_secs(40), || {
+        let out = s.kubectl(&["explain", "flunders", &api_version]);
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        (text.contains(OTHER_VERSION_DESCRIPTION), text + &String::from_utf8_lossy(&out.stderr))
+    });
 }
 
 /// A SelfSubjectReview over raw HTTPS with the front-proxy client certificate and `headers`:

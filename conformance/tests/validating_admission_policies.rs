@@ -1,11 +1,21 @@
 //! ValidatingAdmissionPolicies as stock kubectl meets them: a policy bound with `Deny`
 //! refuses a Deployment over a replica limit with upstream's message, a `Warn` binding
 //! lets it through with kubectl's `Warning:` line, and a policy reads its limit from a
-//! ConfigMap named by the binding's `paramRef`.
+//! ConfigMap named by the binding's `paramRef`. Under `matchPolicy: Equivalent` a policy
+//! whose rule names a custom resource's v1 sees a v2 request's object converted to v1 (by
+//! the definition's conversion webhook, written here: v1's `spec.replicas` is v2's
+//! `spec.count`), with `request.kind` naming v1 and `request.requestKind` v2; `Exact` lets
+//! the v2 request by; a conversion that fails obeys the policy's failure policy. Admission
+//! webhooks with a v1 rule see the same conversion (one mechanism): a validating one gets
+//! the v1 object, a mutating one's v1 patch is converted back to v2.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rkube_conformance::cluster::{stderr_of, stdout_of, RkubeServer};
+use rkube_conformance::webhook::{Answer, Handler, TestCa, WebhookServer};
+use serde_json::{json, Value};
 
 const POLICY: &str = r#"
 apiVersion: admissionregistration.k8s.io/v1
@@ -168,4 +178,199 @@ spec:
         "{refused}"
     );
     s.ok_stdin(&["apply", "-n", "test", "-f", "-"], &deployment("two", 2));
+}
+
+/// The test's webhooks: `/convert` converts a Gadget to `desired` (v1's `spec.replicas` is
+/// v2's `spec.count`; while `failing`, every review is answered with a failure);
+/// `/validate` allows; `/mutate` sets `spec.replicas` to 4 of a gadget named `mutated`.
+fn gadget_webhooks(failing: Arc<AtomicBool>) -> Handler {
+    Arc::new(move |path, request| {
+        match path {
+            "/validate" => return Answer::allow(),
+            "/mutate" if request["name"] == "mutated" => {
+                return Answer::patch(
+                    json!([{"op": "replace", "path": "/spec/replicas", "value": 4}]),
+                )
+            }
+            "/mutate" => return Answer::allow(),
+            _ => {}
+        }
+        let desired = request["desiredAPIVersion"].as_str().unwrap_or("").to_string();
+        let (from, to) = match desired.as_str() {
+            "example.com/v1" => ("count", "replicas"),
+            _ => ("replicas", "count"),
+        };
+        let objects = request["objects"].as_array().cloned().unwrap_or_default();
+        let converted: Vec<Value> = objects
+            .into_iter()
+            .map(|mut o| {
+                o["apiVersion"] = json!(desired);
+                if let Some(spec) = o["spec"].as_object_mut() {
+                    if let Some(v) = spec.remove(from) {
+                        spec.insert(to.to_string(), v);
+                    }
+                }
+                o
+            })
+            .collect();
+        let response = match failing.load(Ordering::SeqCst) {
+            true => {
+                json!({"result": {"status": "Failure", "message": "gadgets are not convertible today"}})
+            }
+            false => json!({"result": {"status": "Success"}, "convertedObjects": converted}),
+        };
+        Answer { delay: Duration::ZERO, response }
+    })
+}
+
+fn gadget(name: &str, count: i64) -> String {
+    json!({"apiVersion": "example.com/v2", "kind": "Gadget",
+           "metadata": {"name": name, "namespace": "default"}, "spec": {"count": count}})
+    .to_string()
+}
+
+fn gadget_policy(match_policy: &str, failure_policy: &str) -> String {
+    json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+           "metadata": {"name": "gadget-limit.example.com"},
+           "spec": {"failurePolicy": failure_policy,
+                    "matchConstraints": {"matchPolicy": match_policy, "resourceRules": [
+                        {"apiGroups": ["example.com"], "apiVersions": ["v1"],
+                         "operations": ["CREATE", "UPDATE"], "resources": ["gadgets"]}]},
+                    "validations": [{
+                        "expression": "object.apiVersion == 'example.com/v1' && object.spec.replicas <= 5",
+                        "messageExpression": "'replicas ' + string(object.spec.replicas) + ' over 5 as ' + request.kind.version + ' ' + request.resource.version + ' of ' + request.requestKind.version + ' ' + request.requestResource.version"}]}})
+    .to_string()
+}
+
+/// Creates `manifest` until the outcome is `refused` (a changed policy reaches the chain
+/// through the watch caches within moments; a gadget taken meanwhile is deleted); the
+/// output.
+fn create_until(s: &RkubeServer, manifest: &str, refused: bool) -> String {
+    let name = serde_json::from_str::<Value>(manifest).unwrap()["metadata"]["name"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut last = String::new();
+    s.wait_until("the policy's outcome", Duration::from_secs(20), || {
+        let out = s.kubectl_with(&s.kubectl, &["create", "-f", "-"], Some(manifest));
+        last = format!("{}{}", stdout_of(&out), stderr_of(&out));
+        if out.status.success() {
+            s.kubectl(&["delete", "gadgets.v2.example.com", &name, "--wait=false"]);
+        }
+        (out.status.success() != refused, last.clone())
+    });
+    last
+}
+
+#[test]
+fn equivalent_match_converts_the_object_to_the_version_the_rule_names() {
+    let s = RkubeServer::start();
+    let ca = TestCa::new("rkube policy conversion test CA");
+    let failing = Arc::new(AtomicBool::new(false));
+    let webhook = WebhookServer::start(&ca, &[], gadget_webhooks(failing.clone()));
+    let schema = |field: &str| {
+        json!({"openAPIV3Schema": {"type": "object", "properties": {"spec": {
+            "type": "object", "properties": {field: {"type": "integer"}}}}}})
+    };
+    let definition = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+                 "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget"},
+                 "conversion": {"strategy": "Webhook", "webhook": {
+                     "clientConfig": {"url": webhook.url("/convert"), "caBundle": ca.bundle()},
+                     "conversionReviewVersions": ["v1"]}},
+                 "versions": [
+                     {"name": "v1", "served": true, "storage": true, "schema": schema("replicas")},
+                     {"name": "v2", "served": true, "storage": false, "schema": schema("count")}]},
+    });
+    s.define_crd(&definition.to_string(), "gadgets.example.com");
+    let rules = json!([{"apiGroups": ["example.com"], "apiVersions": ["v1"],
+                        "operations": ["CREATE"], "resources": ["gadgets"]}]);
+    for (kind, path) in [
+        ("MutatingWebhookConfiguration", "/mutate"),
+        ("ValidatingWebhookConfiguration", "/validate"),
+    ] {
+        let hook = json!({"name": format!("gadgets{}.example.com", path.replace('/', ".")),
+                          "rules": rules, "sideEffects": "None", "admissionReviewVersions": ["v1"],
+                          "clientConfig": {"url": webhook.url(path), "caBundle": ca.bundle()}});
+        let configuration = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
+                                   "metadata": {"name": "gadgets.example.com"}, "webhooks": [hook]});
+        s.ok_stdin(&["apply", "-f", "-"], &configuration.to_string());
+    }
+    s.ok_stdin(&["apply", "-f", "-"], &gadget_policy("Equivalent", "Fail"));
+    s.ok_stdin(
+        &["apply", "-f", "-"],
+        &json!({"apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": "ValidatingAdmissionPolicyBinding",
+                "metadata": {"name": "gadget-limit-binding.example.com"},
+                "spec": {"policyName": "gadget-limit.example.com", "validationActions": ["Deny"]}})
+        .to_string(),
+    );
+
+    // A v2 create over the limit: the policy sees it as v1 (converted by the webhook).
+    let refused = create_until(&s, &gadget("big", 6), true);
+    assert!(
+        refused.contains("ValidatingAdmissionPolicy 'gadget-limit.example.com' with binding 'gadget-limit-binding.example.com' denied request: replicas 6 over 5 as v1 v1 of v2 v2"),
+        "{refused}"
+    );
+    let asked = webhook.reviews_to("/convert").iter().any(|r| {
+        r["request"]["desiredAPIVersion"] == "example.com/v1"
+            && r["request"]["objects"][0]["metadata"]["name"] == "big"
+            && r["request"]["objects"][0]["spec"] == json!({"count": 6})
+    });
+    assert!(asked, "the object was converted to v1 by the definition's webhook");
+    // Within the limit it is taken, in v2; a v1 request is checked as it is.
+    let created = s.ok_stdin(&["create", "-f", "-", "-o", "json"], &gadget("small", 5));
+    let created: Value = serde_json::from_str(&created).unwrap();
+    assert_eq!(created["apiVersion"], "example.com/v2");
+    assert_eq!(created["spec"], json!({"count": 5}));
+    let v1 = json!({"apiVersion": "example.com/v1", "kind": "Gadget",
+                    "metadata": {"name": "big-v1", "namespace": "default"},
+                    "spec": {"replicas": 9}});
+    let refused = s.fails_stdin(&["create", "-f", "-"], &v1.to_string());
+    assert!(refused.contains("denied request: replicas 9 over 5 as v1 v1 of v1 v1"), "{refused}");
+
+    // The webhooks see the request as v1 too; a v1 patch comes back to the v2 object.
+    let mut last = String::new();
+    s.wait_until("the mutating webhook's patch", Duration::from_secs(20), || {
+        last = s.ok_stdin(&["create", "-f", "-", "-o", "json"], &gadget("mutated", 9));
+        s.ok(&["delete", "gadgets.v2.example.com", "mutated", "--wait=false"]);
+        (serde_json::from_str::<Value>(&last).unwrap()["spec"] == json!({"count": 4}), last.clone())
+    });
+    let reviews = webhook.reviews_to("/validate");
+    let review = reviews
+        .iter()
+        .rfind(|r| r["request"]["name"] == "mutated")
+        .unwrap_or_else(|| panic!("the validating webhook saw it: {reviews:?}"));
+    assert_eq!(review["request"]["kind"]["version"], "v1");
+    assert_eq!(review["request"]["requestKind"]["version"], "v2");
+    assert_eq!(review["request"]["object"]["apiVersion"], "example.com/v1");
+    assert_eq!(review["request"]["object"]["spec"], json!({"replicas": 4}));
+
+    // A conversion that fails: for a webhook, an internal error (upstream's
+    // `VersionedAttribute`); for the policy, its failure policy decides.
+    failing.store(true, Ordering::SeqCst);
+    let refused = s.fails_stdin(&["create", "-f", "-"], &gadget("broken", 1));
+    assert!(
+        refused.contains(
+            "Internal error occurred: conversion webhook for example.com/v2, Kind=Gadget failed: "
+        ),
+        "{refused}"
+    );
+    s.ok(&[
+        "delete",
+        "mutatingwebhookconfiguration,validatingwebhookconfiguration",
+        "gadgets.example.com",
+    ]);
+    let mut last = String::new();
+    s.wait_until("the policy refuses the unconvertible gadget", Duration::from_secs(20), || {
+        last = s.fails_stdin(&["create", "-f", "-"], &gadget("broken", 1));
+        (last.contains("ValidatingAdmissionPolicy 'gadget-limit.example.com' with binding 'gadget-limit-binding.example.com' denied request: failed to configure binding: failed to convert object version: conversion webhook for example.com/v2, Kind=Gadget failed: "), last.clone())
+    });
+    failing.store(false, Ordering::SeqCst);
+
+    // Exact: the v2 request is not one the rule names.
+    s.ok_stdin(&["apply", "-f", "-"], &gadget_policy("Exact", "Fail"));
+    create_until(&s, &gadget("big", 6), false);
 }

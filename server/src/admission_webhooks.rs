@@ -1,12 +1,14 @@
 //! The admission webhooks' way out: [`rkube_admission::webhook::Backend`] over the server's
-//! [`ServiceClient`] and its live resource table. A webhook's answer is read as client-go's
-//! REST client reads it: a non-2xx status is an error.
+//! [`ServiceClient`], its live resource table and its conversion (custom resources' conversion
+//! webhooks included). A webhook's answer is read as client-go's REST client reads it: a
+//! non-2xx status is an error.
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use rkube_admission::webhook::{Backend, CallError, ClientConfig};
-use rkube_apis::resources::Resources;
+use rkube_apis::resources::{ResourceInfo, Resources};
+use serde_json::Value;
 
 use crate::registry::Registry;
 use crate::service_client::{self, Destination, ServiceClient};
@@ -23,6 +25,15 @@ impl Backend for WebhookBackend {
         match self.registry.upgrade() {
             Some(registry) => registry.resources(),
             None => Arc::new(Resources::builtin().clone()),
+        }
+    }
+
+    async fn convert(&self, object: Value, to: &ResourceInfo) -> Result<Value, CallError> {
+        match self.registry.upgrade() {
+            Some(registry) => {
+                registry.convert_object(object, to).await.map_err(|e| CallError(e.message))
+            }
+            None => Ok(rkube_apis::convert::convert(object, to)),
         }
     }
 

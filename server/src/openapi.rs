@@ -2,12 +2,17 @@
 //! of the resources served now: built from the live resource table, again after it changed
 //! (a custom resource added or removed), once per change, in the background of the request
 //! that first asks; then merged with the extension servers' documents
-//! ([`crate::aggregator::openapi`]), again when those change, as kube-aggregator does: each
-//! extension's v3 document of its group/version is listed in `/openapi/v3` and served here
-//! (in place of the server's own for a group/version an APIService hands elsewhere), and its
-//! v2 paths and definitions are added to `/openapi/v2` ([`crate::aggregator::swagger_merge`]:
-//! the server's own paths win a conflict, clashing definitions are renamed; its paths of a
-//! group/version an extension serves give way to the extension's).
+//! ([`crate::aggregator::openapi`]), again when those change, as kube-aggregator does: every
+//! v3 document an extension's index lists is listed in `/openapi/v3` and served here. An
+//! APIService's own group/version gets its extension's document (in place of the server's
+//! own for a group/version an APIService hands elsewhere); another path an extension lists
+//! (another group/version of the same server) is added unless the server has it itself or
+//! an extension listed earlier (by group/version of their APIServices) had it: upstream
+//! takes whichever its map yields first there, rkube keeps one fixed order. Each
+//! extension's v2 paths and definitions are added to `/openapi/v2`
+//! ([`crate::aggregator::swagger_merge`]: the server's own paths win a conflict, clashing
+//! definitions are renamed; its paths of a group/version an extension serves give way to
+//! the extension's).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -94,7 +99,7 @@ impl OpenApi {
     }
 }
 
-/// `own` with the extensions' documents of (group, version).
+/// `own` with the extensions' documents, each with its APIService's (group, version).
 fn merge(own: &Documents, extensions: &[(String, String, Arc<ExtensionDocs>)]) -> Documents {
     let mut v3: BTreeMap<String, GroupVersionDoc> = own.v3.clone();
     let mut v2: Value = serde_json::from_slice(&own.v2).expect("the v2 document is JSON");
@@ -104,11 +109,18 @@ fn merge(own: &Documents, extensions: &[(String, String, Arc<ExtensionDocs>)]) -
         paths.retain(|path, _| !remote_prefixes.iter().any(|p| path.starts_with(p.as_str())));
     }
     for (_, _, docs) in extensions {
-        if let Some(doc) = &docs.v3 {
-            v3.insert(doc.path.clone(), doc.clone());
+        for (path, doc) in &docs.v3 {
+            v3.entry(path.clone()).or_insert_with(|| doc.clone());
         }
         if let Some(theirs) = &docs.v2 {
             swagger_merge::merge(&mut v2, theirs);
+        }
+    }
+    // An APIService's own group/version is its extension's, whoever else lists it.
+    for (group, version, docs) in extensions {
+        let path = format!("apis/{group}/{version}");
+        if let Some(doc) = docs.v3.get(&path) {
+            v3.insert(path, doc.clone());
         }
     }
     Documents::from_parts(v3, serde_json::to_vec(&v2).expect("serializable"))
@@ -204,5 +216,57 @@ struct V2Json(Arc<Documents>);
 impl AsRef<[u8]> for V2Json {
     fn as_ref(&self) -> &[u8] {
         &self.0.v2
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(path: &str, body: &str) -> GroupVersionDoc {
+        GroupVersionDoc::new(path.to_string(), body.as_bytes().to_vec())
+    }
+
+    fn extension(docs: &[(&str, &str)]) -> Arc<ExtensionDocs> {
+        Arc::new(ExtensionDocs::with_v3(
+            docs.iter().map(|(p, b)| (p.to_string(), doc(p, b))).collect(),
+        ))
+    }
+
+    #[test]
+    fn every_path_an_extension_lists_is_merged_its_apiservice_s_own_first() {
+        let own = Documents::from_parts(
+            [("api/v1", "own core"), ("apis/m.io/v1", "own m")]
+                .iter()
+                .map(|(p, b)| (p.to_string(), doc(p, b)))
+                .collect(),
+            br#"{"swagger":"2.0","paths":{},"definitions":{}}"#.to_vec(),
+        );
+        let a = extension(&[
+            ("apis/a.io/v1", "a's a/v1"),
+            ("apis/a.io/v2", "a's a/v2"),
+            ("apis/b.io/v1", "a's b/v1"),
+            ("api/v1", "a's core"),
+        ]);
+        let b = extension(&[("apis/b.io/v1", "b's b/v1"), ("apis/m.io/v1", "b's m")]);
+        let merged = merge(
+            &own,
+            &[
+                ("a.io".into(), "v1".into(), a),
+                ("b.io".into(), "v1".into(), b.clone()),
+                ("m.io".into(), "v1".into(), b),
+            ],
+        );
+        let body = |p: &str| String::from_utf8(merged.v3[p].body.clone()).unwrap();
+        assert_eq!(body("apis/a.io/v1"), "a's a/v1");
+        // Another group/version of the same extension is listed and served too.
+        assert_eq!(body("apis/a.io/v2"), "a's a/v2");
+        // An APIService's own group/version is its extension's.
+        assert_eq!(body("apis/b.io/v1"), "b's b/v1");
+        assert_eq!(body("apis/m.io/v1"), "b's m");
+        // The server's own path stays its own.
+        assert_eq!(body("api/v1"), "own core");
+        let index = merged.v3_index();
+        assert_eq!(index["paths"].as_object().unwrap().len(), 5, "{index}");
     }
 }

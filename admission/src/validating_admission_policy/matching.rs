@@ -1,19 +1,37 @@
 //! Which requests a policy or binding applies to (upstream's `matching.Matcher` over
 //! `MatchResources`): `resourceRules` and `excludeResourceRules` (operations, API groups
 //! and versions, resources with their subresources, scope, resource names), with
-//! `matchPolicy: Equivalent` taking a rule for a resource in one version as a rule for it in
-//! every version the server serves it in, and the `namespaceSelector` and `objectSelector`.
+//! `matchPolicy: Equivalent` taking a rule for a resource in another version or group that
+//! the server serves the same objects in (the webhooks' equivalents,
+//! [`crate::webhook::matching::equivalent_invocation`]), and the `namespaceSelector` and
+//! `objectSelector`. A match says how the policy sees the request ([`Versioned`]): its own
+//! resource and kind, or the equivalent's that a rule names, with `object` and `oldObject`
+//! then converted to it as the server converts them (a custom resource's conversion webhook
+//! included: the webhooks' [`Backend`]); `request.kind`/`request.resource` name it and
+//! `request.requestKind`/`request.requestResource` the request's, as upstream's
+//! `CreateAdmissionRequest` with the equivalent kind and resource.
 
 use std::collections::BTreeMap;
 
+use rkube_apis::resources::Resources;
 use rkube_apis::selectors::LabelSelector;
 use serde_json::Value;
 
 use crate::attributes::{Attributes, Operation};
+use crate::webhook::matching::{
+    converted, equivalent_invocation, requested_invocation, Invocation,
+};
+use crate::webhook::{Backend, CallError};
 
-/// Whether `rule` (a `NamedRuleWithOperations`) covers the request; `equivalent` lets any
-/// version of the rule's resources match.
-fn rule_matches(rule: &Value, a: &Attributes<'_>, equivalent: bool) -> bool {
+/// Whether `rule` (a `NamedRuleWithOperations`) covers the request, as a request for
+/// `group`/`version`/`resource`.
+fn rule_matches(
+    rule: &Value,
+    a: &Attributes<'_>,
+    group: &str,
+    version: &str,
+    resource: &str,
+) -> bool {
     let list = |key: &str| -> Vec<&str> {
         rule[key].as_array().into_iter().flatten().filter_map(Value::as_str).collect()
     };
@@ -22,15 +40,12 @@ fn rule_matches(rule: &Value, a: &Attributes<'_>, equivalent: bool) -> bool {
     if !any(&operations, a.operation.as_str()) {
         return false;
     }
-    if !any(&list("apiGroups"), a.resource.group) {
-        return false;
-    }
-    if !equivalent && !any(&list("apiVersions"), a.resource.version) {
+    if !any(&list("apiGroups"), group) || !any(&list("apiVersions"), version) {
         return false;
     }
     let resource_ok = list("resources").iter().any(|r| {
         let (res, sub) = r.split_once('/').unwrap_or((r, ""));
-        let res_ok = res == "*" || res == a.resource.resource;
+        let res_ok = res == "*" || res == resource;
         let sub_ok = match (sub, a.subresource) {
             ("", "") => true,
             ("*", _) => true,
@@ -53,15 +68,72 @@ fn rule_matches(rule: &Value, a: &Attributes<'_>, equivalent: bool) -> bool {
     scope_ok && (names.is_empty() || names.contains(&a.name))
 }
 
-/// Whether the `MatchResources` `m` covers the request's kind of object (its rules, not its
-/// selectors). Without `resourceRules` (a binding's), every kind is covered.
-pub(crate) fn rules_match(m: &Value, a: &Attributes<'_>) -> bool {
+/// Upstream's `matchesResourceRules`: the first of `rules` that covers the request as it is,
+/// else (`equivalent`) the first that covers an equivalent of its resource in `resources`.
+fn rules_invocation(
+    rules: &[Value],
+    a: &Attributes<'_>,
+    equivalent: bool,
+    resources: &Resources,
+) -> Option<Invocation> {
+    let (group, version, resource) = (a.resource.group, a.resource.version, a.resource.resource);
+    if rules.iter().any(|r| rule_matches(r, a, group, version, resource)) {
+        return Some(requested_invocation(a));
+    }
+    if !equivalent {
+        return None;
+    }
+    equivalent_invocation(a, resources, rules, |rule, e| {
+        rule_matches(rule, a, e.group, e.version, e.plural)
+    })
+}
+
+/// How the `MatchResources` `m` covers the request's kind of object (its rules, not its
+/// selectors), if it does: the request's own resource and kind, or an equivalent's. Without
+/// `resourceRules` (a binding's), every kind is covered as it is.
+pub(crate) fn rules_match(
+    m: &Value,
+    a: &Attributes<'_>,
+    resources: &Resources,
+) -> Option<Invocation> {
     let equivalent = m["matchPolicy"].as_str().unwrap_or("Equivalent") == "Equivalent";
-    let rules = |key: &str| m[key].as_array().into_iter().flatten();
+    let rules = |key: &str| m[key].as_array().map(Vec::as_slice).unwrap_or_default();
+    if rules_invocation(rules("excludeResourceRules"), a, equivalent, resources).is_some() {
+        return None;
+    }
     // A binding's `matchResources` without rules leaves the policy's to decide.
-    let unconstrained = m["resourceRules"].as_array().is_none_or(|r| r.is_empty());
-    let included = unconstrained || rules("resourceRules").any(|r| rule_matches(r, a, equivalent));
-    included && !rules("excludeResourceRules").any(|r| rule_matches(r, a, equivalent))
+    match rules("resourceRules") {
+        [] => Some(requested_invocation(a)),
+        included => rules_invocation(included, a, equivalent, resources),
+    }
+}
+
+/// The request as a policy sees it: in the version its rules name.
+pub(crate) struct Versioned {
+    pub invocation: Invocation,
+    pub object: Value,
+    pub old_object: Value,
+}
+
+impl Versioned {
+    /// The request's object (none for a delete) and old object in the invocation's version.
+    pub(crate) async fn of(
+        a: &Attributes<'_>,
+        invocation: Invocation,
+        backend: Option<&dyn Backend>,
+    ) -> Result<Versioned, CallError> {
+        let object = match a.operation {
+            Operation::Delete => None,
+            _ => a.object(),
+        };
+        let object = converted(object, &invocation, backend).await?;
+        let old_object = converted(a.old_object, &invocation, backend).await?;
+        Ok(Versioned {
+            invocation,
+            object: object.unwrap_or(Value::Null),
+            old_object: old_object.unwrap_or(Value::Null),
+        })
+    }
 }
 
 /// The labels of a JSON object.

@@ -16,12 +16,14 @@
 //! evaluation is bounded by CEL's cost limits. Compiled policies are kept per policy
 //! version ([`compiled`]).
 //!
+//! A policy whose rule names the resource in another version sees the request in that
+//! version ([`matching`]); a conversion that fails obeys its `failurePolicy`.
+//!
 //! Not yet: the policy's `status.typeChecking` (expressions are not type-checked against
 //! the matched kinds' schemas), writing `auditAnnotations` (rkube has no audit log: their
 //! values are logged, their failures obey the failure policy),
 //! `authorizer.requestResource` and non-resource `authorizer.path(...)` checks (the
-//! admission authorizer asks about resources only), and converting the object to the
-//! version a rule names under `matchPolicy: Equivalent` (the object is given as sent).
+//! admission authorizer asks about resources only).
 
 mod compiled;
 mod matching;
@@ -35,12 +37,15 @@ use rkube_cel::library::authz::Principal;
 use rkube_cel::{Activation, AuthorizerValue, EvalError, Value, PER_CALL_LIMIT, RUNTIME_BUDGET};
 use serde_json::{json, Value as Json};
 
-use crate::attributes::{Attributes, Operation};
+use crate::attributes::Attributes;
 use crate::authorizer::{AuthorizerSlot, ResourceCheck};
 use crate::error::{AdmissionError, Cause, Refusal};
 use crate::state::{ClusterState, Freshness, GroupResource};
+use crate::webhook::matching::Invocation;
+use crate::webhook::{Backend, BackendSlot};
 use crate::{UserInfo, ValidatingPlugin};
 use compiled::{Expression, Policy};
+use matching::Versioned;
 
 pub const NAME: &str = "ValidatingAdmissionPolicy";
 
@@ -52,10 +57,12 @@ const NAMESPACES: GroupResource<'static> = GroupResource::new("", "namespaces");
 const DEFINITIONS: GroupResource<'static> =
     GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
 
-/// The plugin: the chain's authorizer, and the policies compiled so far.
+/// The plugin: the chain's authorizer, the webhooks' backend (the live resource table and
+/// the server's conversion), and the policies compiled so far.
 #[derive(Debug, Default)]
 pub struct ValidatingAdmissionPolicy {
     pub authorizer: AuthorizerSlot,
+    backend: BackendSlot,
     compiled: Mutex<HashMap<String, Arc<Policy>>>,
 }
 
@@ -76,7 +83,18 @@ struct ParamResource {
 impl ValidatingAdmissionPolicy {
     /// The plugin, asking `authorizer` for the policies' `authorizer` checks.
     pub fn new(authorizer: AuthorizerSlot) -> ValidatingAdmissionPolicy {
-        ValidatingAdmissionPolicy { authorizer, compiled: Mutex::default() }
+        ValidatingAdmissionPolicy {
+            authorizer,
+            backend: BackendSlot::default(),
+            compiled: Mutex::default(),
+        }
+    }
+
+    /// The plugin finding equivalent resources in, and converting objects through, the
+    /// backend the server gives the webhooks (until then: the built-in resources, converted
+    /// by their strategies).
+    pub fn with_backend(self, backend: BackendSlot) -> ValidatingAdmissionPolicy {
+        ValidatingAdmissionPolicy { backend, ..self }
     }
 
     /// The policy compiled, from the cache while its version is the one compiled.
@@ -108,7 +126,11 @@ impl ValidatingPlugin for ValidatingAdmissionPolicy {
         if bindings.is_empty() {
             return Ok(());
         }
-        let mut request = Request { a, state, namespace: None };
+        let backend = self.backend.get().map(|b| b.as_ref());
+        let live = backend.map(|b| b.resources());
+        let resources = live.as_deref().unwrap_or(Resources::builtin());
+        let mut request =
+            Request { a, state, namespace: None, resources, backend, versioned: Vec::new() };
         let mut refusal: Option<AdmissionError> = None;
         for binding in bindings {
             let binding = binding.value();
@@ -119,24 +141,38 @@ impl ValidatingPlugin for ValidatingAdmissionPolicy {
                 continue;
             };
             let policy = self.policy(policy.as_ref());
-            if !request.matches(&policy.spec["matchConstraints"]).await? {
+            // The policy's constraints say in which version it sees the request.
+            let Some(invocation) = request.matches(&policy.spec["matchConstraints"]).await? else {
                 continue;
-            }
+            };
             if !spec["matchResources"].is_null()
-                && !request.matches(&spec["matchResources"]).await?
+                && request.matches(&spec["matchResources"]).await?.is_none()
             {
                 continue;
             }
             let binding_name = binding["metadata"]["name"].as_str().unwrap_or_default();
             let failures = match request.params(&policy, spec).await? {
-                Ok(params) => {
-                    let mut failures = Vec::new();
-                    for params in params {
+                Ok(params) if params.is_empty() => Vec::new(),
+                Ok(params) => match request.versioned(invocation).await {
+                    Ok(versioned) => {
+                        let mut failures = Vec::new();
+                        for params in params {
+                            failures.extend(
+                                request
+                                    .evaluate(&policy, &versioned, &params, &self.authorizer)
+                                    .await?,
+                            );
+                        }
                         failures
-                            .extend(request.evaluate(&policy, &params, &self.authorizer).await?);
                     }
-                    failures
-                }
+                    Err(_) if policy.ignore_failures => Vec::new(),
+                    Err(e) => vec![Failure {
+                        message: format!(
+                            "failed to configure binding: failed to convert object version: {e}"
+                        ),
+                        reason: "Invalid",
+                    }],
+                },
                 Err(failure) => vec![failure],
             };
             let actions: Vec<&str> = spec["validationActions"]
@@ -209,6 +245,11 @@ struct Request<'r, 'a> {
     state: &'r dyn ClusterState,
     /// The request's namespace object, once read (`Some(Null)` for none).
     namespace: Option<Json>,
+    /// The resources served now (for equivalents) and the server's conversion.
+    resources: &'r Resources,
+    backend: Option<&'r dyn Backend>,
+    /// The request in each version a policy saw it in so far (converted once each).
+    versioned: Vec<Arc<Versioned>>,
 }
 
 impl Request<'_, '_> {
@@ -223,22 +264,39 @@ impl Request<'_, '_> {
         Ok(self.namespace.as_ref().expect("just read"))
     }
 
-    /// Whether the `MatchResources` `m` covers the request.
-    async fn matches(&mut self, m: &Json) -> Result<bool, AdmissionError> {
-        if m.is_null() || !matching::rules_match(m, self.a) || !matching::object_matches(m, self.a)
-        {
-            return Ok(false);
+    /// How the `MatchResources` `m` covers the request, if it does.
+    async fn matches(&mut self, m: &Json) -> Result<Option<Invocation>, AdmissionError> {
+        if m.is_null() || !matching::object_matches(m, self.a) {
+            return Ok(None);
         }
-        let Some(selector) = matching::selector(m, "namespaceSelector") else { return Ok(false) };
+        let Some(invocation) = matching::rules_match(m, self.a, self.resources) else {
+            return Ok(None);
+        };
+        let Some(selector) = matching::selector(m, "namespaceSelector") else { return Ok(None) };
         if selector.is_empty() || !matching::namespace_labels_needed(self.a) {
-            return Ok(true);
+            return Ok(Some(invocation));
         }
         let labels = if self.a.is("", "namespaces") {
             matching::namespace_request_labels(self.a)
         } else {
             matching::labels_of(Some(self.namespace_object().await?))
         };
-        Ok(selector.matches(&labels))
+        Ok(selector.matches(&labels).then_some(invocation))
+    }
+
+    /// The object and old object in the invocation's version (converted once per version).
+    async fn versioned(
+        &mut self,
+        invocation: Invocation,
+    ) -> Result<Arc<Versioned>, crate::webhook::CallError> {
+        if let Some(v) =
+            self.versioned.iter().find(|v| v.invocation.resource == invocation.resource)
+        {
+            return Ok(v.clone());
+        }
+        let versioned = Arc::new(Versioned::of(self.a, invocation, self.backend).await?);
+        self.versioned.push(versioned.clone());
+        Ok(versioned)
     }
 
     /// The resource of the policy's `paramKind`: a built-in kind, else a custom resource's
@@ -330,16 +388,23 @@ impl Request<'_, '_> {
         Ok(Ok(found))
     }
 
-    /// The `request` variable: the AdmissionRequest's fields.
-    fn request_value(&self) -> Json {
+    /// The `request` variable: the AdmissionRequest's fields, `kind` and `resource` those the
+    /// policy matched (upstream's `CreateAdmissionRequest` with the equivalent kind and
+    /// resource), `requestKind` and `requestResource` the request's.
+    fn request_value(&self, invocation: &Invocation) -> Json {
         let a = self.a;
-        let kind = json!({"group": a.kind.group, "version": a.kind.version, "kind": a.kind.kind});
-        let resource = json!({"group": a.resource.group, "version": a.resource.version,
-                              "resource": a.resource.resource});
+        let request_kind =
+            json!({"group": a.kind.group, "version": a.kind.version, "kind": a.kind.kind});
+        let request_resource = json!({"group": a.resource.group, "version": a.resource.version,
+                                      "resource": a.resource.resource});
+        let (k, r) = (&invocation.kind, &invocation.resource);
+        let kind = json!({"group": k.group, "version": k.version, "kind": k.name});
+        let resource = json!({"group": r.group, "version": r.version, "resource": r.name});
         let extra = a.user.extra.map(|e| json!(e)).unwrap_or_else(|| json!({}));
         json!({
             "kind": kind, "resource": resource, "subResource": a.subresource,
-            "requestKind": kind, "requestResource": resource, "requestSubResource": a.subresource,
+            "requestKind": request_kind, "requestResource": request_resource,
+            "requestSubResource": a.subresource,
             "name": a.name, "namespace": a.namespace, "operation": a.operation.as_str(),
             "userInfo": {"username": a.user.name, "uid": a.user.uid, "groups": a.user.groups,
                          "extra": extra},
@@ -347,22 +412,19 @@ impl Request<'_, '_> {
         })
     }
 
-    /// The policy's failures on the request with `params`.
+    /// The policy's failures on the request (in the version it matched) with `params`.
     async fn evaluate(
         &mut self,
         policy: &Policy,
+        versioned: &Versioned,
         params: &Json,
         authorizer: &AuthorizerSlot,
     ) -> Result<Vec<Failure>, AdmissionError> {
         let a = self.a;
         let mut activation = Activation::new();
-        let object = match a.operation {
-            Operation::Delete => &Json::Null,
-            _ => a.object().unwrap_or(&Json::Null),
-        };
-        activation.json("object", object);
-        activation.json("oldObject", a.old_object.unwrap_or(&Json::Null));
-        activation.json("request", &self.request_value());
+        activation.json("object", &versioned.object);
+        activation.json("oldObject", &versioned.old_object);
+        activation.json("request", &self.request_value(&versioned.invocation));
         activation.json("params", params);
         let namespace = self.namespace_object().await?.clone();
         activation.json("namespaceObject", &namespace);

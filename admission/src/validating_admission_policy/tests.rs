@@ -3,7 +3,9 @@
 use serde_json::json;
 
 use super::*;
-use crate::attributes::{GroupVersionKind, GroupVersionResource, OperationOptions, UserInfo};
+use crate::attributes::{
+    GroupVersionKind, GroupVersionResource, Operation, OperationOptions, UserInfo,
+};
 use crate::state::Snapshot;
 
 fn policy(name: &str, spec: Json) -> Json {
@@ -229,4 +231,66 @@ async fn a_bindings_match_resources_without_rules_narrows_by_its_selectors_only(
     ]);
     assert!(admit(&s, "default", 6).await.0.is_err());
     assert!(admit(&s, "dev", 6).await.0.is_ok());
+}
+
+#[tokio::test]
+async fn an_equivalent_match_sees_the_object_in_the_rules_version() {
+    let rules = |match_policy: &str| {
+        json!({"matchPolicy": match_policy, "resourceRules": [{"apiGroups": ["autoscaling"],
+            "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["horizontalpodautoscalers"]}]})
+    };
+    let limit = |name: &str, match_policy: &str| {
+        policy(
+            name,
+            json!({"matchConstraints": rules(match_policy), "validations": [{
+                "expression": "object.apiVersion == 'autoscaling/v1' && object.spec.targetCPUUtilizationPercentage <= 40",
+                "messageExpression": "string(object.spec.targetCPUUtilizationPercentage) + ' as ' + request.kind.version + '/' + request.resource.version + ' of ' + request.requestKind.version + '/' + request.requestResource.version"}]}),
+        )
+    };
+    let bound =
+        |name: &str| binding(name, json!({"policyName": name, "validationActions": ["Deny"]}));
+    let s = state(vec![
+        (VAP, "validatingadmissionpolicies", limit("equivalent", "Equivalent")),
+        (VAP, "validatingadmissionpolicies", limit("exact", "Exact")),
+        (VAP, "validatingadmissionpolicybindings", bound("equivalent")),
+        (VAP, "validatingadmissionpolicybindings", bound("exact")),
+    ]);
+    let mut hpa = json!({"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "h", "namespace": "default"},
+        "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "d", "apiVersion": "apps/v1"},
+                 "maxReplicas": 3,
+                 "metrics": [{"type": "Resource", "resource": {"name": "cpu",
+                     "target": {"type": "Utilization", "averageUtilization": 50}}}]}});
+    let sent = hpa.clone();
+    let groups = vec!["system:authenticated".to_string()];
+    let a = Attributes {
+        operation: Operation::Create,
+        user: UserInfo { name: "alice", uid: "", groups: &groups, extra: None },
+        resource: GroupVersionResource {
+            group: "autoscaling",
+            version: "v2",
+            resource: "horizontalpodautoscalers",
+        },
+        subresource: "",
+        kind: GroupVersionKind {
+            group: "autoscaling",
+            version: "v2",
+            kind: "HorizontalPodAutoscaler",
+        },
+        namespace: "default",
+        name: "h",
+        object: Some(&mut hpa),
+        old_object: None,
+        dry_run: false,
+        options: OperationOptions::None,
+        warnings: Default::default(),
+    };
+    let plugin = ValidatingAdmissionPolicy::new(AuthorizerSlot::default());
+    let refused = plugin.validate(&a, &s).await.unwrap_err().to_string();
+    // Only the Equivalent policy matched, and saw a v1 object; the request is left as sent.
+    assert!(
+        refused.ends_with("ValidatingAdmissionPolicy 'equivalent' with binding 'equivalent' denied request: 50 as v1/v1 of v2/v2"),
+        "{refused}"
+    );
+    assert_eq!(a.object.as_deref(), Some(&sent));
 }

@@ -3,7 +3,9 @@
 //! old object's labels), the rules (operations, groups, versions, resources with their
 //! subresources, scope), and with `matchPolicy: Equivalent` the same resource served in
 //! another group or version (the invocation then names that resource and kind, and the object
-//! is converted to it). The admission configuration objects themselves never go to webhooks.
+//! is converted to it as the server converts it, [`converted`]: a custom resource's
+//! conversion webhook included). The admission configuration objects themselves never go to
+//! webhooks.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -13,6 +15,7 @@ use rkube_apis::selectors::LabelSelector;
 use serde_json::Value;
 
 use super::config::{FailurePolicy, Rule, Webhook};
+use super::{Backend, CallError};
 use crate::attributes::{Attributes, Operation};
 use crate::authorizer::AuthorizerSlot;
 use crate::error::AdmissionError;
@@ -157,6 +160,7 @@ pub(crate) async fn should_call(
     a: &Attributes<'_>,
     state: &dyn ClusterState,
     resources: Option<&Resources>,
+    backend: Option<&dyn Backend>,
     authorizer: &AuthorizerSlot,
 ) -> Result<Option<Invocation>, AdmissionError> {
     // A selector error counts only for a webhook whose rules match the request.
@@ -169,38 +173,46 @@ pub(crate) async fn should_call(
         return Ok(None);
     }
     let (group, version, resource) = (a.resource.group, a.resource.version, a.resource.resource);
-    let mut invocation =
-        hook.rules.iter().any(|r| rule_matches(r, a, group, version, resource)).then(|| {
-            Invocation {
-                resource: Gvn::of(group, version, resource),
-                kind: Gvn::of(a.kind.group, a.kind.version, a.kind.kind),
-                convert_to: None,
-            }
-        });
+    let mut invocation = hook
+        .rules
+        .iter()
+        .any(|r| rule_matches(r, a, group, version, resource))
+        .then(|| requested_invocation(a));
     if invocation.is_none() && hook.equivalent {
-        invocation = resources.and_then(|r| equivalent_invocation(hook, a, r));
+        invocation = resources.and_then(|r| {
+            equivalent_invocation(a, r, &hook.rules, |rule, e| {
+                rule_matches(rule, a, e.group, e.version, e.plural)
+            })
+        });
     }
     let Some(invocation) = invocation else { return Ok(None) };
     namespace?;
     object?;
-    if !hook.match_conditions.is_empty() && !conditions_hold(hook, a, &invocation, authorizer)? {
+    if !hook.match_conditions.is_empty()
+        && !conditions_hold(hook, a, &invocation, backend, authorizer).await?
+    {
         return Ok(None);
     }
     Ok(Some(invocation))
 }
 
-/// The invocation for the first rule (in order) that an equivalent of the requested resource
-/// matches.
-fn equivalent_invocation(
-    hook: &Webhook,
+/// The invocation for the first of `rules` (in order) that an equivalent of the requested
+/// resource matches (`matches` says whether a rule covers a served resource): shared by
+/// the webhooks and the ValidatingAdmissionPolicies' `matchPolicy: Equivalent`.
+pub(crate) fn equivalent_invocation<'r, R>(
     a: &Attributes<'_>,
     resources: &Resources,
-) -> Option<Invocation> {
+    rules: impl IntoIterator<Item = &'r R>,
+    matches: impl Fn(&R, &ResourceInfo) -> bool,
+) -> Option<Invocation>
+where
+    R: 'r,
+{
     let requested = resources.get(a.resource.group, a.resource.version, a.resource.resource)?;
     let equivalents = equivalents(resources, requested, a.subresource);
-    let found = hook.rules.iter().find_map(|rule| {
-        equivalents.iter().find(|e| rule_matches(rule, a, e.group, e.version, e.plural))
-    })?;
+    let found = rules
+        .into_iter()
+        .find_map(|rule| equivalents.iter().find(|e| matches(rule, e.as_ref())))?;
     // An object of the resource's own kind becomes the equivalent's kind; a subresource's
     // other kinds (Scale, Binding, ...) stay what they are.
     let own_kind = (a.kind.group, a.kind.kind) == (requested.group, requested.kind);
@@ -215,32 +227,54 @@ fn equivalent_invocation(
     })
 }
 
-/// `object` in the invocation's version (converted when it is for an equivalent resource).
-pub(crate) fn versioned(object: Option<&Value>, invocation: &Invocation) -> Option<Value> {
-    let object = object?;
-    Some(match &invocation.convert_to {
-        Some(info) => rkube_apis::convert::convert(object.clone(), info),
-        None => object.clone(),
-    })
+/// The invocation of the request as it is (its own resource and kind).
+pub(crate) fn requested_invocation(a: &Attributes<'_>) -> Invocation {
+    Invocation {
+        resource: Gvn::of(a.resource.group, a.resource.version, a.resource.resource),
+        kind: Gvn::of(a.kind.group, a.kind.version, a.kind.kind),
+        convert_to: None,
+    }
+}
+
+/// `object` in the invocation's version as the server converts it ([`Backend::convert`]:
+/// through a custom resource's conversion webhook when it has one), when the invocation is
+/// for an equivalent resource; as it is otherwise.
+pub(crate) async fn converted(
+    object: Option<&Value>,
+    invocation: &Invocation,
+    backend: Option<&dyn Backend>,
+) -> Result<Option<Value>, CallError> {
+    let Some(object) = object else { return Ok(None) };
+    match (&invocation.convert_to, backend) {
+        (Some(info), Some(backend)) => backend.convert(object.clone(), info).await.map(Some),
+        (Some(info), None) => Ok(Some(rkube_apis::convert::convert(object.clone(), info))),
+        (None, _) => Ok(Some(object.clone())),
+    }
 }
 
 /// Upstream's match-condition matcher: every condition is evaluated (CEL, on the object in
 /// the invocation's version); one that is false means the webhook is not called. Errors
 /// (a condition that does not compile or evaluate, or is not a bool) follow the failure
 /// policy: Ignore skips the webhook, Fail refuses the request (403, the errors).
-fn conditions_hold(
+async fn conditions_hold(
     hook: &Webhook,
     a: &Attributes<'_>,
     invocation: &Invocation,
+    backend: Option<&dyn Backend>,
     authorizer: &AuthorizerSlot,
 ) -> Result<bool, AdmissionError> {
     use rkube_cel::library::authz::Principal;
     use rkube_cel::{Activation, AuthorizerValue, Value as Cel, PER_CALL_LIMIT, RUNTIME_BUDGET};
     let object = match a.operation {
         Operation::Delete => None,
-        _ => versioned(a.object(), invocation),
+        _ => a.object(),
     };
-    let old = versioned(a.old_object, invocation);
+    // Upstream's `VersionedAttribute`: a conversion that fails is an internal error.
+    let object =
+        converted(object, invocation, backend).await.map_err(AdmissionError::internal_error)?;
+    let old = converted(a.old_object, invocation, backend)
+        .await
+        .map_err(AdmissionError::internal_error)?;
     let mut activation = Activation::new();
     activation.json("object", object.as_ref().unwrap_or(&Value::Null));
     activation.json("oldObject", old.as_ref().unwrap_or(&Value::Null));

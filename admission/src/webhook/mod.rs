@@ -24,7 +24,7 @@
 //! `authorizer`. rkube has no audit log: audit annotations from webhooks are logged.
 
 mod config;
-mod matching;
+pub(crate) mod matching;
 mod review;
 
 use std::collections::BTreeSet;
@@ -33,7 +33,7 @@ use std::time::Duration;
 
 use rkube_apis::go_quote;
 use rkube_apis::patch::{apply_patch, PatchType};
-use rkube_apis::resources::Resources;
+use rkube_apis::resources::{ResourceInfo, Resources};
 use serde_json::Value;
 
 pub use config::{ClientConfig, FailurePolicy, Rule, ServiceReference, Webhook};
@@ -45,7 +45,7 @@ use crate::reinvocation::Reinvocation;
 use crate::state::ClusterState;
 use crate::{MutatingPlugin, ValidatingPlugin};
 use config::Configurations;
-use matching::{versioned, Invocation};
+use matching::{converted, Invocation};
 use review::Verdict;
 
 /// The mutating plugin's name, as the flags spell it.
@@ -65,6 +65,14 @@ pub trait Backend: Send + Sync {
     /// The resources served now (the live table): for `matchPolicy: Equivalent`, conversion
     /// and defaulting.
     fn resources(&self) -> Arc<Resources>;
+
+    /// `object` (of `to`'s resource, in any of its versions) in `to`'s version, as the server
+    /// converts it: by the resource's strategy, or through a custom resource's conversion
+    /// webhook (upstream's `VersionedAttributes` convert with the server's converter). By
+    /// default, the strategy alone.
+    async fn convert(&self, object: Value, to: &ResourceInfo) -> Result<Value, CallError> {
+        Ok(rkube_apis::convert::convert(object, to))
+    }
 
     /// POSTs `body` (a JSON AdmissionReview) to the webhook `client` names and returns the
     /// answer's body, all within `timeout` (sent as the `timeout` query parameter too).
@@ -86,7 +94,7 @@ impl BackendSlot {
         let _ = self.0.set(backend);
     }
 
-    fn get(&self) -> Option<&Arc<dyn Backend>> {
+    pub(crate) fn get(&self) -> Option<&Arc<dyn Backend>> {
         self.0.get()
     }
 }
@@ -136,6 +144,24 @@ struct Dispatcher {
 }
 
 impl Dispatcher {
+    fn backend(&self) -> Option<&dyn Backend> {
+        self.backend.get().map(|b| b.as_ref())
+    }
+
+    /// The request's object and old object in the invocation's version (upstream's
+    /// `VersionedAttributes`, converted as the server converts: a custom resource's
+    /// conversion webhook included); a conversion that fails is an internal error.
+    async fn versioned(
+        &self,
+        a: &Attributes<'_>,
+        invocation: &Invocation,
+    ) -> Result<(Option<Value>, Option<Value>), Failure> {
+        let internal = |e: CallError| Failure::Refused(AdmissionError::internal_error(e));
+        let object = converted(a.object(), invocation, self.backend()).await.map_err(internal)?;
+        let old = converted(a.old_object, invocation, self.backend()).await.map_err(internal)?;
+        Ok((object, old))
+    }
+
     fn resources(&self) -> Option<Arc<Resources>> {
         self.backend.get().map(|b| b.resources())
     }
@@ -240,6 +266,7 @@ impl MutatingWebhooks {
                 a,
                 state,
                 resources.as_deref(),
+                self.dispatcher.backend(),
                 &self.dispatcher.authorizer,
             )
             .await?
@@ -273,8 +300,7 @@ impl MutatingWebhooks {
         a: &mut Attributes<'_>,
         resources: Option<&Resources>,
     ) -> Result<bool, Failure> {
-        let object = versioned(a.object(), invocation);
-        let old = versioned(a.old_object, invocation);
+        let (object, old) = self.dispatcher.versioned(a, invocation).await?;
         let verdict =
             self.dispatcher.call(hook, invocation, a, object.as_ref(), old.as_ref()).await?;
         if verdict.patch.is_empty() {
@@ -317,7 +343,13 @@ impl MutatingWebhooks {
             info.strategy.default(&mut patched);
         }
         let patched = match (&invocation.convert_to, &requested) {
-            (Some(_), Some(requested)) => rkube_apis::convert::convert(patched, requested),
+            (Some(_), Some(requested)) => {
+                let back = Invocation { convert_to: Some(requested.clone()), ..invocation.clone() };
+                converted(Some(&patched), &back, self.dispatcher.backend())
+                    .await
+                    .map_err(|e| internal(e.0))?
+                    .unwrap_or(patched)
+            }
             _ => patched,
         };
         if let Some(target) = a.object.as_deref_mut() {
@@ -409,6 +441,7 @@ impl ValidatingPlugin for ValidatingWebhooks {
                 a,
                 state,
                 resources.as_deref(),
+                self.dispatcher.backend(),
                 &self.dispatcher.authorizer,
             )
             .await?
@@ -418,8 +451,7 @@ impl ValidatingPlugin for ValidatingWebhooks {
         }
         // All at once, as upstream; the first failure in order decides.
         let results = futures::future::join_all(calls.iter().map(|(hook, invocation)| async {
-            let object = versioned(a.object(), invocation);
-            let old = versioned(a.old_object, invocation);
+            let (object, old) = self.dispatcher.versioned(a, invocation).await?;
             self.dispatcher.call(hook, invocation, a, object.as_ref(), old.as_ref()).await
         }))
         .await;

@@ -187,8 +187,7 @@ async fn fetch_openapi(
         if !remote.available || !stale {
             return;
         }
-        let fresh =
-            openapi::fetch(aggregator, &remote.client, &remote.group, &remote.version).await;
+        let fresh = openapi::fetch(aggregator, &remote.client).await;
         remote.openapi = match kept {
             // Kept when the fetch gets nothing (tried again at the next check).
             Some(kept) if fresh.is_empty() && !kept.is_empty() => Some(kept),

@@ -6,7 +6,7 @@
 //! |---|---|
 //! | [`availability`] | the controller that checks each APIService (Service, endpoints, a discovery GET) and writes its `Available` condition; it also keeps the [`Aggregator`]'s table of what is served where, and each extension's discovery document |
 //! | [`proxy`] | a request under `/apis/<group>/<version>` sent on to the extension server, as the authenticated user (`X-Remote-User`, `X-Remote-Group`, `X-Remote-Extra-*`) with the front-proxy client certificate |
-//! | [`openapi`] | the extension servers' OpenAPI documents (v2, and v3 of the APIService's group/version), fetched when they become available, merged into the server's by [`crate::openapi`] |
+//! | [`openapi`] | the extension servers' OpenAPI documents (v2, and every v3 document their index lists), fetched when they become available, merged into the server's by [`crate::openapi`] |
 //! | [`swagger_merge`] | an extension's Swagger 2.0 document merged into the server's: clashing definitions renamed, references following them |
 //! | [`autoregister`] | the Local APIServices of this server's own group/versions (`v1.`, `v1.apps`, ...), made at start, and of the custom resource definitions' groups, kept in step with them |
 //! | [`authentication_info`] | the `kube-system/extension-apiserver-authentication` ConfigMap extension servers read to trust that certificate and those headers |
