@@ -26,6 +26,7 @@
 //! by their size, which bounds time and memory alike. The limits keep upstream's numbers
 //! ([`PER_CALL_LIMIT`], [`RUNTIME_BUDGET`]).
 
+pub mod admission_expressions;
 pub mod budget;
 pub mod check;
 mod convert;

@@ -374,3 +374,67 @@ fn equivalent_match_converts_the_object_to_the_version_the_rule_names() {
     s.ok_stdin(&["apply", "-f", "-"], &gadget_policy("Exact", "Fail"));
     create_until(&s, &gadget("big", 6), false);
 }
+
+/// The expressions of policies and webhook configurations are compiled when they are
+/// written, as kube-apiserver's validation compiles them: syntax errors, undeclared
+/// variables (`params` without a paramKind) and results of the wrong type are refused with
+/// upstream's details, and nothing is stored.
+#[test]
+fn bad_expressions_are_refused_when_written() {
+    let s = RkubeServer::start();
+    let policy = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: bad-expressions}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [apps], apiVersions: [v1], operations: [CREATE], resources: [deployments]}
+  matchConditions:
+  - {name: counted, expression: "size(object.metadata.name)"}
+  variables:
+  - {name: limit, expression: "params.max"}
+  validations:
+  - {expression: "object.spec.replicas <=", messageExpression: "object.spec.replicas"}
+  - {expression: "object.spec.replicas <= 5", messageExpression: "1 + 1"}
+  auditAnnotations:
+  - {key: replicas, valueExpression: "object.spec.replicas > 1"}
+"#;
+    let refused = s.fails_stdin(&["create", "-f", "-"], policy);
+    for expected in [
+        r#"The ValidatingAdmissionPolicy "bad-expressions" is invalid"#,
+        r#"spec.matchConditions[0].expression: Invalid value: "size(object.metadata.name)": must evaluate to bool"#,
+        r#"spec.variables[0].expression: Invalid value: "params.max": compilation failed: ERROR: <input>:1:1: undeclared reference to 'params' (in container '')"#,
+        r#"spec.validations[0].expression: Invalid value: "object.spec.replicas <=": compilation failed: ERROR: <input>:1:"#,
+        r#"spec.validations[1].messageExpression: Invalid value: "1 + 1": must evaluate to string"#,
+        r#"spec.auditAnnotations[0].valueExpression: Invalid value: "object.spec.replicas > 1": must evaluate to one of [string null_type]"#,
+    ] {
+        assert!(refused.contains(expected), "{expected:?} not in:\n{refused}");
+    }
+    let webhooks = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: bad-conditions}
+webhooks:
+- name: check.example.com
+  admissionReviewVersions: [v1]
+  sideEffects: None
+  clientConfig: {url: "https://127.0.0.1:1/check"}
+  matchConditions:
+  - {name: typo, expression: "objekt.metadata.name == 'x'"}
+"#;
+    let refused = s.fails_stdin(&["create", "-f", "-"], webhooks);
+    let expected = r#"webhooks[0].matchConditions[0].expression: Invalid value: "objekt.metadata.name == 'x'": compilation failed: ERROR: <input>:1:1: undeclared reference to 'objekt' (in container '')"#;
+    assert!(refused.contains(expected), "{expected:?} not in:\n{refused}");
+    let stored =
+        s.ok(&["get", "validatingadmissionpolicies,validatingwebhookconfigurations", "-o", "name"]);
+    assert!(!stored.contains("bad-"), "nothing stored: {stored}");
+    // The same expressions, corrected, are taken.
+    let good = policy
+        .replace("size(object.metadata.name)\"", "size(object.metadata.name) > 0\"")
+        .replace("params.max", "object.spec.replicas")
+        .replace("<=\", messageExpression: \"object.spec.replicas\"", "<= 5\"")
+        .replace("1 + 1", "'too many'")
+        .replace("object.spec.replicas > 1", "string(object.spec.replicas)");
+    s.ok_stdin(&["create", "-f", "-"], &good);
+}

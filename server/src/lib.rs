@@ -223,6 +223,10 @@ impl Server {
         };
         // CEL for the definitions' `x-kubernetes-validations`, before any is served.
         rkube_apis::validation::rules::install(Arc::new(rkube_cel::crd::Engine));
+        // And for the admission configurations' expressions, checked when they are written.
+        rkube_apis::validation::rules::install_expression_checker(Arc::new(
+            rkube_cel::admission_expressions::Expressions,
+        ));
         custom_resources::start(registry.clone());
         let registry_for_endpoints = registry.clone();
         let acceptor = listener::acceptor(

@@ -9,11 +9,13 @@
 //! rule scopes, service ports), so the `Required` errors upstream keeps for those fields only
 //! fire when the defaulting could not run. Metadata is checked by the caller.
 //!
-//! CEL is not compiled here: match conditions, validation expressions and message
-//! expressions, audit-annotation value expressions and variable expressions are checked for
-//! presence (and the lengths and shapes upstream checks before compiling), but a syntax or
-//! type error that kube-apiserver reports ("compilation failed: ...", "must evaluate to bool")
-//! is not found.
+//! CEL expressions (match conditions, validation and message expressions, audit-annotation
+//! value expressions, variables) are checked for presence and the lengths and shapes upstream
+//! checks, then compiled by the installed [`rules::ExpressionChecker`] (the server's is
+//! rkube-cel's) with upstream's details ("compilation failed: ...", "must evaluate to bool").
+//! The variables are typed `dyn` there (upstream types `request` and `namespaceObject`), so
+//! a misspelled field of theirs is not found, nor is a result that is `dyn` where cel-go
+//! would know it is not a bool.
 //!
 //! Two upstream slips are kept on purpose, since kubectl shows them: a binding's match
 //! resources are reported under `spec.matchResouces`, and a webhook service's missing
@@ -25,6 +27,7 @@ use std::collections::HashSet;
 
 use serde_json::Value;
 
+use super::rules::{self, Returns};
 use super::values::{items, label_selector, one_of, str_of, text};
 use super::webhook::{webhook_service, webhook_url};
 use super::{name_problems, qualified_name_problems, FieldError, NameRule};
@@ -232,7 +235,8 @@ fn webhook(
     }
     client_config(&hook["clientConfig"], &format!("{at}.clientConfig"), errors);
     if !opts.ignore_match_conditions {
-        match_conditions(&hook["matchConditions"], &format!("{at}.matchConditions"), errors);
+        let at = format!("{at}.matchConditions");
+        match_conditions(&hook["matchConditions"], &at, &WEBHOOK_VARIABLES, errors);
     }
 }
 
@@ -410,9 +414,29 @@ fn client_config(config: &Value, at: &str, errors: &mut Vec<FieldError>) {
     }
 }
 
-/// Match conditions: at most 64, each with an expression and a qualified name, names unique.
-/// The expressions are not compiled (see the module docs).
-fn match_conditions(list: &Value, at: &str, errors: &mut Vec<FieldError>) {
+/// The variables of webhooks' match conditions (upstream's admission environment with an
+/// authorizer and no params).
+const WEBHOOK_VARIABLES: [&str; 5] =
+    ["object", "oldObject", "namespaceObject", "request", "authorizer"];
+
+/// An expression that must compile in a context of `variables` and give what `returns` says
+/// (the installed [`rules::ExpressionChecker`]; none in this crate's own tests).
+fn compiled(
+    expression: &str,
+    at: String,
+    variables: &[&str],
+    returns: Returns,
+    errors: &mut Vec<FieldError>,
+) {
+    let checker = rules::expression_checker();
+    if let Some(detail) = checker.and_then(|c| c.problem(expression, variables, returns)) {
+        errors.push(FieldError::invalid(at, &text(expression), &detail));
+    }
+}
+
+/// Match conditions: at most 64, each with an expression that compiles to a bool in a
+/// context of `variables` and a qualified name, names unique.
+fn match_conditions(list: &Value, at: &str, variables: &[&str], errors: &mut Vec<FieldError>) {
     let conditions = items(list);
     if conditions.len() > MAX_MATCH_CONDITIONS {
         errors.push(too_many(at.to_string(), conditions.len(), MAX_MATCH_CONDITIONS));
@@ -420,8 +444,11 @@ fn match_conditions(list: &Value, at: &str, errors: &mut Vec<FieldError>) {
     let mut names = HashSet::new();
     for (i, condition) in conditions.iter().enumerate() {
         let at = format!("{at}[{i}]");
-        if str_of(&condition["expression"]).trim().is_empty() {
+        let expression = str_of(&condition["expression"]);
+        if expression.trim().is_empty() {
             errors.push(FieldError::required(format!("{at}.expression"), ""));
+        } else {
+            compiled(expression, format!("{at}.expression"), variables, Returns::Bool, errors);
         }
         let name = str_of(&condition["name"]);
         let field = format!("{at}.name");
@@ -474,11 +501,17 @@ pub fn validating_admission_policy(obj: &Value, old: Option<&Value>) -> Vec<Fiel
             errors.push(FieldError::required("spec.matchConstraints.resourceRules", ""));
         }
     }
+    // Policies' expressions see `variables`, and `params` when the policy has a paramKind.
+    let mut variables = WEBHOOK_VARIABLES.to_vec();
+    variables.push("variables");
+    if !spec["paramKind"].is_null() {
+        variables.push("params");
+    }
     if !ignore_match_conditions {
-        match_conditions(&spec["matchConditions"], "spec.matchConditions", &mut errors);
+        match_conditions(&spec["matchConditions"], "spec.matchConditions", &variables, &mut errors);
     }
     for (i, v) in items(&spec["variables"]).iter().enumerate() {
-        variable(v, &format!("spec.variables[{i}]"), &mut errors);
+        variable(v, &format!("spec.variables[{i}]"), &variables, &mut errors);
     }
     let (validations, audits) = (items(&spec["validations"]), items(&spec["auditAnnotations"]));
     if validations.is_empty() && audits.is_empty() {
@@ -488,7 +521,7 @@ pub fn validating_admission_policy(obj: &Value, old: Option<&Value>) -> Vec<Fiel
         return errors;
     }
     for (i, v) in validations.iter().enumerate() {
-        validation(v, &format!("spec.validations[{i}]"), &mut errors);
+        validation(v, &format!("spec.validations[{i}]"), &variables, &mut errors);
     }
     if audits.len() > MAX_AUDIT_ANNOTATIONS {
         errors.push(FieldError::invalid_shown(
@@ -501,7 +534,7 @@ pub fn validating_admission_policy(obj: &Value, old: Option<&Value>) -> Vec<Fiel
     let mut keys = HashSet::new();
     for (i, a) in audits.iter().enumerate() {
         let at = format!("spec.auditAnnotations[{i}]");
-        audit_annotation(policy_name, a, &at, &mut errors);
+        audit_annotation(policy_name, a, &at, &variables, &mut errors);
         let key = str_of(&a["key"]);
         if !keys.insert(key) {
             errors.push(FieldError::duplicate(format!("{at}.key"), &text(key)));
@@ -615,7 +648,7 @@ fn named_rule(rule: &Value, at: &str, errors: &mut Vec<FieldError>) {
 }
 
 /// A variable: a CEL identifier and an expression (not compiled).
-fn variable(v: &Value, at: &str, errors: &mut Vec<FieldError>) {
+fn variable(v: &Value, at: &str, variables: &[&str], errors: &mut Vec<FieldError>) {
     let name = str_of(&v["name"]);
     if name.trim().is_empty() {
         errors.push(FieldError::required(format!("{at}.name"), "name is not specified"));
@@ -626,9 +659,12 @@ fn variable(v: &Value, at: &str, errors: &mut Vec<FieldError>) {
             "name is not a valid CEL identifier",
         ));
     }
-    if str_of(&v["expression"]).trim().is_empty() {
+    let expression = str_of(&v["expression"]);
+    if expression.trim().is_empty() {
         errors
             .push(FieldError::required(format!("{at}.expression"), "expression is not specified"));
+    } else {
+        compiled(expression, format!("{at}.expression"), variables, Returns::Any, errors);
     }
 }
 
@@ -641,12 +677,16 @@ fn is_cel_identifier(name: &str) -> bool {
         && !CEL_RESERVED.contains(&name)
 }
 
-/// A validation: an expression (not compiled), a message expression and a message that are
-/// not blank when set (the message on one line), and a known reason.
-fn validation(v: &Value, at: &str, errors: &mut Vec<FieldError>) {
-    if str_of(&v["expression"]).trim().is_empty() {
+/// A validation: an expression that compiles to a bool, a message expression (compiling to a
+/// string) and a message that are not blank when set (the message on one line), and a known
+/// reason.
+fn validation(v: &Value, at: &str, variables: &[&str], errors: &mut Vec<FieldError>) {
+    let expression = str_of(&v["expression"]);
+    if expression.trim().is_empty() {
         errors
             .push(FieldError::required(format!("{at}.expression"), "expression is not specified"));
+    } else {
+        compiled(expression, format!("{at}.expression"), variables, Returns::Bool, errors);
     }
     let message_expression = str_of(&v["messageExpression"]);
     if !message_expression.is_empty() && message_expression.trim().is_empty() {
@@ -655,6 +695,9 @@ fn validation(v: &Value, at: &str, errors: &mut Vec<FieldError>) {
             &text(message_expression),
             "must be non-empty if specified",
         ));
+    } else if !message_expression.is_empty() {
+        let field = format!("{at}.messageExpression");
+        compiled(message_expression, field, variables, Returns::String, errors);
     }
     let message = str_of(&v["message"]);
     let trimmed = message.trim();
@@ -675,8 +718,14 @@ fn validation(v: &Value, at: &str, errors: &mut Vec<FieldError>) {
 }
 
 /// An audit annotation: `<policy name>/<key>` a qualified name, and a value expression that is
-/// set and at most 5 KiB (not compiled).
-fn audit_annotation(policy: &str, a: &Value, at: &str, errors: &mut Vec<FieldError>) {
+/// set, at most 5 KiB, and compiles to a string or null.
+fn audit_annotation(
+    policy: &str,
+    a: &Value,
+    at: &str,
+    variables: &[&str],
+    errors: &mut Vec<FieldError>,
+) {
     let field = format!("{at}.key");
     let key = str_of(&a["key"]);
     if policy.is_empty() {
@@ -694,6 +743,8 @@ fn audit_annotation(policy: &str, a: &Value, at: &str, errors: &mut Vec<FieldErr
     } else if value.len() > MAX_AUDIT_VALUE_EXPRESSION {
         let detail = format!("must not exceed {MAX_AUDIT_VALUE_EXPRESSION} bytes in length");
         errors.push(FieldError::required(field, &detail));
+    } else {
+        compiled(str_of(&a["valueExpression"]), field, variables, Returns::StringOrNull, errors);
     }
 }
 

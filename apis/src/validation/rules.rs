@@ -3,7 +3,8 @@
 //! `rkube-cel` crate's) that compiles a version's rules once when the definition is served
 //! ([`RuleEngine::compile`], kept in the custom resource strategy) and checks a definition's
 //! rules when it is written ([`RuleEngine::check`]: compile errors, estimated costs).
-//! Without an engine (unit tests of this crate) rules are neither checked nor run.
+//! Without an engine (unit tests of this crate) rules are neither checked nor run. Admission
+//! configurations' expressions are checked through a second seam, [`ExpressionChecker`].
 
 use std::sync::{Arc, OnceLock};
 
@@ -46,4 +47,40 @@ pub fn install(engine: Arc<dyn RuleEngine>) {
 /// The installed engine.
 pub fn engine() -> Option<&'static dyn RuleEngine> {
     ENGINE.get().map(|e| e.as_ref())
+}
+
+/// What an admission expression must evaluate to (upstream's `ReturnTypes`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Returns {
+    /// Validations and match conditions.
+    Bool,
+    /// Message expressions.
+    String,
+    /// Audit annotations' values.
+    StringOrNull,
+    /// Variables.
+    Any,
+}
+
+/// What checks the CEL expressions of admission configurations (webhooks' and policies'
+/// match conditions, policies' validations, messages, audit annotations and variables) when
+/// they are written, as upstream compiles them in their validation.
+pub trait ExpressionChecker: Send + Sync {
+    /// Upstream's detail when `expression` does not compile in a context declaring
+    /// `variables` (`compilation failed: ERROR: <input>:1:5: ...`) or evaluates to a type
+    /// `returns` does not take (`must evaluate to bool`); `None` when it is fine.
+    fn problem(&self, expression: &str, variables: &[&str], returns: Returns) -> Option<String>;
+}
+
+static EXPRESSIONS: OnceLock<Arc<dyn ExpressionChecker>> = OnceLock::new();
+
+/// Installs the expression checker; a second call changes nothing.
+pub fn install_expression_checker(checker: Arc<dyn ExpressionChecker>) {
+    let _ = EXPRESSIONS.set(checker);
+}
+
+/// The installed expression checker (none in this crate's own tests: expressions are then
+/// checked for presence only).
+pub fn expression_checker() -> Option<&'static dyn ExpressionChecker> {
+    EXPRESSIONS.get().map(|c| c.as_ref())
 }
