@@ -23,6 +23,10 @@ pub struct ResourceCheck<'a> {
 /// attributes would get (`system:masters` always allowed).
 pub trait Authorizer: Send + Sync {
     fn allowed(&self, user: &UserInfo<'_>, check: &ResourceCheck<'_>) -> bool;
+
+    /// Whether the user may do `verb` (`get`, `post`, ...) on the non-resource `path`
+    /// (`/healthz`, `/metrics`).
+    fn allowed_path(&self, user: &UserInfo<'_>, verb: &str, path: &str) -> bool;
 }
 
 /// Where plugins find the authorizer: shared by every plugin of a chain, filled once.
@@ -46,6 +50,11 @@ impl AuthorizerSlot {
     /// before it serves, so a plugin never allows for want of one).
     pub fn allowed(&self, user: &UserInfo<'_>, check: &ResourceCheck<'_>) -> bool {
         self.0.get().is_some_and(|a| a.allowed(user, check))
+    }
+
+    /// Whether the user may do `verb` on the non-resource `path` (see [`Authorizer`]).
+    pub fn allowed_path(&self, user: &UserInfo<'_>, verb: &str, path: &str) -> bool {
+        self.0.get().is_some_and(|a| a.allowed_path(user, verb, path))
     }
 }
 
@@ -96,6 +105,11 @@ pub(crate) mod testing {
                     .0
                     .iter()
                     .any(|(u, v, n)| *u == user.name && *v == check.verb && *n == check.name)
+        }
+
+        /// Paths are granted as `(user, verb, path)` too.
+        fn allowed_path(&self, user: &UserInfo<'_>, verb: &str, path: &str) -> bool {
+            self.0.iter().any(|(u, v, p)| *u == user.name && *v == verb && *p == path)
         }
     }
 }

@@ -380,7 +380,7 @@ fn equivalent_match_converts_the_object_to_the_version_the_rule_names() {
 /// variables (`params` without a paramKind) and results of the wrong type are refused with
 /// upstream's details, and nothing is stored.
 #[test]
-fn bad_expressions_are_refused_when_written() {
+fn expressions_are_compiled_when_written_and_the_authorizer_answers_for_paths() {
     let s = RkubeServer::start();
     let policy = r#"
 apiVersion: admissionregistration.k8s.io/v1
@@ -437,4 +437,47 @@ webhooks:
         .replace("1 + 1", "'too many'")
         .replace("object.spec.replicas > 1", "string(object.spec.replicas)");
     s.ok_stdin(&["create", "-f", "-"], &good);
+
+    // The authorizer answers for non-resource paths too: everyone may read /healthz
+    // (system:public-info-viewer), only the admin /metrics.
+    s.ok_stdin(
+        &["apply", "-f", "-"],
+        r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: metrics-readers}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [""], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  validations:
+  - expression: "authorizer.path('/healthz').check('get').allowed()"
+    message: "cannot read /healthz"
+  - expression: "authorizer.path('/metrics').check('get').allowed()"
+    messageExpression: "request.userInfo.username + ' may not read /metrics'"
+"#,
+    );
+    s.ok_stdin(&["apply", "-f", "-"], &binding("metrics-readers", "metrics-readers", "Deny", ""));
+    s.ok(&["create", "namespace", "test"]);
+    s.ok(&["label", "namespace", "test", "environment=test"]);
+    s.ok(&[
+        "create",
+        "rolebinding",
+        "jane-edit",
+        "-n",
+        "test",
+        "--clusterrole=edit",
+        "--user=jane",
+    ]);
+    let refused = refused_soon(
+        &s,
+        &["create", "-n", "test", "--as=jane", "-f", "-"],
+        r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"generateName": "janes-"}}"#,
+    );
+    assert!(refused.contains("denied request: jane may not read /metrics"), "{refused}");
+    assert!(!refused.contains("cannot read /healthz"), "{refused}");
+    s.ok_stdin(
+        &["create", "-n", "test", "-f", "-"],
+        r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "admins"}}"#,
+    );
 }

@@ -22,8 +22,7 @@
 //! Not yet: the policy's `status.typeChecking` (expressions are not type-checked against
 //! the matched kinds' schemas), writing `auditAnnotations` (rkube has no audit log: their
 //! values are logged, their failures obey the failure policy),
-//! `authorizer.requestResource` and non-resource `authorizer.path(...)` checks (the
-//! admission authorizer asks about resources only).
+//! `authorizer.requestResource`.
 
 mod compiled;
 mod matching;
@@ -552,18 +551,18 @@ impl rkube_cel::Authorizer for SlotAuthorizer {
         who: &Principal,
         attributes: &rkube_cel::ResourceAttributes,
     ) -> rkube_cel::Decision {
-        if attributes.path.is_some() {
-            return rkube_cel::Decision::Error(
-                "non-resource authorization checks are not supported by rkube's admission policies"
-                    .to_string(),
-            );
+        let user = UserInfo { name: &who.name, uid: &who.uid, groups: &who.groups, extra: None };
+        if let Some(path) = &attributes.path {
+            return match self.0.allowed_path(&user, &attributes.verb, path) {
+                true => rkube_cel::Decision::Allow(String::new()),
+                false => rkube_cel::Decision::NoOpinion(String::new()),
+            };
         }
         // The subresource travels as RBAC reads it, `<resource>/<subresource>`.
         let resource = match attributes.subresource.as_str() {
             "" => attributes.resource.clone(),
             sub => format!("{}/{sub}", attributes.resource),
         };
-        let user = UserInfo { name: &who.name, uid: &who.uid, groups: &who.groups, extra: None };
         let check = ResourceCheck {
             verb: &attributes.verb,
             group: &attributes.group,
