@@ -406,3 +406,108 @@ fn type_errors_are_refused_as_cel_gos_checker_refuses_them() {
         ]
     );
 }
+
+#[test]
+fn calls_are_checked_against_the_functions_signatures() {
+    let schema = json!({"type": "object", "properties": {
+        "replicas": {"type": "integer"}, "name": {"type": "string"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "counts": {"type": "array", "items": {"type": "integer"}},
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+        "since": {"type": "string", "format": "date-time"},
+        "open": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+        "either": {"x-kubernetes-int-or-string": true}}});
+    let own = check::Type::of_schema(&schema);
+    let checked = |rule: &str| type_check(rule, &[("self", own.clone()), ("oldSelf", own.clone())]);
+    for fine in [
+        "self.name.startsWith('a') && self.name.endsWith('b') && self.name.contains('c')",
+        "self.name.matches('^a') && matches(self.name, 'b') && size(self.tags) == self.tags.size()",
+        "int(self.name) + self.replicas > 0 && string(self.replicas) == '3' && double(self.replicas) > 1.5",
+        "self.since.getFullYear() > 2000 && duration('1h').getMinutes() == 60 && timestamp(self.replicas) > self.since",
+        "self.tags.map(t, t.size()).sum() > 3 && self.tags.filter(t, t != '').all(t, t.lowerAscii() == t)",
+        "self.labels.exists(k, k.startsWith('x')) && self.tags.exists_one(t, t == 'a')",
+        "self.counts.min() < 3 && self.tags.isSorted() && self.counts.indexOf(2) >= 0",
+        "url(self.name).getHost() == 'a' && url(self.name).getQuery()['x'][0] == 'y'",
+        "quantity(self.name).add(1).isGreaterThan(quantity('1')) && quantity('1').compareTo(quantity('2')) < 0",
+        "cidr(self.name).containsIP(ip('10.0.0.1')) && cidr('10.0.0.0/8').containsIP(self.name) && ip(self.name).family() == 4",
+        "ip.isCanonical(self.name) && sets.contains(self.tags, ['a']) && base64.encode(b'a') == 'YQ=='",
+        "self.name.split(',').join('-') == self.name && self.name.find('[0-9]+').size() > 0",
+        "self.open.whatever.startsWith('a') && self.either.size() > 0 && dyn(self.replicas) == 'x'",
+        "self.tags.all(t, self.open.x.contains(t)) && [self.open.a, 1].size() == 2",
+        "'%s'.format([self.name]) != '' && strings.quote(self.name) != ''",
+        "type(self.replicas) == int && self.?name.orValue('') == ''",
+        "[1, 2] + [] == [] && {}.size() == 0 && ([] + [self.name])[0].startsWith('a')",
+        "self.replicas in [1, 2] && 'a' in self.labels && (self.replicas > 1 ? 'a' : 'b').size() > 0",
+    ] {
+        assert!(checked(fine).is_ok(), "{fine}: {:?}", checked(fine));
+    }
+    let first_line = |rule: &str| checked(rule).unwrap_err().lines().next().unwrap().to_string();
+    assert_eq!(
+        checked("self.name.startsWith(1)").unwrap_err(),
+        "ERROR: <input>:1:21: found no matching overload for 'startsWith' applied to 'string.(int)'\n | self.name.startsWith(1)\n | ....................^"
+    );
+    assert_eq!(
+        first_line("size(self.replicas) > 0"),
+        "ERROR: <input>:1:5: found no matching overload for 'size' applied to '(int)'"
+    );
+    assert_eq!(
+        first_line("self.name.size() + 'x' == 'y'"),
+        "ERROR: <input>:1:18: found no matching overload for '_+_' applied to '(int, string)'"
+    );
+    assert_eq!(
+        first_line("self.name.frobnicate()"),
+        "ERROR: <input>:1:21: undeclared reference to 'frobnicate' (in container '')"
+    );
+    assert_eq!(
+        first_line("frob(self.name)"),
+        "ERROR: <input>:1:5: undeclared reference to 'frob' (in container '')"
+    );
+    assert!(first_line("self.tags.map(t, t.size()).exists(n, n.startsWith('a'))")
+        .ends_with("found no matching overload for 'startsWith' applied to 'int.(string)'"));
+    assert!(first_line("self.counts.filter(c, c > 1)[0] == 'a'")
+        .ends_with("found no matching overload for '_==_' applied to '(int, string)'"));
+    assert!(first_line("quantity(self.name).isLessThan(1)").ends_with(
+        "found no matching overload for 'isLessThan' applied to 'kubernetes.Quantity.(int)'"
+    ));
+    assert!(first_line("self.counts.indexOf('a') > 0")
+        .ends_with("found no matching overload for 'indexOf' applied to 'list(int).(string)'"));
+    assert!(first_line("self.since.getHours() + self.name == 1")
+        .ends_with("found no matching overload for '_+_' applied to '(int, string)'"));
+    assert!(first_line("self.replicas.all(x, x > 1)").ends_with(
+        "expression of type 'int' cannot be range of a comprehension (must be list, map, or dynamic)"
+    ));
+    assert!(first_line("self.replicas.value == 1")
+        .ends_with("type 'int' does not support field selection"));
+    assert!(first_line("'a' in self.counts")
+        .ends_with("found no matching overload for '@in' applied to '(string, list(int))'"));
+    assert!(first_line("self.tags['a'] == 'b'")
+        .ends_with("found no matching overload for '_[_]' applied to '(list(string), string)'"));
+    assert!(first_line("(self.replicas > 1 ? 1 : 'a') == 1")
+        .ends_with("found no matching overload for '_?_:_' applied to '(bool, int, string)'"));
+    assert_eq!(checked("self.name.size()"), Ok(check::Type::Int));
+    assert_eq!(
+        checked("self.tags.map(t, t.size())"),
+        Ok(check::Type::List(Box::new(check::Type::Int)))
+    );
+}
+
+#[test]
+fn aggregate_literals_are_homogeneous() {
+    let checked = |rule: &str| type_check(rule, &[("self", check::Type::Dyn)]);
+    assert_eq!(
+        checked("[1, 'a'].size() > 0").unwrap_err(),
+        "ERROR: <input>:1:5: expected type 'int' but found 'string'\n | [1, 'a'].size() > 0\n | ....^"
+    );
+    assert!(checked("{'a': 1, 'b': 'x'}.size() > 0")
+        .unwrap_err()
+        .contains("expected type 'int' but found 'string'"));
+    assert!(checked("{'a': 1, 2: 1}.size() > 0")
+        .unwrap_err()
+        .contains("expected type 'string' but found 'int'"));
+    assert!(checked("[[1], ['a']].size() > 0")
+        .unwrap_err()
+        .contains("expected type 'list(int)' but found 'list(string)'"));
+    for fine in ["[1, self.x, 2].size() > 0", "[[], [1]].size() > 0", "[null, 'a'].size() > 0"] {
+        assert!(checked(fine).is_ok(), "{fine}: {:?}", checked(fine));
+    }
+}

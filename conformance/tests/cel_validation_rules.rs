@@ -135,7 +135,9 @@ fn definitions_with_rules_that_do_not_compile_or_cost_too_much_are_refused() {
         .replace(r#""self.replicas <= 10""#, r#""self.replicas <=""#)
         .replace(r#""self == oldSelf""#, r#""self == other""#)
         .replace(r#""self.minReplicas <= self.replicas""#, r#""self.minReplicas <= self.memory""#)
-        .replace(r#""self.port > 0 && self.port < 65536""#, r#""self.prot > 0""#);
+        .replace(r#""self.port > 0 && self.port < 65536""#, r#""self.prot > 0""#)
+        .replace("quantity('2Gi'))", "2)")
+        .replace(r#""self.metadata.name.startsWith('g')""#, r#""['g', 1].exists(p, p == 'g')""#);
     let refused = s.fails_stdin(&["create", "-f", "-"], &bad);
     // Type errors, found by checking the rules against the schema as cel-go's checker does.
     assert!(
@@ -144,6 +146,19 @@ fn definitions_with_rules_that_do_not_compile_or_cost_too_much_are_refused() {
     );
     assert!(
         refused.contains(r#"spec.validation.openAPIV3Schema.properties[spec].properties[ports].items.x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:"self.prot > 0", Message:"port out of range", MessageExpression:"", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:5: undefined field 'prot'"#),
+        "{refused}"
+    );
+    // Functions are checked against their signatures, and literals must be homogeneous.
+    assert!(
+        refused.contains(r#"spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[2].rule: Invalid value: apiextensions.ValidationRule{Rule:"!has(self.memory) || quantity(self.memory).isLessThan(2)", Message:"memory must be under 2Gi", MessageExpression:"", Reason:(*apiextensions.FieldValueErrorReason)(0x"#),
+        "{refused}"
+    );
+    assert!(
+        refused.contains(r#"FieldPath:".memory", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:54: found no matching overload for 'isLessThan' applied to 'kubernetes.Quantity.(int)'"#),
+        "{refused}"
+    );
+    assert!(
+        refused.contains(r#"spec.validation.openAPIV3Schema.x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:"['g', 1].exists(p, p == 'g')", Message:"the name must start with g", MessageExpression:"", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:7: expected type 'string' but found 'int'"#),
         "{refused}"
     );
     assert!(
