@@ -16,8 +16,9 @@
 //! evaluation is bounded by CEL's cost limits. Compiled policies are kept per policy
 //! version ([`compiled`]).
 //!
-//! Not yet: the policy's `status.typeChecking` (expressions are not type-checked against
-//! the matched kinds' schemas), writing `auditAnnotations` (rkube has no audit log: their
+//! The policy's `status.typeChecking` is the controllers' (`validatingadmissionpolicy-status-
+//! controller`), as upstream's: here expressions are compiled untyped, as upstream's plugin
+//! does. Not yet: writing `auditAnnotations` (rkube has no audit log: their
 //! values are logged, their failures obey the failure policy),
 //! `authorizer.requestResource` and non-resource `authorizer.path(...)` checks (the
 //! admission authorizer asks about resources only), and converting the object to the

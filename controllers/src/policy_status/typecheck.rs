@@ -1,0 +1,139 @@
+//! The type checking of a policy's expressions, as upstream's `TypeChecker`: each
+//! validation's `expression` and `messageExpression` is checked with `object` and
+//! `oldObject` of the schema of each kind the policy matches (and `params` of its
+//! `paramKind`'s schema, when that is known); what the checker refuses becomes an
+//! `expressionWarning` naming the field and, per kind, the problem in cel-go's words
+//! (`apps/v1, Kind=Deployment: ERROR: <input>:1:22: found no matching overload ...`).
+//! `request`, `namespaceObject`, `authorizer` and `variables` are `dyn` here (upstream
+//! types them), so fewer problems are found through them, never more.
+
+use rkube_cel::check::Type;
+use serde_json::{json, Value};
+
+/// A kind the policy matches, with its schema (OpenAPI v3, references resolved).
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub schema: Value,
+}
+
+impl Target {
+    /// The kind as Go's `schema.GroupVersionKind` prints it.
+    fn shown(&self) -> String {
+        format!("{}/{}, Kind={}", self.group, self.version, self.kind)
+    }
+}
+
+/// The `status.typeChecking.expressionWarnings` of `policy` against `targets` (in order),
+/// with `params` the schema of its `paramKind` when known.
+pub fn expression_warnings(
+    policy: &Value,
+    targets: &[Target],
+    params: Option<&Value>,
+) -> Vec<Value> {
+    let mut warnings = Vec::new();
+    let validations = policy["spec"]["validations"].as_array().into_iter().flatten();
+    for (i, validation) in validations.enumerate() {
+        for key in ["expression", "messageExpression"] {
+            let Some(expression) = validation[key].as_str().filter(|e| !e.is_empty()) else {
+                continue;
+            };
+            let text = check(expression, targets, params);
+            if !text.is_empty() {
+                warnings.push(json!({
+                    "fieldRef": format!("spec.validations[{i}].{key}"),
+                    "warning": text,
+                }));
+            }
+        }
+    }
+    warnings
+}
+
+/// Each kind's problem with `expression`, as upstream joins them: `<kind>: <problem>\n`,
+/// one a line.
+fn check(expression: &str, targets: &[Target], params: Option<&Value>) -> String {
+    let params = params.map_or(Type::Dyn, Type::of_schema);
+    let mut problems = Vec::new();
+    for target in targets {
+        let object = Type::of_schema(&target.schema);
+        let variables = [
+            ("object", object.clone()),
+            ("oldObject", object),
+            ("params", params.clone()),
+            ("request", Type::Dyn),
+            ("namespaceObject", Type::Dyn),
+            ("authorizer", Type::Dyn),
+            ("variables", Type::Dyn),
+        ];
+        if let Err(problem) = rkube_cel::type_check(expression, &variables) {
+            problems.push(format!("{}: {problem}\n", target.shown()));
+        }
+    }
+    problems.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deployment() -> Target {
+        Target {
+            group: "apps".into(),
+            version: "v1".into(),
+            kind: "Deployment".into(),
+            schema: json!({"type": "object", "properties": {
+                "metadata": {"type": "object", "properties": {"name": {"type": "string"}}},
+                "spec": {"type": "object", "properties": {"replicas": {"type": "integer"}}}}}),
+        }
+    }
+
+    #[test]
+    fn warnings_name_the_field_and_the_kind() {
+        let policy = json!({"spec": {"validations": [
+            {"expression": "object.spec.replicas < 5"},
+            {"expression": "object.spec.replicas > \"x\"",
+             "messageExpression": "'too many: ' + object.spec.replicas"},
+            {"expression": "object.spec.replicsa > 1", "messageExpression": "params.foo + 'x'"},
+        ]}});
+        let pod = Target {
+            group: String::new(),
+            version: "v1".into(),
+            kind: "Pod".into(),
+            schema: json!({"type": "object", "properties": {"spec": {"type": "object",
+                "properties": {"replicas": {"type": "string"}}}}}),
+        };
+        let warnings = expression_warnings(&policy, &[deployment(), pod], None);
+        assert_eq!(
+            warnings,
+            vec![
+                json!({"fieldRef": "spec.validations[0].expression",
+                       "warning": "/v1, Kind=Pod: ERROR: <input>:1:22: found no matching overload for '_<_' applied to '(string, int)'\n | object.spec.replicas < 5\n | .....................^\n"}),
+                json!({"fieldRef": "spec.validations[1].expression",
+                       "warning": "apps/v1, Kind=Deployment: ERROR: <input>:1:22: found no matching overload for '_>_' applied to '(int, string)'\n | object.spec.replicas > \"x\"\n | .....................^\n"}),
+                json!({"fieldRef": "spec.validations[1].messageExpression",
+                       "warning": "apps/v1, Kind=Deployment: ERROR: <input>:1:14: found no matching overload for '_+_' applied to '(string, int)'\n | 'too many: ' + object.spec.replicas\n | .............^\n"}),
+                json!({"fieldRef": "spec.validations[2].expression",
+                       "warning": "apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'replicsa'\n | object.spec.replicsa > 1\n | ...........^\n\n/v1, Kind=Pod: ERROR: <input>:1:12: undefined field 'replicsa'\n | object.spec.replicsa > 1\n | ...........^\n"}),
+            ]
+        );
+    }
+
+    #[test]
+    fn no_kinds_or_no_problems_no_warnings() {
+        let policy =
+            json!({"spec": {"validations": [{"expression": "object.spec.replicas > 'x'"}]}});
+        assert!(expression_warnings(&policy, &[], None).is_empty());
+        let fine = json!({"spec": {"validations": [{"expression": "object.spec.replicas > 1",
+            "messageExpression": "'n: ' + string(object.spec.replicas)"}]}});
+        assert!(expression_warnings(&fine, &[deployment()], None).is_empty());
+        let params = json!({"type": "object", "properties": {"max": {"type": "integer"}}});
+        let with_params = json!({"spec": {"validations": [{"expression": "object.spec.replicas <= params.max"}]}});
+        assert!(expression_warnings(&with_params, &[deployment()], Some(&params)).is_empty());
+        let wrong_params =
+            json!({"spec": {"validations": [{"expression": "object.spec.replicas <= params.mx"}]}});
+        assert_eq!(expression_warnings(&wrong_params, &[deployment()], Some(&params)).len(), 1);
+    }
+}
