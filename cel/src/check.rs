@@ -29,7 +29,7 @@
 
 use cel::common::ast::operators as op;
 use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue, SourceInfo};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 use crate::signatures::{self, Overload, Pattern};
 
@@ -105,6 +105,27 @@ impl Type<'_> {
             Type::Opaque(name) => (*name).into(),
             Type::Object(_) | Type::Free => return None,
         })
+    }
+
+    /// A schema whose values have this type ([`Type::of_schema`] of it gives it back, except
+    /// for types no schema spells, which come back `dyn`): what a caller declares a composite
+    /// variable of computed types with (a policy's `variables`).
+    pub fn to_schema(&self) -> Value {
+        match self {
+            Type::Bool => json!({"type": "boolean"}),
+            Type::Int => json!({"type": "integer"}),
+            Type::Double => json!({"type": "number"}),
+            Type::String => json!({"type": "string"}),
+            Type::Bytes => json!({"type": "string", "format": "byte"}),
+            Type::Timestamp => json!({"type": "string", "format": "date-time"}),
+            Type::Duration => json!({"type": "string", "format": "duration"}),
+            Type::List(t) => json!({"type": "array", "items": t.to_schema()}),
+            Type::Map(k, v) if **k == Type::String => {
+                json!({"type": "object", "additionalProperties": v.to_schema()})
+            }
+            Type::Object(schema) => (*schema).clone(),
+            _ => json!({}),
+        }
     }
 
     /// Whether the type is known (not `dyn`): a rule of any other type than bool is refused.

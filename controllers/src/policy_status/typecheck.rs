@@ -4,11 +4,13 @@
 //! `paramKind`'s schema, when that is known); what the checker refuses becomes an
 //! `expressionWarning` naming the field and, per kind, the problem in cel-go's words
 //! (`apps/v1, Kind=Deployment: ERROR: <input>:1:22: found no matching overload ...`).
-//! `request`, `namespaceObject`, `authorizer` and `variables` are `dyn` here (upstream
-//! types them), so fewer problems are found through them, never more.
+//! `variables` has the fields the policy's `variables` declare, each of the type its
+//! expression checks to (in order: a variable sees those before it). `request`,
+//! `namespaceObject` and `authorizer` are `dyn` here (upstream types them), so fewer problems
+//! are found through them, never more.
 
 use rkube_cel::check::Type;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 /// A kind the policy matches, with its schema (OpenAPI v3, references resolved).
 #[derive(Debug, Clone)]
@@ -40,7 +42,7 @@ pub fn expression_warnings(
             let Some(expression) = validation[key].as_str().filter(|e| !e.is_empty()) else {
                 continue;
             };
-            let text = check(expression, targets, params);
+            let text = check(policy, expression, targets, params);
             if !text.is_empty() {
                 warnings.push(json!({
                     "fieldRef": format!("spec.validations[{i}].{key}"),
@@ -54,25 +56,56 @@ pub fn expression_warnings(
 
 /// Each kind's problem with `expression`, as upstream joins them: `<kind>: <problem>\n`,
 /// one a line.
-fn check(expression: &str, targets: &[Target], params: Option<&Value>) -> String {
+fn check(policy: &Value, expression: &str, targets: &[Target], params: Option<&Value>) -> String {
     let params = params.map_or(Type::Dyn, Type::of_schema);
     let mut problems = Vec::new();
     for target in targets {
         let object = Type::of_schema(&target.schema);
-        let variables = [
-            ("object", object.clone()),
-            ("oldObject", object),
-            ("params", params.clone()),
-            ("request", Type::Dyn),
-            ("namespaceObject", Type::Dyn),
-            ("authorizer", Type::Dyn),
-            ("variables", Type::Dyn),
-        ];
+        let composite = composite_variables(policy, &object, &params);
+        let variables = declared(&object, &params, Type::of_schema(&composite));
         if let Err(problem) = rkube_cel::type_check(expression, &variables) {
             problems.push(format!("{}: {problem}\n", target.shown()));
         }
     }
     problems.join("\n")
+}
+
+/// The variables an expression of the policy reads, with their types.
+fn declared<'a>(
+    object: &Type<'a>,
+    params: &Type<'a>,
+    variables: Type<'a>,
+) -> [(&'static str, Type<'a>); 7] {
+    [
+        ("object", object.clone()),
+        ("oldObject", object.clone()),
+        ("params", params.clone()),
+        ("request", Type::Dyn),
+        ("namespaceObject", Type::Dyn),
+        ("authorizer", Type::Dyn),
+        ("variables", variables),
+    ]
+}
+
+/// The schema of `variables`: an object with a field per declared variable, of the type its
+/// expression checks to (`dyn` when it does not check).
+fn composite_variables(policy: &Value, object: &Type<'_>, params: &Type<'_>) -> Value {
+    let mut fields = Map::new();
+    for variable in policy["spec"]["variables"].as_array().into_iter().flatten() {
+        let (Some(name), Some(expression)) =
+            (variable["name"].as_str(), variable["expression"].as_str())
+        else {
+            continue;
+        };
+        let so_far = json!({"type": "object", "properties": fields.clone()});
+        let declared = declared(object, params, Type::of_schema(&so_far));
+        let schema = match rkube_cel::type_check(expression, &declared) {
+            Ok(t) => t.to_schema(),
+            Err(_) => json!({}),
+        };
+        fields.insert(name.to_string(), schema);
+    }
+    json!({"type": "object", "properties": fields})
 }
 
 #[cfg(test)]
@@ -117,6 +150,38 @@ mod tests {
                        "warning": "apps/v1, Kind=Deployment: ERROR: <input>:1:14: found no matching overload for '_+_' applied to '(string, int)'\n | 'too many: ' + object.spec.replicas\n | .............^\n"}),
                 json!({"fieldRef": "spec.validations[2].expression",
                        "warning": "apps/v1, Kind=Deployment: ERROR: <input>:1:12: undefined field 'replicsa'\n | object.spec.replicsa > 1\n | ...........^\n\n/v1, Kind=Pod: ERROR: <input>:1:12: undefined field 'replicsa'\n | object.spec.replicsa > 1\n | ...........^\n"}),
+            ]
+        );
+    }
+
+    #[test]
+    fn variables_have_the_types_of_their_expressions() {
+        let policy = json!({"spec": {
+        "variables": [
+            {"name": "replicas", "expression": "object.spec.replicas"},
+            {"name": "doubled", "expression": "variables.replicas * 2"},
+            {"name": "names", "expression": "[object.metadata.name]"},
+        ],
+        "validations": [
+            {"expression": "variables.doubled < 10 && variables.names.all(n, n.size() < 5)"},
+            {"expression": "variables.doubled == 'x'"},
+            {"expression": "variables.names[0] + 1 == 2"},
+            {"expression": "variables.replica > 1"},
+        ]}});
+        let warnings = expression_warnings(&policy, &[deployment()], None);
+        let lines: Vec<(&str, &str)> = warnings
+            .iter()
+            .map(|w| {
+                let text = w["warning"].as_str().unwrap();
+                (w["fieldRef"].as_str().unwrap(), text.lines().next().unwrap())
+            })
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                ("spec.validations[1].expression", "apps/v1, Kind=Deployment: ERROR: <input>:1:19: found no matching overload for '_==_' applied to '(int, string)'"),
+                ("spec.validations[2].expression", "apps/v1, Kind=Deployment: ERROR: <input>:1:20: found no matching overload for '_+_' applied to '(string, int)'"),
+                ("spec.validations[3].expression", "apps/v1, Kind=Deployment: ERROR: <input>:1:10: undefined field 'replica'"),
             ]
         );
     }
