@@ -211,7 +211,9 @@ impl Walk {
     fn rules(&mut self, node: &Node, value: &Value, old: Option<&Value>, path: Option<&str>) {
         let mut activation = Activation::new();
         let typed = |v: &Value| crate::convert::from_json_typed(v, &node.schema);
-        activation.value("self", typed(&rule_view(value, node.object_meta)));
+        let own = typed(&rule_view(value, node.object_meta));
+        let unreadable = crate::convert::unreadable_in(&own);
+        activation.value("self", own);
         let old_view = old.map(|o| rule_view(o, node.object_meta));
         let invalid = |detail: &str| {
             FieldError::invalid(shown(path), &Value::String(node.type_name.clone()), detail)
@@ -263,6 +265,15 @@ impl Walk {
                     self.stopped = true;
                     return;
                 }
+                // A value its format cannot read fails the rule with its own error, as
+                // upstream's error values do (the one the rule names, else the first).
+                Err(e) if is_type_error(&e) && !unreadable.is_empty() => {
+                    let named =
+                        unreadable.iter().find(|(field, _)| rule.rule.contains(field.as_str()));
+                    let (_, message) = named.unwrap_or(&unreadable[0]);
+                    self.errors
+                        .push(invalid(&format!("{message} evaluating rule: {}", rule.shown())));
+                }
                 Err(e @ EvalError::WrongType { .. }) | Err(e @ EvalError::Failed(_))
                     if e.to_string().starts_with("no such overload")
                         || matches!(e, EvalError::WrongType { .. }) =>
@@ -305,6 +316,20 @@ impl Walk {
             }
             Err(_) => fallback(),
         }
+    }
+}
+
+/// Whether an evaluation failed on a value of the wrong type (as an unreadable value makes
+/// every use of it fail).
+fn is_type_error(e: &EvalError) -> bool {
+    match e {
+        EvalError::WrongType { .. } => true,
+        EvalError::Failed(text) => {
+            text.starts_with("no such overload")
+                || text.contains("nexpected type")
+                || text.contains("can not be compared")
+        }
+        EvalError::CostLimit => false,
     }
 }
 

@@ -339,7 +339,7 @@ fn durations_read_as_go_and_the_openapi_formats_do() {
     assert_eq!(d(""), None);
     let bytes =
         from_json_typed(&json!("not base64!"), &json!({"type": "string", "format": "byte"}));
-    assert!(matches!(bytes, Value::String(_)), "unreadable stays a string");
+    assert!(matches!(bytes, Value::Opaque(_)), "unreadable is an error value");
 }
 
 #[test]
@@ -510,4 +510,74 @@ fn aggregate_literals_are_homogeneous() {
     for fine in ["[1, self.x, 2].size() > 0", "[[], [1]].size() > 0", "[null, 'a'].size() > 0"] {
         assert!(checked(fine).is_ok(), "{fine}: {:?}", checked(fine));
     }
+}
+
+#[test]
+fn values_take_the_types_the_checker_gives_their_schema() {
+    use crate::convert::{from_json_typed, unreadable_in};
+    let number = json!({"type": "number"});
+    assert_eq!(from_json_typed(&json!(2), &number), Value::Float(2.0));
+    assert_eq!(from_json_typed(&json!(2.5), &number), Value::Float(2.5));
+    assert_eq!(from_json_typed(&json!(3.0), &json!({"type": "integer"})), Value::Int(3));
+    let either = json!({"x-kubernetes-int-or-string": true});
+    assert_eq!(from_json_typed(&json!(3), &either), Value::Int(3));
+    assert!(matches!(from_json_typed(&json!("3"), &either), Value::String(_)));
+
+    let schema = json!({"type": "object", "properties": {
+        "d": {"type": "string", "format": "duration"},
+        "t": {"type": "string", "format": "date-time"},
+        "day": {"type": "string", "format": "date"},
+        "b": {"type": "string", "format": "byte"},
+        "email": {"type": "string", "format": "email"}}});
+    let typed = from_json_typed(
+        &json!({"d": "soon", "t": "yesterday", "day": "2024-13-01", "b": "not base64!", "email": "x"}),
+        &schema,
+    );
+    assert_eq!(
+        unreadable_in(&typed),
+        vec![
+            ("b".to_string(), "Invalid byte formatted string not base64!: illegal base64 data at input byte 3".to_string()),
+            ("d".to_string(), "Invalid duration soon: unable to parse soon as duration".to_string()),
+            ("day".to_string(), "Invalid date formatted string 2024-13-01: parsing time \"2024-13-01\": month out of range".to_string()),
+            ("t".to_string(), "Invalid date-time formatted string yesterday: parsing time \"yesterday\" as \"2006-01-02\": cannot parse \"yesterday\" as \"2006\"".to_string()),
+        ]
+    );
+    let day = |s: &str| from_json_typed(&json!(s), &json!({"type": "string", "format": "date"}));
+    assert!(matches!(day("2024-02-29"), Value::Timestamp(_)));
+    let messages = |s: &str| unreadable_in(&day(s)).into_iter().map(|(_, m)| m).collect::<Vec<_>>();
+    assert_eq!(
+        messages("2023-02-29"),
+        ["Invalid date formatted string 2023-02-29: parsing time \"2023-02-29\": day out of range"]
+    );
+    assert_eq!(messages("2023/02/01"), ["Invalid date formatted string 2023/02/01: parsing time \"2023/02/01\" as \"2006-01-02\": cannot parse \"/02/01\" as \"-\""]);
+    assert_eq!(messages("2023-02-01x"), ["Invalid date formatted string 2023-02-01x: parsing time \"2023-02-01x\": extra text: \"x\""]);
+    let date_time = json!({"type": "string", "format": "date-time"});
+    for fine in [
+        "2024-01-02T03:04:05Z",
+        "2024-01-02T03:04:05",
+        "2024-01-02 03:04:05",
+        "2024-01-02T03:04Z",
+        "2024-01-02",
+    ] {
+        assert!(matches!(from_json_typed(&json!(fine), &date_time), Value::Timestamp(_)), "{fine}");
+    }
+}
+
+#[test]
+fn a_rule_using_an_unreadable_value_fails_with_its_error() {
+    let schema = json!({"type": "object", "properties": {
+        "since": {"type": "string", "format": "date-time"}, "name": {"type": "string"}},
+        "x-kubernetes-validations": [
+            {"rule": "self.since < timestamp('2030-01-01T00:00:00Z')"},
+            {"rule": "self.name.startsWith('a')"}]});
+    let rules = crd::Rules::compile(&schema).unwrap();
+    let errors: Vec<String> = rules
+        .validate(&json!({"since": "yesterday", "name": "abc"}), None)
+        .iter()
+        .map(|e| e.line())
+        .collect();
+    assert_eq!(
+        errors,
+        ["<nil>: Invalid value: \"object\": Invalid date-time formatted string yesterday: parsing time \"yesterday\" as \"2006-01-02\": cannot parse \"yesterday\" as \"2006\" evaluating rule: self.since < timestamp('2030-01-01T00:00:00Z')"]
+    );
 }

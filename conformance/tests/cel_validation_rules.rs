@@ -289,4 +289,16 @@ fn formatted_strings_are_timestamps_durations_and_bytes_to_rules() {
     ] {
         assert!(refused.contains(line), "no {line:?} in:\n{refused}");
     }
+    // A string its format cannot read is refused by the schema, and then, as upstream, the
+    // rules are not run (inside them it would be an error value).
+    let refused = s.fails_stdin(
+        &["create", "-f", "-"],
+        &timer("t3", "{start: '2026-01-02T03:04:05Z', every: soon, key: AAECAw==}"),
+    );
+    assert!(
+        refused.contains(r#"spec.every: Invalid value: "soon": spec.every in body must be of type duration: "soon""#),
+        "{refused}"
+    );
+    assert!(refused.contains("some validation rules were not checked"), "{refused}");
+    assert!(!refused.contains("every must be a minute or more"), "{refused}");
 }
