@@ -5,7 +5,9 @@
 //! object along that tree, evaluates each rule with `self` (and, for transition rules,
 //! `oldSelf`, only where the old object has a value to correlate), and reports failures with
 //! upstream's field paths and messages. A definition's rules are checked when it is written:
-//! compile errors, and an estimated cost over upstream's limits, refuse it.
+//! compile errors, type errors of rules and `messageExpression`s against their schema (a rule
+//! must give a bool, a message expression a string), and an estimated cost over upstream's
+//! limits, refuse it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -473,11 +475,15 @@ impl Check {
             }
             let message_expression = r["messageExpression"].as_str().unwrap_or_default();
             if !message_expression.trim().is_empty() {
-                if let Err(e) = compile(message_expression, &["self", "oldSelf"]) {
+                let problem = match compile(message_expression, &["self", "oldSelf"]) {
+                    Err(e) => Some(format!("messageExpression compilation failed: {e}")),
+                    Ok(_) => message_type_problem(message_expression, schema),
+                };
+                if let Some(detail) = problem {
                     self.problems.push(RuleProblem::Invalid {
                         field: format!("{field}.messageExpression"),
                         rule: rule.source.clone(),
-                        detail: format!("messageExpression compilation failed: {e}"),
+                        detail,
                     });
                 }
             }
@@ -508,6 +514,19 @@ fn type_problem(rule: &str, schema: &Value) -> Option<String> {
         Err(e) => Some(format!("compilation failed: {e}")),
         Ok(t) if t.is_known() && t != check::Type::Bool => {
             Some("cel expression must evaluate to a bool".to_string())
+        }
+        Ok(_) => None,
+    }
+}
+
+/// What cel-go's checker says of a `messageExpression` on a value of `schema`, if it refuses
+/// it: a type error, or a result that is not a string.
+fn message_type_problem(expression: &str, schema: &Value) -> Option<String> {
+    let own = check::Type::of_schema(schema);
+    match crate::type_check(expression, &[("self", own.clone()), ("oldSelf", own)]) {
+        Err(e) => Some(format!("messageExpression compilation failed: {e}")),
+        Ok(t) if t.is_known() && t != check::Type::String => {
+            Some("messageExpression must evaluate to a string".to_string())
         }
         Ok(_) => None,
     }

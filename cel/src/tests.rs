@@ -384,7 +384,10 @@ fn type_errors_are_refused_as_cel_gos_checker_refuses_them() {
     let crd_schema = json!({"type": "object", "properties": {"spec": {"type": "object",
         "properties": {"size": {"type": "integer"}},
         "x-kubernetes-validations": [{"rule": "self.size == 'big'"}, {"rule": "self.size + 1"},
-                                     {"rule": "self.color == 'red'"}, {"rule": "self.size > 1"}]}}});
+                                     {"rule": "self.color == 'red'"}, {"rule": "self.size > 1"},
+                                     {"rule": "self.size > 2", "messageExpression": "'size ' + self.size"},
+                                     {"rule": "self.size > 3", "messageExpression": "self.size"},
+                                     {"rule": "self.size > 4", "messageExpression": "'size ' + string(self.size)"}]}}});
     use rkube_apis::validation::rules::RuleEngine;
     let problems = crd::Engine.check(&crd_schema, "spec.validation.openAPIV3Schema");
     let details: Vec<String> = problems
@@ -403,6 +406,8 @@ fn type_errors_are_refused_as_cel_gos_checker_refuses_them() {
             format!("{at}[0].rule: compilation failed: ERROR: <input>:1:11: found no matching overload for '_==_' applied to '(int, string)'"),
             format!("{at}[1].rule: cel expression must evaluate to a bool"),
             format!("{at}[2].rule: compilation failed: ERROR: <input>:1:5: undefined field 'color'"),
+            format!("{at}[4].messageExpression: messageExpression compilation failed: ERROR: <input>:1:9: found no matching overload for '_+_' applied to '(string, int)'"),
+            format!("{at}[5].messageExpression: messageExpression must evaluate to a string"),
         ]
     );
 }

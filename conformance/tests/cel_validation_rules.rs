@@ -137,6 +137,7 @@ fn definitions_with_rules_that_do_not_compile_or_cost_too_much_are_refused() {
         .replace(r#""self.minReplicas <= self.replicas""#, r#""self.minReplicas <= self.memory""#)
         .replace(r#""self.port > 0 && self.port < 65536""#, r#""self.prot > 0""#)
         .replace("quantity('2Gi'))", "2)")
+        .replace("' + string(self.replicas)", "' + self.replicas")
         .replace(r#""self.metadata.name.startsWith('g')""#, r#""['g', 1].exists(p, p == 'g')""#);
     let refused = s.fails_stdin(&["create", "-f", "-"], &bad);
     // Type errors, found by checking the rules against the schema as cel-go's checker does.
@@ -166,7 +167,12 @@ fn definitions_with_rules_that_do_not_compile_or_cost_too_much_are_refused() {
         "{refused}"
     );
     assert!(
-        refused.contains(r#"spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[1].rule: Invalid value: apiextensions.ValidationRule{Rule:"self.replicas <=", Message:"", MessageExpression:"'at most 10 replicas, not ' + string(self.replicas)", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:"#),
+        refused.contains(r#"spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[1].rule: Invalid value: apiextensions.ValidationRule{Rule:"self.replicas <=", Message:"", MessageExpression:"'at most 10 replicas, not ' + self.replicas", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:"#),
+        "{refused}"
+    );
+    // A messageExpression is checked too, and must give a string.
+    assert!(
+        refused.contains(r#"spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[1].messageExpression: Invalid value: apiextensions.ValidationRule{Rule:"self.replicas <=", Message:"", MessageExpression:"'at most 10 replicas, not ' + self.replicas", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}: messageExpression compilation failed: ERROR: <input>:1:29: found no matching overload for '_+_' applied to '(string, int)'"#),
         "{refused}"
     );
     assert!(
