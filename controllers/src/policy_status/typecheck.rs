@@ -5,9 +5,10 @@
 //! `expressionWarning` naming the field and, per kind, the problem in cel-go's words
 //! (`apps/v1, Kind=Deployment: ERROR: <input>:1:22: found no matching overload ...`).
 //! `variables` has the fields the policy's `variables` declare, each of the type its
-//! expression checks to (in order: a variable sees those before it). `request`,
-//! `namespaceObject` and `authorizer` are `dyn` here (upstream types them), so fewer problems
-//! are found through them, never more.
+//! expression checks to (in order: a variable sees those before it); `request` and
+//! `namespaceObject` have upstream's hand-made types ([`request_schema`],
+//! [`namespace_schema`]); `authorizer` is `dyn` here (upstream types it), so fewer problems
+//! are found through it, never more.
 
 use rkube_cel::check::Type;
 use serde_json::{json, Map, Value};
@@ -70,6 +71,70 @@ fn check(policy: &Value, expression: &str, targets: &[Target], params: Option<&V
     problems.join("\n")
 }
 
+/// The type of `request`, as upstream builds it (`BuildRequestType`): the admission request
+/// without `uid`, `object` and `oldObject`.
+pub fn request_schema() -> &'static Value {
+    static SCHEMA: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
+        let string = json!({"type": "string"});
+        let strings = json!({"type": "array", "items": string});
+        let object = |fields: &[(&str, &Value)]| {
+            let properties: Map<String, Value> =
+                fields.iter().map(|(k, v)| (k.to_string(), (*v).clone())).collect();
+            json!({"type": "object", "properties": properties})
+        };
+        let gvk = object(&[("group", &string), ("version", &string), ("kind", &string)]);
+        let gvr = object(&[("group", &string), ("version", &string), ("resource", &string)]);
+        let extra = json!({"type": "object", "additionalProperties": strings});
+        let user = object(&[
+            ("username", &string),
+            ("uid", &string),
+            ("groups", &strings),
+            ("extra", &extra),
+        ]);
+        object(&[
+            ("kind", &gvk),
+            ("resource", &gvr),
+            ("subResource", &string),
+            ("requestKind", &gvk),
+            ("requestResource", &gvr),
+            ("requestSubResource", &string),
+            ("name", &string),
+            ("namespace", &string),
+            ("operation", &string),
+            ("userInfo", &user),
+            ("dryRun", &json!({"type": "boolean"})),
+            ("options", &json!({})),
+        ])
+    });
+    &SCHEMA
+}
+
+/// The type of `namespaceObject`, as upstream builds it (`BuildNamespaceType`): some of a
+/// Namespace's metadata, its spec and status.
+pub fn namespace_schema() -> &'static Value {
+    static SCHEMA: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
+        let string = json!({"type": "string"});
+        let strings = json!({"type": "array", "items": string});
+        let time = json!({"type": "string", "format": "date-time"});
+        let labels = json!({"type": "object", "additionalProperties": string});
+        let integer = json!({"type": "integer"});
+        json!({"type": "object", "properties": {
+            "metadata": {"type": "object", "properties": {
+                "name": string, "generateName": string, "namespace": string, "labels": labels,
+                "annotations": labels, "UID": string, "creationTimestamp": time,
+                "deletionGracePeriodSeconds": integer, "deletionTimestamp": time,
+                "generation": integer, "resourceVersion": string, "finalizers": strings}},
+            "spec": {"type": "object", "properties": {"finalizers": strings}},
+            "status": {"type": "object", "properties": {
+                "conditions": {"type": "array", "items": {"type": "object", "properties": {
+                    "status": string, "type": string, "lastTransitionTime": time,
+                    "message": string, "reason": string}}},
+                "phase": string}},
+        }})
+    });
+    &SCHEMA
+}
+
 /// The variables an expression of the policy reads, with their types.
 fn declared<'a>(
     object: &Type<'a>,
@@ -80,8 +145,8 @@ fn declared<'a>(
         ("object", object.clone()),
         ("oldObject", object.clone()),
         ("params", params.clone()),
-        ("request", Type::Dyn),
-        ("namespaceObject", Type::Dyn),
+        ("request", Type::of_schema(request_schema())),
+        ("namespaceObject", Type::of_schema(namespace_schema())),
         ("authorizer", Type::Dyn),
         ("variables", variables),
     ]
@@ -182,6 +247,33 @@ mod tests {
                 ("spec.validations[1].expression", "apps/v1, Kind=Deployment: ERROR: <input>:1:19: found no matching overload for '_==_' applied to '(int, string)'"),
                 ("spec.validations[2].expression", "apps/v1, Kind=Deployment: ERROR: <input>:1:20: found no matching overload for '_+_' applied to '(string, int)'"),
                 ("spec.validations[3].expression", "apps/v1, Kind=Deployment: ERROR: <input>:1:10: undefined field 'replica'"),
+            ]
+        );
+    }
+
+    #[test]
+    fn request_and_namespace_have_upstreams_types() {
+        let policy = json!({"spec": {"validations": [
+            {"expression": "request.operation == 'CREATE' && request.userInfo.groups.exists(g, g == 'x') && request.kind.kind == 'Deployment'"},
+            {"expression": "namespaceObject.metadata.labels['env'] == 'prod' && namespaceObject.status.phase == 'Active'"},
+            {"expression": "request.operation == 1"},
+            {"expression": "request.userinfo.username == 'x'"},
+            {"expression": "namespaceObject.metadata.creationTimestamp > 5"},
+        ]}});
+        let warnings = expression_warnings(&policy, &[deployment()], None);
+        let lines: Vec<String> = warnings
+            .iter()
+            .map(|w| {
+                let first = w["warning"].as_str().unwrap().lines().next().unwrap();
+                format!("{}: {first}", w["fieldRef"].as_str().unwrap())
+            })
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "spec.validations[2].expression: apps/v1, Kind=Deployment: ERROR: <input>:1:19: found no matching overload for '_==_' applied to '(string, int)'",
+                "spec.validations[3].expression: apps/v1, Kind=Deployment: ERROR: <input>:1:8: undefined field 'userinfo'",
+                "spec.validations[4].expression: apps/v1, Kind=Deployment: ERROR: <input>:1:44: found no matching overload for '_>_' applied to '(google.protobuf.Timestamp, int)'",
             ]
         );
     }
