@@ -666,7 +666,7 @@ pub fn controller_roles() -> Vec<(&'static str, Vec<Value>)> {
             "validatingadmissionpolicy-status-controller",
             vec![
                 rule("get,list,watch", "admissionregistration.k8s.io", "validatingadmissionpolicies"),
-                rule("get,patch,update", "admissionregistration.k8s.io", "validatingadmissionpolicies/status"),
+                rule("patch,update", "admissionregistration.k8s.io", "validatingadmissionpolicies/status"),
             ],
         ),
     ]
