@@ -25,7 +25,7 @@
 //! function arguments or comprehension ranges, null, the authorizer's functions, optionals
 //! and `type()` values (their results are `dyn`), and equality across numeric types. The
 //! checker so refuses less than cel-go, never more, and what it refuses, cel-go refuses with
-//! the same words; it reports the first problem where cel-go lists them all.
+//! the same words, all of them, in the order of their positions, as cel-go lists them.
 
 use cel::common::ast::operators as op;
 use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue, SourceInfo};
@@ -148,27 +148,40 @@ impl Type<'_> {
     }
 }
 
+/// The most problems cel-go lists.
+const MAX_ERRORS: usize = 100;
+
 /// A variable and its type.
 pub type Variable<'a> = (&'a str, Type<'a>);
 
-/// Checks `expr` (parsed from the source `info` holds) with `variables` declared; the first
-/// problem, as cel-go prints it, and otherwise the expression's type.
+/// Checks `expr` (parsed from the source `info` holds) with `variables` declared; its
+/// problems as cel-go prints them (in the order of their positions, one after another), and
+/// otherwise the expression's type.
 pub fn check<'a>(
     expr: &IdedExpr,
     info: &SourceInfo,
     variables: &[Variable<'a>],
 ) -> Result<Type<'a>, String> {
     let scope = variables.iter().map(|(n, t)| (n.to_string(), t.clone())).collect();
-    let mut checker = Checker { scope, problem: None };
+    let mut checker = Checker { scope, problems: Vec::new() };
     let t = checker.expr(expr);
-    match checker.problem {
-        Some((id, message)) => Err(located(info, id, &message)),
-        None => Ok(t),
+    if checker.problems.is_empty() {
+        return Ok(t);
     }
+    let mut shown: Vec<((usize, usize), String)> =
+        checker.problems.iter().map(|(id, message)| located(info, *id, message)).collect();
+    shown.sort_by_key(|(position, _)| *position);
+    let count = shown.len();
+    let mut texts: Vec<String> = shown.into_iter().take(MAX_ERRORS).map(|(_, text)| text).collect();
+    if count > MAX_ERRORS {
+        texts.push(format!("{} more errors were truncated", count - MAX_ERRORS));
+    }
+    Err(texts.join("\n"))
 }
 
-/// `message` at the position of the node `id`, with the line and a caret under it.
-fn located(info: &SourceInfo, id: u64, message: &str) -> String {
+/// `message` at the position of the node `id`, with the line and a caret under it; and the
+/// position (line, column).
+fn located(info: &SourceInfo, id: u64, message: &str) -> ((usize, usize), String) {
     let source = info.source.as_str();
     let start = info.offset_for(id).map_or(0, |(start, _)| start as usize).min(source.len());
     let before = &source[..start];
@@ -176,21 +189,24 @@ fn located(info: &SourceInfo, id: u64, message: &str) -> String {
     let line_start = before.rfind('\n').map_or(0, |i| i + 1);
     let column = source[line_start..start].chars().count() + 1;
     let text = source[line_start..].lines().next().unwrap_or("").replace('\t', " ");
-    format!("ERROR: <input>:{line}:{column}: {message}\n | {text}\n | {}^", ".".repeat(column - 1))
+    let shown = format!(
+        "ERROR: <input>:{line}:{column}: {message}\n | {text}\n | {}^",
+        ".".repeat(column - 1)
+    );
+    ((line, column), shown)
 }
 
 struct Checker<'a> {
     /// Variables in scope, innermost last.
     scope: Vec<(String, Type<'a>)>,
-    /// The first problem found: the node and the message.
-    problem: Option<(u64, String)>,
+    /// The problems found: the node and the message. What a problem makes is `dyn`, so
+    /// nothing further out is refused for it (as cel-go's error type).
+    problems: Vec<(u64, String)>,
 }
 
 impl<'a> Checker<'a> {
     fn fail(&mut self, id: u64, message: String) -> Type<'a> {
-        if self.problem.is_none() {
-            self.problem = Some((id, message));
-        }
+        self.problems.push((id, message));
         Type::Dyn
     }
 

@@ -490,6 +490,12 @@ fn calls_are_checked_against_the_functions_signatures() {
     assert!(first_line("(self.replicas > 1 ? 1 : 'a') == 1")
         .ends_with("found no matching overload for '_?_:_' applied to '(bool, int, string)'"));
     assert_eq!(checked("self.name.size()"), Ok(check::Type::Int));
+    // Every problem, in the order of their positions, as cel-go lists them; what a problem
+    // makes refuses nothing further out.
+    assert_eq!(
+        checked("self.replicas + 'a' > 0 || self.nmae.size() > 0").unwrap_err(),
+        "ERROR: <input>:1:15: found no matching overload for '_+_' applied to '(int, string)'\n | self.replicas + 'a' > 0 || self.nmae.size() > 0\n | ..............^\nERROR: <input>:1:32: undefined field 'nmae'\n | self.replicas + 'a' > 0 || self.nmae.size() > 0\n | ...............................^"
+    );
     assert_eq!(
         checked("self.tags.map(t, t.size())"),
         Ok(check::Type::List(Box::new(check::Type::Int)))

@@ -255,7 +255,7 @@ fn expressions_that_do_not_type_check_are_reported_in_the_policy_status() {
     );
     assert_eq!(
         policy_status(&s, ".status.typeChecking.expressionWarnings[0].warning"),
-        "apps/v1, Kind=Deployment: ERROR: <input>:1:41: found no matching overload for 'size' applied to 'int.()'\n | 'replicas: ' + object.spec.replicas.size()\n | ........................................^\n\nexample.com/v1, Kind=Widget: ERROR: <input>:1:27: undefined field 'replicas'\n | 'replicas: ' + object.spec.replicas.size()\n | ..........................^\n"
+        "apps/v1, Kind=Deployment: ERROR: <input>:1:41: found no matching overload for 'size' applied to 'int.()'\n | 'replicas: ' + object.spec.replicas.size()\n | ........................................^\n\nexample.com/v1, Kind=Widget: ERROR: <input>:1:14: found no matching overload for '_+_' applied to '(string, int)'\n | 'replicas: ' + object.spec.replicas.size()\n | .............^\nERROR: <input>:1:27: undefined field 'replicas'\n | 'replicas: ' + object.spec.replicas.size()\n | ..........................^\n"
     );
 
     // A new generation is checked again: what checks leaves no warning.
