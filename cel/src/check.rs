@@ -337,7 +337,10 @@ impl<'a> Checker<'a> {
     /// The type of `operand.field`.
     fn field(&mut self, operand: Type<'a>, field: &str, id: u64) -> Type<'a> {
         match operand {
-            Type::Object(schema) => match schema["properties"].get(field) {
+            // Properties are reached by their escaped names (`__namespace__`, `a__dash__b`).
+            Type::Object(schema) => match crate::escaping::unescape(field)
+                .and_then(|name| schema["properties"].get(name))
+            {
                 Some(sub) => Type::of_schema(sub),
                 None if schema["x-kubernetes-preserve-unknown-fields"] == true => Type::Dyn,
                 // An embedded resource's (and the root's) type and object metadata.

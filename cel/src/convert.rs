@@ -77,11 +77,18 @@ pub(crate) fn from_json_typed(v: &serde_json::Value, schema: &serde_json::Value)
         serde_json::Value::Object(fields) => {
             let properties = &schema["properties"];
             let additional = &schema["additionalProperties"];
+            // An object's properties are named as CEL reaches them (escaped); a map's keys
+            // stay as they are.
+            let object = properties.is_object();
             let map: HashMap<Key, Value> = fields
                 .iter()
                 .map(|(k, v)| {
                     let sub = properties.get(k).unwrap_or(additional);
-                    (Key::String(Arc::new(k.clone())), from_json_typed(v, sub))
+                    let name = match object {
+                        true => crate::escaping::escape(k).unwrap_or_else(|| k.clone()),
+                        false => k.clone(),
+                    };
+                    (Key::String(Arc::new(name)), from_json_typed(v, sub))
                 })
                 .collect();
             Value::Map(Map { map: Arc::new(map) })

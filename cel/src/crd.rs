@@ -572,7 +572,9 @@ impl Sizes for SchemaSizes<'_> {
                 } else {
                     &schema["additionalProperties"]
                 }
-            } else if let Some(sub) = schema["properties"].get(step) {
+            } else if let Some(sub) =
+                crate::escaping::unescape(step).and_then(|name| schema["properties"].get(name))
+            {
                 sub
             } else if schema["additionalProperties"].is_object() {
                 &schema["additionalProperties"]

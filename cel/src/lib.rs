@@ -19,6 +19,7 @@
 //! | [`check`] | type checking against the types of the variables (a CRD rule's schema): undefined fields, operators and functions without an overload, undeclared functions, mixed literals |
 //! | `signatures.rs` | the overloads of every function, as the checker resolves calls |
 //! | `convert.rs` | JSON to CEL values |
+//! | [`escaping`] | object property names as CEL identifiers (`__namespace__`, `a__dash__b`) |
 //! | [`library`] | the Kubernetes libraries: lists, regex, URLs, quantities, IPs and CIDRs, the authorizer, sets |
 //! | [`crd`] | CRD validation rules: compiled per definition, evaluated per object |
 //!
@@ -31,6 +32,7 @@ pub mod budget;
 pub mod check;
 mod convert;
 pub mod crd;
+pub mod escaping;
 pub mod estimate;
 mod instrument;
 pub mod library;

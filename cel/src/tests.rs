@@ -592,3 +592,30 @@ fn a_rule_using_an_unreadable_value_fails_with_its_error() {
         ["<nil>: Invalid value: \"object\": Invalid date-time formatted string yesterday: parsing time \"yesterday\" as \"2006-01-02\": cannot parse \"yesterday\" as \"2006\" evaluating rule: self.since < timestamp('2030-01-01T00:00:00Z')"]
     );
 }
+
+#[test]
+fn properties_are_reached_by_their_escaped_names() {
+    let schema = json!({"type": "object", "properties": {
+        "namespace": {"type": "string"}, "x-y": {"type": "integer"},
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}}},
+        "x-kubernetes-validations": [
+            {"rule": "has(self.__namespace__) && self.__namespace__ != 'kube-system'"},
+            {"rule": "self.x__dash__y > 0"},
+            {"rule": "!('app.kubernetes.io/name' in self.labels) || self.labels['app.kubernetes.io/name'] != ''"}]});
+    use rkube_apis::validation::rules::RuleEngine;
+    assert_eq!(crd::Engine.check(&schema, "s"), vec![]);
+    let rules = crd::Rules::compile(&schema).unwrap();
+    let lines = |obj: serde_json::Value| -> Vec<String> {
+        rules.validate(&obj, None).iter().map(|e| e.line()).collect()
+    };
+    let fine = json!({"namespace": "a", "x-y": 1, "labels": {"app.kubernetes.io/name": "x"}});
+    assert_eq!(lines(fine), Vec::<String>::new());
+    let bad =
+        json!({"namespace": "kube-system", "x-y": 0, "labels": {"app.kubernetes.io/name": ""}});
+    let got = lines(bad);
+    assert_eq!(got.len(), 3, "{got:?}");
+    let own = check::Type::of_schema(&schema);
+    assert!(type_check("self.namespaec == 'x'", &[("self", own)])
+        .unwrap_err()
+        .contains("undefined field 'namespaec'"));
+}

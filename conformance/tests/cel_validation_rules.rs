@@ -308,3 +308,50 @@ fn formatted_strings_are_timestamps_durations_and_bytes_to_rules() {
     assert!(refused.contains("some validation rules were not checked"), "{refused}");
     assert!(!refused.contains("every must be a minute or more"), "{refused}");
 }
+
+#[test]
+fn rules_reach_properties_by_their_escaped_names() {
+    let s = RkubeServer::start();
+    s.define_crd(
+        r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: refs.example.com}
+spec:
+  group: example.com
+  names: {plural: refs, singular: ref, kind: Ref}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - rule: "!has(self.__namespace__) || self.__namespace__ != 'kube-system'"
+              message: "no references into kube-system"
+            - rule: "self.max__dash__count > 0"
+              message: "max-count must be positive"
+            properties:
+              namespace: {type: string}
+              max-count: {type: integer}
+"#,
+        "refs.example.com",
+    );
+    let object = |spec: &str| {
+        format!("apiVersion: example.com/v1\nkind: Ref\nmetadata: {{name: r}}\nspec: {spec}\n")
+    };
+    let refused =
+        s.fails_stdin(&["create", "-f", "-"], &object("{namespace: kube-system, max-count: 0}"));
+    for line in [
+        r#"spec: Invalid value: "object": no references into kube-system"#,
+        r#"spec: Invalid value: "object": max-count must be positive"#,
+    ] {
+        assert!(refused.contains(line), "no {line:?} in:\n{refused}");
+    }
+    s.ok_stdin(&["create", "-f", "-"], &object("{namespace: default, max-count: 2}"));
+}
