@@ -1,7 +1,7 @@
 //! The declarations the checker ([`crate::check`]) resolves calls against: every function of
 //! the environment (`library::env`) with the overloads cel-go and Kubernetes declare for it —
 //! the standard library, the `strings` and `base64` extensions and Kubernetes' lists, regex,
-//! URL, quantity, IP/CIDR and sets libraries. A signature is written as cel-go prints types
+//! URL, quantity, IP/CIDR, sets and format libraries. A signature is written as cel-go prints types
 //! (`list(A)`, `map(A, B)`, `kubernetes.Quantity`), `A` and `B` being type parameters.
 //! Functions whose types the checker does not follow (the authorizer's, optionals') are
 //! declared without overloads: calls to them are accepted and their results are `dyn`.
@@ -71,6 +71,8 @@ const UNCHECKED: &[&str] = &[
     "orValue",
     // Types as values.
     "type",
+    // Formats by name, and validation results (optionals).
+    "format.named",
 ];
 
 /// Receiver (empty for a global function), name, arguments, result.
@@ -224,6 +226,8 @@ const SIGNATURES: &[(&str, &str, &str, &str)] = &[
     ("net.CIDR", "ip", "", "net.IP"),
     ("net.CIDR", "masked", "", "net.CIDR"),
     ("net.CIDR", "prefixLength", "", "int"),
+    // Kubernetes formats (`format.<name>()` are added below).
+    ("kubernetes.NamedFormat", "validate", "string", "dyn"),
     // Kubernetes sets.
     ("", "sets.contains", "list(A), list(A)", "bool"),
     ("", "sets.equivalent", "list(A), list(A)", "bool"),
@@ -254,6 +258,9 @@ static DECLARED: LazyLock<BTreeMap<String, Vec<Overload>>> = LazyLock::new(|| {
     };
     for (receiver, name, args, result) in SIGNATURES {
         add(receiver, name, args, result);
+    }
+    for name in crate::library::format::NAMES {
+        add("", &format!("format.{name}"), "", "kubernetes.NamedFormat");
     }
     for element in COMPARABLE {
         let list = format!("list({element})");
@@ -313,6 +320,7 @@ fn parse(text: &str) -> Pattern {
         "kubernetes.Quantity" => Pattern::Opaque("kubernetes.Quantity"),
         "net.IP" => Pattern::Opaque("net.IP"),
         "net.CIDR" => Pattern::Opaque("net.CIDR"),
+        "kubernetes.NamedFormat" => Pattern::Opaque("kubernetes.NamedFormat"),
         other => panic!("unknown type {other:?} in a signature"),
     }
 }

@@ -619,3 +619,55 @@ fn properties_are_reached_by_their_escaped_names() {
         .unwrap_err()
         .contains("undefined field 'namespaec'"));
 }
+
+#[test]
+fn the_format_library() {
+    let eval = |src: &str| {
+        compile(src, &["self"])
+            .unwrap()
+            .evaluate(Activation::new().json("self", &json!("x")), PER_CALL_LIMIT)
+            .map(|(v, _)| v)
+    };
+    assert_eq!(
+        eval("format.dns1123Label().validate('my-name') == optional.none()"),
+        Ok(Value::Bool(true))
+    );
+    assert_eq!(
+        eval("format.dns1123Label().validate('My_Name').value()[0]"),
+        Ok(Value::String(Arc::new("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".into())))
+    );
+    assert_eq!(
+        eval("format.named('dns1035Label').value().validate('1abc').hasValue()"),
+        Ok(Value::Bool(true))
+    );
+    assert_eq!(eval("format.named('nope').hasValue()"), Ok(Value::Bool(false)));
+    assert_eq!(
+        eval("format.dns1123LabelPrefix().validate('my-prefix-').hasValue()"),
+        Ok(Value::Bool(false))
+    );
+    assert_eq!(
+        eval("format.uuid().validate('123e4567-e89b-12d3-a456-426614174000').hasValue()"),
+        Ok(Value::Bool(false))
+    );
+    assert_eq!(
+        eval("format.uuid().validate('nope').value()"),
+        Ok(Value::List(Arc::new(vec![Value::String(Arc::new(
+            "does not match the UUID format".into()
+        ))])))
+    );
+    assert_eq!(
+        eval("format.uri().validate('not a uri').value()[0]"),
+        Ok(Value::String(Arc::new("parse \"not a uri\": invalid URI for request".into())))
+    );
+    assert_eq!(eval("format.date().validate('2021-01-01').hasValue() || format.byte().validate('aGVsbG8=').hasValue()"), Ok(Value::Bool(false)));
+    // The checker knows them.
+    let checked = |rule: &str| type_check(rule, &[("self", check::Type::String)]);
+    assert!(checked("size(self) == 0 || format.dns1123Label().validate(self) == optional.none()")
+        .is_ok());
+    assert!(checked("format.dns1123Label().validate(1) == optional.none()").unwrap_err().contains(
+        "found no matching overload for 'validate' applied to 'kubernetes.NamedFormat.(int)'"
+    ));
+    assert!(checked("format.dns1124Label().validate(self) == optional.none()")
+        .unwrap_err()
+        .contains("undeclared reference to 'dns1124Label'"));
+}
