@@ -1,13 +1,15 @@
 //! Type checking of a parsed expression against the types of its variables, as cel-go's
 //! checker refuses a CRD rule before any object is written, each problem with cel-go's words
 //! and `ERROR: <input>:L:C:` and the source line under it:
-//! - a field its object type does not have (`undefined field 'x'`), a field of a scalar or
-//!   list (`type 'int' does not support field selection`);
+//! - a field its object type does not have (`undefined field 'x'`; properties are named as
+//!   upstream escapes them, `__namespace__`, `a__dash__b`), a field of a scalar or list
+//!   (`type 'int' does not support field selection`);
 //! - an operator or function applied to types it has no overload for (`found no matching
 //!   overload for '_+_' applied to '(int, string)'`, `... for 'startsWith' applied to
 //!   'string.(int)'`): calls resolve against the signatures of `signatures` (the
 //!   standard functions, conversions, timestamp and duration accessors, the strings and base64
-//!   extensions and Kubernetes' lists, regex, URL, quantity, IP/CIDR and sets libraries), and
+//!   extensions and Kubernetes' lists, regex, URL, quantity, IP/CIDR, sets and format
+//!   libraries), and
 //!   their results take the overloads' result types, so errors further out are found
 //!   (`self.name.size() + 'x'`);
 //! - a function the environment does not have (`undeclared reference to 'f' (in container '')`);
