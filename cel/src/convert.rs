@@ -1,8 +1,11 @@
 //! JSON to CEL values, as upstream's unstructured values read: objects are maps with string
 //! keys, arrays lists, integers `int` (a `uint` only past `int`'s range), other numbers
-//! `double`. Read with their schema ([`from_json_typed`]), strings take the type their
-//! `format` names, as apiextensions' CEL does: `date-time` and `date` are timestamps,
-//! `duration` durations, `byte` (base64) bytes.
+//! `double`. Read with their schema ([`from_json_typed`]), values take the type the checker
+//! gives the schema (`check::Type::of_schema`), as apiextensions' CEL does: `number`s are
+//! `double` even when whole, `integer`s sent as whole floats are `int`, and strings of a
+//! `date-time` or `date` format are timestamps, `duration` durations, `byte` (base64) bytes.
+//! A string its format cannot read is an error value ([`Unreadable`], upstream's `Invalid
+//! duration ...` and the like), which fails the rules that use it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -35,18 +38,36 @@ pub(crate) fn from_json(v: &serde_json::Value) -> Value {
     }
 }
 
+/// A string its schema's format cannot read, as the error upstream makes of it: any use of
+/// the value fails, and the rule's error is this message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Unreadable {
+    pub message: String,
+}
+
+impl cel::objects::Opaque for Unreadable {
+    fn runtime_type_name(&self) -> &str {
+        "kubernetes.invalid"
+    }
+}
+
 /// `v` as a rule sees it under `schema` (a structural schema node): as [`from_json`], but
-/// strings of a `date-time`, `date`, `duration` or `byte` format are timestamps, durations
-/// and bytes. A string that does not read as its format stays a string (upstream makes it an
-/// error value, which fails the rules that use it).
+/// `number`s are doubles, whole `integer`s ints, and strings of a `date-time`, `date`,
+/// `duration` or `byte` format timestamps, durations and bytes, or [`Unreadable`].
 pub(crate) fn from_json_typed(v: &serde_json::Value, schema: &serde_json::Value) -> Value {
-    if !schema.is_object() {
+    if !schema.is_object() || schema["x-kubernetes-int-or-string"] == true {
         return from_json(v);
     }
     match v {
         serde_json::Value::String(s) => match schema["type"].as_str() {
-            Some("string") => formatted(s, schema["format"].as_str().unwrap_or_default())
-                .unwrap_or_else(|| Value::String(Arc::new(s.clone()))),
+            Some("string") => read_format(s, schema["format"].as_str().unwrap_or_default()),
+            _ => from_json(v),
+        },
+        serde_json::Value::Number(n) => match (schema["type"].as_str(), n.as_f64()) {
+            (Some("number"), Some(f)) => Value::Float(f),
+            (Some("integer"), Some(f)) if n.is_f64() && f.fract() == 0.0 && f.abs() < 9.2e18 => {
+                Value::Int(f as i64)
+            }
             _ => from_json(v),
         },
         serde_json::Value::Array(items) => {
@@ -56,17 +77,125 @@ pub(crate) fn from_json_typed(v: &serde_json::Value, schema: &serde_json::Value)
         serde_json::Value::Object(fields) => {
             let properties = &schema["properties"];
             let additional = &schema["additionalProperties"];
+            // An object's properties are named as CEL reaches them (escaped); a map's keys
+            // stay as they are.
+            let object = properties.is_object();
             let map: HashMap<Key, Value> = fields
                 .iter()
                 .map(|(k, v)| {
                     let sub = properties.get(k).unwrap_or(additional);
-                    (Key::String(Arc::new(k.clone())), from_json_typed(v, sub))
+                    let name = match object {
+                        true => crate::escaping::escape(k).unwrap_or_else(|| k.clone()),
+                        false => k.clone(),
+                    };
+                    (Key::String(Arc::new(name)), from_json_typed(v, sub))
                 })
                 .collect();
             Value::Map(Map { map: Arc::new(map) })
         }
         _ => from_json(v),
     }
+}
+
+/// A string of `format` as its CEL type: a string for other formats, [`Unreadable`] (with
+/// upstream's message) when the format cannot read it.
+fn read_format(s: &str, format: &str) -> Value {
+    if let Some(value) = formatted(s, format) {
+        return value;
+    }
+    let message = match format {
+        "duration" => format!("Invalid duration {s}: unable to parse {s} as duration"),
+        "date" => format!("Invalid date formatted string {s}: {}", go_time_error(s, "2006-01-02")),
+        "date-time" => format!(
+            "Invalid date-time formatted string {s}: {}",
+            go_time_error(s, LAST_DATE_TIME_LAYOUT)
+        ),
+        "byte" => format!(
+            "Invalid byte formatted string {s}: illegal base64 data at input byte {}",
+            base64_error_offset(s)
+        ),
+        _ => return Value::String(Arc::new(s.to_string())),
+    };
+    Value::Opaque(Arc::new(Unreadable { message }))
+}
+
+/// The last layout kube-openapi's `ParseDateTime` tries, whose error it returns.
+const LAST_DATE_TIME_LAYOUT: &str = "2006-01-02";
+
+/// Go's `time.Parse` error for `value` against a layout of year, month and day elements and
+/// literal text (what the date layouts are made of): the element that does not read, a
+/// field out of range, or extra text.
+fn go_time_error(value: &str, layout: &str) -> String {
+    let quote = |t: &str| format!("{t:?}");
+    let cannot = |rest: &str, element: &str| {
+        format!(
+            "parsing time {} as {}: cannot parse {} as {}",
+            quote(value),
+            quote(layout),
+            quote(rest),
+            quote(element)
+        )
+    };
+    let mut rest = value;
+    let mut layout_rest = layout;
+    let (mut month, mut day, mut year) = (1u32, 1u32, 0i32);
+    while !layout_rest.is_empty() {
+        let element = ["2006", "01", "02"].into_iter().find(|e| layout_rest.starts_with(e));
+        match element {
+            Some(element) => {
+                let digits = if element == "2006" { 4 } else { 2 };
+                let field = rest.get(..digits).filter(|f| f.bytes().all(|b| b.is_ascii_digit()));
+                let Some(field) = field else { return cannot(rest, element) };
+                let n: i32 = field.parse().unwrap_or_default();
+                match element {
+                    "2006" => year = n,
+                    "01" => month = n as u32,
+                    _ => day = n as u32,
+                }
+                rest = &rest[digits..];
+                layout_rest = &layout_rest[element.len()..];
+            }
+            None => {
+                let literal_len =
+                    layout_rest.find(['2', '0']).filter(|i| *i > 0).unwrap_or(layout_rest.len());
+                let literal = &layout_rest[..literal_len];
+                if !rest.starts_with(literal) {
+                    return cannot(rest, literal);
+                }
+                rest = &rest[literal.len()..];
+                layout_rest = &layout_rest[literal_len..];
+            }
+        }
+    }
+    if !rest.is_empty() {
+        return format!("parsing time {}: extra text: {}", quote(value), quote(rest));
+    }
+    if !(1..=12).contains(&month) {
+        return format!("parsing time {}: month out of range", quote(value));
+    }
+    let valid_day = NaiveDate::from_ymd_opt(year, month, day).is_some();
+    if !valid_day {
+        return format!("parsing time {}: day out of range", quote(value));
+    }
+    format!("parsing time {}: cannot parse", quote(value))
+}
+
+/// Where Go's base64 decoder stops on `s`: the first byte outside the alphabet, or for a
+/// bad length or padding, where the incomplete quantum starts.
+fn base64_error_offset(s: &str) -> usize {
+    let alphabet = |b: u8| b.is_ascii_alphanumeric() || b == b'+' || b == b'/';
+    let bytes = s.as_bytes();
+    let data_end = bytes.iter().position(|b| *b == b'=').unwrap_or(bytes.len());
+    if let Some(bad) =
+        bytes[..data_end].iter().position(|b| !alphabet(*b) && *b != b'\r' && *b != b'\n')
+    {
+        return bad;
+    }
+    let padding = &bytes[data_end..];
+    if let Some(bad) = padding.iter().position(|b| *b != b'=') {
+        return data_end + bad;
+    }
+    data_end - data_end % 4
 }
 
 /// A string of `format` as its CEL type; `None` for other formats and unreadable strings.
@@ -95,8 +224,41 @@ fn date_time(s: &str) -> Option<DateTime<FixedOffset>> {
     if let Ok(t) = DateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S%.f%z") {
         return Some(t);
     }
-    let naive = NaiveDateTime::parse_from_str(s, "%Y-%m-%dT%H:%M:%S%.f").ok()?;
+    // The local and reduced-precision forms kube-openapi also reads, in UTC.
+    let naive = ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%MZ", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S"]
+        .iter()
+        .find_map(|layout| NaiveDateTime::parse_from_str(s, layout).ok())
+        .or_else(|| {
+            let day = NaiveDate::parse_from_str(s, "%Y-%m-%d").ok().filter(|_| s.len() == 10)?;
+            day.and_hms_opt(0, 0, 0)
+        })?;
     Some(naive.and_utc().fixed_offset())
+}
+
+/// The [`Unreadable`] values in `v` (a rule's `self`), each with the name of the field (or
+/// key) that holds it, in the value's order.
+pub(crate) fn unreadable_in(v: &Value) -> Vec<(String, String)> {
+    fn walk(v: &Value, name: &str, found: &mut Vec<(String, String)>) {
+        match v {
+            Value::Opaque(o) => {
+                if let Some(u) = o.downcast_ref::<Unreadable>() {
+                    found.push((name.to_string(), u.message.clone()));
+                }
+            }
+            Value::List(items) => items.iter().for_each(|i| walk(i, name, found)),
+            Value::Map(map) => {
+                let mut entries: Vec<_> = map.map.iter().collect();
+                entries.sort_by_key(|(k, _)| k.to_string());
+                for (key, value) in entries {
+                    walk(value, &key.to_string(), found);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    walk(v, "", &mut found);
+    found
 }
 
 /// A `duration` as the OpenAPI formats read one: Go's (`1h30m`, `1.5s`, `-300ms`), else

@@ -5,7 +5,9 @@
 //! object along that tree, evaluates each rule with `self` (and, for transition rules,
 //! `oldSelf`, only where the old object has a value to correlate), and reports failures with
 //! upstream's field paths and messages. A definition's rules are checked when it is written:
-//! compile errors, and an estimated cost over upstream's limits, refuse it.
+//! compile errors, type errors of rules and `messageExpression`s against their schema (a rule
+//! must give a bool, a message expression a string), and an estimated cost over upstream's
+//! limits, refuse it.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -211,7 +213,9 @@ impl Walk {
     fn rules(&mut self, node: &Node, value: &Value, old: Option<&Value>, path: Option<&str>) {
         let mut activation = Activation::new();
         let typed = |v: &Value| crate::convert::from_json_typed(v, &node.schema);
-        activation.value("self", typed(&rule_view(value, node.object_meta)));
+        let own = typed(&rule_view(value, node.object_meta));
+        let unreadable = crate::convert::unreadable_in(&own);
+        activation.value("self", own);
         let old_view = old.map(|o| rule_view(o, node.object_meta));
         let invalid = |detail: &str| {
             FieldError::invalid(shown(path), &Value::String(node.type_name.clone()), detail)
@@ -263,6 +267,15 @@ impl Walk {
                     self.stopped = true;
                     return;
                 }
+                // A value its format cannot read fails the rule with its own error, as
+                // upstream's error values do (the one the rule names, else the first).
+                Err(e) if is_type_error(&e) && !unreadable.is_empty() => {
+                    let named =
+                        unreadable.iter().find(|(field, _)| rule.rule.contains(field.as_str()));
+                    let (_, message) = named.unwrap_or(&unreadable[0]);
+                    self.errors
+                        .push(invalid(&format!("{message} evaluating rule: {}", rule.shown())));
+                }
                 Err(e @ EvalError::WrongType { .. }) | Err(e @ EvalError::Failed(_))
                     if e.to_string().starts_with("no such overload")
                         || matches!(e, EvalError::WrongType { .. }) =>
@@ -305,6 +318,20 @@ impl Walk {
             }
             Err(_) => fallback(),
         }
+    }
+}
+
+/// Whether an evaluation failed on a value of the wrong type (as an unreadable value makes
+/// every use of it fail).
+fn is_type_error(e: &EvalError) -> bool {
+    match e {
+        EvalError::WrongType { .. } => true,
+        EvalError::Failed(text) => {
+            text.starts_with("no such overload")
+                || text.contains("nexpected type")
+                || text.contains("can not be compared")
+        }
+        EvalError::CostLimit => false,
     }
 }
 
@@ -448,11 +475,15 @@ impl Check {
             }
             let message_expression = r["messageExpression"].as_str().unwrap_or_default();
             if !message_expression.trim().is_empty() {
-                if let Err(e) = compile(message_expression, &["self", "oldSelf"]) {
+                let problem = match compile(message_expression, &["self", "oldSelf"]) {
+                    Err(e) => Some(format!("messageExpression compilation failed: {e}")),
+                    Ok(_) => message_type_problem(message_expression, schema),
+                };
+                if let Some(detail) = problem {
                     self.problems.push(RuleProblem::Invalid {
                         field: format!("{field}.messageExpression"),
                         rule: rule.source.clone(),
-                        detail: format!("messageExpression compilation failed: {e}"),
+                        detail,
                     });
                 }
             }
@@ -483,6 +514,19 @@ fn type_problem(rule: &str, schema: &Value) -> Option<String> {
         Err(e) => Some(format!("compilation failed: {e}")),
         Ok(t) if t.is_known() && t != check::Type::Bool => {
             Some("cel expression must evaluate to a bool".to_string())
+        }
+        Ok(_) => None,
+    }
+}
+
+/// What cel-go's checker says of a `messageExpression` on a value of `schema`, if it refuses
+/// it: a type error, or a result that is not a string.
+fn message_type_problem(expression: &str, schema: &Value) -> Option<String> {
+    let own = check::Type::of_schema(schema);
+    match crate::type_check(expression, &[("self", own.clone()), ("oldSelf", own)]) {
+        Err(e) => Some(format!("messageExpression compilation failed: {e}")),
+        Ok(t) if t.is_known() && t != check::Type::String => {
+            Some("messageExpression must evaluate to a string".to_string())
         }
         Ok(_) => None,
     }
@@ -528,7 +572,9 @@ impl Sizes for SchemaSizes<'_> {
                 } else {
                     &schema["additionalProperties"]
                 }
-            } else if let Some(sub) = schema["properties"].get(step) {
+            } else if let Some(sub) =
+                crate::escaping::unescape(step).and_then(|name| schema["properties"].get(name))
+            {
                 sub
             } else if schema["additionalProperties"].is_object() {
                 &schema["additionalProperties"]

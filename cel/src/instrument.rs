@@ -22,6 +22,7 @@ const NOT_VARIABLES: &[&str] = &[
     "double",
     "duration",
     "dyn",
+    "format",
     "int",
     "ip",
     "list",

@@ -16,8 +16,10 @@
 //! | [`budget`] | the cost of an evaluation, counted while it runs and stopped at its limit |
 //! | `instrument.rs` | rewrites a parsed program so that evaluating it charges the budget |
 //! | [`estimate`] | a compile-time estimate of a program's worst cost from the sizes of its inputs |
-//! | [`check`] | type checking against the types of the variables (a CRD rule's schema): undefined fields, operators without an overload |
+//! | [`check`] | type checking against the types of the variables (a CRD rule's schema): undefined fields, operators and functions without an overload, undeclared functions, mixed literals |
+//! | `signatures.rs` | the overloads of every function, as the checker resolves calls |
 //! | `convert.rs` | JSON to CEL values |
+//! | [`escaping`] | object property names as CEL identifiers (`__namespace__`, `a__dash__b`) |
 //! | [`library`] | the Kubernetes libraries: lists, regex, URLs, quantities, IPs and CIDRs, the authorizer, sets |
 //! | [`crd`] | CRD validation rules: compiled per definition, evaluated per object |
 //!
@@ -31,9 +33,11 @@ pub mod budget;
 pub mod check;
 mod convert;
 pub mod crd;
+pub mod escaping;
 pub mod estimate;
 mod instrument;
 pub mod library;
+mod signatures;
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, LazyLock};

@@ -339,7 +339,7 @@ fn durations_read_as_go_and_the_openapi_formats_do() {
     assert_eq!(d(""), None);
     let bytes =
         from_json_typed(&json!("not base64!"), &json!({"type": "string", "format": "byte"}));
-    assert!(matches!(bytes, Value::String(_)), "unreadable stays a string");
+    assert!(matches!(bytes, Value::Opaque(_)), "unreadable is an error value");
 }
 
 #[test]
@@ -384,7 +384,10 @@ fn type_errors_are_refused_as_cel_gos_checker_refuses_them() {
     let crd_schema = json!({"type": "object", "properties": {"spec": {"type": "object",
         "properties": {"size": {"type": "integer"}},
         "x-kubernetes-validations": [{"rule": "self.size == 'big'"}, {"rule": "self.size + 1"},
-                                     {"rule": "self.color == 'red'"}, {"rule": "self.size > 1"}]}}});
+                                     {"rule": "self.color == 'red'"}, {"rule": "self.size > 1"},
+                                     {"rule": "self.size > 2", "messageExpression": "'size ' + self.size"},
+                                     {"rule": "self.size > 3", "messageExpression": "self.size"},
+                                     {"rule": "self.size > 4", "messageExpression": "'size ' + string(self.size)"}]}}});
     use rkube_apis::validation::rules::RuleEngine;
     let problems = crd::Engine.check(&crd_schema, "spec.validation.openAPIV3Schema");
     let details: Vec<String> = problems
@@ -403,6 +406,268 @@ fn type_errors_are_refused_as_cel_gos_checker_refuses_them() {
             format!("{at}[0].rule: compilation failed: ERROR: <input>:1:11: found no matching overload for '_==_' applied to '(int, string)'"),
             format!("{at}[1].rule: cel expression must evaluate to a bool"),
             format!("{at}[2].rule: compilation failed: ERROR: <input>:1:5: undefined field 'color'"),
+            format!("{at}[4].messageExpression: messageExpression compilation failed: ERROR: <input>:1:9: found no matching overload for '_+_' applied to '(string, int)'"),
+            format!("{at}[5].messageExpression: messageExpression must evaluate to a string"),
         ]
     );
+}
+
+#[test]
+fn calls_are_checked_against_the_functions_signatures() {
+    let schema = json!({"type": "object", "properties": {
+        "replicas": {"type": "integer"}, "name": {"type": "string"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "counts": {"type": "array", "items": {"type": "integer"}},
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+        "since": {"type": "string", "format": "date-time"},
+        "open": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+        "either": {"x-kubernetes-int-or-string": true}}});
+    let own = check::Type::of_schema(&schema);
+    let checked = |rule: &str| type_check(rule, &[("self", own.clone()), ("oldSelf", own.clone())]);
+    for fine in [
+        "self.name.startsWith('a') && self.name.endsWith('b') && self.name.contains('c')",
+        "self.name.matches('^a') && matches(self.name, 'b') && size(self.tags) == self.tags.size()",
+        "int(self.name) + self.replicas > 0 && string(self.replicas) == '3' && double(self.replicas) > 1.5",
+        "self.since.getFullYear() > 2000 && duration('1h').getMinutes() == 60 && timestamp(self.replicas) > self.since",
+        "self.tags.map(t, t.size()).sum() > 3 && self.tags.filter(t, t != '').all(t, t.lowerAscii() == t)",
+        "self.labels.exists(k, k.startsWith('x')) && self.tags.exists_one(t, t == 'a')",
+        "self.counts.min() < 3 && self.tags.isSorted() && self.counts.indexOf(2) >= 0",
+        "url(self.name).getHost() == 'a' && url(self.name).getQuery()['x'][0] == 'y'",
+        "quantity(self.name).add(1).isGreaterThan(quantity('1')) && quantity('1').compareTo(quantity('2')) < 0",
+        "cidr(self.name).containsIP(ip('10.0.0.1')) && cidr('10.0.0.0/8').containsIP(self.name) && ip(self.name).family() == 4",
+        "ip.isCanonical(self.name) && sets.contains(self.tags, ['a']) && base64.encode(b'a') == 'YQ=='",
+        "self.name.split(',').join('-') == self.name && self.name.find('[0-9]+').size() > 0",
+        "self.open.whatever.startsWith('a') && self.either.size() > 0 && dyn(self.replicas) == 'x'",
+        "self.tags.all(t, self.open.x.contains(t)) && [self.open.a, 1].size() == 2",
+        "'%s'.format([self.name]) != '' && strings.quote(self.name) != ''",
+        "type(self.replicas) == int && self.?name.orValue('') == ''",
+        "[1, 2] + [] == [] && {}.size() == 0 && ([] + [self.name])[0].startsWith('a')",
+        "self.replicas in [1, 2] && 'a' in self.labels && (self.replicas > 1 ? 'a' : 'b').size() > 0",
+    ] {
+        assert!(checked(fine).is_ok(), "{fine}: {:?}", checked(fine));
+    }
+    let first_line = |rule: &str| checked(rule).unwrap_err().lines().next().unwrap().to_string();
+    assert_eq!(
+        checked("self.name.startsWith(1)").unwrap_err(),
+        "ERROR: <input>:1:21: found no matching overload for 'startsWith' applied to 'string.(int)'\n | self.name.startsWith(1)\n | ....................^"
+    );
+    assert_eq!(
+        first_line("size(self.replicas) > 0"),
+        "ERROR: <input>:1:5: found no matching overload for 'size' applied to '(int)'"
+    );
+    assert_eq!(
+        first_line("self.name.size() + 'x' == 'y'"),
+        "ERROR: <input>:1:18: found no matching overload for '_+_' applied to '(int, string)'"
+    );
+    assert_eq!(
+        first_line("self.name.frobnicate()"),
+        "ERROR: <input>:1:21: undeclared reference to 'frobnicate' (in container '')"
+    );
+    assert_eq!(
+        first_line("frob(self.name)"),
+        "ERROR: <input>:1:5: undeclared reference to 'frob' (in container '')"
+    );
+    assert!(first_line("self.tags.map(t, t.size()).exists(n, n.startsWith('a'))")
+        .ends_with("found no matching overload for 'startsWith' applied to 'int.(string)'"));
+    assert!(first_line("self.counts.filter(c, c > 1)[0] == 'a'")
+        .ends_with("found no matching overload for '_==_' applied to '(int, string)'"));
+    assert!(first_line("quantity(self.name).isLessThan(1)").ends_with(
+        "found no matching overload for 'isLessThan' applied to 'kubernetes.Quantity.(int)'"
+    ));
+    assert!(first_line("self.counts.indexOf('a') > 0")
+        .ends_with("found no matching overload for 'indexOf' applied to 'list(int).(string)'"));
+    assert!(first_line("self.since.getHours() + self.name == 1")
+        .ends_with("found no matching overload for '_+_' applied to '(int, string)'"));
+    assert!(first_line("self.replicas.all(x, x > 1)").ends_with(
+        "expression of type 'int' cannot be range of a comprehension (must be list, map, or dynamic)"
+    ));
+    assert!(first_line("self.replicas.value == 1")
+        .ends_with("type 'int' does not support field selection"));
+    assert!(first_line("'a' in self.counts")
+        .ends_with("found no matching overload for '@in' applied to '(string, list(int))'"));
+    assert!(first_line("self.tags['a'] == 'b'")
+        .ends_with("found no matching overload for '_[_]' applied to '(list(string), string)'"));
+    assert!(first_line("(self.replicas > 1 ? 1 : 'a') == 1")
+        .ends_with("found no matching overload for '_?_:_' applied to '(bool, int, string)'"));
+    assert_eq!(checked("self.name.size()"), Ok(check::Type::Int));
+    // Every problem, in the order of their positions, as cel-go lists them; what a problem
+    // makes refuses nothing further out.
+    assert_eq!(
+        checked("self.replicas + 'a' > 0 || self.nmae.size() > 0").unwrap_err(),
+        "ERROR: <input>:1:15: found no matching overload for '_+_' applied to '(int, string)'\n | self.replicas + 'a' > 0 || self.nmae.size() > 0\n | ..............^\nERROR: <input>:1:32: undefined field 'nmae'\n | self.replicas + 'a' > 0 || self.nmae.size() > 0\n | ...............................^"
+    );
+    assert_eq!(
+        checked("self.tags.map(t, t.size())"),
+        Ok(check::Type::List(Box::new(check::Type::Int)))
+    );
+}
+
+#[test]
+fn aggregate_literals_are_homogeneous() {
+    let checked = |rule: &str| type_check(rule, &[("self", check::Type::Dyn)]);
+    assert_eq!(
+        checked("[1, 'a'].size() > 0").unwrap_err(),
+        "ERROR: <input>:1:5: expected type 'int' but found 'string'\n | [1, 'a'].size() > 0\n | ....^"
+    );
+    assert!(checked("{'a': 1, 'b': 'x'}.size() > 0")
+        .unwrap_err()
+        .contains("expected type 'int' but found 'string'"));
+    assert!(checked("{'a': 1, 2: 1}.size() > 0")
+        .unwrap_err()
+        .contains("expected type 'string' but found 'int'"));
+    assert!(checked("[[1], ['a']].size() > 0")
+        .unwrap_err()
+        .contains("expected type 'list(int)' but found 'list(string)'"));
+    for fine in ["[1, self.x, 2].size() > 0", "[[], [1]].size() > 0", "[null, 'a'].size() > 0"] {
+        assert!(checked(fine).is_ok(), "{fine}: {:?}", checked(fine));
+    }
+}
+
+#[test]
+fn values_take_the_types_the_checker_gives_their_schema() {
+    use crate::convert::{from_json_typed, unreadable_in};
+    let number = json!({"type": "number"});
+    assert_eq!(from_json_typed(&json!(2), &number), Value::Float(2.0));
+    assert_eq!(from_json_typed(&json!(2.5), &number), Value::Float(2.5));
+    assert_eq!(from_json_typed(&json!(3.0), &json!({"type": "integer"})), Value::Int(3));
+    let either = json!({"x-kubernetes-int-or-string": true});
+    assert_eq!(from_json_typed(&json!(3), &either), Value::Int(3));
+    assert!(matches!(from_json_typed(&json!("3"), &either), Value::String(_)));
+
+    let schema = json!({"type": "object", "properties": {
+        "d": {"type": "string", "format": "duration"},
+        "t": {"type": "string", "format": "date-time"},
+        "day": {"type": "string", "format": "date"},
+        "b": {"type": "string", "format": "byte"},
+        "email": {"type": "string", "format": "email"}}});
+    let typed = from_json_typed(
+        &json!({"d": "soon", "t": "yesterday", "day": "2024-13-01", "b": "not base64!", "email": "x"}),
+        &schema,
+    );
+    assert_eq!(
+        unreadable_in(&typed),
+        vec![
+            ("b".to_string(), "Invalid byte formatted string not base64!: illegal base64 data at input byte 3".to_string()),
+            ("d".to_string(), "Invalid duration soon: unable to parse soon as duration".to_string()),
+            ("day".to_string(), "Invalid date formatted string 2024-13-01: parsing time \"2024-13-01\": month out of range".to_string()),
+            ("t".to_string(), "Invalid date-time formatted string yesterday: parsing time \"yesterday\" as \"2006-01-02\": cannot parse \"yesterday\" as \"2006\"".to_string()),
+        ]
+    );
+    let day = |s: &str| from_json_typed(&json!(s), &json!({"type": "string", "format": "date"}));
+    assert!(matches!(day("2024-02-29"), Value::Timestamp(_)));
+    let messages = |s: &str| unreadable_in(&day(s)).into_iter().map(|(_, m)| m).collect::<Vec<_>>();
+    assert_eq!(
+        messages("2023-02-29"),
+        ["Invalid date formatted string 2023-02-29: parsing time \"2023-02-29\": day out of range"]
+    );
+    assert_eq!(messages("2023/02/01"), ["Invalid date formatted string 2023/02/01: parsing time \"2023/02/01\" as \"2006-01-02\": cannot parse \"/02/01\" as \"-\""]);
+    assert_eq!(messages("2023-02-01x"), ["Invalid date formatted string 2023-02-01x: parsing time \"2023-02-01x\": extra text: \"x\""]);
+    let date_time = json!({"type": "string", "format": "date-time"});
+    for fine in [
+        "2024-01-02T03:04:05Z",
+        "2024-01-02T03:04:05",
+        "2024-01-02 03:04:05",
+        "2024-01-02T03:04Z",
+        "2024-01-02",
+    ] {
+        assert!(matches!(from_json_typed(&json!(fine), &date_time), Value::Timestamp(_)), "{fine}");
+    }
+}
+
+#[test]
+fn a_rule_using_an_unreadable_value_fails_with_its_error() {
+    let schema = json!({"type": "object", "properties": {
+        "since": {"type": "string", "format": "date-time"}, "name": {"type": "string"}},
+        "x-kubernetes-validations": [
+            {"rule": "self.since < timestamp('2030-01-01T00:00:00Z')"},
+            {"rule": "self.name.startsWith('a')"}]});
+    let rules = crd::Rules::compile(&schema).unwrap();
+    let errors: Vec<String> = rules
+        .validate(&json!({"since": "yesterday", "name": "abc"}), None)
+        .iter()
+        .map(|e| e.line())
+        .collect();
+    assert_eq!(
+        errors,
+        ["<nil>: Invalid value: \"object\": Invalid date-time formatted string yesterday: parsing time \"yesterday\" as \"2006-01-02\": cannot parse \"yesterday\" as \"2006\" evaluating rule: self.since < timestamp('2030-01-01T00:00:00Z')"]
+    );
+}
+
+#[test]
+fn properties_are_reached_by_their_escaped_names() {
+    let schema = json!({"type": "object", "properties": {
+        "namespace": {"type": "string"}, "x-y": {"type": "integer"},
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}}},
+        "x-kubernetes-validations": [
+            {"rule": "has(self.__namespace__) && self.__namespace__ != 'kube-system'"},
+            {"rule": "self.x__dash__y > 0"},
+            {"rule": "!('app.kubernetes.io/name' in self.labels) || self.labels['app.kubernetes.io/name'] != ''"}]});
+    use rkube_apis::validation::rules::RuleEngine;
+    assert_eq!(crd::Engine.check(&schema, "s"), vec![]);
+    let rules = crd::Rules::compile(&schema).unwrap();
+    let lines = |obj: serde_json::Value| -> Vec<String> {
+        rules.validate(&obj, None).iter().map(|e| e.line()).collect()
+    };
+    let fine = json!({"namespace": "a", "x-y": 1, "labels": {"app.kubernetes.io/name": "x"}});
+    assert_eq!(lines(fine), Vec::<String>::new());
+    let bad =
+        json!({"namespace": "kube-system", "x-y": 0, "labels": {"app.kubernetes.io/name": ""}});
+    let got = lines(bad);
+    assert_eq!(got.len(), 3, "{got:?}");
+    let own = check::Type::of_schema(&schema);
+    assert!(type_check("self.namespaec == 'x'", &[("self", own)])
+        .unwrap_err()
+        .contains("undefined field 'namespaec'"));
+}
+
+#[test]
+fn the_format_library() {
+    let eval = |src: &str| {
+        compile(src, &["self"])
+            .unwrap()
+            .evaluate(Activation::new().json("self", &json!("x")), PER_CALL_LIMIT)
+            .map(|(v, _)| v)
+    };
+    assert_eq!(
+        eval("format.dns1123Label().validate('my-name') == optional.none()"),
+        Ok(Value::Bool(true))
+    );
+    assert_eq!(
+        eval("format.dns1123Label().validate('My_Name').value()[0]"),
+        Ok(Value::String(Arc::new("a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')".into())))
+    );
+    assert_eq!(
+        eval("format.named('dns1035Label').value().validate('1abc').hasValue()"),
+        Ok(Value::Bool(true))
+    );
+    assert_eq!(eval("format.named('nope').hasValue()"), Ok(Value::Bool(false)));
+    assert_eq!(
+        eval("format.dns1123LabelPrefix().validate('my-prefix-').hasValue()"),
+        Ok(Value::Bool(false))
+    );
+    assert_eq!(
+        eval("format.uuid().validate('123e4567-e89b-12d3-a456-426614174000').hasValue()"),
+        Ok(Value::Bool(false))
+    );
+    assert_eq!(
+        eval("format.uuid().validate('nope').value()"),
+        Ok(Value::List(Arc::new(vec![Value::String(Arc::new(
+            "does not match the UUID format".into()
+        ))])))
+    );
+    assert_eq!(
+        eval("format.uri().validate('not a uri').value()[0]"),
+        Ok(Value::String(Arc::new("parse \"not a uri\": invalid URI for request".into())))
+    );
+    assert_eq!(eval("format.date().validate('2021-01-01').hasValue() || format.byte().validate('aGVsbG8=').hasValue()"), Ok(Value::Bool(false)));
+    // The checker knows them.
+    let checked = |rule: &str| type_check(rule, &[("self", check::Type::String)]);
+    assert!(checked("size(self) == 0 || format.dns1123Label().validate(self) == optional.none()")
+        .is_ok());
+    assert!(checked("format.dns1123Label().validate(1) == optional.none()").unwrap_err().contains(
+        "found no matching overload for 'validate' applied to 'kubernetes.NamedFormat.(int)'"
+    ));
+    assert!(checked("format.dns1124Label().validate(self) == optional.none()")
+        .unwrap_err()
+        .contains("undeclared reference to 'dns1124Label'"));
 }

@@ -135,7 +135,10 @@ fn definitions_with_rules_that_do_not_compile_or_cost_too_much_are_refused() {
         .replace(r#""self.replicas <= 10""#, r#""self.replicas <=""#)
         .replace(r#""self == oldSelf""#, r#""self == other""#)
         .replace(r#""self.minReplicas <= self.replicas""#, r#""self.minReplicas <= self.memory""#)
-        .replace(r#""self.port > 0 && self.port < 65536""#, r#""self.prot > 0""#);
+        .replace(r#""self.port > 0 && self.port < 65536""#, r#""self.prot > 0""#)
+        .replace("quantity('2Gi'))", "2)")
+        .replace("' + string(self.replicas)", "' + self.replicas")
+        .replace(r#""self.metadata.name.startsWith('g')""#, r#""['g', 1].exists(p, p == 'g')""#);
     let refused = s.fails_stdin(&["create", "-f", "-"], &bad);
     // Type errors, found by checking the rules against the schema as cel-go's checker does.
     assert!(
@@ -146,12 +149,30 @@ fn definitions_with_rules_that_do_not_compile_or_cost_too_much_are_refused() {
         refused.contains(r#"spec.validation.openAPIV3Schema.properties[spec].properties[ports].items.x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:"self.prot > 0", Message:"port out of range", MessageExpression:"", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:5: undefined field 'prot'"#),
         "{refused}"
     );
+    // Functions are checked against their signatures, and literals must be homogeneous.
+    assert!(
+        refused.contains(r#"spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[2].rule: Invalid value: apiextensions.ValidationRule{Rule:"!has(self.memory) || quantity(self.memory).isLessThan(2)", Message:"memory must be under 2Gi", MessageExpression:"", Reason:(*apiextensions.FieldValueErrorReason)(0x"#),
+        "{refused}"
+    );
+    assert!(
+        refused.contains(r#"FieldPath:".memory", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:54: found no matching overload for 'isLessThan' applied to 'kubernetes.Quantity.(int)'"#),
+        "{refused}"
+    );
+    assert!(
+        refused.contains(r#"spec.validation.openAPIV3Schema.x-kubernetes-validations[0].rule: Invalid value: apiextensions.ValidationRule{Rule:"['g', 1].exists(p, p == 'g')", Message:"the name must start with g", MessageExpression:"", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:7: expected type 'string' but found 'int'"#),
+        "{refused}"
+    );
     assert!(
         refused.contains(r#"The CustomResourceDefinition "bad.example.com" is invalid: "#),
         "{refused}"
     );
     assert!(
-        refused.contains(r#"spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[1].rule: Invalid value: apiextensions.ValidationRule{Rule:"self.replicas <=", Message:"", MessageExpression:"'at most 10 replicas, not ' + string(self.replicas)", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:"#),
+        refused.contains(r#"spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[1].rule: Invalid value: apiextensions.ValidationRule{Rule:"self.replicas <=", Message:"", MessageExpression:"'at most 10 replicas, not ' + self.replicas", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}: compilation failed: ERROR: <input>:1:"#),
+        "{refused}"
+    );
+    // A messageExpression is checked too, and must give a string.
+    assert!(
+        refused.contains(r#"spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[1].messageExpression: Invalid value: apiextensions.ValidationRule{Rule:"self.replicas <=", Message:"", MessageExpression:"'at most 10 replicas, not ' + self.replicas", Reason:(*apiextensions.FieldValueErrorReason)(nil), FieldPath:"", OptionalOldSelf:(*bool)(nil)}: messageExpression compilation failed: ERROR: <input>:1:29: found no matching overload for '_+_' applied to '(string, int)'"#),
         "{refused}"
     );
     assert!(
@@ -274,4 +295,63 @@ fn formatted_strings_are_timestamps_durations_and_bytes_to_rules() {
     ] {
         assert!(refused.contains(line), "no {line:?} in:\n{refused}");
     }
+    // A string its format cannot read is refused by the schema, and then, as upstream, the
+    // rules are not run (inside them it would be an error value).
+    let refused = s.fails_stdin(
+        &["create", "-f", "-"],
+        &timer("t3", "{start: '2026-01-02T03:04:05Z', every: soon, key: AAECAw==}"),
+    );
+    assert!(
+        refused.contains(r#"spec.every: Invalid value: "soon": spec.every in body must be of type duration: "soon""#),
+        "{refused}"
+    );
+    assert!(refused.contains("some validation rules were not checked"), "{refused}");
+    assert!(!refused.contains("every must be a minute or more"), "{refused}");
+}
+
+#[test]
+fn rules_reach_properties_by_their_escaped_names() {
+    let s = RkubeServer::start();
+    s.define_crd(
+        r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: refs.example.com}
+spec:
+  group: example.com
+  names: {plural: refs, singular: ref, kind: Ref}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations:
+            - rule: "!has(self.__namespace__) || self.__namespace__ != 'kube-system'"
+              message: "no references into kube-system"
+            - rule: "self.max__dash__count > 0"
+              message: "max-count must be positive"
+            properties:
+              namespace: {type: string}
+              max-count: {type: integer}
+"#,
+        "refs.example.com",
+    );
+    let object = |spec: &str| {
+        format!("apiVersion: example.com/v1\nkind: Ref\nmetadata: {{name: r}}\nspec: {spec}\n")
+    };
+    let refused =
+        s.fails_stdin(&["create", "-f", "-"], &object("{namespace: kube-system, max-count: 0}"));
+    for line in [
+        r#"spec: Invalid value: "object": no references into kube-system"#,
+        r#"spec: Invalid value: "object": max-count must be positive"#,
+    ] {
+        assert!(refused.contains(line), "no {line:?} in:\n{refused}");
+    }
+    s.ok_stdin(&["create", "-f", "-"], &object("{namespace: default, max-count: 2}"));
 }

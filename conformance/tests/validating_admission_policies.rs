@@ -7,7 +7,10 @@
 //! `spec.count`), with `request.kind` naming v1 and `request.requestKind` v2; `Exact` lets
 //! the v2 request by; a conversion that fails obeys the policy's failure policy. Admission
 //! webhooks with a v1 rule see the same conversion (one mechanism): a validating one gets
-//! the v1 object, a mutating one's v1 patch is converted back to v2.
+//! the v1 object, a mutating one's v1 patch is converted back to v2. Expressions are
+//! compiled when policies and webhook configurations are written, and the policy status
+//! controller reports expressions that do not type-check against the matched kinds'
+//! schemas in the policy's `status.typeChecking`.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -480,4 +483,108 @@ spec:
         &["create", "-n", "test", "-f", "-"],
         r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "admins"}}"#,
     );
+
+const WIDGETS: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  names: {plural: widgets, singular: widget, kind: Widget}
+  scope: Namespaced
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer}
+"#;
+
+fn typed_policy(expression: &str) -> String {
+    format!(
+        r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: typed-policy.example.com
+spec:
+  matchConstraints:
+    resourceRules:
+    - apiGroups: ["example.com"]
+      apiVersions: ["v1"]
+      operations: ["CREATE"]
+      resources: ["widgets"]
+    - apiGroups: ["apps"]
+      apiVersions: ["v1"]
+      operations: ["CREATE"]
+      resources: ["deployments", "deployments/scale"]
+    - apiGroups: ["*"]
+      apiVersions: ["v1"]
+      operations: ["CREATE"]
+      resources: ["pods"]
+  validations:
+  - expression: "true"
+    messageExpression: "'replicas: ' + object.spec.replicas.size()"
+  - expression: '{expression}'
+"#
+    )
+}
+
+/// The policy's status as `kubectl get -o jsonpath` prints `path`.
+fn policy_status(s: &RkubeServer, path: &str) -> String {
+    let jsonpath = format!("jsonpath={{{path}}}");
+    s.ok(&["get", "validatingadmissionpolicy", "typed-policy.example.com", "-o", &jsonpath])
+}
+
+#[test]
+fn expressions_that_do_not_type_check_are_reported_in_the_policy_status() {
+    let s = RkubeServer::start();
+    s.define_crd(WIDGETS, "widgets.example.com");
+    s.ok_stdin(&["apply", "-f", "-"], &typed_policy(r#"object.spec.replicas > "x""#));
+    s.wait_until("the policy's generation is observed", Duration::from_secs(30), || {
+        let observed = policy_status(&s, ".status.observedGeneration");
+        (observed == "1", observed)
+    });
+    let yaml =
+        s.ok(&["get", "validatingadmissionpolicy", "typed-policy.example.com", "-o", "yaml"]);
+    assert!(yaml.contains("typeChecking:\n    expressionWarnings:\n"), "{yaml}");
+    assert!(yaml.contains("fieldRef: spec.validations[1].expression"), "{yaml}");
+    // Each kind the rules name (sorted, wildcard groups left out) is checked: the
+    // Deployment's schema from the built-in OpenAPI, the Widget's from its definition.
+    assert_eq!(
+        policy_status(&s, ".status.typeChecking.expressionWarnings[1].warning"),
+        "apps/v1, Kind=Deployment: ERROR: <input>:1:22: found no matching overload for '_>_' applied to '(int, string)'\n | object.spec.replicas > \"x\"\n | .....................^\n\nexample.com/v1, Kind=Widget: ERROR: <input>:1:12: undefined field 'replicas'\n | object.spec.replicas > \"x\"\n | ...........^\n"
+    );
+    assert_eq!(
+        policy_status(&s, ".status.typeChecking.expressionWarnings[0].fieldRef"),
+        "spec.validations[0].messageExpression"
+    );
+    assert_eq!(
+        policy_status(&s, ".status.typeChecking.expressionWarnings[0].warning"),
+        "apps/v1, Kind=Deployment: ERROR: <input>:1:41: found no matching overload for 'size' applied to 'int.()'\n | 'replicas: ' + object.spec.replicas.size()\n | ........................................^\n\nexample.com/v1, Kind=Widget: ERROR: <input>:1:14: found no matching overload for '_+_' applied to '(string, int)'\n | 'replicas: ' + object.spec.replicas.size()\n | .............^\nERROR: <input>:1:27: undefined field 'replicas'\n | 'replicas: ' + object.spec.replicas.size()\n | ..........................^\n"
+    );
+
+    // A new generation is checked again: what checks leaves no warning.
+    let fixed = typed_policy("object.spec.replicas > 1").replace(
+        "'replicas: ' + object.spec.replicas.size()",
+        "'replicas: ' + string(object.metadata.name)",
+    );
+    s.ok_stdin(&["apply", "-f", "-"], &fixed);
+    s.wait_until("the new generation is observed", Duration::from_secs(30), || {
+        let observed = policy_status(&s, ".status.observedGeneration");
+        (observed == "2", observed)
+    });
+    assert_eq!(
+        policy_status(&s, ".status.typeChecking.expressionWarnings[*].fieldRef"),
+        "spec.validations[1].expression"
+    );
+    assert!(policy_status(&s, ".status.typeChecking.expressionWarnings[0].warning").starts_with(
+        "example.com/v1, Kind=Widget: ERROR: <input>:1:12: undefined field 'replicas'"
+    ));
 }

@@ -64,6 +64,10 @@
 //!   `--terminated-pod-gc-threshold`, pods of nodes that are gone, and pods being deleted
 //!   that no kubelet will finish.
 //!
+//! - `validatingadmissionpolicy-status-controller` ([`policy_status`]): type-checks each
+//!   ValidatingAdmissionPolicy's expressions against the schemas of the kinds it matches and
+//!   reports what does not check in its `status.typeChecking`.
+//!
 //! - `csrsigning-controller`, `csrapproving-controller`, `csrcleaner-controller`
 //!   ([`certificates`]): sign approved CertificateSigningRequests with the cluster CA,
 //!   approve kubelets' client certificate requests, delete requests done with.
@@ -120,6 +124,7 @@ pub mod pod_control;
 pub mod pod_events;
 pub mod pod_gc;
 pub mod pod_state;
+pub mod policy_status;
 pub mod replica_set;
 pub mod resource_quota;
 pub mod root_ca_publisher;
@@ -138,7 +143,7 @@ pub use client_builder::ClientBuilder;
 
 /// The controllers, by upstream's names, with the older short names `--controllers` also
 /// accepts.
-pub const CONTROLLERS: [(&str, &str); 31] = [
+pub const CONTROLLERS: [(&str, &str); 32] = [
     ("clusterrole-aggregation-controller", "clusterrole-aggregation"),
     ("cronjob-controller", "cronjob"),
     ("csrapproving-controller", "csrapproving"),
@@ -170,6 +175,7 @@ pub const CONTROLLERS: [(&str, &str); 31] = [
     ("statefulset-controller", "statefulset"),
     ("taint-eviction-controller", "taint-eviction-controller"),
     ("ttl-after-finished-controller", "ttl-after-finished"),
+    ("validatingadmissionpolicy-status-controller", "validatingadmissionpolicy-status"),
 ];
 
 /// Whether `name` is one of [`CONTROLLERS`], by either of its names.
@@ -505,6 +511,9 @@ fn controllers(
                 client,
                 certificates::cleaner::Cleaner,
             ));
+        }
+        if config.enabled(policy_status::NAME) {
+            tasks.spawn(policy_status::run(clients.client(policy_status::NAME).await));
         }
         if config.enabled("namespace-controller") {
             tasks.spawn(namespace::run(clients.client("namespace-controller").await));

@@ -420,7 +420,8 @@ struct ControllerManagerArgs {
     /// replicationcontroller-controller, root-ca-certificate-publisher-controller,
     /// serviceaccount-controller, serviceaccount-token-controller, statefulset-controller,
     /// taint-eviction-controller,
-    /// ttl-after-finished-controller). `rkube server --disable NAME` turns one off too.
+    /// ttl-after-finished-controller, validatingadmissionpolicy-status-controller).
+    /// `rkube server --disable NAME` turns one off too.
     #[arg(long, value_delimiter = ',', default_value = "*")]
     controllers: Vec<String>,
     /// The CIDR nodes' pod CIDRs come from (IPv4).

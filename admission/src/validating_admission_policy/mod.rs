@@ -19,8 +19,9 @@
 //! A policy whose rule names the resource in another version sees the request in that
 //! version ([`matching`]); a conversion that fails obeys its `failurePolicy`.
 //!
-//! Not yet: the policy's `status.typeChecking` (expressions are not type-checked against
-//! the matched kinds' schemas), writing `auditAnnotations` (rkube has no audit log: their
+//! The policy's `status.typeChecking` is the controllers' (`validatingadmissionpolicy-status-
+//! controller`), as upstream's: here expressions are compiled untyped, as upstream's plugin
+//! does. Not yet: writing `auditAnnotations` (rkube has no audit log: their
 //! values are logged, their failures obey the failure policy),
 //! `authorizer.requestResource`.
 

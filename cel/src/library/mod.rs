@@ -4,12 +4,14 @@
 //! `findAll`), [`urls`] (`url`, `isURL`, `getScheme`, ...), [`quantity`] (`quantity`,
 //! `isQuantity`, `compareTo`, `add`, ...), [`ip`] (`ip`, `cidr`, `isIP`, `containsIP`, ...),
 //! [`authz`] (the `authorizer` variable of admission policies) and [`sets`]
-//! (`sets.contains`, `sets.equivalent`, `sets.intersects`).
+//! (`sets.contains`, `sets.equivalent`, `sets.intersects`) and [`format`] (`format.named`,
+//! `format.dns1123Label()`, ..., `<format>.validate(s)`).
 //!
 //! Each function is an overload of the shared [`cel::Env`]; values of the Kubernetes types
 //! (quantities, IPs, CIDRs, URLs, authorizer checks) are opaque values.
 
 pub mod authz;
+pub mod format;
 pub mod ip;
 pub mod lists;
 pub mod quantity;
@@ -55,7 +57,8 @@ pub(crate) fn env() -> Env {
         quantity::register(&mut env)?;
         ip::register(&mut env)?;
         authz::register(&mut env)?;
-        sets::register(&mut env)
+        sets::register(&mut env)?;
+        format::register(&mut env)
     })();
     built.expect("the Kubernetes libraries declare no overload twice");
     env

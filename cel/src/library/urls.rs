@@ -52,7 +52,7 @@ pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
 }
 
 /// `s` as `url.ParseRequestURI` reads it.
-fn parse(s: &str) -> Result<CelUrl, String> {
+pub(crate) fn parse(s: &str) -> Result<CelUrl, String> {
     let bad = || format!("parse {s:?}: invalid URI for request");
     let without_fragment = s;
     if let Some(path) = without_fragment.strip_prefix('/') {

@@ -662,6 +662,13 @@ pub fn controller_roles() -> Vec<(&'static str, Vec<Value>)> {
         ),
         ("ttl-after-finished-controller", vec![rule("delete,get,list,watch", "batch", "jobs"), events()]),
         ("ttl-controller", vec![rule("list,patch,update,watch", "", "nodes"), events()]),
+        (
+            "validatingadmissionpolicy-status-controller",
+            vec![
+                rule("get,list,watch", "admissionregistration.k8s.io", "validatingadmissionpolicies"),
+                rule("patch,update", "admissionregistration.k8s.io", "validatingadmissionpolicies/status"),
+            ],
+        ),
     ]
 }
 
