@@ -124,6 +124,102 @@ impl Registry {
     }
 }
 
+/// The options object of each CONNECT subresource (upstream's `NewConnectOptions`): the
+/// resource (group, plural), the subresource, the options' kind, and whether the rest of the
+/// path after the subresource is the options' `path`.
+const CONNECT_OPTIONS: &[(&str, &str, &str, &str, bool)] = &[
+    ("", "pods", "exec", "PodExecOptions", false),
+    ("", "pods", "attach", "PodAttachOptions", false),
+    ("", "pods", "portforward", "PodPortForwardOptions", false),
+    ("", "pods", "proxy", "PodProxyOptions", true),
+    ("", "services", "proxy", "ServiceProxyOptions", true),
+    ("", "nodes", "proxy", "NodeProxyOptions", true),
+];
+
+/// The options a CONNECT request's query (and, for `proxy`, its path after the
+/// subresource) give, as the versioned object upstream's admission sees: fields that are
+/// false or empty left out, as Go's `omitempty` does. `None` for a subresource that is not
+/// a CONNECT (`pods/log` is a read).
+pub(crate) fn connect_options(
+    info: &ResourceInfo,
+    name: &str,
+    subresource: &str,
+    uri: &http::Uri,
+) -> ApiResult<Option<(&'static str, Value)>> {
+    let Some(&(_, _, _, kind, subpath)) = CONNECT_OPTIONS
+        .iter()
+        .find(|(g, r, s, _, _)| (*g, *r, *s) == (info.group, info.plural, subresource))
+    else {
+        return Ok(None);
+    };
+    let params = crate::kubelet::Params::parse(uri.query());
+    let mut options = serde_json::Map::new();
+    options.insert("kind".into(), Value::from(kind));
+    options.insert("apiVersion".into(), Value::from("v1"));
+    match kind {
+        "PodExecOptions" | "PodAttachOptions" => {
+            for flag in ["stdin", "stdout", "stderr", "tty"] {
+                if params.flag(flag) {
+                    options.insert(flag.into(), Value::Bool(true));
+                }
+            }
+            if let Some(container) = params.first("container").filter(|c| !c.is_empty()) {
+                options.insert("container".into(), Value::from(container));
+            }
+            if kind == "PodExecOptions" {
+                let command: Vec<Value> = params.all("command").map(Value::from).collect();
+                options.insert("command".into(), Value::Array(command));
+            }
+        }
+        "PodPortForwardOptions" => {
+            let ports = crate::kubelet::forward_ports(&params)?;
+            if !ports.is_empty() {
+                options.insert("ports".into(), Value::from(ports));
+            }
+        }
+        _ => {}
+    }
+    // Upstream's subpath: the path's parts after the subresource, with a leading slash, and
+    // the request's trailing slash kept.
+    if subpath {
+        // The first `/<resource>/<name>/<subresource>/` is the request's own.
+        let marker = format!("/{}/{name}/{subresource}/", info.plural);
+        let mut path = match uri.path().split_once(&marker) {
+            Some((_, "")) | None => String::new(),
+            Some((_, rest)) => format!("/{rest}"),
+        };
+        if uri.path().ends_with('/') && !path.ends_with('/') {
+            path.push('/');
+        }
+        if !path.is_empty() {
+            options.insert("path".into(), Value::from(path));
+        }
+    }
+    Ok(Some((kind, Value::Object(options))))
+}
+
+impl Registry {
+    /// A CONNECT (exec, attach, port-forward, proxy) through the admission chain before it
+    /// goes on, as upstream's connect handler: the mutating then the validating plugins, on
+    /// the request's options object ([`connect_options`]), of the options' kind.
+    pub(crate) async fn admit_connect(
+        &self,
+        write: &Write<'_>,
+        kind: &'static str,
+        options: &mut Value,
+    ) -> ApiResult<()> {
+        let state = CacheState { registry: self };
+        let mut attributes = write.attributes(Some(options), None);
+        attributes.kind.kind = kind;
+        let admitted = self.admission.admit(&mut attributes, &state).await;
+        crate::warnings::add(attributes.warnings.take());
+        admitted?;
+        let validated = self.admission.validate(&attributes, &state).await;
+        crate::warnings::add(attributes.warnings.take());
+        Ok(validated?)
+    }
+}
+
 /// The cluster as the plugins read it: the registry's watch caches.
 pub struct CacheState<'a> {
     pub registry: &'a Registry,
@@ -410,6 +506,48 @@ mod tests {
 
     fn info(group: &str, plural: &str) -> &'static ResourceInfo {
         Resources::builtin().storage_version_of(group, plural).unwrap()
+    }
+
+    #[test]
+    fn connect_requests_give_upstreams_options_objects() {
+        let options = |plural: &str, sub: &str, uri: &str| {
+            connect_options(info("", plural), "p", sub, &uri.parse().unwrap()).unwrap()
+        };
+        let attach =
+            "/api/v1/namespaces/ns/pods/p/attach?container=c1&stdin=true&stdout=1&tty=false";
+        assert_eq!(
+            options("pods", "attach", attach),
+            Some((
+                "PodAttachOptions",
+                json!({"kind": "PodAttachOptions", "apiVersion": "v1",
+                                             "stdin": true, "stdout": true, "container": "c1"})
+            ))
+        );
+        let exec = "/api/v1/namespaces/ns/pods/p/exec?command=sh&command=-c&stderr=true";
+        assert_eq!(
+            options("pods", "exec", exec).unwrap().1,
+            json!({"kind": "PodExecOptions", "apiVersion": "v1", "stderr": true,
+                   "command": ["sh", "-c"]})
+        );
+        let forward = "/api/v1/namespaces/ns/pods/p/portforward?ports=80,443";
+        assert_eq!(options("pods", "portforward", forward).unwrap().1["ports"], json!([80, 443]));
+        // The subpath after `proxy`, with a leading slash and the request's trailing one.
+        let proxy = |uri: &str| options("pods", "proxy", uri).unwrap().1["path"].clone();
+        assert_eq!(proxy("/api/v1/namespaces/ns/pods/p/proxy/a/b"), json!("/a/b"));
+        assert_eq!(proxy("/api/v1/namespaces/ns/pods/p/proxy/a/"), json!("/a/"));
+        assert_eq!(proxy("/api/v1/namespaces/ns/pods/p/proxy/"), json!("/"));
+        assert_eq!(proxy("/api/v1/namespaces/ns/pods/p/proxy"), Value::Null);
+        let node = options("nodes", "proxy", "/api/v1/nodes/p/proxy/metrics").unwrap();
+        assert_eq!(
+            node,
+            (
+                "NodeProxyOptions",
+                json!({"kind": "NodeProxyOptions",
+                                                      "apiVersion": "v1", "path": "/metrics"})
+            )
+        );
+        // `pods/log` is a read, not a CONNECT.
+        assert_eq!(options("pods", "log", "/api/v1/namespaces/ns/pods/p/log"), None);
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

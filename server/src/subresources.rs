@@ -148,6 +148,34 @@ pub fn find(group: &str, plural: &str, subresource: &str) -> Option<&'static Sub
     })
 }
 
+/// Admission of a CONNECT subresource (exec, attach, port-forward, proxy) before it goes on
+/// to a kubelet, pod or Service ([`crate::admission::connect_options`]).
+async fn admit_connect(
+    state: &ApiState,
+    req: &Request,
+    info: &ResourceInfo,
+    r: &ResourceRequest,
+    sub: &str,
+    uri: &http::Uri,
+) -> ApiResult<()> {
+    let name = r.name.as_deref().unwrap_or("");
+    let Some((kind, mut options)) = crate::admission::connect_options(info, name, sub, uri)? else {
+        return Ok(());
+    };
+    let requester = api::requester(&req.user);
+    let write = crate::admission::Write {
+        operation: rkube_admission::Operation::Connect,
+        info,
+        namespace: r.namespace.as_deref(),
+        name,
+        subresource: Some(sub),
+        dry_run: false,
+        user: Some(&requester),
+        options: rkube_admission::OperationOptions::None,
+    };
+    state.registry.admit_connect(&write, kind, &mut options).await
+}
+
 /// True for the requests whose body streams to a kubelet (never buffered).
 pub fn streams(r: &ResourceRequest) -> bool {
     r.name.is_some()
@@ -176,6 +204,7 @@ pub async fn serve(
     let row = find(info.group, info.plural, sub).ok_or_else(not_allowed)?;
     match (row.serve, raw) {
         (Serve::Kubelet(connect), Some(raw)) => {
+            admit_connect(state, req, info, r, sub, &raw.uri).await?;
             let response = connect(state, r, raw).await?;
             Ok(Reply {
                 code: response.status(),
