@@ -51,7 +51,8 @@ fn noxu(plural: &str, labels: Value) -> Value {
 }
 
 /// Upstream's "Custom Resource Definition, list / status sub-resource / discovery /
-/// defaulting" cases, one server.
+/// defaulting" cases and its two Discovery cases (preferred versions, a resource of each
+/// group version), one server.
 #[test]
 fn definitions_are_listed_patched_discovered_and_default_their_objects() {
     let s = RkubeServer::start();
@@ -150,6 +151,45 @@ fn definitions_are_listed_patched_discovered_and_default_their_objects() {
             .any(|r| r["name"] == "customresourcedefinitions"),
         "{resources:#}"
     );
+
+    // -- Discovery: every group's document (trailing slash, as upstream asks) names a
+    // preferred version among its versions; each group version upstream names lists its
+    // groupVersion and a resource.
+    for group in apis["groups"].as_array().unwrap() {
+        let name = group["name"].as_str().unwrap();
+        let doc = get(&s, &format!("/apis/{name}/"));
+        let versions = doc["versions"].as_array().filter(|v| !v.is_empty());
+        let versions = versions.unwrap_or_else(|| panic!("no versions for {name}: {doc:#}"));
+        let preferred = &doc["preferredVersion"]["groupVersion"];
+        assert!(versions.iter().any(|v| &v["groupVersion"] == preferred), "{doc:#}");
+    }
+    for (path, resource) in [
+        ("/api/v1", "namespaces"),
+        ("/apis/admissionregistration.k8s.io/v1", "validatingwebhookconfigurations"),
+        ("/apis/apiextensions.k8s.io/v1", "customresourcedefinitions"),
+        ("/apis/apiregistration.k8s.io/v1", "apiservices"),
+        ("/apis/apps/v1", "deployments"),
+        ("/apis/authentication.k8s.io/v1", "tokenreviews"),
+        ("/apis/authorization.k8s.io/v1", "selfsubjectaccessreviews"),
+        ("/apis/autoscaling/v1", "horizontalpodautoscalers"),
+        ("/apis/autoscaling/v2", "horizontalpodautoscalers"),
+        ("/apis/batch/v1", "jobs"),
+        ("/apis/certificates.k8s.io/v1", "certificatesigningrequests"),
+        ("/apis/coordination.k8s.io/v1", "leases"),
+        ("/apis/discovery.k8s.io/v1", "endpointslices"),
+        ("/apis/events.k8s.io/v1", "events"),
+        ("/apis/networking.k8s.io/v1", "ingresses"),
+        ("/apis/node.k8s.io/v1", "runtimeclasses"),
+        ("/apis/policy/v1", "poddisruptionbudgets"),
+        ("/apis/scheduling.k8s.io/v1", "priorityclasses"),
+        ("/apis/storage.k8s.io/v1", "csinodes"),
+    ] {
+        let list = get(&s, path);
+        let group_version = path.trim_start_matches("/api/").trim_start_matches("/apis/");
+        assert_eq!(list["groupVersion"], group_version, "{path}");
+        let names = list["resources"].as_array().unwrap();
+        assert!(names.iter().any(|r| r["name"] == resource), "{resource} in {path}: {list:#}");
+    }
 
     // -- defaulting: of stored objects on read, of new objects on create.
     let mut def = noxu("defaulteds", json!({}));
