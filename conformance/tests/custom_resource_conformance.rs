@@ -30,6 +30,33 @@ fn send(s: &RkubeServer, method: &str, path: &str, content_type: &str, body: &st
     s.curl_body(&["-X", method, "-H", &header], path, body.as_bytes())
 }
 
+const AGGREGATED: &str =
+    "Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// `/apis` or `/api` as an APIGroupDiscoveryList (apidiscovery.k8s.io/v2).
+fn aggregated(s: &RkubeServer, path: &str) -> Value {
+    let answer = s.curl(&["-H", AGGREGATED], path);
+    assert_eq!(answer.code, 200, "{path}: {}", answer.body);
+    let list = parse(path, &answer.body);
+    assert_eq!(
+        (&list["apiVersion"], &list["kind"]),
+        (&json!("apidiscovery.k8s.io/v2"), &json!("APIGroupDiscoveryList")),
+        "{path}"
+    );
+    list
+}
+
+fn aggregated_has(list: &Value, group: &str, version: &str, resource: &str) -> bool {
+    let items = list["items"].as_array().into_iter().flatten();
+    items.filter(|g| g["metadata"]["name"].as_str().unwrap_or("") == group).any(|g| {
+        let versions = g["versions"].as_array().into_iter().flatten();
+        versions.filter(|v| v["version"] == version).any(|v| {
+            let resources = v["resources"].as_array().into_iter().flatten();
+            resources.clone().any(|r| r["resource"] == resource)
+        })
+    })
+}
+
 /// A cluster-scoped definition like upstream's fixtures: one served storage version
 /// `v1beta1` whose schema keeps every field, in group `mygroup.example.com`.
 fn noxu(plural: &str, labels: Value) -> Value {
@@ -51,8 +78,8 @@ fn noxu(plural: &str, labels: Value) -> Value {
 }
 
 /// Upstream's "Custom Resource Definition, list / status sub-resource / discovery /
-/// defaulting" cases and its two Discovery cases (preferred versions, a resource of each
-/// group version), one server.
+/// defaulting" cases, its two Discovery cases (preferred versions, a resource of each
+/// group version) and the raw aggregated discovery ones (Accept headers, CRDs), one server.
 #[test]
 fn definitions_are_listed_patched_discovered_and_default_their_objects() {
     let s = RkubeServer::start();
@@ -163,7 +190,7 @@ fn definitions_are_listed_patched_discovered_and_default_their_objects() {
         let preferred = &doc["preferredVersion"]["groupVersion"];
         assert!(versions.iter().any(|v| &v["groupVersion"] == preferred), "{doc:#}");
     }
-    for (path, resource) in [
+    let expected = [
         ("/api/v1", "namespaces"),
         ("/apis/admissionregistration.k8s.io/v1", "validatingwebhookconfigurations"),
         ("/apis/apiextensions.k8s.io/v1", "customresourcedefinitions"),
@@ -183,12 +210,22 @@ fn definitions_are_listed_patched_discovered_and_default_their_objects() {
         ("/apis/policy/v1", "poddisruptionbudgets"),
         ("/apis/scheduling.k8s.io/v1", "priorityclasses"),
         ("/apis/storage.k8s.io/v1", "csinodes"),
-    ] {
+    ];
+    for (path, resource) in expected {
         let list = get(&s, path);
         let group_version = path.trim_start_matches("/api/").trim_start_matches("/apis/");
         assert_eq!(list["groupVersion"], group_version, "{path}");
         let names = list["resources"].as_array().unwrap();
         assert!(names.iter().any(|r| r["name"] == resource), "{resource} in {path}: {list:#}");
+    }
+
+    // -- Aggregated discovery asked for with its Accept header, raw: every one of those
+    // resources in `/apis` (or `/api`).
+    for (path, resource) in expected {
+        let (root, group_version) = path[1..].split_once('/').unwrap();
+        let (group, version) = group_version.rsplit_once('/').unwrap_or(("", group_version));
+        let discovery = aggregated(&s, &format!("/{root}"));
+        assert!(aggregated_has(&discovery, group, version, resource), "{path} {resource}");
     }
 
     // -- defaulting: of stored objects on read, of new objects on create.
@@ -200,6 +237,11 @@ fn definitions_are_listed_patched_discovered_and_default_their_objects() {
     let object = |name: &str| {
         json!({"apiVersion": "mygroup.example.com/v1beta1", "kind": "Defaulted", "metadata": {"name": name}}).to_string()
     };
+    // Its resource is in the aggregated discovery of /apis.
+    s.wait_until("defaulteds in aggregated discovery", Duration::from_secs(30), || {
+        let discovery = aggregated(&s, "/apis");
+        (aggregated_has(&discovery, "mygroup.example.com", "v1beta1", "defaulteds"), String::new())
+    });
     let created = send(&s, "POST", CRS, "application/json", &object("cr-1"));
     assert_eq!(created.code, 201, "{}", created.body);
     let patch_crd = |patch: &str| {
