@@ -548,6 +548,31 @@ mod tests {
     }
 
     #[test]
+    fn swagger_drops_what_keeps_unknown_fields_but_a_kinds_type_meta() {
+        let mut root = json!({
+            "type": "object", "x-kubernetes-preserve-unknown-fields": true,
+            "x-kubernetes-group-version-kind": [{"group": "g", "version": "v1", "kind": "K"}],
+            "properties": {
+                "apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                "metadata": {"$ref": "#/definitions/m"}, "spec": {"type": "object"},
+            },
+        });
+        unknown_fields_to_v2(&mut root, true);
+        assert_eq!(root["properties"].as_object().unwrap().len(), 3, "{root}");
+        assert!(root.get("x-kubernetes-preserve-unknown-fields").is_none());
+
+        let mut nested = json!({"type": "object", "properties": {
+            "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                     "description": "d", "properties": {"a": {"type": "string"}}},
+            "list": {"type": "array", "x-kubernetes-preserve-unknown-fields": true,
+                     "items": {"type": "string"}},
+        }});
+        unknown_fields_to_v2(&mut nested, true);
+        assert_eq!(nested["properties"]["spec"], json!({"type": "object", "description": "d"}));
+        assert_eq!(nested["properties"]["list"], json!({}));
+    }
+
+    #[test]
     fn core_v1_has_pods_with_gvk_patch_keys_and_field_validation() {
         let d = doc("api/v1");
         let pod = &d["components"]["schemas"]["io.k8s.api.core.v1.Pod"];
