@@ -389,6 +389,24 @@ mod tests {
     use super::*;
 
     #[test]
+    fn strict_yaml_names_the_line_of_a_key_set_again() {
+        let body =
+            b"a: 1\nspec:\n  x: 1\n  # c\n  foo: 1\n  ports:\n  - name: p\n    name: q\n  foo: 2\n";
+        let error = strict_yaml(body).unwrap_err();
+        assert_eq!(
+            error.message,
+            "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n  \
+             line 8: key \"name\" already set in map"
+        );
+        let body = b"spec:\n  x: 1\n  foo: 1\n  ports: [1]\n  foo: 2\n";
+        assert!(strict_yaml(body)
+            .unwrap_err()
+            .message
+            .ends_with("line 5: key \"foo\" already set in map"));
+        assert!(strict_yaml(b"{\"a\": {\"b\": 1}, \"c\": 2}").is_ok());
+    }
+
+    #[test]
     fn managers_come_from_the_user_agent() {
         assert_eq!(
             manager_from_user_agent("kubectl/v1.32.0 (linux/amd64) kubernetes/abc"),
