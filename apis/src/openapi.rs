@@ -437,6 +437,9 @@ fn resource_paths(r: &ResourceInfo, schema: &str) -> Vec<(String, Value)> {
 fn to_v2(paths: Map<String, Value>, schemas: Map<String, Value>) -> Value {
     let mut definitions = Value::Object(schemas);
     rewrite_refs(&mut definitions);
+    if let Some(all) = definitions.as_object_mut() {
+        all.values_mut().for_each(|d| unknown_fields_to_v2(d, true));
+    }
     let mut v2_paths = Map::new();
     for (path, item) in paths {
         let mut item = item;
@@ -464,6 +467,36 @@ fn to_v2(paths: Map<String, Value>, schemas: Map<String, Value>) -> Value {
         "paths": v2_paths,
         "definitions": definitions,
     })
+}
+
+/// A schema keeping unknown fields (`x-kubernetes-preserve-unknown-fields`, a custom
+/// resource's) as upstream publishes it in Swagger 2, where kubectl's older validation would
+/// refuse what it does not list: without the marker, its properties and items (a kind keeps
+/// `apiVersion`, `kind` and `metadata`), and an array without items loses its type.
+fn unknown_fields_to_v2(schema: &mut Value, root: bool) {
+    let Some(node) = schema.as_object_mut() else { return };
+    if node.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true)) {
+        node.remove("x-kubernetes-preserve-unknown-fields");
+        node.remove("items");
+        if root && node.contains_key("x-kubernetes-group-version-kind") {
+            if let Some(props) = node.get_mut("properties").and_then(Value::as_object_mut) {
+                props.retain(|k, _| matches!(k.as_str(), "apiVersion" | "kind" | "metadata"));
+            }
+        } else {
+            node.remove("properties");
+        }
+    }
+    if node.get("type") == Some(&json!("array")) && !node.contains_key("items") {
+        node.remove("type");
+    }
+    if let Some(props) = node.get_mut("properties").and_then(Value::as_object_mut) {
+        props.values_mut().for_each(|p| unknown_fields_to_v2(p, false));
+    }
+    for key in ["items", "additionalProperties"] {
+        if let Some(sub) = node.get_mut(key) {
+            unknown_fields_to_v2(sub, false);
+        }
+    }
 }
 
 /// OpenAPI 3 parameters carry `schema`; Swagger 2 has the type inline.
@@ -512,6 +545,31 @@ mod tests {
 
     fn doc(path: &str) -> Value {
         serde_json::from_slice(&Documents::builtin().v3[path].body).unwrap()
+    }
+
+    #[test]
+    fn swagger_drops_what_keeps_unknown_fields_but_a_kinds_type_meta() {
+        let mut root = json!({
+            "type": "object", "x-kubernetes-preserve-unknown-fields": true,
+            "x-kubernetes-group-version-kind": [{"group": "g", "version": "v1", "kind": "K"}],
+            "properties": {
+                "apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                "metadata": {"$ref": "#/definitions/m"}, "spec": {"type": "object"},
+            },
+        });
+        unknown_fields_to_v2(&mut root, true);
+        assert_eq!(root["properties"].as_object().unwrap().len(), 3, "{root}");
+        assert!(root.get("x-kubernetes-preserve-unknown-fields").is_none());
+
+        let mut nested = json!({"type": "object", "properties": {
+            "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                     "description": "d", "properties": {"a": {"type": "string"}}},
+            "list": {"type": "array", "x-kubernetes-preserve-unknown-fields": true,
+                     "items": {"type": "string"}},
+        }});
+        unknown_fields_to_v2(&mut nested, true);
+        assert_eq!(nested["properties"]["spec"], json!({"type": "object", "description": "d"}));
+        assert_eq!(nested["properties"]["list"], json!({}));
     }
 
     #[test]

@@ -101,6 +101,9 @@ pub async fn serve(
     }
     let config = decode_config(info, namespace, name, &body.bytes)?;
     let (config, warnings) = normalize(config)?;
+    if query.get("fieldValidation").map(String::as_str) == Some("Strict") {
+        strict_yaml(&body.bytes)?;
+    }
     let config = scoped(config, subresource);
     let manager = query.get("fieldManager").map(String::as_str).unwrap_or("");
     validate_field_manager("PatchOptions", manager)?;
@@ -147,6 +150,149 @@ pub async fn serve(
         name,
         "the object was created and deleted while it was being applied; please try again",
     ))
+}
+
+/// An applied configuration read as its kind's type, as upstream's apply reads it: fields the
+/// type does not have are refused under `fieldValidation=Strict` with the apply's own message
+/// (`failed to create typed patch object (...): .spec.foo: field not declared in schema`),
+/// otherwise dropped and reported as `fieldValidation` says.
+pub fn normalize_config(
+    info: &ResourceInfo,
+    query: &Query,
+    config: Value,
+) -> ApiResult<(Value, Vec<String>)> {
+    if query.get("fieldValidation").map(String::as_str) != Some("Strict") {
+        return crate::handlers::normalize_object(info, query, config, &[]);
+    }
+    let (normalized, unknown) = crate::handlers::read_as_type(info, config.clone())?;
+    if unknown.is_empty() {
+        return Ok((normalized, Vec::new()));
+    }
+    let errors: Vec<String> =
+        unknown.iter().map(|path| format!(".{path}: field not declared in schema")).collect();
+    Err(ApiError::bad_request(rkube_apis::apply::typed_patch_error(&config, &errors)))
+}
+
+/// Upstream's strict reading of an applied configuration's YAML (after the configuration
+/// was read as its type): a key set twice in one mapping is refused, with the line of the
+/// second.
+fn strict_yaml(body: &[u8]) -> ApiResult<()> {
+    let Err(e) = serde_yaml_ng::from_slice::<UniqueKeys>(body) else { return Ok(()) };
+    // The message is `<path>: duplicate key "k" at line L column C`.
+    let text = e.to_string();
+    let Some((_, key)) = text.split_once(DUPLICATE) else { return Ok(()) };
+    let key = key.split(" at line ").next().unwrap_or(key);
+    // serde_yaml_ng locates the mapping; upstream names the line of the key set again.
+    let line = e.location().map_or(0, |at| {
+        let raw = serde_json::from_str::<String>(key).unwrap_or_else(|_| key.to_string());
+        second_key_line(body, at.line(), at.column(), &raw).unwrap_or(at.line())
+    });
+    Err(ApiError::bad_request(format!(
+        "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n  \
+         line {line}: key {key} already set in map"
+    )))
+}
+
+const DUPLICATE: &str = "duplicate key ";
+
+/// The line (1-based) where the block mapping starting at `line`, `column` sets `key` the
+/// second time: its keys are the lines indented as its first one, until one indented less.
+fn second_key_line(body: &[u8], line: usize, column: usize, key: &str) -> Option<usize> {
+    let text = std::str::from_utf8(body).ok()?;
+    let indent = column.checked_sub(1)?;
+    let mut seen = 0;
+    for (i, l) in text.lines().enumerate().skip(line.checked_sub(1)?) {
+        let content = l.trim_start();
+        if content.is_empty() || content.starts_with('#') {
+            continue;
+        }
+        let at = l.len() - content.len();
+        // The first key of a mapping in a sequence follows its `- `.
+        let key_text = if i + 1 == line {
+            l.get(indent..)?
+        } else if at == indent {
+            content
+        } else {
+            if at < indent {
+                return None;
+            }
+            continue;
+        };
+        let named =
+            key_text.strip_prefix(key).is_some_and(|rest| rest.trim_start().starts_with(':'))
+                || key_text
+                    .strip_prefix(&format!("{key:?}"))
+                    .is_some_and(|r| r.trim_start().starts_with(':'));
+        if named {
+            seen += 1;
+            if seen == 2 {
+                return Some(i + 1);
+            }
+        }
+    }
+    None
+}
+
+/// A YAML document read only to find a mapping that sets a key twice.
+struct UniqueKeys;
+
+impl<'de> serde::Deserialize<'de> for UniqueKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(UniqueKeysVisitor)
+    }
+}
+
+struct UniqueKeysVisitor;
+
+impl<'de> serde::de::Visitor<'de> for UniqueKeysVisitor {
+    type Value = UniqueKeys;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any YAML value")
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_unit<E>(self) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_none<E>(self) -> Result<UniqueKeys, E> {
+        Ok(UniqueKeys)
+    }
+    fn visit_some<D: serde::Deserializer<'de>>(self, d: D) -> Result<UniqueKeys, D::Error> {
+        serde::Deserialize::deserialize(d)
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<UniqueKeys, A::Error> {
+        while seq.next_element::<UniqueKeys>()?.is_some() {}
+        Ok(UniqueKeys)
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<UniqueKeys, A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<serde_yaml_ng::Value>()? {
+            let text = match &key {
+                serde_yaml_ng::Value::String(s) => format!("{s:?}"),
+                other => serde_yaml_ng::to_string(other).unwrap_or_default().trim().to_string(),
+            };
+            if !seen.insert(text.clone()) {
+                return Err(serde::de::Error::custom(format!("{DUPLICATE}{text}")));
+            }
+            map.next_value::<UniqueKeys>()?;
+        }
+        Ok(UniqueKeys)
+    }
 }
 
 /// The applied configuration from the body (YAML, of which JSON is a part), checked the way
@@ -241,6 +387,24 @@ fn apply_error(e: ApplyError) -> ApiError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn strict_yaml_names_the_line_of_a_key_set_again() {
+        let body =
+            b"a: 1\nspec:\n  x: 1\n  # c\n  foo: 1\n  ports:\n  - name: p\n    name: q\n  foo: 2\n";
+        let error = strict_yaml(body).unwrap_err();
+        assert_eq!(
+            error.message,
+            "error strict decoding YAML: error converting YAML to JSON: yaml: unmarshal errors:\n  \
+             line 8: key \"name\" already set in map"
+        );
+        let body = b"spec:\n  x: 1\n  foo: 1\n  ports: [1]\n  foo: 2\n";
+        assert!(strict_yaml(body)
+            .unwrap_err()
+            .message
+            .ends_with("line 5: key \"foo\" already set in map"));
+        assert!(strict_yaml(b"{\"a\": {\"b\": 1}, \"c\": 2}").is_ok());
+    }
 
     #[test]
     fn managers_come_from_the_user_agent() {

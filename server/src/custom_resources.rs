@@ -252,16 +252,28 @@ async fn set_status(registry: &Registry, crd: &Value, conflict: Option<&str>) {
                 stored_versions.push(v.clone());
             }
         }
-        new["status"] = json!({
-            "conditions": [
-                {"type": "NamesAccepted", "status": accepted, "lastTransitionTime": kept("NamesAccepted", accepted),
-                 "reason": reason, "message": message},
-                {"type": "Established", "status": established, "lastTransitionTime": kept("Established", established),
-                 "reason": established_reason, "message": established_message},
-            ],
-            "acceptedNames": if conflict.is_none() { accepted_names(names) } else { json!({"plural": "", "kind": ""}) },
-            "storedVersions": stored_versions,
-        });
+        // Set in place, or added: other conditions (anyone's) stay, as upstream's
+        // SetCRDCondition leaves them.
+        let mut conditions: Vec<Value> =
+            old["status"]["conditions"].as_array().cloned().unwrap_or_default();
+        for condition in [
+            json!({"type": "NamesAccepted", "status": accepted, "lastTransitionTime": kept("NamesAccepted", accepted),
+                   "reason": reason, "message": message}),
+            json!({"type": "Established", "status": established, "lastTransitionTime": kept("Established", established),
+                   "reason": established_reason, "message": established_message}),
+        ] {
+            match conditions.iter_mut().find(|c| c["type"] == condition["type"]) {
+                Some(existing) => *existing = condition,
+                None => conditions.push(condition),
+            }
+        }
+        new["status"]["conditions"] = json!(conditions);
+        new["status"]["acceptedNames"] = if conflict.is_none() {
+            accepted_names(names)
+        } else {
+            json!({"plural": "", "kind": ""})
+        };
+        new["status"]["storedVersions"] = json!(stored_versions);
         Ok(new)
     };
     let options =

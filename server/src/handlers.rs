@@ -833,7 +833,7 @@ pub(crate) fn decode_object(info: &ResourceInfo, req: &Request) -> ApiResult<(Va
 pub(crate) fn normalize_object(
     info: &ResourceInfo,
     query: &Query,
-    mut obj: Value,
+    obj: Value,
     duplicates: &[String],
 ) -> ApiResult<(Value, Vec<String>)> {
     let mode = query.get("fieldValidation").map(String::as_str).unwrap_or("Warn");
@@ -842,15 +842,7 @@ pub(crate) fn normalize_object(
             "fieldValidation parameter unsupported: {mode}. Supported values: Ignore, Warn, Strict"
         )));
     }
-    crate::registry::check_type(info, &obj)?;
-    obj["apiVersion"] = json!(info.api_version());
-    obj["kind"] = json!(info.kind);
-    let (normalized, unknown) = (info.normalize)(&obj).map_err(|e| {
-        ApiError::bad_request(format!(
-            "{} in version {:?} cannot be handled as a {}: {e}",
-            info.kind, info.version, info.kind
-        ))
-    })?;
+    let (normalized, unknown) = read_as_type(info, obj)?;
     let messages: Vec<String> = duplicates
         .iter()
         .map(|f| format!("duplicate field {f:?}"))
@@ -867,6 +859,20 @@ pub(crate) fn normalize_object(
         "Warn" => Ok((normalized, messages)),
         _ => Ok((normalized, Vec::new())),
     }
+}
+
+/// `obj` read as its kind's type: the object as the type keeps it and the paths of the fields
+/// the type does not have (`spec.foo`); a wrong type is a 400.
+pub(crate) fn read_as_type(info: &ResourceInfo, mut obj: Value) -> ApiResult<(Value, Vec<String>)> {
+    crate::registry::check_type(info, &obj)?;
+    obj["apiVersion"] = json!(info.api_version());
+    obj["kind"] = json!(info.kind);
+    (info.normalize)(&obj).map_err(|e| {
+        ApiError::bad_request(format!(
+            "{} in version {:?} cannot be handled as a {}: {e}",
+            info.kind, info.version, info.kind
+        ))
+    })
 }
 
 fn delete_options(req: &Request) -> ApiResult<DeleteOptions> {
@@ -971,7 +977,7 @@ pub(crate) async fn patch(
         let request =
             crate::apply::ApplyRequest { query, info, namespace: ns, name, subresource, requester };
         return crate::apply::serve(registry, &request, &req.body, |config| {
-            normalize_object(info, query, config, &[])
+            crate::apply::normalize_config(info, query, config)
         })
         .await;
     }

@@ -345,8 +345,9 @@ fn conflicts(entries: &[Entry], others: &[usize], changed: &FieldSet) -> Vec<Con
     out
 }
 
-/// Upstream's message for a configuration it cannot read as its type.
-fn typed_patch_error(config: &Value, errors: &[String]) -> String {
+/// Upstream's message for a configuration it cannot read as its type (`errors` are field
+/// paths with what is wrong there, `.spec.foo: field not declared in schema`).
+pub fn typed_patch_error(config: &Value, errors: &[String]) -> String {
     let text = |pointer: &str| config.pointer(pointer).and_then(Value::as_str).unwrap_or("");
     let api_version = text("/apiVersion");
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));

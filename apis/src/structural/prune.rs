@@ -25,6 +25,25 @@ pub(super) fn value(s: &Props, v: &mut Value, embedded: bool) -> Vec<String> {
     pruned
 }
 
+/// The fields of ObjectMeta (meta/v1), the metadata of every object and embedded resource.
+const OBJECT_META_FIELDS: &[&str] = &[
+    "annotations",
+    "creationTimestamp",
+    "deletionGracePeriodSeconds",
+    "deletionTimestamp",
+    "finalizers",
+    "generateName",
+    "generation",
+    "labels",
+    "managedFields",
+    "name",
+    "namespace",
+    "ownerReferences",
+    "resourceVersion",
+    "selfLink",
+    "uid",
+];
+
 fn child(path: &str, name: &str) -> String {
     if path.is_empty() {
         name.to_string()
@@ -48,8 +67,23 @@ fn fields(s: Option<&Props>, value: &mut Value, path: &str, root: bool, pruned: 
                 if embedded {
                     let kept = match k.as_str() {
                         "apiVersion" | "kind" => v.is_string(),
-                        // Metadata is not pruned by the schema (it is ObjectMeta).
-                        "metadata" => v.is_object(),
+                        // Metadata is not pruned by the schema: it is ObjectMeta, which
+                        // drops (and reports) only what ObjectMeta does not have.
+                        "metadata" => {
+                            if let Value::Object(meta) = v {
+                                let path = child(path, k);
+                                meta.retain(|name, _| {
+                                    let known = OBJECT_META_FIELDS.contains(&name.as_str());
+                                    if !known {
+                                        pruned.push(child(&path, name));
+                                    }
+                                    known
+                                });
+                                true
+                            } else {
+                                false
+                            }
+                        }
                         _ => false,
                     };
                     if kept {

@@ -112,6 +112,20 @@ fn unknown_fields_are_pruned_and_reported() {
 }
 
 #[test]
+fn unknown_metadata_of_the_object_and_of_embedded_resources_is_pruned_and_reported() {
+    let s = widget_schema();
+    let mut obj = json!({
+        "apiVersion": "example.com/v1", "kind": "Widget",
+        "metadata": {"name": "w", "labels": {"a": "b"}, "unknownMeta": 1},
+        "spec": {"size": 1, "template": {"kind": "Pod", "metadata": {"name": "p", "sub": 2}}},
+    });
+    let pruned = s.prune(&mut obj);
+    assert_eq!(pruned, vec!["metadata.unknownMeta", "spec.template.metadata.sub"]);
+    assert_eq!(obj["metadata"], json!({"name": "w", "labels": {"a": "b"}}));
+    assert_eq!(obj["spec"]["template"]["metadata"], json!({"name": "p"}));
+}
+
+#[test]
 fn defaults_fill_missing_fields_in_items_and_maps() {
     let s = widget_schema();
     let mut obj = json!({"spec": {"size": 1, "color": null, "name": null, "note": null,
