@@ -483,6 +483,7 @@ spec:
         &["create", "-n", "test", "-f", "-"],
         r#"{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "admins"}}"#,
     );
+}
 
 const WIDGETS: &str = r#"
 apiVersion: apiextensions.k8s.io/v1
@@ -530,7 +531,7 @@ spec:
       resources: ["pods"]
   validations:
   - expression: "true"
-    messageExpression: "'replicas: ' + object.spec.replicas.size()"
+    messageExpression: "'replicas: ' + object.spec.replicas"
   - expression: '{expression}'
 "#
     )
@@ -567,13 +568,13 @@ fn expressions_that_do_not_type_check_are_reported_in_the_policy_status() {
     );
     assert_eq!(
         policy_status(&s, ".status.typeChecking.expressionWarnings[0].warning"),
-        "apps/v1, Kind=Deployment: ERROR: <input>:1:41: found no matching overload for 'size' applied to 'int.()'\n | 'replicas: ' + object.spec.replicas.size()\n | ........................................^\n\nexample.com/v1, Kind=Widget: ERROR: <input>:1:14: found no matching overload for '_+_' applied to '(string, int)'\n | 'replicas: ' + object.spec.replicas.size()\n | .............^\nERROR: <input>:1:27: undefined field 'replicas'\n | 'replicas: ' + object.spec.replicas.size()\n | ..........................^\n"
+        "apps/v1, Kind=Deployment: ERROR: <input>:1:14: found no matching overload for '_+_' applied to '(string, int)'\n | 'replicas: ' + object.spec.replicas\n | .............^\n\nexample.com/v1, Kind=Widget: ERROR: <input>:1:27: undefined field 'replicas'\n | 'replicas: ' + object.spec.replicas\n | ..........................^\n"
     );
 
     // A new generation is checked again: what checks leaves no warning.
     let fixed = typed_policy("object.spec.replicas > 1").replace(
-        "'replicas: ' + object.spec.replicas.size()",
-        "'replicas: ' + string(object.metadata.name)",
+        "'replicas: ' + object.spec.replicas\"",
+        "'replicas: ' + string(object.metadata.name)\"",
     );
     s.ok_stdin(&["apply", "-f", "-"], &fixed);
     s.wait_until("the new generation is observed", Duration::from_secs(30), || {

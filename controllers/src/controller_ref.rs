@@ -66,6 +66,24 @@ where
     O: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
 {
+    claim_releasing(owner_api, owner, objects, candidates, matches, &[]).await
+}
+
+/// [`claim`], where a release also takes the owner's `finalizers` off the object in the same
+/// patch (upstream's ref manager with finalizers: a Job's pods lose its tracking finalizer
+/// as they lose the Job).
+pub async fn claim_releasing<O, K>(
+    owner_api: &Api<O>,
+    owner: &O,
+    objects: &Api<K>,
+    candidates: Vec<Arc<K>>,
+    matches: impl Fn(&K) -> bool,
+    finalizers: &[&str],
+) -> Result<Vec<Arc<K>>, ClaimError>
+where
+    O: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
+{
     let reference = owner_reference(owner);
     let owner_deleting = owner.meta().deletion_timestamp.is_some();
     let mut rechecked = false;
@@ -79,7 +97,7 @@ where
                 if matches(&object) {
                     claimed.push(object);
                 } else if !owner_deleting {
-                    release(objects, &name, &uid, &reference.uid).await?;
+                    release(objects, &name, &uid, &reference.uid, finalizers).await?;
                 }
             }
             Some(_) => {}
@@ -111,13 +129,17 @@ async fn release<K>(
     name: &str,
     uid: &str,
     owner_uid: &str,
+    finalizers: &[&str],
 ) -> Result<(), kube::Error>
 where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug,
 {
-    let patch = json!({
+    let mut patch = json!({
         "metadata": {"ownerReferences": [{"$patch": "delete", "uid": owner_uid}], "uid": uid}
     });
+    if !finalizers.is_empty() {
+        patch["metadata"]["$deleteFromPrimitiveList/finalizers"] = json!(finalizers);
+    }
     match objects.patch(name, &PatchParams::default(), &Patch::Strategic(&patch)).await {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(e)) if e.code == 404 || e.code == 422 => Ok(()),

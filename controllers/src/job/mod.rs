@@ -802,9 +802,14 @@ impl Controller {
         let job_api: Api<Job> = Api::namespaced(self.client.clone(), namespace);
         let pod_api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
         let labels = |p: &Pod| p.metadata.labels.clone().unwrap_or_default();
-        let claimed = controller_ref::claim(&job_api, job, &pod_api, candidates, |p| {
-            selector.matches(&labels(p))
-        })
+        let claimed = controller_ref::claim_releasing(
+            &job_api,
+            job,
+            &pod_api,
+            candidates,
+            |p| selector.matches(&labels(p)),
+            &[pods::TRACKING_FINALIZER],
+        )
         .await?;
         let mut out = Vec::with_capacity(claimed.len());
         for pod in claimed {
