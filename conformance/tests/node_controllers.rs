@@ -310,10 +310,12 @@ fn terminating_or_gone(s: &RkubeServer, pod: &str) -> bool {
 
 #[test]
 fn a_node_whose_lease_stops_goes_unknown_is_tainted_and_its_pods_are_evicted() {
-    let grace = Duration::from_secs(4);
+    // Long enough for the pods below to be made and one marked Ready before "lost" goes
+    // Unknown, on a loaded machine too (a pod not yet Ready when its node goes is not marked).
+    let grace = Duration::from_secs(10);
     let s = RkubeServer::start_with(&[
         "--node-monitor-grace-period",
-        "4s",
+        "10s",
         "--node-monitor-period",
         "1s",
         "--disable",
