@@ -5,29 +5,7 @@
 //! cannot be reached. Only properties of objects are escaped: map keys are read by index.
 
 /// The reserved words of CEL's grammar.
-const RESERVED: &[&str] = &[
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
+const RESERVED: &[&str] = &rkube_apis::validation::rules::CEL_RESERVED_WORDS;
 
 /// The CEL identifier of the property `name`; `None` when rules cannot reach it.
 pub fn escape(name: &str) -> Option<String> {

@@ -51,30 +51,6 @@ const MAX_MATCH_CONDITIONS: usize = 64;
 const MAX_AUDIT_ANNOTATIONS: usize = 20;
 const MAX_AUDIT_VALUE_EXPRESSION: usize = 5 * 1024;
 const NAME_AND_SELECTOR: &str = "name and selector are mutually exclusive";
-/// CEL's reserved words, which a variable may not be named.
-const CEL_RESERVED: [&str; 21] = [
-    "true",
-    "false",
-    "null",
-    "in",
-    "as",
-    "break",
-    "const",
-    "continue",
-    "else",
-    "for",
-    "function",
-    "if",
-    "import",
-    "let",
-    "loop",
-    "package",
-    "namespace",
-    "return",
-    "var",
-    "void",
-    "while",
-];
 
 /// A list field's items as Go reads a `[]string`: unset and non-string entries are `""`.
 fn strings(v: &Value) -> Vec<&str> {
@@ -674,7 +650,7 @@ fn is_cel_identifier(name: &str) -> bool {
     !b.is_empty()
         && (b[0] == b'_' || b[0].is_ascii_alphabetic())
         && b.iter().all(|c| *c == b'_' || c.is_ascii_alphanumeric())
-        && !CEL_RESERVED.contains(&name)
+        && !rules::CEL_RESERVED_WORDS.contains(&name)
 }
 
 /// A validation: an expression that compiles to a bool, a message expression (compiling to a

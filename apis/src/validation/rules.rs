@@ -12,6 +12,32 @@ use serde_json::Value;
 
 use super::FieldError;
 
+/// The reserved words of CEL's grammar: no variable is named so, and a property so named
+/// is reached as `__{word}__`.
+pub const CEL_RESERVED_WORDS: [&str; 21] = [
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
 /// What compiles and checks rules.
 pub trait RuleEngine: Send + Sync {
     /// The compiled rules of one version's `openAPIV3Schema`; `None` when it has none.
