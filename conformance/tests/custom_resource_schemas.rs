@@ -347,20 +347,14 @@ spec:
     assert!(!crds.contains("gadgets.example.com"), "nothing stored: {crds}");
 
     // Good defaults and patterns: accepted, and the default fills in a new object.
-    s.ok_stdin(
-        &["apply", "-f", "-"],
-        &with(
-            r#"              size: {type: integer, minimum: 2, default: 3}
+    let good = with(
+        r#"              size: {type: integer, minimum: 2, default: 3}
               name: {type: string, pattern: "^[a-z]+$"}"#,
-        ),
     );
-    s.ok(&["wait", "--for=condition=Established", "--timeout=20s", "crd/gadgets.example.com"]);
+    s.define_crd(&good, "gadgets.example.com");
     let gadget = json!({"apiVersion": "example.com/v1", "kind": "Gadget",
                         "metadata": {"name": "g"}, "spec": {"name": "abc"}});
-    s.wait_until("gadgets served", Duration::from_secs(20), || {
-        let out = s.kubectl_with(&s.kubectl, &["create", "-f", "-"], Some(&gadget.to_string()));
-        (out.status.success(), rkube_conformance::cluster::stderr_of(&out))
-    });
+    s.ok_stdin(&["create", "-f", "-"], &gadget.to_string());
     let created = json(&s.ok(&["get", "gadgets", "g", "-o", "json"]));
     assert_eq!(created["spec"], json!({"name": "abc", "size": 3}));
 }

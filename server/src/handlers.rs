@@ -626,9 +626,8 @@ async fn list_from_cache(
     }
     // A version a webhook converts is filtered once converted.
     let late = registry.filters_converted(info, filter)?;
-    let everything = Filter::everything();
-    let (objects, revision) =
-        cache.list(&registry.prefix(info, ns)?, if late { &everything } else { filter });
+    let selecting = if late { Filter::everything() } else { filter.clone() };
+    let (objects, revision) = cache.list(&registry.prefix(info, ns)?, &selecting);
     let same_version = (info.group, info.version) == (cache.info().group, cache.info().version);
     // The cached bytes go out as they are (or their metadata alone).
     let raw_items = match output {
