@@ -4,18 +4,21 @@
 //! each by name, each rule once, in the order first met. Written only when different, so the
 //! bootstrap `admin`, `edit` and `view` roles follow the roles labelled into them.
 //!
-//! Start at [`run`]: ClusterRoles are the queue (kube-runtime's `Controller`) and every
-//! change of any ClusterRole queues every aggregated one, as upstream does. [`aggregate`]
+//! Start at [`run`]: ClusterRoles are the queue (kube-runtime's `Controller`) and the sync
+//! of any ClusterRole syncs every aggregated one, as upstream queues them all on every change.
+//! The sync reads the controller's own store, which holds the change that queued it: a second
+//! watch as the trigger could run ahead of that store and aggregate the old rules. [`aggregate`]
 //! computes the rules, without I/O.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::rbac::v1::{ClusterRole, PolicyRule};
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::controller::{self, Action, Controller};
+use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use kube::{Client, ResourceExt};
 use rkube_apis::selectors::labels::LabelSelector;
@@ -62,18 +65,12 @@ pub fn aggregate(role: &ClusterRole, roles: &[Arc<ClusterRole>]) -> Option<Vec<P
 /// Runs the controller until the task is aborted.
 pub async fn run(client: Client) {
     let api = Api::<ClusterRole>::all(client.clone());
-    let controller = Controller::new(api.clone(), watcher::Config::default());
-    let store = controller.store();
-    let all = store.clone();
-    let context = Arc::new((client, store));
+    // One sync at a time: each reads the whole store and may write any aggregated role.
+    let controller = Controller::new(api, watcher::Config::default())
+        .with_config(controller::Config::default().concurrency(1));
+    let context =
+        Arc::new(Context { client, store: controller.store(), written: Mutex::default() });
     controller
-        .watches(api, watcher::Config::default(), move |_| {
-            all.state()
-                .into_iter()
-                .filter(|r| r.aggregation_rule.is_some())
-                .map(|r| ObjectRef::from_obj(&*r))
-                .collect::<Vec<_>>()
-        })
         .run(reconcile, error_policy, context)
         .for_each(|result| async move {
             if let Err(e) = result {
@@ -83,42 +80,66 @@ pub async fn run(client: Client) {
         .await;
 }
 
-fn error_policy(
-    _: Arc<ClusterRole>,
-    error: &Error,
-    _: Arc<(Client, Store<ClusterRole>)>,
-) -> Action {
+/// What the syncs share.
+struct Context {
+    client: Client,
+    store: Store<ClusterRole>,
+    /// By aggregated role: the resourceVersion it had when this controller last wrote its
+    /// rules, and those rules. While the store still shows that version, the write is not in
+    /// it yet, and the same rules are not written again.
+    written: Mutex<HashMap<String, Written>>,
+}
+
+/// A role's resourceVersion before a write of this controller's, and the rules written.
+type Written = (Option<String>, Vec<PolicyRule>);
+
+fn error_policy(_: Arc<ClusterRole>, error: &Error, _: Arc<Context>) -> Action {
     tracing::warn!(%error, "clusterrole-aggregation-controller");
     Action::requeue(Duration::from_secs(1))
 }
 
-async fn reconcile(
-    role: Arc<ClusterRole>,
-    ctx: Arc<(Client, Store<ClusterRole>)>,
-) -> Result<Action, Error> {
-    let (client, store) = &*ctx;
-    let Some(rules) = aggregate(&role, &store.state()) else {
-        return Ok(Action::await_change());
-    };
+/// Any ClusterRole changed (it may be a source of any aggregated one, or stop being one):
+/// every aggregated role is brought up to date from the store.
+async fn reconcile(_changed: Arc<ClusterRole>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let roles = ctx.store.state();
+    for role in roles.iter().filter(|r| r.aggregation_rule.is_some()) {
+        sync(&ctx, role, &roles).await?;
+    }
+    Ok(Action::await_change())
+}
+
+/// Writes `role`'s aggregated rules when they differ from what it has.
+async fn sync(ctx: &Context, role: &ClusterRole, roles: &[Arc<ClusterRole>]) -> Result<(), Error> {
+    let Some(rules) = aggregate(role, roles) else { return Ok(()) };
     // nil and empty are the same to upstream's semantic comparison.
     if role.rules.as_deref().unwrap_or_default() == rules.as_slice() {
-        return Ok(Action::await_change());
+        return Ok(());
     }
-    let api = Api::<ClusterRole>::all(client.clone());
+    let name = role.name_any();
+    let version = role.metadata.resource_version.clone();
+    let pending =
+        ctx.written.lock().expect("lock").get(&name) == Some(&(version.clone(), rules.clone()));
+    if pending {
+        return Ok(());
+    }
+    let api = Api::<ClusterRole>::all(ctx.client.clone());
     let patch = json!({"rules": rules});
     match api
         .patch(
-            &role.name_any(),
+            &name,
             &PatchParams { field_manager: Some(MANAGER.into()), ..Default::default() },
             &Patch::Merge(&patch),
         )
         .await
     {
-        Ok(_) => tracing::info!(role = role.name_any(), rules = rules.len(), "aggregated"),
+        Ok(_) => {
+            tracing::info!(role = name, rules = rules.len(), "aggregated");
+            ctx.written.lock().expect("lock").insert(name, (version, rules));
+        }
         Err(e) if crate::api_errors::code(&e) == Some(404) => {}
         Err(e) => return Err(e.into()),
     }
-    Ok(Action::await_change())
+    Ok(())
 }
 
 #[cfg(test)]
