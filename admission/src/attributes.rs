@@ -127,6 +127,8 @@ pub struct Attributes<'a> {
     pub options: OperationOptions<'a>,
     /// What the plugins tell the client: the server sends them as `Warning` headers.
     pub warnings: Warnings,
+    /// What the plugins note for the request's audit event.
+    pub audit_annotations: AuditAnnotations,
 }
 
 /// Warnings for the client (upstream's `warning.AddWarning`): plugins add them while they
@@ -142,6 +144,54 @@ impl Warnings {
 
     /// The warnings added so far, in order; none are left.
     pub fn take(&self) -> Vec<String> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+/// Annotations for the request's audit event (upstream's `AddAnnotation` on admission
+/// attributes): `key` (prefixed by who adds it, as `<webhook name>/<key>` or
+/// `pod-security.kubernetes.io/enforce-policy`) and value. Each has the least audit level an
+/// event must have to carry it (most [`AuditLevel::Metadata`]; a webhook's patch only from
+/// [`AuditLevel::Request`], as it shows request content). The server writes them into the
+/// event when the audit policy records the request, and drops them otherwise.
+#[derive(Debug, Default)]
+pub struct AuditAnnotations(Mutex<Vec<AuditAnnotation>>);
+
+/// One annotation of [`AuditAnnotations`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditAnnotation {
+    pub key: String,
+    pub value: String,
+    pub level: AuditLevel,
+}
+
+/// The audit levels an annotation may need (audit.k8s.io's, from the least).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum AuditLevel {
+    Metadata,
+    Request,
+    RequestResponse,
+}
+
+impl AuditAnnotations {
+    /// Adds an annotation every audited request's event carries.
+    pub fn add(&self, key: impl Into<String>, value: impl Into<String>) {
+        self.add_with_level(key, value, AuditLevel::Metadata);
+    }
+
+    /// Adds an annotation only events of `level` or more carry.
+    pub fn add_with_level(
+        &self,
+        key: impl Into<String>,
+        value: impl Into<String>,
+        level: AuditLevel,
+    ) {
+        let annotation = AuditAnnotation { key: key.into(), value: value.into(), level };
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(annotation);
+    }
+
+    /// The annotations added so far, in order; none are left.
+    pub fn take(&self) -> Vec<AuditAnnotation> {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
     }
 }

@@ -84,6 +84,7 @@ pub(crate) mod tests {
             dry_run: false,
             options: OperationOptions::None,
             warnings: Default::default(),
+            audit_annotations: Default::default(),
         }
     }
 

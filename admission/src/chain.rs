@@ -489,6 +489,7 @@ mod tests {
             dry_run: false,
             options: OperationOptions::Create { field_manager: None },
             warnings: Default::default(),
+            audit_annotations: Default::default(),
         }
     }
 

@@ -109,6 +109,7 @@ mod tests {
             dry_run: false,
             options: OperationOptions::None,
             warnings: Default::default(),
+            audit_annotations: Default::default(),
         };
         DefaultIngressClass.admit(&mut a, state).await.unwrap();
     }

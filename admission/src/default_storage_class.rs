@@ -85,6 +85,7 @@ mod tests {
             dry_run: false,
             options: OperationOptions::None,
             warnings: Default::default(),
+            audit_annotations: Default::default(),
         };
         DefaultStorageClass.admit(&mut a, state).await.unwrap();
         claim

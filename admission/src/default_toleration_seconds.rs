@@ -144,6 +144,7 @@ mod tests {
                 dry_run: false,
                 options: OperationOptions::None,
                 warnings: Default::default(),
+                audit_annotations: Default::default(),
             };
             plugin.admit(&mut a, &state).await.unwrap();
             assert_eq!(

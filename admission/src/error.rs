@@ -171,6 +171,7 @@ mod tests {
             dry_run: false,
             options: OperationOptions::None,
             warnings: Default::default(),
+            audit_annotations: Default::default(),
         };
         let e = AdmissionError::forbidden(&a, "no");
         assert_eq!(e.to_string(), "pods \"web-\" is forbidden: no");

@@ -63,8 +63,8 @@ pub mod validating_admission_policy;
 pub mod webhook;
 
 pub use attributes::{
-    Attributes, GroupVersionKind, GroupVersionResource, Operation, OperationOptions, UserInfo,
-    Warnings,
+    Attributes, AuditAnnotation, AuditAnnotations, AuditLevel, GroupVersionKind,
+    GroupVersionResource, Operation, OperationOptions, UserInfo, Warnings,
 };
 pub use authorizer::{Authorizer, AuthorizerSlot, ResourceCheck};
 pub use chain::{Chain, ConfigError, Settings};

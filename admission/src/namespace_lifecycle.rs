@@ -163,6 +163,7 @@ mod tests {
             dry_run: false,
             options: OperationOptions::None,
             warnings: Default::default(),
+            audit_annotations: Default::default(),
         };
         plugin.admit(&mut a, state).await
     }
@@ -278,6 +279,7 @@ mod tests {
                 dry_run: false,
                 options: OperationOptions::None,
                 warnings: Default::default(),
+                audit_annotations: Default::default(),
             };
             NamespaceLifecycle::admit(plugin, &mut a, &Lagging).await
         };
@@ -297,6 +299,7 @@ mod tests {
             dry_run: false,
             options: OperationOptions::None,
             warnings: Default::default(),
+            audit_annotations: Default::default(),
         };
         plugin.admit(&mut delete, &Lagging).await.unwrap();
         let refused = create(&plugin).await.unwrap_err();

@@ -635,6 +635,7 @@ mod tests {
                 dry_run: false,
                 options: OperationOptions::None,
                 warnings: Default::default(),
+                audit_annotations: Default::default(),
             };
             NodeRestriction.admit(&mut a, state).await
         }

@@ -103,6 +103,7 @@ mod tests {
             dry_run: false,
             options: OperationOptions::None,
             warnings: Default::default(),
+            audit_annotations: Default::default(),
         };
         PersistentVolumeClaimResize.validate(&a, state).await
     }

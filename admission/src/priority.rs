@@ -248,6 +248,7 @@ mod tests {
             dry_run: false,
             options: OperationOptions::None,
             warnings: Default::default(),
+            audit_annotations: Default::default(),
         }
     }
 

@@ -548,6 +548,7 @@ mod tests {
             dry_run,
             options: OperationOptions::None,
             warnings: Default::default(),
+            audit_annotations: Default::default(),
         };
         plugin.validate(&a, state).await
     }

@@ -215,6 +215,7 @@ mod tests {
             dry_run: false,
             options: OperationOptions::None,
             warnings: Default::default(),
+            audit_annotations: Default::default(),
         };
         RuntimeClass.admit(&mut a, state).await?;
         RuntimeClass.validate(&a, state).await

@@ -83,6 +83,7 @@ mod tests {
             dry_run: false,
             options: OperationOptions::None,
             warnings: Default::default(),
+            audit_annotations: Default::default(),
         };
         StorageObjectInUseProtection.admit(&mut a, &Snapshot::default()).await.unwrap();
         object

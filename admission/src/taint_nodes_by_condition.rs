@@ -72,6 +72,7 @@ mod tests {
             dry_run: false,
             options: OperationOptions::None,
             warnings: Default::default(),
+            audit_annotations: Default::default(),
         };
         TaintNodesByCondition.admit(&mut a, &Snapshot::default()).await.unwrap();
     }

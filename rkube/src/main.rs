@@ -351,6 +351,9 @@ struct ServerArgs {
     /// flag names).
     #[command(flatten)]
     authentication: AuthenticationArgs,
+    /// The audit log (kube-apiserver's flag names).
+    #[command(flatten)]
+    audit: AuditArgs,
     /// Limits on what clients may cost the server.
     #[command(flatten)]
     serving: ServingArgs,
@@ -879,6 +882,7 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
         },
         authorization_modes,
         authentication,
+        auditor: args.audit.auditor()?,
     })
     .await?;
 
@@ -1447,6 +1451,79 @@ impl AuthenticationArgs {
             bootstrap_tokens: self.enable_bootstrap_token_auth,
             jwks_uri: self.service_account_jwks_uri.clone(),
         })
+    }
+}
+
+/// kube-apiserver's audit flags (the log backend).
+#[derive(clap::Args)]
+struct AuditArgs {
+    /// The audit policy (an `audit.k8s.io/v1` Policy, YAML or JSON): which requests are
+    /// recorded, at which level. Without it nothing is recorded.
+    #[arg(long)]
+    audit_policy_file: Option<PathBuf>,
+    /// Where audit events are written (`-`: standard output). Without it nothing is recorded.
+    #[arg(long)]
+    audit_log_path: Option<PathBuf>,
+    /// Days to keep rotated audit logs (0: no limit).
+    #[arg(long, default_value_t = 0)]
+    audit_log_maxage: u64,
+    /// Rotated audit logs to keep (0: all).
+    #[arg(long, default_value_t = 0)]
+    audit_log_maxbackup: usize,
+    /// Megabytes an audit log may reach before it is rotated (0: 100).
+    #[arg(long, default_value_t = 0)]
+    audit_log_maxsize: u64,
+    /// `json` (one `audit.k8s.io/v1` Event a line) or `legacy` (a text line).
+    #[arg(long, default_value = "json")]
+    audit_log_format: String,
+    /// `blocking` (a request waits for its events to be written), `blocking-strict` (and
+    /// fails when its first cannot be) or `batch` (a writer thread; dropped when its buffer is
+    /// full).
+    #[arg(long, default_value = "blocking")]
+    audit_log_mode: String,
+    /// Events batch mode buffers before it drops them.
+    #[arg(long, default_value_t = 10_000)]
+    audit_log_batch_buffer_size: usize,
+}
+
+impl AuditArgs {
+    /// The auditor the flags describe; an error names the flag and why.
+    fn auditor(&self) -> anyhow::Result<rkube_server::audit::Auditor> {
+        use rkube_server::audit::log_file::{LogBackend, LogOptions};
+        let format = self
+            .audit_log_format
+            .parse()
+            .map_err(|e: String| anyhow::anyhow!("--audit-log-format: {e}"))?;
+        let mode = self
+            .audit_log_mode
+            .parse()
+            .map_err(|e: String| anyhow::anyhow!("--audit-log-mode: {e}"))?;
+        let (policy_file, path) = match (&self.audit_policy_file, &self.audit_log_path) {
+            (Some(policy), Some(path)) => (policy, path),
+            (None, Some(_)) => {
+                eprintln!("rkube: no audit policy file provided, no events will be recorded for the log backend");
+                return Ok(rkube_server::audit::Auditor::disabled());
+            }
+            _ => return Ok(rkube_server::audit::Auditor::disabled()),
+        };
+        let text = std::fs::read(policy_file).with_context(|| {
+            format!("--audit-policy-file: cannot read {}", policy_file.display())
+        })?;
+        let policy = rkube_server::audit::Policy::parse(&text).map_err(|e| {
+            anyhow::anyhow!("--audit-policy-file: {e}: from file {}", policy_file.display())
+        })?;
+        let options = LogOptions {
+            max_age_days: self.audit_log_maxage,
+            max_backups: self.audit_log_maxbackup,
+            max_size_megabytes: self.audit_log_maxsize,
+            format,
+            mode,
+            batch_buffer_size: self.audit_log_batch_buffer_size,
+            ..LogOptions::new(path.clone())
+        };
+        let backend =
+            LogBackend::open(&options).map_err(|e| anyhow::anyhow!("--audit-log-path: {e}"))?;
+        Ok(rkube_server::audit::Auditor::new(policy, vec![std::sync::Arc::new(backend)]))
     }
 }
 

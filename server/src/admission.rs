@@ -79,6 +79,7 @@ impl Write<'_> {
             dry_run: self.dry_run,
             options: self.options,
             warnings: Default::default(),
+            audit_annotations: Default::default(),
         }
     }
 }
@@ -94,6 +95,7 @@ impl Registry {
         let mut attributes = write.attributes(object, old);
         let admitted = self.admission.admit(&mut attributes, &CacheState { registry: self }).await;
         crate::warnings::add(attributes.warnings.take());
+        crate::audit::admission_annotations(attributes.audit_annotations.take());
         Ok(admitted?)
     }
 
@@ -120,6 +122,7 @@ impl Registry {
         }
         .await;
         crate::warnings::add(attributes.warnings.take());
+        crate::audit::admission_annotations(attributes.audit_annotations.take());
         Ok(validated?)
     }
 }
@@ -213,9 +216,11 @@ impl Registry {
         attributes.kind.kind = kind;
         let admitted = self.admission.admit(&mut attributes, &state).await;
         crate::warnings::add(attributes.warnings.take());
+        crate::audit::admission_annotations(attributes.audit_annotations.take());
         admitted?;
         let validated = self.admission.validate(&attributes, &state).await;
         crate::warnings::add(attributes.warnings.take());
+        crate::audit::admission_annotations(attributes.audit_annotations.take());
         Ok(validated?)
     }
 }

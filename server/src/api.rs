@@ -42,6 +42,8 @@ pub struct ApiState {
     pub token_cache: crate::authn::token_cache::TokenCache,
     /// The group/versions APIServices hand to extension servers ([`crate::aggregator`]).
     pub aggregator: Arc<crate::aggregator::Aggregator>,
+    /// What requests are recorded, and where ([`crate::audit`]).
+    pub auditor: Arc<crate::audit::Auditor>,
 }
 
 /// Axum fallback handler for every `/api` and `/apis` path.

@@ -61,8 +61,11 @@ pub struct RequestBody {
 
 impl RequestBody {
     /// The body as a JSON value, with the fields a JSON body has more than once.
+    /// The request's audit event records it.
     pub fn decode_noting_duplicates(&self) -> ApiResult<(Value, Vec<String>)> {
-        negotiate::decode_body_noting_duplicates(&self.content_type, &self.bytes)
+        let decoded = negotiate::decode_body_noting_duplicates(&self.content_type, &self.bytes)?;
+        crate::audit::request_object(&decoded.0);
+        Ok(decoded)
     }
 
     /// The body as a JSON value.
@@ -903,7 +906,39 @@ fn delete_options(req: &Request) -> ApiResult<DeleteOptions> {
         }
     }
     options.dry_run |= dry_run(query)?;
+    if crate::audit::scope::level() >= crate::audit::Level::Request {
+        crate::audit::request_object(&delete_options_json(&req.target, &options));
+    }
     Ok(options)
+}
+
+/// A delete's options as the `DeleteOptions` object upstream's audit event records.
+fn delete_options_json(target: &ResourceRequest, options: &DeleteOptions) -> Value {
+    let api_version = match target.group.as_str() {
+        "" => target.version.clone(),
+        group => format!("{group}/{}", target.version),
+    };
+    let mut out = json!({"kind": "DeleteOptions", "apiVersion": api_version});
+    if let Some(seconds) = options.grace_period_seconds {
+        out["gracePeriodSeconds"] = json!(seconds);
+    }
+    let mut preconditions = serde_json::Map::new();
+    if let Some(uid) = &options.precondition_uid {
+        preconditions.insert("uid".into(), json!(uid));
+    }
+    if let Some(rv) = &options.precondition_resource_version {
+        preconditions.insert("resourceVersion".into(), json!(rv));
+    }
+    if !preconditions.is_empty() {
+        out["preconditions"] = Value::Object(preconditions);
+    }
+    if let Some(policy) = &options.propagation_policy {
+        out["propagationPolicy"] = json!(policy);
+    }
+    if options.dry_run {
+        out["dryRun"] = json!(["All"]);
+    }
+    out
 }
 
 /// The fields of a `DeleteOptions` body (a delete's, or an Eviction's `deleteOptions`).
@@ -936,6 +971,7 @@ fn patch_type(body: &RequestBody) -> ApiResult<PatchType> {
 pub(crate) fn decode_patch(body: &RequestBody) -> ApiResult<(PatchType, Value)> {
     let patch_type = patch_type(body)?;
     let patch = decode_patch_body(patch_type, &body.bytes).map_err(patch_error)?;
+    crate::audit::request_patch(&patch);
     Ok((patch_type, patch))
 }
 

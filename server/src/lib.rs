@@ -19,6 +19,7 @@ pub mod admission_webhooks;
 pub mod aggregator;
 pub mod api;
 pub mod apply;
+pub mod audit;
 pub mod auth;
 pub mod authn;
 pub mod authz;
@@ -122,6 +123,8 @@ pub struct ServerConfig {
     /// `--anonymous-auth`, `--token-auth-file`, `--enable-bootstrap-token-auth`,
     /// `--service-account-jwks-uri`.
     pub authentication: authn::AuthenticationOptions,
+    /// `--audit-policy-file` and `--audit-log-*`: what is recorded, and where.
+    pub auditor: audit::Auditor,
 }
 
 /// kube-apiserver's serving limits: per connection (header-read and idle timeouts, HTTP/2
@@ -252,6 +255,7 @@ impl Server {
             .admission
             .set_authorizer(Arc::new(authz::admission::ForAdmission(authorizer.clone())));
         let openapi_docs = Arc::new(openapi::OpenApi::new(registry.clone(), aggregator.clone()));
+        let auditor = Arc::new(std::mem::take(&mut config.auditor));
         let oidc = oidc_discovery(&config);
         let api_state = Arc::new(api::ApiState {
             registry,
@@ -264,6 +268,7 @@ impl Server {
             authorizer: authorizer.clone(),
             token_cache: Default::default(),
             aggregator,
+            auditor: auditor.clone(),
         });
         let rest = Router::new()
             .route("/healthz", get(healthz))
@@ -277,8 +282,8 @@ impl Server {
             .fallback(api::handle)
             .with_state(api_state.clone())
             .layer(axum::middleware::from_fn_with_state(authorizer.clone(), authz::authorize));
-        // The layers every request goes through, on every port: authentication,
-        // impersonation, the in-flight limits.
+        // The layers every request goes through, on every port: the audit ID,
+        // authentication, auditing, impersonation, the in-flight limits.
         let inflight = Arc::new(inflight::InflightLimits::new(
             config.limits.max_requests_inflight,
             config.limits.max_mutating_requests_inflight,
@@ -290,8 +295,10 @@ impl Server {
                     authorizer.clone(),
                     authn::impersonation::impersonate,
                 ))
+                .layer(axum::middleware::from_fn_with_state(auditor.clone(), audit::layer))
                 .layer(axum::middleware::from_fn_with_state(api_state.clone(), authn::authenticate))
                 .layer(axum::middleware::from_fn(grpc::refusals_as_status))
+                .layer(axum::middleware::from_fn(audit::init))
         };
         // gRPC on the same port (authorized per call once its message names the resource),
         // and alone on `--grpc-port` when asked.

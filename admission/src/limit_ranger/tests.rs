@@ -31,6 +31,7 @@ fn attributes<'a>(
         dry_run: false,
         options: OperationOptions::None,
         warnings: Default::default(),
+        audit_annotations: Default::default(),
     }
 }
 

@@ -121,6 +121,7 @@ impl Request {
             dry_run: false,
             options: OperationOptions::None,
             warnings: Default::default(),
+            audit_annotations: Default::default(),
         };
         let result = PodSecurity.validate(&a, state).await;
         (result, a.warnings.take())

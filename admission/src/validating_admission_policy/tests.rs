@@ -68,6 +68,7 @@ async fn admit(
         dry_run: false,
         options: OperationOptions::None,
         warnings: Default::default(),
+        audit_annotations: Default::default(),
     };
     let plugin = ValidatingAdmissionPolicy::new(AuthorizerSlot::default());
     let result = plugin.validate(&a, state).await;
@@ -284,6 +285,7 @@ async fn an_equivalent_match_sees_the_object_in_the_rules_version() {
         dry_run: false,
         options: OperationOptions::None,
         warnings: Default::default(),
+        audit_annotations: Default::default(),
     };
     let plugin = ValidatingAdmissionPolicy::new(AuthorizerSlot::default());
     let refused = plugin.validate(&a, &s).await.unwrap_err().to_string();

@@ -126,6 +126,7 @@ fn attributes<'a>(
         dry_run: false,
         options: OperationOptions::Create { field_manager: None },
         warnings: Default::default(),
+        audit_annotations: Default::default(),
     }
 }
 

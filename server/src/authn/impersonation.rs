@@ -8,7 +8,7 @@
 //! each group, `userextras/<key>` and `uids` in `authentication.k8s.io`. The impersonated user
 //! gets `system:authenticated` (or `system:unauthenticated` as `system:anonymous`) unless a
 //! given group already says which; a service account without groups given gets its own.
-//! Upstream also records the original user in the audit event; rkube has no audit log yet.
+//! The audit event records both: the authenticated user and the one impersonated.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -224,6 +224,7 @@ pub async fn impersonate(
             for name in names {
                 headers.remove(name);
             }
+            crate::audit::impersonated(&user);
             request.extensions_mut().insert(user);
             next.run(request).await
         }

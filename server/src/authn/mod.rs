@@ -353,6 +353,7 @@ pub async fn authenticate(
     }
     let Some(token) = bearer_token(request.headers()) else {
         if !state.authentication.anonymous {
+            state.auditor.failed_authentication(&request);
             return unauthorized();
         }
         return next.run(request).await;
@@ -370,6 +371,7 @@ pub async fn authenticate(
                 error = why,
                 "Unable to authenticate the request"
             );
+            state.auditor.failed_authentication(&request);
             unauthorized()
         }
     }

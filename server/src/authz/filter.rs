@@ -2,6 +2,7 @@
 //! and the handlers, every request's [`Attributes`] go to the server's authorizer; what it
 //! does not allow is answered `403 Forbidden` with upstream's message, and what it allows
 //! goes on carrying its parsed [`RequestInfo`] so the handler does not read the path again.
+//! The decision and the authorizer's reason go into the request's audit event.
 
 use std::sync::Arc;
 
@@ -14,13 +15,22 @@ use crate::auth::UserInfo;
 use crate::request::RequestInfo;
 use crate::status::ApiError;
 
+/// The audit annotation of the authorizer's decision (`allow` or `forbid`).
+pub const DECISION_ANNOTATION: &str = "authorization.k8s.io/decision";
+/// The audit annotation of the authorizer's reason.
+pub const REASON_ANNOTATION: &str = "authorization.k8s.io/reason";
+
 /// The layer: asks `authorizer` about the request.
 pub async fn authorize(
     State(authorizer): State<Arc<dyn Authorizer>>,
     mut request: Request,
     next: Next,
 ) -> Response {
-    let info = RequestInfo::read(request.method(), request.uri());
+    // The audit layer may have read it already.
+    let info = match request.extensions_mut().remove::<RequestInfo>() {
+        Some(info) => info,
+        None => RequestInfo::read(request.method(), request.uri()),
+    };
     let refused = {
         let anonymous;
         let user = match request.extensions().get::<UserInfo>() {
@@ -34,6 +44,10 @@ pub async fn authorize(
         let attributes =
             Attributes::of_request(user, request.method(), path, &info.query, info.target.as_ref());
         let verdict = authorizer.authorize(&attributes);
+        // As upstream's authorization filter, for the audit event.
+        let decision = if verdict.is_allowed() { "allow" } else { "forbid" };
+        crate::audit::annotate(DECISION_ANNOTATION, decision);
+        crate::audit::annotate(REASON_ANNOTATION, verdict.reason.as_str());
         if verdict.is_allowed() {
             None
         } else {
