@@ -776,6 +776,7 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
     args.controller_manager.controllers.extend(off);
     let authorization_modes = rkube_server::authz::Mode::parse_list(&args.authorization_mode)?;
     let authentication = args.authentication.options()?;
+    let auditor = args.audit.auditor()?;
     // Checked before anything starts, as kube-apiserver validates its flags.
     let admission = rkube_server::rkube_admission::Chain::from_flags(
         &args.enable_admission_plugins,
@@ -882,7 +883,7 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
         },
         authorization_modes,
         authentication,
-        auditor: args.audit.auditor()?,
+        auditor,
     })
     .await?;
 
