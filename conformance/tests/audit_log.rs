@@ -354,3 +354,58 @@ fn bad_audit_flags_stop_startup_with_one_line() {
     assert!(err.starts_with("rkube: --audit-log-path: cannot open the audit log "), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
 }
+
+#[test]
+fn events_are_posted_to_the_webhook_as_event_lists() {
+    use rkube_conformance::webhook::{Answer, TestCa, WebhookServer};
+    let ca = TestCa::new("audit-receiver-ca");
+    let receiver =
+        WebhookServer::start(&ca, &["audit.example"], std::sync::Arc::new(|_, _| Answer::allow()));
+    let (dir, policy, _) = audit_files(
+        "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n\
+         - level: Request\n  resources: [{group: \"\", resources: [configmaps]}]\n",
+    );
+    let kubeconfig = dir.path().join("audit-webhook.kubeconfig");
+    let config = json!({
+        "apiVersion": "v1", "kind": "Config", "current-context": "audit",
+        "clusters": [{"name": "receiver", "cluster": {
+            "server": receiver.url("/audit/events"), "certificate-authority-data": ca.bundle()}}],
+        "users": [{"name": "apiserver", "user": {"token": "audit-token"}}],
+        "contexts": [{"name": "audit", "context": {"cluster": "receiver", "user": "apiserver"}}],
+    });
+    std::fs::write(&kubeconfig, config.to_string()).unwrap();
+    let s = RkubeServer::start_with(&[
+        "--audit-policy-file",
+        policy.to_str().unwrap(),
+        "--audit-webhook-config-file",
+        kubeconfig.to_str().unwrap(),
+        "--audit-webhook-batch-max-wait=1s",
+    ]);
+    s.ok(&["create", "configmap", "sent", "--from-literal=k=v"]);
+    // Within the batch wait (1 s) and a margin: an EventList holding both stages.
+    let deadline = Instant::now() + Duration::from_secs(15);
+    let items = loop {
+        let items: Vec<Value> = receiver
+            .reviews_to("/audit/events")
+            .iter()
+            .inspect(|list| {
+                assert_eq!(list["kind"], "EventList");
+                assert_eq!(list["apiVersion"], "audit.k8s.io/v1");
+            })
+            .flat_map(|list| list["items"].as_array().cloned().unwrap_or_default())
+            .filter(|e| e["verb"] == "create" && e["user"]["username"] == "system:admin")
+            .collect();
+        if items.len() >= 2 || Instant::now() > deadline {
+            break items;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let stages: Vec<&str> = items.iter().map(|e| text(e, "stage")).collect();
+    assert_eq!(stages, ["RequestReceived", "ResponseComplete"], "{items:#?}");
+    // The name is known once the body is read: not yet when the request arrives.
+    assert_eq!(items[0]["objectRef"].get("name"), None);
+    assert_eq!(items[1]["objectRef"]["name"], "sent");
+    assert_eq!(items[1]["requestObject"]["data"], json!({"k": "v"}));
+    assert_eq!(items[1]["responseStatus"]["code"], 201);
+    assert_eq!(items[0]["auditID"], items[1]["auditID"]);
+}

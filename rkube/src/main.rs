@@ -776,7 +776,7 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
     args.controller_manager.controllers.extend(off);
     let authorization_modes = rkube_server::authz::Mode::parse_list(&args.authorization_mode)?;
     let authentication = args.authentication.options()?;
-    let auditor = args.audit.auditor()?;
+    let (auditor, audit_webhook) = args.audit.auditor()?;
     // Checked before anything starts, as kube-apiserver validates its flags.
     let admission = rkube_server::rkube_admission::Chain::from_flags(
         &args.enable_admission_plugins,
@@ -884,6 +884,7 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
         authorization_modes,
         authentication,
         auditor,
+        audit_webhook,
     })
     .await?;
 
@@ -1455,14 +1456,14 @@ impl AuthenticationArgs {
     }
 }
 
-/// kube-apiserver's audit flags (the log backend).
+/// kube-apiserver's audit flags (the log and webhook backends).
 #[derive(clap::Args)]
 struct AuditArgs {
     /// The audit policy (an `audit.k8s.io/v1` Policy, YAML or JSON): which requests are
     /// recorded, at which level. Without it nothing is recorded.
     #[arg(long)]
     audit_policy_file: Option<PathBuf>,
-    /// Where audit events are written (`-`: standard output). Without it nothing is recorded.
+    /// Where audit events are written (`-`: standard output).
     #[arg(long)]
     audit_log_path: Option<PathBuf>,
     /// Days to keep rotated audit logs (0: no limit).
@@ -1482,15 +1483,44 @@ struct AuditArgs {
     /// full).
     #[arg(long, default_value = "blocking")]
     audit_log_mode: String,
-    /// Events batch mode buffers before it drops them.
+    /// Events the log's batch mode buffers before it drops them.
     #[arg(long, default_value_t = 10_000)]
     audit_log_batch_buffer_size: usize,
+    /// A kubeconfig naming the receiver audit events are POSTed to (as `EventList`s).
+    #[arg(long)]
+    audit_webhook_config_file: Option<PathBuf>,
+    /// The webhook's mode: only `batch` (kube-apiserver's default) is supported.
+    #[arg(long, default_value = "batch")]
+    audit_webhook_mode: String,
+    /// Events the webhook buffers before it drops them.
+    #[arg(long, default_value_t = 10_000)]
+    audit_webhook_batch_buffer_size: usize,
+    /// The most events in one POST.
+    #[arg(long, default_value_t = 400)]
+    audit_webhook_batch_max_size: usize,
+    /// How long a batch waits for more events after its first.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    audit_webhook_batch_max_wait: Duration,
+    /// The wait before a failed POST is retried (then 1.5 times longer each time, 5 tries).
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    audit_webhook_initial_backoff: Duration,
+    /// The API version of the events sent: only `audit.k8s.io/v1`.
+    #[arg(long, default_value = "audit.k8s.io/v1")]
+    audit_webhook_version: String,
 }
 
 impl AuditArgs {
-    /// The auditor the flags describe; an error names the flag and why.
-    fn auditor(&self) -> anyhow::Result<rkube_server::audit::Auditor> {
+    /// The auditor the flags describe and the webhook backend's options (started with the
+    /// server); an error names the flag and why.
+    fn auditor(
+        &self,
+    ) -> anyhow::Result<(
+        rkube_server::audit::Auditor,
+        Option<rkube_server::audit::webhook::WebhookOptions>,
+    )> {
         use rkube_server::audit::log_file::{LogBackend, LogOptions};
+        use rkube_server::audit::webhook::{Receiver, WebhookOptions};
+        use rkube_server::audit::Auditor;
         let format = self
             .audit_log_format
             .parse()
@@ -1499,13 +1529,24 @@ impl AuditArgs {
             .audit_log_mode
             .parse()
             .map_err(|e: String| anyhow::anyhow!("--audit-log-mode: {e}"))?;
-        let (policy_file, path) = match (&self.audit_policy_file, &self.audit_log_path) {
-            (Some(policy), Some(path)) => (policy, path),
-            (None, Some(_)) => {
-                eprintln!("rkube: no audit policy file provided, no events will be recorded for the log backend");
-                return Ok(rkube_server::audit::Auditor::disabled());
+        if self.audit_webhook_mode != "batch" {
+            anyhow::bail!(
+                "--audit-webhook-mode: {} is not supported by rkube: only batch (the default) is",
+                self.audit_webhook_mode
+            );
+        }
+        if self.audit_webhook_version != "audit.k8s.io/v1" {
+            anyhow::bail!(
+                "--audit-webhook-version: invalid audit webhook version {}, only audit.k8s.io/v1 is supported",
+                self.audit_webhook_version
+            );
+        }
+        let backends = self.audit_log_path.is_some() || self.audit_webhook_config_file.is_some();
+        let Some(policy_file) = &self.audit_policy_file else {
+            if backends {
+                eprintln!("rkube: no audit policy file provided, no events will be recorded");
             }
-            _ => return Ok(rkube_server::audit::Auditor::disabled()),
+            return Ok((Auditor::disabled(), None));
         };
         let text = std::fs::read(policy_file).with_context(|| {
             format!("--audit-policy-file: cannot read {}", policy_file.display())
@@ -1513,18 +1554,39 @@ impl AuditArgs {
         let policy = rkube_server::audit::Policy::parse(&text).map_err(|e| {
             anyhow::anyhow!("--audit-policy-file: {e}: from file {}", policy_file.display())
         })?;
-        let options = LogOptions {
-            max_age_days: self.audit_log_maxage,
-            max_backups: self.audit_log_maxbackup,
-            max_size_megabytes: self.audit_log_maxsize,
-            format,
-            mode,
-            batch_buffer_size: self.audit_log_batch_buffer_size,
-            ..LogOptions::new(path.clone())
+        if !backends {
+            eprintln!("rkube: no audit backend (--audit-log-path, --audit-webhook-config-file): no events will be recorded");
+        }
+        let mut auditor = Auditor::new(policy, Vec::new());
+        if let Some(path) = &self.audit_log_path {
+            let options = LogOptions {
+                max_age_days: self.audit_log_maxage,
+                max_backups: self.audit_log_maxbackup,
+                max_size_megabytes: self.audit_log_maxsize,
+                format,
+                mode,
+                batch_buffer_size: self.audit_log_batch_buffer_size,
+                ..LogOptions::new(path.clone())
+            };
+            let backend =
+                LogBackend::open(&options).map_err(|e| anyhow::anyhow!("--audit-log-path: {e}"))?;
+            auditor.add_sink(std::sync::Arc::new(backend));
+        }
+        let webhook = match &self.audit_webhook_config_file {
+            Some(path) => {
+                let receiver = Receiver::from_kubeconfig(path)
+                    .map_err(|e| anyhow::anyhow!("--audit-webhook-config-file: {e}"))?;
+                Some(WebhookOptions {
+                    buffer_size: self.audit_webhook_batch_buffer_size,
+                    max_batch_size: self.audit_webhook_batch_max_size.max(1),
+                    max_wait: self.audit_webhook_batch_max_wait,
+                    initial_backoff: self.audit_webhook_initial_backoff,
+                    ..WebhookOptions::new(receiver)
+                })
+            }
+            None => None,
         };
-        let backend =
-            LogBackend::open(&options).map_err(|e| anyhow::anyhow!("--audit-log-path: {e}"))?;
-        Ok(rkube_server::audit::Auditor::new(policy, vec![std::sync::Arc::new(backend)]))
+        Ok((auditor, webhook))
     }
 }
 

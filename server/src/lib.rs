@@ -125,6 +125,8 @@ pub struct ServerConfig {
     pub authentication: authn::AuthenticationOptions,
     /// `--audit-policy-file` and `--audit-log-*`: what is recorded, and where.
     pub auditor: audit::Auditor,
+    /// `--audit-webhook-*`: a receiver the events are also sent to (when there is a policy).
+    pub audit_webhook: Option<audit::webhook::WebhookOptions>,
 }
 
 /// kube-apiserver's serving limits: per connection (header-read and idle timeouts, HTTP/2
@@ -208,7 +210,8 @@ impl Server {
         aggregator::autoregister::register(&registry).await.map_err(|message| {
             StartError::Bootstrap { resource: "apiservices", name: String::new(), message }
         })?;
-        let aggregator = aggregator::Aggregator::new(registry.clone(), service_client, front_proxy);
+        let aggregator =
+            aggregator::Aggregator::new(registry.clone(), service_client.clone(), front_proxy);
         aggregator::availability::start(aggregator.clone());
         authz::rbac::reconcile::bootstrap_policy(&registry).await.map_err(|e| {
             StartError::Bootstrap {
@@ -255,7 +258,12 @@ impl Server {
             .admission
             .set_authorizer(Arc::new(authz::admission::ForAdmission(authorizer.clone())));
         let openapi_docs = Arc::new(openapi::OpenApi::new(registry.clone(), aggregator.clone()));
-        let auditor = Arc::new(std::mem::take(&mut config.auditor));
+        let mut auditor = std::mem::take(&mut config.auditor);
+        if let Some(options) = config.audit_webhook.take().filter(|_| auditor.has_policy()) {
+            let webhook = audit::webhook::WebhookBackend::start(options, service_client.clone());
+            auditor.add_sink(Arc::new(webhook));
+        }
+        let auditor = Arc::new(auditor);
         let oidc = oidc_discovery(&config);
         let api_state = Arc::new(api::ApiState {
             registry,

@@ -1,5 +1,6 @@
 //! Auditing, as kube-apiserver's (`--audit-policy-file`, `--audit-log-*`): every request the
-//! [`policy`] records becomes `audit.k8s.io/v1` events, written by the [`log_file`] backend.
+//! [`policy`] records becomes `audit.k8s.io/v1` events, written by the [`log_file`] backend
+//! and sent by the [`webhook`] backend.
 //!
 //! The pieces, in a request's order:
 //! - [`init`] (outermost layer): the request's audit ID (the client's `Audit-ID` header, else
@@ -23,6 +24,7 @@ pub mod event;
 pub mod log_file;
 pub mod policy;
 pub mod scope;
+pub mod webhook;
 
 use std::net::SocketAddr;
 use std::pin::Pin;
@@ -87,6 +89,16 @@ impl Auditor {
     /// Records nothing.
     pub fn disabled() -> Auditor {
         Auditor::default()
+    }
+
+    /// Whether a policy is set (events are recorded once there is a sink too).
+    pub fn has_policy(&self) -> bool {
+        self.policy.is_some()
+    }
+
+    /// Adds a backend.
+    pub fn add_sink(&mut self, sink: Arc<dyn Sink>) {
+        self.sinks.push(sink);
     }
 
     fn policy(&self) -> Option<&Policy> {
