@@ -55,6 +55,10 @@ use event::ResponseStatus;
 use policy::Decision;
 use scope::Recorder;
 
+/// The largest answer whose object or Status an event records (upstream has no bound; this
+/// keeps a proxied or unusual answer from being held twice in memory).
+const MAX_RECORDED_ANSWER: u64 = 64 * 1024 * 1024;
+
 /// The header that carries a request's audit ID, both ways.
 pub const AUDIT_ID_HEADER: &str = "audit-id";
 
@@ -326,6 +330,11 @@ async fn read_answer(event: &mut Event, decision: &Decision, response: Response)
     let content_type = crate::negotiate::content_type(response.headers());
     let protobuf = content_type == rkube_apis::protobuf::CONTENT_TYPE;
     if content_type != "application/json" && !protobuf {
+        return response;
+    }
+    // Only answers already whole in memory are read (a proxied stream is left alone).
+    let whole = hyper::body::Body::size_hint(response.body()).exact();
+    if !whole.is_some_and(|n| n <= MAX_RECORDED_ANSWER) {
         return response;
     }
     let (parts, body) = response.into_parts();
