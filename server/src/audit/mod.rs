@@ -16,7 +16,8 @@
 //!   attach, port-forward, logs, proxy) get `ResponseStarted` when their headers go out and
 //!   `ResponseComplete` when their body ends or the client leaves.
 //!
-//! Each stage the policy omits is not written. Objects are recorded as JSON whatever
+//! A request whose serving panics gets a `Panic` event (500, `APIServer panic'd: ...`) before
+//! the panic goes on. Each stage the policy omits is not written. Objects are recorded as JSON whatever
 //! encoding the client used (protobuf answers are decoded), without `managedFields` when
 //! the policy says `omitManagedFields`.
 
@@ -262,7 +263,29 @@ pub async fn layer(
         return ApiError::internal("failed to store audit event").into_response();
     }
     let recorder = Recorder::new(decision.level, decision.omit_managed_fields);
-    let response = scope::scope(recorder.clone(), next.run(request)).await;
+    let served = std::panic::AssertUnwindSafe(scope::scope(recorder.clone(), next.run(request)));
+    let response = match futures::FutureExt::catch_unwind(served).await {
+        Ok(response) => response,
+        Err(panic) => {
+            // As upstream: a Panic event, then the panic goes on (the connection ends).
+            complete_from(&mut event, recorder.take());
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_default();
+            event.stage = Stage::Panic;
+            event.response_status = Some(ResponseStatus {
+                code: 500,
+                status: "Failure".into(),
+                reason: "InternalError".into(),
+                message: format!("APIServer panic'd: {what}"),
+                details: None,
+            });
+            auditor.emit(&mut event, &decision);
+            std::panic::resume_unwind(panic);
+        }
+    };
     complete_from(&mut event, recorder.take());
     let code = response.status();
     event.response_status = Some(ResponseStatus { code: code.as_u16(), ..Default::default() });
@@ -334,7 +357,7 @@ async fn read_answer(event: &mut Event, decision: &Decision, response: Response)
     }
     // Only answers already whole in memory are read (a proxied stream is left alone).
     let whole = hyper::body::Body::size_hint(response.body()).exact();
-    if !whole.is_some_and(|n| n <= MAX_RECORDED_ANSWER) {
+    if whole.is_none_or(|n| n > MAX_RECORDED_ANSWER) {
         return response;
     }
     let (parts, body) = response.into_parts();
@@ -405,5 +428,60 @@ impl<S: Stream<Item = Result<Bytes, axum::Error>> + Unpin> Stream for Finishing<
             self.finish.done();
         }
         polled
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::routing::get;
+    use std::sync::Mutex;
+    use tower::ServiceExt;
+
+    /// Keeps the events it is given.
+    #[derive(Default)]
+    struct Kept(Mutex<Vec<Value>>);
+
+    impl Sink for Kept {
+        fn process(&self, event: &Event) -> bool {
+            self.0.lock().unwrap().push(event.to_json());
+            true
+        }
+    }
+
+    #[tokio::test]
+    async fn a_panicking_request_gets_a_panic_event_and_still_panics() {
+        let policy = Policy::parse(
+            b"apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: Metadata\n",
+        )
+        .unwrap();
+        let kept = Arc::new(Kept::default());
+        let auditor = Arc::new(Auditor::new(policy, vec![kept.clone()]));
+        let router = axum::Router::new()
+            .route(
+                "/api/v1/namespaces/default/pods",
+                get(|| async {
+                    annotate("before", "the panic");
+                    if std::hint::black_box(true) {
+                        panic!("broken handler");
+                    }
+                    "never"
+                }),
+            )
+            .layer(axum::middleware::from_fn_with_state(auditor, layer));
+        let request =
+            http::Request::get("/api/v1/namespaces/default/pods").body(Body::empty()).unwrap();
+        let served = std::panic::AssertUnwindSafe(router.oneshot(request));
+        assert!(futures::FutureExt::catch_unwind(served).await.is_err(), "the panic goes on");
+        let events = kept.0.lock().unwrap().clone();
+        let stages: Vec<&str> = events.iter().map(|e| e["stage"].as_str().unwrap()).collect();
+        assert_eq!(stages, ["RequestReceived", "Panic"]);
+        assert_eq!(
+            events[1]["responseStatus"],
+            serde_json::json!({"metadata": {}, "status": "Failure",
+                "message": "APIServer panic'd: broken handler", "reason": "InternalError", "code": 500})
+        );
+        assert_eq!(events[1]["annotations"]["before"], "the panic");
+        assert_eq!(events[1]["verb"], "list");
     }
 }
