@@ -124,11 +124,25 @@ impl Answer {
 /// The function that answers: the request path and the review's `request`.
 pub type Handler = Arc<dyn Fn(&str, &Value) -> Answer + Send + Sync>;
 
+/// A function that answers any JSON request whole (a TokenReview's status, say): the path and
+/// the whole body in, the whole answer out.
+pub type RawHandler = Arc<dyn Fn(&str, &Value) -> Value + Send + Sync>;
+
+/// How the server answers.
+#[derive(Clone)]
+enum Responder {
+    /// Admission and conversion reviews: `{"apiVersion", "kind", "response"}`.
+    Review(Handler),
+    Raw(RawHandler),
+}
+
 /// A running webhook server; stopped when dropped.
 pub struct WebhookServer {
     pub addr: SocketAddr,
     /// Every review received (path, whole review), in order.
     pub reviews: Arc<Mutex<Vec<(String, Value)>>>,
+    /// The `Authorization` header of each request, in order (`""` without one).
+    pub authorizations: Arc<Mutex<Vec<String>>>,
     runtime: Option<tokio::runtime::Runtime>,
 }
 
@@ -142,11 +156,21 @@ impl WebhookServer {
     /// [`WebhookServer::start`] on `ip` (an address of this machine), with a certificate for
     /// it too.
     pub fn start_on(ip: IpAddr, ca: &TestCa, dns: &[&str], handler: Handler) -> WebhookServer {
+        WebhookServer::serve(ip, ca, dns, Responder::Review(handler))
+    }
+
+    /// A server on loopback answering with `handler`'s whole answers.
+    pub fn start_raw(ca: &TestCa, dns: &[&str], handler: RawHandler) -> WebhookServer {
+        WebhookServer::serve(IpAddr::V4(Ipv4Addr::LOCALHOST), ca, dns, Responder::Raw(handler))
+    }
+
+    fn serve(ip: IpAddr, ca: &TestCa, dns: &[&str], handler: Responder) -> WebhookServer {
         let (cert, key) = ca.serving(dns, &[ip]);
         let acceptor = Arc::new(tls_acceptor(&cert, &key).build());
         let (runtime, listener, addr) = runtime_and_listener(ip);
         let reviews: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
-        let kept = reviews.clone();
+        let authorizations: Arc<Mutex<Vec<String>>> = Arc::default();
+        let kept = (reviews.clone(), authorizations.clone());
         runtime.spawn(async move {
             loop {
                 let Ok((tcp, _)) = listener.accept().await else { continue };
@@ -172,7 +196,7 @@ impl WebhookServer {
                 });
             }
         });
-        WebhookServer { addr, reviews, runtime: Some(runtime) }
+        WebhookServer { addr, reviews, authorizations, runtime: Some(runtime) }
     }
 
     /// `https://<address>:<port><path>`.
@@ -195,15 +219,34 @@ impl Drop for WebhookServer {
     }
 }
 
+/// What the server keeps of each request: (path, body) and its `Authorization` header.
+type Kept = (Arc<Mutex<Vec<(String, Value)>>>, Arc<Mutex<Vec<String>>>);
+
 async fn answer(
     request: http::Request<hyper::body::Incoming>,
-    handler: Handler,
-    kept: Arc<Mutex<Vec<(String, Value)>>>,
+    handler: Responder,
+    kept: Kept,
 ) -> http::Response<Full<Bytes>> {
     let path = request.uri().path().to_string();
+    let authorization = request
+        .headers()
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
     let body = request.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
     let review: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    kept.lock().unwrap_or_else(|e| e.into_inner()).push((path.clone(), review.clone()));
+    kept.0.lock().unwrap_or_else(|e| e.into_inner()).push((path.clone(), review.clone()));
+    kept.1.lock().unwrap_or_else(|e| e.into_inner()).push(authorization);
+    let handler = match handler {
+        Responder::Review(handler) => handler,
+        Responder::Raw(handler) => {
+            return http::Response::builder()
+                .header("content-type", "application/json")
+                .body(Full::new(Bytes::from(handler(&path, &review).to_string())))
+                .expect("response");
+        }
+    };
     let Answer { delay, mut response } = handler(&path, &review["request"]);
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;

@@ -408,4 +408,7 @@ fn events_are_posted_to_the_webhook_as_event_lists() {
     assert_eq!(items[1]["requestObject"]["data"], json!({"k": "v"}));
     assert_eq!(items[1]["responseStatus"]["code"], 201);
     assert_eq!(items[0]["auditID"], items[1]["auditID"]);
+    // With the credential of the kubeconfig's user.
+    let sent_with = receiver.authorizations.lock().unwrap().clone();
+    assert!(sent_with.iter().all(|a| a == "Bearer audit-token"), "{sent_with:?}");
 }

@@ -319,3 +319,82 @@ fn issuer_discovery_documents_verify_a_token_request_token() {
     verifier.update(signed.as_bytes()).unwrap();
     assert!(verifier.verify(&base64url(signature)).unwrap(), "the JWKS key verifies the token");
 }
+
+#[test]
+fn a_token_webhook_authenticates_the_tokens_nobody_else_knows() {
+    use rkube_conformance::webhook::{TestCa, WebhookServer};
+    use std::sync::Arc;
+    let ca = TestCa::new("token-webhook-ca");
+    let webhook = WebhookServer::start_raw(
+        &ca,
+        &["authn.example"],
+        Arc::new(|_, review: &Value| {
+            let status = if review["spec"]["token"] == "webhook-token" {
+                json!({"authenticated": true, "user": {"username": "wanda", "uid": "w-1",
+                       "groups": ["webhook-users"], "extra": {"scope": ["all"]}}})
+            } else {
+                json!({"authenticated": false, "error": "unknown token"})
+            };
+            json!({"apiVersion": review["apiVersion"], "kind": "TokenReview", "status": status})
+        }),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("token-webhook.kubeconfig");
+    let config = json!({
+        "apiVersion": "v1", "kind": "Config", "current-context": "authn",
+        "clusters": [{"name": "authn", "cluster": {
+            "server": webhook.url("/authenticate"), "certificate-authority-data": ca.bundle()}}],
+        "users": [{"name": "apiserver", "user": {"token": "apiserver-secret"}}],
+        "contexts": [{"name": "authn", "context": {"cluster": "authn", "user": "apiserver"}}],
+    });
+    std::fs::write(&kubeconfig, config.to_string()).unwrap();
+    let s = RkubeServer::start_with(&[
+        "--authentication-token-webhook-config-file",
+        kubeconfig.to_str().unwrap(),
+        "--authentication-token-webhook-version=v1",
+    ]);
+
+    // kubectl with the webhook's token is the user the webhook names.
+    let out = kubectl_with_token(&s, "webhook-token", &["auth", "whoami", "-o", "json"]);
+    assert!(out.status.success(), "{}", stderr_of(&out));
+    let review = json(&stdout_of(&out));
+    assert_eq!(
+        review["status"]["userInfo"],
+        json!({"username": "wanda", "uid": "w-1", "groups": ["webhook-users", "system:authenticated"],
+               "extra": {"scope": ["all"]}})
+    );
+    // What the webhook was sent: a v1 TokenReview for the API's audiences, with the
+    // credential of the kubeconfig's user.
+    let sent = webhook.reviews_to("/authenticate");
+    assert_eq!(sent[0]["apiVersion"], "authentication.k8s.io/v1");
+    assert_eq!(sent[0]["kind"], "TokenReview");
+    assert_eq!(
+        sent[0]["spec"]["audiences"],
+        json!(["https://kubernetes.default.svc.cluster.local"])
+    );
+    assert_eq!(webhook.authorizations.lock().unwrap()[0], "Bearer apiserver-secret");
+
+    // A token the webhook refuses is a 401; its answer is remembered (one review for the
+    // several requests of two kubectl runs).
+    for _ in 0..2 {
+        let out = kubectl_with_token(&s, "wrong-token", &["get", "pods"]);
+        assert!(!out.status.success());
+        assert!(stderr_of(&out).contains("You must be logged in"), "{}", stderr_of(&out));
+    }
+    let wrong = webhook.reviews_to("/authenticate");
+    assert_eq!(wrong.iter().filter(|r| r["spec"]["token"] == "wrong-token").count(), 1);
+
+    // A TokenReview asks the webhook too.
+    let review = s.ok_stdin(
+        &["create", "-o", "json", "-f", "-"],
+        r#"{"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview",
+            "metadata": {"name": "review"}, "spec": {"token": "webhook-token"}}"#,
+    );
+    let review = json(&review);
+    assert_eq!(review["status"]["authenticated"], true);
+    assert_eq!(review["status"]["user"]["username"], "wanda");
+    assert_eq!(
+        review["status"]["audiences"],
+        json!(["https://kubernetes.default.svc.cluster.local"])
+    );
+}

@@ -1361,6 +1361,16 @@ struct AuthenticationArgs {
     /// `bootstrap.kubernetes.io/token`). On by default here, as k3s (kube-apiserver: off).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     enable_bootstrap_token_auth: bool,
+    /// A kubeconfig naming a webhook that authenticates bearer tokens no other authenticator
+    /// accepts (a TokenReview POSTed to its server).
+    #[arg(long)]
+    authentication_token_webhook_config_file: Option<PathBuf>,
+    /// How long the webhook's answers are remembered.
+    #[arg(long, default_value = "2m", value_parser = parse_duration)]
+    authentication_token_webhook_cache_ttl: Duration,
+    /// The TokenReview version sent to the webhook: `v1beta1` or `v1`.
+    #[arg(long, default_value = "v1beta1")]
+    authentication_token_webhook_version: String,
     /// The `jwks_uri` of `/.well-known/openid-configuration` (default:
     /// `https://<advertise address>:<port>/openid/v1/jwks`).
     #[arg(long)]
@@ -1447,7 +1457,24 @@ impl AuthenticationArgs {
             }
             None => None,
         };
+        let token_webhook = match &self.authentication_token_webhook_config_file {
+            Some(path) => {
+                let remote = rkube_server::kubeconfig_webhook::KubeconfigWebhook::from_file(path)
+                    .map_err(|e| {
+                    anyhow::anyhow!("--authentication-token-webhook-config-file: {e}")
+                })?;
+                let webhook = rkube_server::authn::token_webhook::TokenWebhook::new(
+                    remote,
+                    &self.authentication_token_webhook_version,
+                    self.authentication_token_webhook_cache_ttl,
+                )
+                .map_err(|e| anyhow::anyhow!("--authentication-token-webhook-version: {e}"))?;
+                Some(std::sync::Arc::new(webhook))
+            }
+            None => None,
+        };
         Ok(rkube_server::authn::AuthenticationOptions {
+            token_webhook,
             anonymous: self.anonymous_auth,
             token_file,
             bootstrap_tokens: self.enable_bootstrap_token_auth,
@@ -1519,8 +1546,9 @@ impl AuditArgs {
         Option<rkube_server::audit::webhook::WebhookOptions>,
     )> {
         use rkube_server::audit::log_file::{LogBackend, LogOptions};
-        use rkube_server::audit::webhook::{Receiver, WebhookOptions};
+        use rkube_server::audit::webhook::WebhookOptions;
         use rkube_server::audit::Auditor;
+        use rkube_server::kubeconfig_webhook::KubeconfigWebhook;
         let format = self
             .audit_log_format
             .parse()
@@ -1574,7 +1602,7 @@ impl AuditArgs {
         }
         let webhook = match &self.audit_webhook_config_file {
             Some(path) => {
-                let receiver = Receiver::from_kubeconfig(path)
+                let receiver = KubeconfigWebhook::from_file(path)
                     .map_err(|e| anyhow::anyhow!("--audit-webhook-config-file: {e}"))?;
                 Some(WebhookOptions {
                     buffer_size: self.audit_webhook_batch_buffer_size,

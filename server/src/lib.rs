@@ -35,6 +35,7 @@ pub mod eviction;
 pub mod grpc;
 pub mod handlers;
 pub mod inflight;
+pub mod kubeconfig_webhook;
 pub mod kubelet;
 pub mod listener;
 pub mod metrics;
@@ -260,7 +261,7 @@ impl Server {
         let openapi_docs = Arc::new(openapi::OpenApi::new(registry.clone(), aggregator.clone()));
         let mut auditor = std::mem::take(&mut config.auditor);
         if let Some(options) = config.audit_webhook.take().filter(|_| auditor.has_policy()) {
-            let webhook = audit::webhook::WebhookBackend::start(options, service_client.clone());
+            let webhook = audit::webhook::WebhookBackend::start(options);
             auditor.add_sink(Arc::new(webhook));
         }
         let auditor = Arc::new(auditor);

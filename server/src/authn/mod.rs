@@ -11,7 +11,8 @@
 //!
 //! Besides service-account tokens the layer accepts `--token-auth-file` tokens
 //! ([`token_file`]) and bootstrap tokens ([`bootstrap`]), and refuses requests without
-//! credentials when `--anonymous-auth=false` ([`AuthenticationOptions`]). Before all of
+//! credentials when `--anonymous-auth=false` ([`AuthenticationOptions`]); a token none of them
+//! knows goes to the token webhook when one is configured ([`token_webhook`]). Before all of
 //! them, on the listener, a front proxy's certificate makes the user the one its headers
 //! name ([`requestheader`]). After it,
 //! [`impersonation`] swaps in an impersonated user; [`oidc_discovery`] serves the issuer's
@@ -26,6 +27,7 @@ pub mod requestheader;
 pub mod token_cache;
 pub mod token_file;
 pub mod token_request;
+pub mod token_webhook;
 
 use std::sync::Arc;
 
@@ -97,6 +99,8 @@ pub struct AuthenticationOptions {
     pub bootstrap_tokens: bool,
     /// `--service-account-jwks-uri`: the `jwks_uri` of the discovery document.
     pub jwks_uri: Option<String>,
+    /// `--authentication-token-webhook-config-file`: asked last ([`token_webhook`]).
+    pub token_webhook: Option<Arc<token_webhook::TokenWebhook>>,
 }
 
 impl Default for AuthenticationOptions {
@@ -107,6 +111,7 @@ impl Default for AuthenticationOptions {
             token_file: None,
             bootstrap_tokens: false,
             jwks_uri: None,
+            token_webhook: None,
         }
     }
 }
@@ -390,14 +395,25 @@ async fn authenticate_token(state: &ApiState, token: &str) -> Result<UserInfo, S
 /// [`authenticate_token`] without the cache.
 async fn verify_token(state: &ApiState, token: &str) -> Result<UserInfo, String> {
     let getter = RegistryGetter(&state.registry);
-    match state.tokens.authenticate(&getter, token, None).await {
+    let refused = match state.tokens.authenticate(&getter, token, None).await {
         Ok((user, _)) => return Ok(user),
-        Err(Some(why)) => return Err(why),
-        Err(None) => {}
-    }
-    match audience_agnostic(state, token).await {
-        Some(result) => result,
-        None => Err("invalid bearer token".to_string()),
+        Err(why) => why,
+    };
+    let refused = match refused {
+        Some(why) => why,
+        None => match audience_agnostic(state, token).await {
+            Some(Ok(user)) => return Ok(user),
+            Some(Err(why)) => why,
+            None => "invalid bearer token".to_string(),
+        },
+    };
+    // The webhook comes last, and is asked whatever the others said (as upstream's union).
+    match &state.authentication.token_webhook {
+        Some(webhook) => {
+            let audiences = &state.tokens.api_audiences;
+            webhook.authenticate(token, audiences, audiences).await.map(|(user, _)| user)
+        }
+        None => Err(refused),
     }
 }
 
@@ -442,6 +458,12 @@ pub async fn token_review(state: &ApiState, mut review: Value) -> ApiResult<Valu
             if let Some(found) = audience_agnostic(state, &token).await {
                 result = found.map(|user| (user, audiences)).map_err(Some);
             }
+        }
+    }
+    if let (Err(_), Some(webhook)) = (&result, &state.authentication.token_webhook) {
+        let answer = webhook.authenticate(&token, &requested, &state.tokens.api_audiences).await;
+        if answer.is_ok() {
+            result = answer.map_err(Some);
         }
     }
     let status = match result {
