@@ -23,7 +23,7 @@
 //! `matchConditions` are CEL ([`rkube_cel`]) over `object`, `oldObject`, `request` and
 //! `authorizer`. What the calls leave for the request's audit event (the webhooks' own
 //! `auditAnnotations`, each mutation and patch, each call that failed open) is
-//! [`annotations`]'.
+//! [`annotations`].
 
 mod annotations;
 mod config;
