@@ -424,3 +424,38 @@ async fn audit_annotations_that_fail_refuse_whatever_the_actions() {
         assert!(annotations.is_empty());
     }
 }
+
+#[tokio::test]
+async fn a_binding_that_cannot_be_used_refuses_whatever_its_actions_unless_ignored() {
+    let p = |failure_policy: &str| {
+        policy(
+            "param-limit",
+            json!({
+                "failurePolicy": failure_policy,
+                "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+                "matchConstraints": deployments_rule(),
+                "validations": [{"expression": "object.spec.replicas <= int(params.data.max)"}],
+            }),
+        )
+    };
+    // Audit only, and the parameter object is missing: upstream's configuration error.
+    let b = binding(
+        "audit-only",
+        json!({"policyName": "param-limit", "validationActions": ["Audit", "Warn"],
+               "paramRef": {"name": "gone", "namespace": "default", "parameterNotFoundAction": "Deny"}}),
+    );
+    let s = state(vec![
+        (VAP, "validatingadmissionpolicies", p("Fail")),
+        (VAP, "validatingadmissionpolicybindings", b.clone()),
+    ]);
+    let (result, warnings, annotations) = admit_audited(&s, "default", 1).await;
+    let refused = result.unwrap_err().to_string();
+    assert!(refused.ends_with("ValidatingAdmissionPolicy 'param-limit' with binding 'audit-only' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"), "{refused}");
+    // Neither warned nor audited: it is no validation's failure.
+    assert!(warnings.is_empty() && annotations.is_empty(), "{warnings:?} {annotations:?}");
+    let s = state(vec![
+        (VAP, "validatingadmissionpolicies", p("Ignore")),
+        (VAP, "validatingadmissionpolicybindings", b),
+    ]);
+    assert_eq!(admit_audited(&s, "default", 1).await, (Ok(()), vec![], vec![]));
+}
