@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+use rkube_apis::go_quote;
 use serde_json::{json, Value};
 
 /// What the request does to the object (upstream's `admission.Operation`).
@@ -154,6 +155,10 @@ impl Warnings {
 /// event must have to carry it (most [`AuditLevel::Metadata`]; a webhook's patch only from
 /// [`AuditLevel::Request`], as it shows request content). The server writes them into the
 /// event when the audit policy records the request, and drops them otherwise.
+///
+/// As upstream's attributes, the sink refuses a key that is not `<prefix>/<name>` (a
+/// qualified name with a prefix), a level other than Metadata and Request, and a second value
+/// for a key already set: the plugin logs the refusal and the request goes on.
 #[derive(Debug, Default)]
 pub struct AuditAnnotations(Mutex<Vec<AuditAnnotation>>);
 
@@ -173,27 +178,101 @@ pub enum AuditLevel {
     RequestResponse,
 }
 
+impl AuditLevel {
+    fn as_str(self) -> &'static str {
+        match self {
+            AuditLevel::Metadata => "Metadata",
+            AuditLevel::Request => "Request",
+            AuditLevel::RequestResponse => "RequestResponse",
+        }
+    }
+}
+
+/// Why [`AuditAnnotations`] refused an annotation, in upstream's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AnnotationError {
+    #[error("annotation key has invalid format, the right format is a DNS subdomain prefix and '/' and key name. (e.g. 'podsecuritypolicy.admission.k8s.io/admit-policy')")]
+    NotPrefixed,
+    #[error("annotation key has invalid format {0}. A qualified name like 'podsecuritypolicy.admission.k8s.io/admit-policy' is required.")]
+    NotQualified(String),
+    /// `key` as Go's `%q` writes it.
+    #[error("admission annotations are not allowed to be set at level other than Metadata and Request, key: {key}, level: {level}")]
+    Level { key: String, level: &'static str },
+    /// `key` as Go's `%q` writes it, the values as Go's `%v` of upstream's annotation.
+    #[error("admission annotations are not allowd to be overwritten, key:{key}, old value: {old}, new value: {new}")]
+    Overwritten { key: String, old: String, new: String },
+}
+
 impl AuditAnnotations {
     /// Adds an annotation every audited request's event carries.
-    pub fn add(&self, key: impl Into<String>, value: impl Into<String>) {
-        self.add_with_level(key, value, AuditLevel::Metadata);
+    pub fn add(
+        &self,
+        key: impl Into<String>,
+        value: impl Into<String>,
+    ) -> Result<(), AnnotationError> {
+        self.add_with_level(key, value, AuditLevel::Metadata)
     }
 
-    /// Adds an annotation only events of `level` or more carry.
+    /// Adds an annotation only events of `level` or more carry. Adding the same key, value
+    /// and level again changes nothing.
     pub fn add_with_level(
         &self,
         key: impl Into<String>,
         value: impl Into<String>,
         level: AuditLevel,
-    ) {
-        let annotation = AuditAnnotation { key: key.into(), value: value.into(), level };
-        self.0.lock().unwrap_or_else(|e| e.into_inner()).push(annotation);
+    ) -> Result<(), AnnotationError> {
+        let (key, value) = (key.into(), value.into());
+        if key.split('/').count() != 2 {
+            return Err(AnnotationError::NotPrefixed);
+        }
+        let problems = rkube_apis::validation::qualified_name_problems(&key);
+        if !problems.is_empty() {
+            return Err(AnnotationError::NotQualified(problems.join(",")));
+        }
+        if level == AuditLevel::RequestResponse {
+            return Err(AnnotationError::Level { key: go_quote(&key), level: level.as_str() });
+        }
+        let mut annotations = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(old) = annotations.iter().find(|a| a.key == key) {
+            if (old.value.as_str(), old.level) == (value.as_str(), level) {
+                return Ok(());
+            }
+            // Go's `%v` of upstream's annotation struct: `{<level> <value>}`.
+            return Err(AnnotationError::Overwritten {
+                old: format!("{{{} {}}}", old.level.as_str(), old.value),
+                new: format!("{{{} {value}}}", level.as_str()),
+                key: go_quote(&key),
+            });
+        }
+        annotations.push(AuditAnnotation { key, value, level });
+        Ok(())
     }
 
     /// The annotations added so far, in order; none are left.
     pub fn take(&self) -> Vec<AuditAnnotation> {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(|e| e.into_inner()))
     }
+}
+
+/// `value` as Go's `json.Marshal` writes a document with no Go type of its own: members in
+/// the order given, no spaces, and `<`, `>`, `&`, U+2028 and U+2029 escaped (Go's HTML-safe
+/// default), as annotation values that hold JSON are written upstream.
+pub fn go_marshal(value: &Value) -> String {
+    let plain = value.to_string();
+    // These characters can only stand inside strings in JSON text, so replacing them
+    // everywhere escapes exactly the string contents.
+    let mut out = String::with_capacity(plain.len());
+    for c in plain.chars() {
+        match c {
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c => out.push(c),
+        }
+    }
+    out
 }
 
 impl Attributes<'_> {
@@ -228,5 +307,43 @@ mod tests {
             json!({"gracePeriodSeconds": 0, "kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"})
         );
         assert_eq!(OperationOptions::None.to_json(false), Value::Null);
+    }
+
+    #[test]
+    fn audit_annotations_take_upstreams_keys_and_keep_the_first_value() {
+        let sink = AuditAnnotations::default();
+        sink.add("example.com/ok", "1").unwrap();
+        sink.add("example.com/ok", "1").unwrap();
+        assert_eq!(
+            sink.add("example.com/ok", "2").unwrap_err().to_string(),
+            "admission annotations are not allowd to be overwritten, key:\"example.com/ok\", old value: {Metadata 1}, new value: {Metadata 2}"
+        );
+        assert_eq!(
+            sink.add("no-prefix", "1").unwrap_err().to_string(),
+            "annotation key has invalid format, the right format is a DNS subdomain prefix and '/' and key name. (e.g. 'podsecuritypolicy.admission.k8s.io/admit-policy')"
+        );
+        assert!(matches!(sink.add("a/b/c", "1"), Err(AnnotationError::NotPrefixed)));
+        assert!(matches!(sink.add("hook/Bad Key", "1"), Err(AnnotationError::NotQualified(_))));
+        assert!(matches!(
+            sink.add_with_level("example.com/rr", "1", AuditLevel::RequestResponse),
+            Err(AnnotationError::Level { .. })
+        ));
+        sink.add_with_level("example.com/patch", "p", AuditLevel::Request).unwrap();
+        let kept: Vec<(String, AuditLevel)> =
+            sink.take().into_iter().map(|a| (a.key, a.level)).collect();
+        assert_eq!(
+            kept,
+            [
+                ("example.com/ok".to_string(), AuditLevel::Metadata),
+                ("example.com/patch".to_string(), AuditLevel::Request)
+            ]
+        );
+        assert!(sink.take().is_empty());
+    }
+
+    #[test]
+    fn json_values_are_html_safe_as_gos() {
+        let value = json!({"b": "<a&b>\u{2028}", "a": [1, true, null]});
+        assert_eq!(go_marshal(&value), r#"{"b":"\u003ca\u0026b\u003e\u2028","a":[1,true,null]}"#);
     }
 }

@@ -63,7 +63,7 @@ pub mod validating_admission_policy;
 pub mod webhook;
 
 pub use attributes::{
-    Attributes, AuditAnnotation, AuditAnnotations, AuditLevel, GroupVersionKind,
+    AnnotationError, Attributes, AuditAnnotation, AuditAnnotations, AuditLevel, GroupVersionKind,
     GroupVersionResource, Operation, OperationOptions, UserInfo, Warnings,
 };
 pub use authorizer::{Authorizer, AuthorizerSlot, ResourceCheck};

@@ -13,19 +13,28 @@
 //! - Namespaces ([`namespace`]): labels that do not parse are refused (422); a stricter enforce
 //!   level warns about the pods already there.
 //!
+//! - Audit annotations (the request's audit event), as upstream's: a pod checked gets
+//!   `pod-security.kubernetes.io/enforce-policy` (`<level>:<version>` enforced, also when
+//!   refused; `privileged:latest` for a namespace privileged in every mode), pods and workload
+//!   resources get `pod-security.kubernetes.io/audit-violations` (`would violate PodSecurity
+//!   "<audit level>:<version>": ...`) when they violate the audit level, and
+//!   `pod-security.kubernetes.io/error` when the namespace's labels do not parse (`Failed to
+//!   parse policy: ...`) or a workload's namespace cannot be read.
+//!
 //! Where to read: [`level`] (labels to a policy), [`evaluator`] (which checks a level at a
 //! version runs, in which order) and [`checks`] (one module per rule, pure functions over a
 //! [`pod::Pod`]).
 //!
 //! Unlike upstream, nothing is exempt: kube-apiserver's exemptions (users, namespaces, runtime
 //! classes) and its defaults come from an AdmissionConfiguration file, which rkube has no flag
-//! for, and upstream's defaults are privileged everywhere with no exemptions. Audit mode is
-//! read but has no effect: upstream writes its findings as audit annotations, and rkube has no
-//! audit log.
+//! for, and upstream's defaults are privileged everywhere with no exemptions (so the
+//! `pod-security.kubernetes.io/exempt` annotation never applies).
 
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use rkube_apis::go_quote;
 use serde_json::Value;
+
+use rkube_apis::validation::FieldError;
 
 use crate::attributes::{Attributes, Operation};
 use crate::error::AdmissionError;
@@ -82,26 +91,76 @@ impl ValidatingPlugin for PodSecurity {
     }
 }
 
-/// The policy of the request's namespace, with whether its labels all parsed; `None` when
+/// Where upstream's audit annotations are written: `pod-security.kubernetes.io/<key>`.
+const ANNOTATION_PREFIX: &str = "pod-security.kubernetes.io/";
+
+/// The policy of the request's namespace, with the errors of its labels; the reason when
 /// the namespace cannot be read.
-async fn namespace_policy(a: &Attributes<'_>, state: &dyn ClusterState) -> Option<(Policy, bool)> {
+async fn namespace_policy(
+    a: &Attributes<'_>,
+    state: &dyn ClusterState,
+) -> Result<(Policy, Vec<FieldError>), String> {
     let found = state.get(NAMESPACES, None, a.namespace, Freshness::Cached).await;
-    let namespace = found.ok().flatten()?;
-    let (policy, errors) = Policy::from_labels(namespace.labels());
-    Some((policy, errors.is_empty()))
+    let namespace = match found {
+        Ok(Some(namespace)) => namespace,
+        Ok(None) => return Err(format!("namespaces {} not found", go_quote(a.namespace))),
+        Err(e) => return Err(e.to_string()),
+    };
+    Ok(Policy::from_labels(namespace.labels()))
+}
+
+/// Adds `pod-security.kubernetes.io/<key>` to the request's audit event.
+fn annotate(a: &Attributes<'_>, key: &str, value: String) {
+    let key = format!("{ANNOTATION_PREFIX}{key}");
+    if let Err(e) = a.audit_annotations.add(key.as_str(), value.as_str()) {
+        tracing::warn!("Failed to set annotations[{key:?}] to {value:?} for audit: {e}");
+    }
+}
+
+/// Labels that do not parse: the `error` annotation, as Go prints the error list (one error
+/// alone, else `[a, b]` without repeats).
+fn annotate_label_errors(a: &Attributes<'_>, errors: &[FieldError]) {
+    if errors.is_empty() {
+        return;
+    }
+    let mut seen: Vec<String> = Vec::new();
+    for e in errors {
+        let text = format!("{}: {}", e.field, e.message);
+        if !seen.contains(&text) {
+            seen.push(text);
+        }
+    }
+    let text = match seen.as_slice() {
+        [one] => one.clone(),
+        many => format!("[{}]", many.join(", ")),
+    };
+    annotate(a, "error", format!("Failed to parse policy: {text}"));
+}
+
+/// The audit level's findings, if the pod violates it.
+fn annotate_audit(a: &Attributes<'_>, policy: &Policy, found: &evaluator::Violations) {
+    if !found.allowed() {
+        let text = format!(
+            "would violate PodSecurity {}: {}",
+            go_quote(&policy.audit.to_string()),
+            found.detail()
+        );
+        annotate(a, "audit-violations", text);
+    }
 }
 
 async fn validate_pod(a: &Attributes<'_>, state: &dyn ClusterState) -> Result<(), AdmissionError> {
     if IGNORED_POD_SUBRESOURCES.contains(&a.subresource) {
         return Ok(());
     }
-    let Some((policy, valid)) = namespace_policy(a, state).await else {
+    let Ok((policy, errors)) = namespace_policy(a, state).await else {
         return Err(AdmissionError::Internal(format!(
             "Internal error occurred: failed to lookup namespace {}",
             go_quote(a.namespace)
         )));
     };
-    if valid && policy.fully_privileged() {
+    if errors.is_empty() && policy.fully_privileged() {
+        annotate(a, "enforce-policy", "privileged:latest".to_string());
         return Ok(());
     }
     let decode = |object: Option<&Value>, what: &str| {
@@ -116,7 +175,15 @@ async fn validate_pod(a: &Attributes<'_>, state: &dyn ClusterState) -> Result<()
             return Ok(());
         }
     }
+    annotate_label_errors(a, &errors);
+    annotate(a, "enforce-policy", policy.enforce.to_string());
     let enforced = evaluate(policy.enforce, &pod);
+    let audited = if policy.audit == policy.enforce {
+        enforced.clone()
+    } else {
+        evaluate(policy.audit, &pod)
+    };
+    annotate_audit(a, &policy, &audited);
     if !enforced.allowed() {
         return Err(AdmissionError::Forbidden {
             group: a.resource.group.to_string(),
@@ -131,26 +198,42 @@ async fn validate_pod(a: &Attributes<'_>, state: &dyn ClusterState) -> Result<()
             causes: Vec::new(),
         });
     }
-    let warned = if policy.warn == policy.enforce { enforced } else { evaluate(policy.warn, &pod) };
+    let warned = match policy.warn {
+        warn if warn == policy.enforce => enforced,
+        warn if warn == policy.audit => audited,
+        warn => evaluate(warn, &pod),
+    };
     warn(a, &policy, &warned);
     Ok(())
 }
 
-/// A workload resource's pod template gets the warnings; there is nothing to refuse, and a
-/// namespace or template that cannot be read lets it through.
+/// A workload resource's pod template gets the warnings and the audit annotations; there is
+/// nothing to refuse, and a namespace or template that cannot be read lets it through.
 async fn validate_template(a: &Attributes<'_>, state: &dyn ClusterState) {
     if !a.subresource.is_empty() {
         return;
     }
-    let Some((policy, _)) = namespace_policy(a, state).await else { return };
-    // Audit would look too, but its findings have nowhere to go (no audit log).
-    if policy.warn.level == Level::Privileged {
+    let (policy, errors) = match namespace_policy(a, state).await {
+        Ok(found) => found,
+        Err(e) => {
+            let text = format!("failed to lookup namespace {}: {e}", go_quote(a.namespace));
+            return annotate(a, "error", text);
+        }
+    };
+    if errors.is_empty()
+        && policy.warn.level == Level::Privileged
+        && policy.audit.level == Level::Privileged
+    {
         return;
     }
     let template =
         a.object().and_then(|o| templates::pod_of(a.resource.group, a.resource.resource, o));
     let Some(Ok(pod)) = template.map(Pod::decode) else { return };
-    warn(a, &policy, &evaluate(policy.warn, &pod));
+    annotate_label_errors(a, &errors);
+    let audited = evaluate(policy.audit, &pod);
+    annotate_audit(a, &policy, &audited);
+    let warned = if policy.warn == policy.audit { audited } else { evaluate(policy.warn, &pod) };
+    warn(a, &policy, &warned);
 }
 
 fn warn(a: &Attributes<'_>, policy: &Policy, found: &evaluator::Violations) {

@@ -103,7 +103,16 @@ impl Request {
     }
 
     /// The plugin's answer, and the warnings it gave.
-    async fn run(mut self, state: &Snapshot) -> (Result<(), AdmissionError>, Vec<String>) {
+    async fn run(self, state: &Snapshot) -> (Result<(), AdmissionError>, Vec<String>) {
+        let (result, warnings, _) = self.run_audited(state).await;
+        (result, warnings)
+    }
+
+    /// [`Request::run`], with the audit annotations left (key, value), all at level Metadata.
+    async fn run_audited(
+        mut self,
+        state: &Snapshot,
+    ) -> (Result<(), AdmissionError>, Vec<String>, Vec<(String, String)>) {
         let a = Attributes {
             operation: self.operation,
             user: UserInfo::default(),
@@ -124,7 +133,10 @@ impl Request {
             audit_annotations: Default::default(),
         };
         let result = PodSecurity.validate(&a, state).await;
-        (result, a.warnings.take())
+        let annotations = a.audit_annotations.take();
+        assert!(annotations.iter().all(|x| x.level == AuditLevel::Metadata));
+        let annotations = annotations.into_iter().map(|x| (x.key, x.value)).collect();
+        (result, a.warnings.take(), annotations)
     }
 }
 
@@ -304,4 +316,96 @@ async fn a_stricter_enforce_level_warns_about_existing_pods() {
     );
     let (_, warnings) = Request::create("namespaces", "", privileged).update(old).run(&state).await;
     assert!(warnings.is_empty());
+}
+
+fn pairs(expected: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> =
+        expected.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    v.sort();
+    v
+}
+
+async fn annotations_of(request: Request, state: &Snapshot) -> Vec<(String, String)> {
+    let (_, _, mut found) = request.run_audited(state).await;
+    found.sort();
+    found
+}
+
+#[tokio::test]
+async fn pods_checked_are_annotated_with_the_enforced_policy_and_audit_violations() {
+    let state = state()
+        .with(
+            "",
+            "namespaces",
+            namespace(
+                "audited",
+                json!({"pod-security.kubernetes.io/audit": "restricted",
+                                        "pod-security.kubernetes.io/audit-version": "v1.30"}),
+            ),
+        )
+        .with(
+            "",
+            "namespaces",
+            namespace(
+                "both",
+                json!({"pod-security.kubernetes.io/enforce": "restricted",
+                                     "pod-security.kubernetes.io/audit": "restricted"}),
+            ),
+        );
+    const ENFORCE: &str = "pod-security.kubernetes.io/enforce-policy";
+    const AUDIT: &str = "pod-security.kubernetes.io/audit-violations";
+    // Privileged in every mode: upstream's shared answer.
+    let plain = Request::create("pods", "plain", privileged_pod("p"));
+    assert_eq!(annotations_of(plain, &state).await, pairs(&[(ENFORCE, "privileged:latest")]));
+
+    let audited = Request::create("pods", "audited", privileged_pod("p"));
+    let (result, warnings, found) = audited.run_audited(&state).await;
+    assert_eq!((result, warnings), (Ok(()), vec![]));
+    let violations =
+        format!("would violate PodSecurity \"restricted:v1.30\": {PRIVILEGED_RESTRICTED}");
+    let mut found = found;
+    found.sort();
+    assert_eq!(found, pairs(&[(ENFORCE, "privileged:latest"), (AUDIT, &violations)]));
+    let compliant = Request::create("pods", "audited", compliant_pod());
+    assert_eq!(annotations_of(compliant, &state).await, pairs(&[(ENFORCE, "privileged:latest")]));
+
+    // A refused pod is annotated too.
+    let refused = Request::create("pods", "both", privileged_pod("p"));
+    let violations =
+        format!("would violate PodSecurity \"restricted:latest\": {PRIVILEGED_RESTRICTED}");
+    assert_eq!(
+        annotations_of(refused, &state).await,
+        pairs(&[(ENFORCE, "restricted:latest"), (AUDIT, &violations)])
+    );
+
+    // Labels that do not parse: enforce fails closed, and the error is noted.
+    let broken = Request::create("pods", "broken", compliant_pod());
+    assert_eq!(
+        annotations_of(broken, &state).await,
+        pairs(&[
+            ("pod-security.kubernetes.io/error", "Failed to parse policy: metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: \"strict\": must be one of privileged, baseline, restricted"),
+            (ENFORCE, "restricted:latest"),
+        ])
+    );
+
+    // Workload resources: audit violations, never an enforced policy.
+    let template = |object: Value| json!({"metadata": {"name": "d"}, "spec": {"template": {"metadata": {}, "spec": object["spec"]}}});
+    let deployment = Request::create("deployments", "audited", template(privileged_pod("p")));
+    let violations =
+        format!("would violate PodSecurity \"restricted:v1.30\": {PRIVILEGED_RESTRICTED}");
+    assert_eq!(annotations_of(deployment, &state).await, pairs(&[(AUDIT, &violations)]));
+    let deployment = Request::create("deployments", "plain", template(privileged_pod("p")));
+    assert!(annotations_of(deployment, &state).await.is_empty());
+    let deployment = Request::create("deployments", "missing", template(privileged_pod("p")));
+    assert_eq!(
+        annotations_of(deployment, &state).await,
+        pairs(&[(
+            "pod-security.kubernetes.io/error",
+            "failed to lookup namespace \"missing\": namespaces \"missing\" not found"
+        )])
+    );
+
+    // An update that changes nothing the standards read is not checked, so not annotated.
+    let same = Request::create("pods", "audited", privileged_pod("p")).update(privileged_pod("p"));
+    assert!(annotations_of(same, &state).await.is_empty());
 }

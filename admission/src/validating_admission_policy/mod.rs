@@ -9,9 +9,15 @@
 //! `variables` are evaluated, its `matchConditions` must all hold, and each of its
 //! `validations` that does not hold is a failure, which the binding's `validationActions`
 //! turn into a refusal (`Deny`, with upstream's `ValidatingAdmissionPolicy 'p' with binding
-//! 'b' denied request: ...` and the validation's `reason`), a `Warning` header (`Warn`) or a
-//! log line (`Audit`: rkube has no audit log). An expression that fails to compile or
-//! evaluate obeys the policy's `failurePolicy`. Expressions read `object`, `oldObject`,
+//! 'b' denied request: ...` and the validation's `reason`), a `Warning` header (`Warn`) or the
+//! audit annotation `validation.policy.admission.k8s.io/validation_failure` (`Audit`, a JSON
+//! list of one failure; the first failure audited in a request is the one kept). A binding
+//! that cannot be used (its params missing, the object not convertible) and an audit
+//! annotation that fails refuse the request whatever its actions. An expression that fails
+//! to compile or evaluate, and a binding that cannot be used, obey the policy's
+//! `failurePolicy`. The policy's `auditAnnotations` that evaluate to a non-empty string
+//! become `<policy name>/<key>` annotations (several bindings' distinct values of one key
+//! joined by `, `; a null or empty value adds nothing). Expressions read `object`, `oldObject`,
 //! `request`, `params`, `namespaceObject`, `authorizer` and `variables`, and each
 //! evaluation is bounded by CEL's cost limits. Compiled policies are kept per policy
 //! version ([`compiled`]).
@@ -21,9 +27,7 @@
 //!
 //! The policy's `status.typeChecking` is the controllers' (`validatingadmissionpolicy-status-
 //! controller`), as upstream's: here expressions are compiled untyped, as upstream's plugin
-//! does. Not yet: writing `auditAnnotations` (rkube has no audit log: their
-//! values are logged, their failures obey the failure policy),
-//! `authorizer.requestResource`.
+//! does. Not yet: `authorizer.requestResource`.
 
 mod compiled;
 mod matching;
@@ -37,7 +41,7 @@ use rkube_cel::library::authz::Principal;
 use rkube_cel::{Activation, AuthorizerValue, EvalError, Value, PER_CALL_LIMIT, RUNTIME_BUDGET};
 use serde_json::{json, Value as Json};
 
-use crate::attributes::Attributes;
+use crate::attributes::{go_marshal, Attributes};
 use crate::authorizer::{AuthorizerSlot, ResourceCheck};
 use crate::error::{AdmissionError, Cause, Refusal};
 use crate::state::{ClusterState, Freshness, GroupResource};
@@ -71,6 +75,81 @@ pub struct ValidatingAdmissionPolicy {
 struct Failure {
     message: String,
     reason: &'static str,
+    /// The validation that failed (0 for a matchCondition that could not be evaluated),
+    /// whose failure the binding's actions decide on; `None` for a binding that cannot be
+    /// used and an audit annotation that failed, which refuse the request whatever the
+    /// actions (upstream's configuration errors).
+    expression: Option<usize>,
+}
+
+impl Failure {
+    fn of_binding(message: String) -> Failure {
+        Failure { message, reason: "Invalid", expression: None }
+    }
+}
+
+/// What evaluating a policy through a binding gave: its failures and its audit annotations'
+/// values (key, value).
+#[derive(Debug, Default)]
+struct Outcome {
+    failures: Vec<Failure>,
+    annotations: Vec<(String, String)>,
+}
+
+/// The longest audit annotation value kept, in bytes (upstream's 10 KiB).
+const MAX_ANNOTATION_VALUE: usize = 10 * 1024;
+
+/// One policy's audit annotations over all its bindings: each key's distinct values in order.
+#[derive(Debug, Default)]
+struct PolicyAnnotations(Vec<(String, Vec<String>)>);
+
+impl PolicyAnnotations {
+    fn add(&mut self, key: String, mut value: String) {
+        if value.len() > MAX_ANNOTATION_VALUE {
+            let mut end = MAX_ANNOTATION_VALUE;
+            while !value.is_char_boundary(end) {
+                end -= 1;
+            }
+            value.truncate(end);
+        }
+        match self.0.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, values)) if values.contains(&value) => {}
+            Some((_, values)) => values.push(value),
+            None => self.0.push((key, vec![value])),
+        }
+    }
+
+    /// Each key as `<policy>/<key>`, its values joined by `, `.
+    fn publish(self, policy: &str, a: &Attributes<'_>) {
+        for (key, values) in self.0 {
+            let value = values.join(", ");
+            if let Err(e) = a.audit_annotations.add(format!("{policy}/{key}"), value.as_str()) {
+                tracing::warn!("Failed to set admission audit annotation {key} to {value} for ValidatingAdmissionPolicy {policy}: {e}");
+            }
+        }
+    }
+}
+
+/// The `Audit` action: the failure as upstream's `validation_failure` annotation.
+fn audit_failure(
+    a: &Attributes<'_>,
+    policy: &str,
+    binding: &str,
+    actions: &[&str],
+    failure: &Failure,
+    index: usize,
+) {
+    const KEY: &str = "validation.policy.admission.k8s.io/validation_failure";
+    let value = go_marshal(&json!([{
+        "message": failure.message,
+        "policy": policy,
+        "binding": binding,
+        "expressionIndex": index,
+        "validationActions": actions,
+    }]));
+    if let Err(e) = a.audit_annotations.add(KEY, value.as_str()) {
+        tracing::warn!("Failed to set admission audit annotation {KEY} to {value} for ValidatingAdmissionPolicy {policy} and ValidatingAdmissionPolicyBinding {binding}: {e}");
+    }
 }
 
 /// The resource of a `paramKind`: where its objects are read and whether they are namespaced.
@@ -132,6 +211,8 @@ impl ValidatingPlugin for ValidatingAdmissionPolicy {
         let mut request =
             Request { a, state, namespace: None, resources, backend, versioned: Vec::new() };
         let mut refusal: Option<AdmissionError> = None;
+        // Each policy's audit annotations, in the order the policies were first met.
+        let mut annotations: Vec<(String, PolicyAnnotations)> = Vec::new();
         for binding in bindings {
             let binding = binding.value();
             let spec = &binding["spec"];
@@ -151,54 +232,72 @@ impl ValidatingPlugin for ValidatingAdmissionPolicy {
                 continue;
             }
             let binding_name = binding["metadata"]["name"].as_str().unwrap_or_default();
-            let failures = match request.params(&policy, spec).await? {
-                Ok(params) if params.is_empty() => Vec::new(),
+            let mut outcome = Outcome::default();
+            match request.params(&policy, spec).await? {
+                Ok(params) if params.is_empty() => {}
                 Ok(params) => match request.versioned(invocation).await {
                     Ok(versioned) => {
-                        let mut failures = Vec::new();
                         for params in params {
-                            failures.extend(
-                                request
-                                    .evaluate(&policy, &versioned, &params, &self.authorizer)
-                                    .await?,
-                            );
+                            let one = request
+                                .evaluate(&policy, &versioned, &params, &self.authorizer)
+                                .await?;
+                            outcome.failures.extend(one.failures);
+                            outcome.annotations.extend(one.annotations);
                         }
-                        failures
                     }
-                    Err(_) if policy.ignore_failures => Vec::new(),
-                    Err(e) => vec![Failure {
-                        message: format!(
-                            "failed to configure binding: failed to convert object version: {e}"
-                        ),
-                        reason: "Invalid",
-                    }],
+                    Err(_) if policy.ignore_failures => {}
+                    Err(e) => outcome.failures.push(Failure::of_binding(format!(
+                        "failed to configure binding: failed to convert object version: {e}"
+                    ))),
                 },
-                Err(failure) => vec![failure],
+                Err(_) if policy.ignore_failures => {}
+                Err(failure) => outcome.failures.push(failure),
+            }
+            let published = match annotations.iter_mut().find(|(p, _)| *p == policy.name) {
+                Some((_, published)) => published,
+                None => {
+                    annotations.push((policy.name.clone(), PolicyAnnotations::default()));
+                    &mut annotations.last_mut().expect("just pushed").1
+                }
             };
+            for (key, value) in outcome.annotations {
+                published.add(key, value);
+            }
             let actions: Vec<&str> = spec["validationActions"]
                 .as_array()
                 .into_iter()
                 .flatten()
                 .filter_map(Json::as_str)
                 .collect();
-            for failure in failures {
+            for failure in outcome.failures {
                 let text = format!(
                     "ValidatingAdmissionPolicy '{}' with binding '{binding_name}' denied request: {}",
                     policy.name, failure.message
                 );
-                if actions.contains(&"Warn") {
-                    a.warnings.add(format!(
-                        "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{binding_name}': {}",
-                        policy.name, failure.message
-                    ));
-                }
-                if actions.contains(&"Audit") {
-                    tracing::info!(policy = %policy.name, binding = binding_name, message = %failure.message, "validation failed (Audit)");
-                }
-                if actions.contains(&"Deny") && refusal.is_none() {
-                    refusal = Some(refused(a, text, failure.reason));
+                let Some(index) = failure.expression else {
+                    refusal.get_or_insert_with(|| refused(a, text, failure.reason));
+                    continue;
+                };
+                for action in &actions {
+                    match *action {
+                        "Deny" => {
+                            refusal.get_or_insert_with(|| refused(a, text.clone(), failure.reason));
+                        }
+                        "Audit" => {
+                            audit_failure(a, &policy.name, binding_name, &actions, &failure, index)
+                        }
+                        "Warn" => a.warnings.add(format!(
+                            "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{binding_name}': {}",
+                            policy.name, failure.message
+                        )),
+                        _ => {}
+                    }
                 }
             }
+        }
+        // Annotated whether the request is refused or not.
+        for (policy, published) in annotations {
+            published.publish(&policy, a);
         }
         refusal.map_or(Ok(()), Err)
     }
@@ -336,7 +435,7 @@ impl Request<'_, '_> {
         if kind.is_null() {
             return Ok(Ok(vec![Json::Null]));
         }
-        let failure = |message: String| Failure { message, reason: "Invalid" };
+        let failure = Failure::of_binding;
         let param_ref = &binding["paramRef"];
         if param_ref.is_null() {
             return Ok(Err(failure(format!(
@@ -412,14 +511,15 @@ impl Request<'_, '_> {
         })
     }
 
-    /// The policy's failures on the request (in the version it matched) with `params`.
+    /// The policy's failures on the request (in the version it matched) with `params`, and
+    /// its audit annotations.
     async fn evaluate(
         &mut self,
         policy: &Policy,
         versioned: &Versioned,
         params: &Json,
         authorizer: &AuthorizerSlot,
-    ) -> Result<Vec<Failure>, AdmissionError> {
+    ) -> Result<Outcome, AdmissionError> {
         let a = self.a;
         let mut activation = Activation::new();
         activation.json("object", &versioned.object);
@@ -466,31 +566,41 @@ impl Request<'_, '_> {
                 .find(|(name, _)| e == format!("no such key: {name}"))
                 .map_or(e, |(_, err)| err.clone())
         };
-        let failure_of = |message: String| Failure { message, reason: "Invalid" };
+        let failure_of = |message: String, index: usize| Failure {
+            message,
+            reason: "Invalid",
+            expression: Some(index),
+        };
 
         for condition in &policy.match_conditions {
             match run(&condition.expression, &activation).map_err(explain) {
                 Ok(Value::Bool(true)) => {}
-                Ok(Value::Bool(false)) => return Ok(Vec::new()),
-                Ok(_) | Err(_) if policy.ignore_failures => return Ok(Vec::new()),
+                Ok(Value::Bool(false)) => return Ok(Outcome::default()),
+                Ok(_) | Err(_) if policy.ignore_failures => return Ok(Outcome::default()),
                 Ok(other) => {
-                    return Ok(vec![failure_of(format!(
+                    let message = format!(
                         "failed to evaluate matchCondition '{}': expected bool but got {}",
                         condition.name,
                         other.type_of()
-                    ))])
+                    );
+                    return Ok(Outcome {
+                        failures: vec![failure_of(message, 0)],
+                        ..Outcome::default()
+                    });
                 }
                 Err(e) => {
-                    return Ok(vec![failure_of(format!(
-                        "failed to evaluate matchCondition '{}': {e}",
-                        condition.name
-                    ))])
+                    let message =
+                        format!("failed to evaluate matchCondition '{}': {e}", condition.name);
+                    return Ok(Outcome {
+                        failures: vec![failure_of(message, 0)],
+                        ..Outcome::default()
+                    });
                 }
             }
         }
 
         let mut failures = Vec::new();
-        for validation in &policy.validations {
+        for (index, validation) in policy.validations.iter().enumerate() {
             let source = validation.expression.source.trim();
             match run(&validation.expression, &activation).map_err(explain) {
                 Ok(Value::Bool(true)) => {}
@@ -509,37 +619,52 @@ impl Request<'_, '_> {
                             })
                             .unwrap_or_else(|| format!("failed expression: {source}"))
                     };
-                    failures
-                        .push(Failure { message, reason: reason_of(validation.reason.as_deref()) });
+                    failures.push(Failure {
+                        message,
+                        reason: reason_of(validation.reason.as_deref()),
+                        expression: Some(index),
+                    });
                 }
                 _ if policy.ignore_failures => {}
-                Ok(other) => failures.push(failure_of(format!(
-                    "expression '{source}' resulted in error: {}",
-                    EvalError::WrongType { want: "bool", got: other.type_of().to_string() }
-                ))),
-                Err(e) => failures
-                    .push(failure_of(format!("expression '{source}' resulted in error: {e}"))),
+                Ok(other) => failures.push(failure_of(
+                    format!(
+                        "expression '{source}' resulted in error: {}",
+                        EvalError::WrongType { want: "bool", got: other.type_of().to_string() }
+                    ),
+                    index,
+                )),
+                Err(e) => failures.push(failure_of(
+                    format!("expression '{source}' resulted in error: {e}"),
+                    index,
+                )),
             }
         }
-        // Audit annotations: rkube has no audit log, so their values are logged; a failure
-        // to evaluate one obeys the failure policy as upstream's does.
+        // Audit annotations: a string (trimmed) is kept unless empty, null adds nothing, any
+        // other type refuses the request; one that fails to evaluate obeys the failure policy.
+        let mut annotations = Vec::new();
         for annotation in &policy.audit_annotations {
-            let source = annotation.expression.source.trim();
-            match run(&annotation.expression, &activation).map_err(explain) {
-                Ok(Value::String(value)) => {
-                    tracing::debug!(policy = %policy.name, key = %annotation.name, %value, "audit annotation")
+            let source = &annotation.expression.source;
+            let failed = |message: String| Failure::of_binding(message);
+            let value = match &annotation.expression.program {
+                Err(e) => Err(format!("compilation error: {e}")),
+                Ok(_) => run(&annotation.expression, &activation)
+                    .map_err(explain)
+                    .map_err(|e| format!("expression '{source}' resulted in error: {e}")),
+            };
+            match value {
+                Ok(Value::String(value)) if !value.trim().is_empty() => {
+                    annotations.push((annotation.name.clone(), value.trim().to_string()))
                 }
-                Ok(Value::Null) => {}
-                _ if policy.ignore_failures => {}
-                Ok(other) => failures.push(failure_of(format!(
-                    "valueExpression '{source}' resulted in error: expected string but got {}",
+                Ok(Value::String(_) | Value::Null) => {}
+                Ok(other) => failures.push(failed(format!(
+                    "valueExpression '{source}' resulted in unsupported return type: {}. Return type must be either string or null.",
                     other.type_of()
                 ))),
-                Err(e) => failures
-                    .push(failure_of(format!("valueExpression '{source}' resulted in error: {e}"))),
+                Err(_) if policy.ignore_failures => {}
+                Err(e) => failures.push(failed(e)),
             }
         }
-        Ok(failures)
+        Ok(Outcome { failures, annotations })
     }
 }
 

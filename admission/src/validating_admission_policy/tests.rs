@@ -51,6 +51,16 @@ async fn admit(
     namespace: &str,
     replicas: i64,
 ) -> (Result<(), AdmissionError>, Vec<String>) {
+    let (result, warnings, _) = admit_audited(state, namespace, replicas).await;
+    (result, warnings)
+}
+
+/// [`admit`], with the audit annotations left: (key, value), all at level Metadata.
+async fn admit_audited(
+    state: &Snapshot,
+    namespace: &str,
+    replicas: i64,
+) -> (Result<(), AdmissionError>, Vec<String>, Vec<(String, String)>) {
     let mut deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
         "metadata": {"name": "web", "namespace": namespace, "labels": {"app": "web"}},
         "spec": {"replicas": replicas}});
@@ -72,7 +82,9 @@ async fn admit(
     };
     let plugin = ValidatingAdmissionPolicy::new(AuthorizerSlot::default());
     let result = plugin.validate(&a, state).await;
-    (result, a.warnings.take())
+    let annotations = a.audit_annotations.take();
+    assert!(annotations.iter().all(|x| x.level == crate::AuditLevel::Metadata));
+    (result, a.warnings.take(), annotations.into_iter().map(|x| (x.key, x.value)).collect())
 }
 
 #[tokio::test]
@@ -295,4 +307,155 @@ async fn an_equivalent_match_sees_the_object_in_the_rules_version() {
         "{refused}"
     );
     assert_eq!(a.object.as_deref(), Some(&sent));
+}
+
+const FAILURE_KEY: &str = "validation.policy.admission.k8s.io/validation_failure";
+
+#[tokio::test]
+async fn audit_bindings_annotate_the_first_failure_and_policies_their_audit_annotations() {
+    let p = policy(
+        "limits",
+        json!({
+            "failurePolicy": "Fail",
+            "matchConstraints": deployments_rule(),
+            "validations": [{"expression": "object.spec.replicas >= 0"},
+                            {"expression": "object.spec.replicas <= 5", "message": "at most 5 <replicas>"},
+                            {"expression": "object.spec.replicas <= 3"}],
+            "auditAnnotations": [
+                {"key": "replicas", "valueExpression": "'  replicas: ' + string(object.spec.replicas) + ' '"},
+                {"key": "absent", "valueExpression": "null"},
+                {"key": "blank", "valueExpression": "'   '"},
+            ],
+        }),
+    );
+    let audit =
+        binding("audit", json!({"policyName": "limits", "validationActions": ["Warn", "Audit"]}));
+    let s = state(vec![
+        (VAP, "validatingadmissionpolicies", p),
+        (VAP, "validatingadmissionpolicybindings", audit),
+    ]);
+    let (result, warnings, annotations) = admit_audited(&s, "default", 6).await;
+    assert!(result.is_ok());
+    assert_eq!(warnings.len(), 2);
+    // Both failures are audited under one key: the first is kept.
+    assert_eq!(
+        annotations,
+        [
+            (FAILURE_KEY.to_string(), r#"[{"message":"at most 5 \u003creplicas\u003e","policy":"limits","binding":"audit","expressionIndex":1,"validationActions":["Warn","Audit"]}]"#.to_string()),
+            ("limits/replicas".to_string(), "replicas: 6".to_string()),
+        ]
+    );
+    // Passing: only the policy's annotations.
+    let (result, _, annotations) = admit_audited(&s, "default", 2).await;
+    assert!(result.is_ok());
+    assert_eq!(annotations, [("limits/replicas".to_string(), "replicas: 2".to_string())]);
+}
+
+#[tokio::test]
+async fn one_key_from_several_bindings_joins_their_distinct_values() {
+    let p = policy(
+        "by-param",
+        json!({
+            "matchConstraints": deployments_rule(),
+            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "validations": [{"expression": "object.spec.replicas <= int(params.data.max)"}],
+            "auditAnnotations": [{"key": "limit", "valueExpression": "params.data.max"},
+                                 {"key": "count", "valueExpression": "string(object.spec.replicas)"}],
+        }),
+    );
+    let params = |name: &str, max: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": name, "namespace": "default"}, "data": {"max": max}})
+    };
+    let bind = |name: &str, param: &str, actions: Json| {
+        binding(
+            name,
+            json!({"policyName": "by-param", "validationActions": actions,
+                             "paramRef": {"name": param, "namespace": "default"}}),
+        )
+    };
+    let s = state(vec![
+        (VAP, "validatingadmissionpolicies", p),
+        ("", "configmaps", params("low", "2")),
+        ("", "configmaps", params("high", "9")),
+        ("", "configmaps", params("same", "9")),
+        (VAP, "validatingadmissionpolicybindings", bind("a-low", "low", json!(["Deny"]))),
+        (VAP, "validatingadmissionpolicybindings", bind("b-high", "high", json!(["Audit"]))),
+        (VAP, "validatingadmissionpolicybindings", bind("c-same", "same", json!(["Audit"]))),
+    ]);
+    let (result, _, mut annotations) = admit_audited(&s, "default", 4).await;
+    // Refused by the Deny binding, and annotated all the same.
+    assert!(result.unwrap_err().to_string().contains("with binding 'a-low' denied request"));
+    annotations.sort();
+    assert_eq!(
+        annotations,
+        [
+            ("by-param/count".to_string(), "4".to_string()),
+            ("by-param/limit".to_string(), "2, 9".to_string()),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn audit_annotations_that_fail_refuse_whatever_the_actions() {
+    let p = |failure_policy: &str| {
+        policy(
+            "typed",
+            json!({
+                "failurePolicy": failure_policy,
+                "matchConstraints": deployments_rule(),
+                "validations": [{"expression": "true"}],
+                "auditAnnotations": [{"key": "n", "valueExpression": "object.spec.replicas"},
+                                     {"key": "m", "valueExpression": "object.spec.missing"}],
+            }),
+        )
+    };
+    let audit_only = binding("b", json!({"policyName": "typed", "validationActions": ["Audit"]}));
+    for failure_policy in ["Fail", "Ignore"] {
+        let s = state(vec![
+            (VAP, "validatingadmissionpolicies", p(failure_policy)),
+            (VAP, "validatingadmissionpolicybindings", audit_only.clone()),
+        ]);
+        let (result, _, annotations) = admit_audited(&s, "default", 2).await;
+        let refused = result.unwrap_err().to_string();
+        // A value of the wrong type refuses under either policy; one that cannot be evaluated
+        // only under Fail.
+        assert!(refused.ends_with("ValidatingAdmissionPolicy 'typed' with binding 'b' denied request: valueExpression 'object.spec.replicas' resulted in unsupported return type: int. Return type must be either string or null."), "{refused}");
+        assert!(annotations.is_empty());
+    }
+}
+
+#[tokio::test]
+async fn a_binding_that_cannot_be_used_refuses_whatever_its_actions_unless_ignored() {
+    let p = |failure_policy: &str| {
+        policy(
+            "param-limit",
+            json!({
+                "failurePolicy": failure_policy,
+                "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+                "matchConstraints": deployments_rule(),
+                "validations": [{"expression": "object.spec.replicas <= int(params.data.max)"}],
+            }),
+        )
+    };
+    // Audit only, and the parameter object is missing: upstream's configuration error.
+    let b = binding(
+        "audit-only",
+        json!({"policyName": "param-limit", "validationActions": ["Audit", "Warn"],
+               "paramRef": {"name": "gone", "namespace": "default", "parameterNotFoundAction": "Deny"}}),
+    );
+    let s = state(vec![
+        (VAP, "validatingadmissionpolicies", p("Fail")),
+        (VAP, "validatingadmissionpolicybindings", b.clone()),
+    ]);
+    let (result, warnings, annotations) = admit_audited(&s, "default", 1).await;
+    let refused = result.unwrap_err().to_string();
+    assert!(refused.ends_with("ValidatingAdmissionPolicy 'param-limit' with binding 'audit-only' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction"), "{refused}");
+    // Neither warned nor audited: it is no validation's failure.
+    assert!(warnings.is_empty() && annotations.is_empty(), "{warnings:?} {annotations:?}");
+    let s = state(vec![
+        (VAP, "validatingadmissionpolicies", p("Ignore")),
+        (VAP, "validatingadmissionpolicybindings", b),
+    ]);
+    assert_eq!(admit_audited(&s, "default", 1).await, (Ok(()), vec![], vec![]));
 }

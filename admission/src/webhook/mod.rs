@@ -21,8 +21,11 @@
 //! the server hands the chain with [`crate::Chain::set_webhook_backend`].
 //!
 //! `matchConditions` are CEL ([`rkube_cel`]) over `object`, `oldObject`, `request` and
-//! `authorizer`. rkube has no audit log: audit annotations from webhooks are logged.
+//! `authorizer`. What the calls leave for the request's audit event (the webhooks' own
+//! `auditAnnotations`, each mutation and patch, each call that failed open) is
+//! [`annotations`].
 
+mod annotations;
 mod config;
 pub(crate) mod matching;
 mod review;
@@ -44,6 +47,7 @@ use crate::error::AdmissionError;
 use crate::reinvocation::Reinvocation;
 use crate::state::ClusterState;
 use crate::{MutatingPlugin, ValidatingPlugin};
+use annotations::MutationAnnotator;
 use config::Configurations;
 use matching::{converted, Invocation};
 use review::Verdict;
@@ -205,10 +209,7 @@ impl Dispatcher {
             .map_err(|e| Failure::Calling(format!("failed to call webhook: {e}")))?;
         let verdict = review::verify(version, &uid, self.mutating, &answer)
             .map_err(|e| Failure::Calling(format!("received invalid webhook response: {e}")))?;
-        for (key, value) in &verdict.audit_annotations {
-            // rkube has no audit log to keep them in.
-            tracing::info!(annotation = %format!("{}/{key}", hook.name), %value, "webhook audit annotation");
-        }
+        annotations::from_answer(a, hook, self.mutating, &verdict.audit_annotations);
         for warning in &verdict.warnings {
             a.warnings.add(warning.clone());
         }
@@ -218,13 +219,19 @@ impl Dispatcher {
         Ok(verdict)
     }
 
-    /// What a failed call means: nothing (failing open) or the request's error.
-    fn settle(hook: &Webhook, failure: Failure) -> Result<(), AdmissionError> {
+    /// What a failed call means: nothing (failing open, which `failed_open` notes for the
+    /// audit event) or the request's error.
+    fn settle(
+        hook: &Webhook,
+        failure: Failure,
+        failed_open: impl FnOnce(),
+    ) -> Result<(), AdmissionError> {
         match failure {
             Failure::Calling(reason) => {
                 let error = format!("failed calling webhook {}: {reason}", go_quote(&hook.name));
                 if hook.failure_policy == FailurePolicy::Ignore {
                     tracing::warn!(webhook = %hook.name, %error, "Failed calling webhook, failing open");
+                    failed_open();
                     return Ok(());
                 }
                 tracing::warn!(webhook = %hook.name, %error, "Failed calling webhook, failing closed");
@@ -260,7 +267,8 @@ impl MutatingWebhooks {
         reinvocation: &mut Reinvocation,
     ) -> Result<(), AdmissionError> {
         let resources = self.dispatcher.resources();
-        for hook in hooks {
+        let round = u8::from(reinvocation.is_reinvoke());
+        for (index, hook) in hooks.iter().enumerate() {
             let Some(invocation) = matching::should_call(
                 hook,
                 a,
@@ -277,7 +285,8 @@ impl MutatingWebhooks {
             if reinvocation.is_reinvoke() && !reinvocation.webhooks.reinvoke.contains(&hook.uid) {
                 continue;
             }
-            let outcome = self.call(hook, &invocation, a, resources.as_deref()).await;
+            let annotator = MutationAnnotator::new(round, index, hook);
+            let outcome = self.call(hook, &invocation, a, resources.as_deref(), &annotator).await;
             if matches!(outcome, Ok(true)) {
                 reinvocation.webhooks.require_reinvoking();
                 reinvocation.set_should_reinvoke();
@@ -286,21 +295,41 @@ impl MutatingWebhooks {
                 reinvocation.webhooks.previously_invoked.insert(hook.uid.clone());
             }
             if let Err(failure) = outcome {
-                Dispatcher::settle(hook, failure)?;
+                Dispatcher::settle(hook, failure, || annotator.failed_open(a))?;
             }
         }
         Ok(())
     }
 
-    /// Calls one webhook and applies its patch: whether the object changed.
+    /// Calls one webhook and applies its patch: whether the object changed. Every call that
+    /// gets the request in the webhook's version is noted for the audit event, with whether
+    /// it changed the object.
     async fn call(
         &self,
         hook: &Webhook,
         invocation: &Invocation,
         a: &mut Attributes<'_>,
         resources: Option<&Resources>,
+        annotator: &MutationAnnotator<'_>,
     ) -> Result<bool, Failure> {
         let (object, old) = self.dispatcher.versioned(a, invocation).await?;
+        let outcome = self.patch(hook, invocation, a, resources, annotator, object, old).await;
+        annotator.mutation(a, matches!(outcome, Ok(true)));
+        outcome
+    }
+
+    /// The call itself, and the patch applied.
+    #[allow(clippy::too_many_arguments)]
+    async fn patch(
+        &self,
+        hook: &Webhook,
+        invocation: &Invocation,
+        a: &mut Attributes<'_>,
+        resources: Option<&Resources>,
+        annotator: &MutationAnnotator<'_>,
+        object: Option<Value>,
+        old: Option<Value>,
+    ) -> Result<bool, Failure> {
         let verdict =
             self.dispatcher.call(hook, invocation, a, object.as_ref(), old.as_ref()).await?;
         if verdict.patch.is_empty() {
@@ -339,6 +368,7 @@ impl MutatingWebhooks {
             None => patched,
         };
         let changed = patched != object;
+        annotator.patch(a, &patch);
         if let Some(info) = &info {
             info.strategy.default(&mut patched);
         }
@@ -455,10 +485,17 @@ impl ValidatingPlugin for ValidatingWebhooks {
             self.dispatcher.call(hook, invocation, a, object.as_ref(), old.as_ref()).await
         }))
         .await;
-        for ((hook, _), result) in calls.iter().zip(results) {
+        let mut refusal = None;
+        for (index, ((hook, _), result)) in calls.iter().zip(results).enumerate() {
             if let Err(failure) = result {
-                Dispatcher::settle(hook, failure)?;
+                let failed_open = || annotations::validating_failed_open(a, index, hook);
+                if let Err(e) = Dispatcher::settle(hook, failure, failed_open) {
+                    refusal.get_or_insert(e);
+                }
             }
+        }
+        if let Some(e) = refusal {
+            return Err(e);
         }
         Ok(())
     }

@@ -414,3 +414,135 @@ async fn webhook_configurations_never_go_to_webhooks() {
     assert!(chain.validate(&a, &state).await.is_err());
     assert_eq!(count.load(Ordering::SeqCst), 1);
 }
+
+/// The annotations as (key, value, level), in the order added.
+fn annotations(a: &Attributes<'_>) -> Vec<(String, String, AuditLevel)> {
+    a.audit_annotations.take().into_iter().map(|x| (x.key, x.value, x.level)).collect()
+}
+
+#[tokio::test]
+async fn mutating_webhooks_leave_mutation_and_patch_annotations_per_round_and_index() {
+    let (chain, _) = chain(Box::new(|url, request| {
+        let labels = &request["object"]["metadata"]["labels"];
+        Ok(match url {
+            "https://first/" if labels.get("first").is_none() => add_label("first"),
+            "https://second/" if labels.get("second").is_none() => {
+                let mut answer = add_label("second");
+                answer["auditAnnotations"] = json!({"decision": "labelled <b>", "Bad Key!": "x"});
+                answer
+            }
+            _ => json!({"allowed": true}),
+        })
+    }));
+    // `skipped` is never called (its rule does not match) but counts in the index.
+    let skipped = hook(
+        "skipped",
+        json!([{"operations": ["DELETE"], "apiGroups": [""],
+        "apiVersions": ["v1"], "resources": ["pods"]}]),
+        json!({}),
+    );
+    let first = hook("first", pod_rule(), json!({"reinvocationPolicy": "IfNeeded"}));
+    let second = hook("second", pod_rule(), json!({}));
+    let state = state(vec![skipped, first, second], vec![]);
+    let mut object = pod(json!({"app": "web"}));
+    let mut a = attributes(Operation::Create, "prod", Some(&mut object), None);
+    chain.admit(&mut a, &state).await.unwrap();
+    let patch = |name: &str| {
+        format!(
+            r#"{{"configuration":"m","webhook":"{name}","patch":[{{"op":"add","path":"/metadata/labels/{name}","value":"yes"}}],"patchType":"JSONPatch"}}"#
+        )
+    };
+    let mutation = |name: &str, mutated: bool| {
+        format!(r#"{{"configuration":"m","webhook":"{name}","mutated":{mutated}}}"#)
+    };
+    use AuditLevel::{Metadata, Request};
+    let s = |x: &str| x.to_string();
+    assert_eq!(
+        annotations(&a),
+        vec![
+            (s("patch.webhook.admission.k8s.io/round_0_index_1"), patch("first"), Request),
+            (
+                s("mutation.webhook.admission.k8s.io/round_0_index_1"),
+                mutation("first", true),
+                Metadata
+            ),
+            // The key that is not a qualified name is dropped; the value is kept as sent.
+            (s("second/decision"), s("labelled <b>"), Metadata),
+            (s("patch.webhook.admission.k8s.io/round_0_index_2"), patch("second"), Request),
+            (
+                s("mutation.webhook.admission.k8s.io/round_0_index_2"),
+                mutation("second", true),
+                Metadata
+            ),
+            // Reinvoked after `second` changed the object: `first` did nothing this time.
+            (
+                s("mutation.webhook.admission.k8s.io/round_1_index_1"),
+                mutation("first", false),
+                Metadata
+            ),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn failed_calls_that_are_ignored_are_annotated_and_refusals_still_annotate() {
+    let (chain, _) = chain(Box::new(|url, _| match url {
+        "https://deny/" => Ok(json!({"allowed": false, "auditAnnotations": {"why": "policy"},
+            "status": {"code": 403, "message": "no"}})),
+        "https://ok/" => Ok(json!({"allowed": true, "auditAnnotations": {"seen": "yes"}})),
+        _ => Err(CallError("connection refused".into())),
+    }));
+    let ignore = json!({"failurePolicy": "Ignore"});
+    let mut object = pod(json!({}));
+    let mut a = attributes(Operation::Create, "prod", Some(&mut object), None);
+    use AuditLevel::Metadata;
+    let s = |x: &str| x.to_string();
+
+    let mutating = state(vec![hook("down", pod_rule(), ignore.clone())], vec![]);
+    chain.admit(&mut a, &mutating).await.unwrap();
+    assert_eq!(
+        annotations(&a),
+        vec![
+            (
+                s("mutation.webhook.admission.k8s.io/round_0_index_0"),
+                s(r#"{"configuration":"m","webhook":"down","mutated":false}"#),
+                Metadata
+            ),
+            (
+                s("failed-open.mutation.webhook.admission.k8s.io/round_0_index_0"),
+                s("down"),
+                Metadata
+            ),
+        ]
+    );
+
+    // Validating webhooks are numbered among those called.
+    let skipped = hook(
+        "skipped",
+        json!([{"operations": ["DELETE"], "apiGroups": [""],
+        "apiVersions": ["v1"], "resources": ["pods"]}]),
+        json!({}),
+    );
+    let validating = state(
+        vec![],
+        vec![skipped, hook("ok", pod_rule(), json!({})), hook("down", pod_rule(), ignore.clone())],
+    );
+    chain.validate(&a, &validating).await.unwrap();
+    let mut found = annotations(&a);
+    found.sort();
+    assert_eq!(
+        found,
+        vec![
+            (
+                s("failed-open.validating.webhook.admission.k8s.io/round_0_index_1"),
+                s("down"),
+                Metadata
+            ),
+            (s("ok/seen"), s("yes"), Metadata),
+        ]
+    );
+
+    let denying = state(vec![], vec![hook("deny", pod_rule(), json!({}))]);
+    chain.validate(&a, &denying).await.unwrap_err();
+    assert_eq!(annotations(&a), vec![(s("deny/why"), s("policy"), Metadata)]);
+}
