@@ -254,26 +254,9 @@ impl AuditAnnotations {
     }
 }
 
-/// `value` as Go's `json.Marshal` writes a document with no Go type of its own: members in
-/// the order given, no spaces, and `<`, `>`, `&`, U+2028 and U+2029 escaped (Go's HTML-safe
-/// default), as annotation values that hold JSON are written upstream.
-pub fn go_marshal(value: &Value) -> String {
-    let plain = value.to_string();
-    // These characters can only stand inside strings in JSON text, so replacing them
-    // everywhere escapes exactly the string contents.
-    let mut out = String::with_capacity(plain.len());
-    for c in plain.chars() {
-        match c {
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// `value` as Go's `json.Marshal` writes a document with no Go type of its own (members in
+/// the order given, HTML-safe escapes), as annotation values that hold JSON are written.
+pub use rkube_apis::go_marshal;
 
 impl Attributes<'_> {
     /// Whether the request is about `resource` of the core group or of `group`, itself (not

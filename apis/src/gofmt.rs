@@ -132,7 +132,7 @@ pub(crate) fn go_type_name(value: &Value) -> &'static str {
 /// Compact JSON as Go's `encoding/json` writes it: `<`, `>`, `&`, U+2028 and U+2029
 /// escaped. Those characters only occur inside strings, so escaping them in the output is
 /// safe.
-pub(crate) fn go_json(value: &Value) -> String {
+pub fn go_json(value: &Value) -> String {
     let text = value.to_string();
     if !text.contains(['<', '>', '&', '\u{2028}', '\u{2029}']) {
         return text;

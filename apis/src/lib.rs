@@ -13,6 +13,8 @@ pub mod defaults;
 pub mod disabled_fields;
 pub mod go_json;
 mod gofmt;
+/// Compact JSON as Go's `json.Marshal` writes it (HTML-safe escapes, members in order).
+pub use gofmt::go_json as go_marshal;
 pub use gofmt::go_quote;
 pub mod kinds;
 pub mod names;

@@ -136,6 +136,21 @@ enum Responder {
     Raw(RawHandler),
 }
 
+/// A kubeconfig that names `url` as its server, trusted by `ca`, with `token` as the
+/// caller's credential: how kube-apiserver's webhook configuration files name a remote
+/// (`--audit-webhook-config-file`, `--authentication-token-webhook-config-file`), written to
+/// `path`.
+pub fn write_webhook_kubeconfig(path: &std::path::Path, url: &str, ca: &TestCa, token: &str) {
+    let config = json!({
+        "apiVersion": "v1", "kind": "Config", "current-context": "webhook",
+        "clusters": [{"name": "webhook", "cluster": {
+            "server": url, "certificate-authority-data": ca.bundle()}}],
+        "users": [{"name": "apiserver", "user": {"token": token}}],
+        "contexts": [{"name": "webhook", "context": {"cluster": "webhook", "user": "apiserver"}}],
+    });
+    std::fs::write(path, config.to_string()).expect("write the kubeconfig");
+}
+
 /// A running webhook server; stopped when dropped.
 pub struct WebhookServer {
     pub addr: SocketAddr,

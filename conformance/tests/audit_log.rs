@@ -357,7 +357,7 @@ fn bad_audit_flags_stop_startup_with_one_line() {
 
 #[test]
 fn events_are_posted_to_the_webhook_as_event_lists() {
-    use rkube_conformance::webhook::{Answer, TestCa, WebhookServer};
+    use rkube_conformance::webhook::{write_webhook_kubeconfig, Answer, TestCa, WebhookServer};
     let ca = TestCa::new("audit-receiver-ca");
     let receiver =
         WebhookServer::start(&ca, &["audit.example"], std::sync::Arc::new(|_, _| Answer::allow()));
@@ -366,14 +366,7 @@ fn events_are_posted_to_the_webhook_as_event_lists() {
          - level: Request\n  resources: [{group: \"\", resources: [configmaps]}]\n",
     );
     let kubeconfig = dir.path().join("audit-webhook.kubeconfig");
-    let config = json!({
-        "apiVersion": "v1", "kind": "Config", "current-context": "audit",
-        "clusters": [{"name": "receiver", "cluster": {
-            "server": receiver.url("/audit/events"), "certificate-authority-data": ca.bundle()}}],
-        "users": [{"name": "apiserver", "user": {"token": "audit-token"}}],
-        "contexts": [{"name": "audit", "context": {"cluster": "receiver", "user": "apiserver"}}],
-    });
-    std::fs::write(&kubeconfig, config.to_string()).unwrap();
+    write_webhook_kubeconfig(&kubeconfig, &receiver.url("/audit/events"), &ca, "audit-token");
     let s = RkubeServer::start_with(&[
         "--audit-policy-file",
         policy.to_str().unwrap(),

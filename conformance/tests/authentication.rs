@@ -322,7 +322,7 @@ fn issuer_discovery_documents_verify_a_token_request_token() {
 
 #[test]
 fn a_token_webhook_authenticates_the_tokens_nobody_else_knows() {
-    use rkube_conformance::webhook::{TestCa, WebhookServer};
+    use rkube_conformance::webhook::{write_webhook_kubeconfig, TestCa, WebhookServer};
     use std::sync::Arc;
     let ca = TestCa::new("token-webhook-ca");
     let webhook = WebhookServer::start_raw(
@@ -340,14 +340,7 @@ fn a_token_webhook_authenticates_the_tokens_nobody_else_knows() {
     );
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = dir.path().join("token-webhook.kubeconfig");
-    let config = json!({
-        "apiVersion": "v1", "kind": "Config", "current-context": "authn",
-        "clusters": [{"name": "authn", "cluster": {
-            "server": webhook.url("/authenticate"), "certificate-authority-data": ca.bundle()}}],
-        "users": [{"name": "apiserver", "user": {"token": "apiserver-secret"}}],
-        "contexts": [{"name": "authn", "context": {"cluster": "authn", "user": "apiserver"}}],
-    });
-    std::fs::write(&kubeconfig, config.to_string()).unwrap();
+    write_webhook_kubeconfig(&kubeconfig, &webhook.url("/authenticate"), &ca, "apiserver-secret");
     let s = RkubeServer::start_with(&[
         "--authentication-token-webhook-config-file",
         kubeconfig.to_str().unwrap(),
