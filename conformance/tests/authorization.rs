@@ -354,7 +354,7 @@ fn an_unknown_unimplemented_or_missing_mode_stops_the_server_with_one_line() {
         ("Magic", "rkube: authorization-mode \"Magic\" is not a valid mode"),
         (
             "AlwaysAllow,Webhook",
-            "rkube: authorization-mode \"Webhook\" is not implemented in rkube",
+            "rkube: authorization-mode Webhook's authorization config file not passed",
         ),
         ("ABAC", "rkube: authorization-mode \"ABAC\" is not implemented in rkube"),
         (
@@ -380,4 +380,107 @@ fn an_unknown_unimplemented_or_missing_mode_stops_the_server_with_one_line() {
         // Nothing was set up before the flag was read.
         assert!(!data_dir.path().join("db").exists(), "{mode}");
     }
+}
+
+#[test]
+fn the_webhook_mode_asks_a_remote_service_after_rbac() {
+    use rkube_conformance::webhook::{write_webhook_kubeconfig, TestCa, WebhookServer};
+    use std::sync::Arc;
+    let ca = TestCa::new("authz-webhook-ca");
+    let webhook = WebhookServer::start_raw(
+        &ca,
+        &["authz.example"],
+        Arc::new(|_, review: &Value| {
+            let spec = &review["spec"];
+            let resource = spec["resourceAttributes"]["resource"].as_str().unwrap_or("");
+            let status = match (spec["user"].as_str(), resource) {
+                (Some("wanda"), "configmaps") => {
+                    json!({"allowed": true, "reason": "webhook says yes"})
+                }
+                (Some("wanda"), "secrets") => {
+                    json!({"allowed": false, "denied": true, "reason": "webhook says no"})
+                }
+                _ => json!({"allowed": false}),
+            };
+            json!({"apiVersion": review["apiVersion"], "kind": "SubjectAccessReview", "status": status})
+        }),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("authz-webhook.kubeconfig");
+    write_webhook_kubeconfig(&kubeconfig, &webhook.url("/authorize"), &ca, "apiserver-secret");
+    let s = RkubeServer::start_with(&[
+        "--authorization-mode=Node,RBAC,Webhook",
+        "--authorization-webhook-config-file",
+        kubeconfig.to_str().unwrap(),
+        "--authorization-webhook-version=v1",
+    ]);
+
+    // RBAC knows nothing of wanda: the webhook decides.
+    for _ in 0..2 {
+        s.ok(&["get", "configmaps", "--as=wanda"]);
+    }
+    let err = s.fails(&["get", "secrets", "--as=wanda"]);
+    assert!(
+        err.contains(
+            "secrets is forbidden: User \"wanda\" cannot list resource \"secrets\" in API group \"\" \
+             in the namespace \"default\": webhook says no"
+        ),
+        "{err}"
+    );
+    // No opinion: refused, as nobody allowed it.
+    let err = s.fails(&["get", "pods", "--as=wanda"]);
+    assert!(
+        err.contains("pods is forbidden: User \"wanda\" cannot list resource \"pods\""),
+        "{err}"
+    );
+    let out = s.kubectl(&["auth", "can-i", "list", "secrets", "--as=wanda"]);
+    assert_eq!(stdout_of(&out).trim(), "no - webhook says no");
+    // What was sent: v1 SubjectAccessReviews with the user and the kubeconfig's credential;
+    // the allow was remembered (one review for two kubectl runs).
+    let sent = webhook.reviews_to("/authorize");
+    let lists: Vec<&Value> = sent
+        .iter()
+        .filter(|r| r["spec"]["resourceAttributes"]["resource"] == "configmaps")
+        .collect();
+    assert_eq!(lists.len(), 1, "{sent:#?}");
+    assert_eq!(lists[0]["apiVersion"], "authorization.k8s.io/v1");
+    assert_eq!(
+        lists[0]["spec"]["resourceAttributes"],
+        json!({"verb": "list", "resource": "configmaps", "namespace": "default", "version": "v1"})
+    );
+    assert_eq!(lists[0]["spec"]["user"], "wanda");
+    assert_eq!(lists[0]["spec"]["groups"], json!(["system:authenticated"]));
+    assert!(webhook.authorizations.lock().unwrap().iter().all(|a| a == "Bearer apiserver-secret"));
+    // Users RBAC allows never reach the webhook.
+    let before = webhook.reviews_to("/authorize").len();
+    s.ok(&["get", "pods"]);
+    assert_eq!(webhook.reviews_to("/authorize").len(), before);
+}
+
+#[test]
+fn an_unreachable_authorization_webhook_makes_a_500() {
+    use rkube_conformance::webhook::{write_webhook_kubeconfig, TestCa};
+    let ca = TestCa::new("authz-webhook-ca");
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = dir.path().join("authz-webhook.kubeconfig");
+    // A loopback port nothing listens on.
+    let port = rkube_store::testing::free_port();
+    let url = format!("https://127.0.0.1:{port}/authorize");
+    write_webhook_kubeconfig(&kubeconfig, &url, &ca, "apiserver-secret");
+    let s = RkubeServer::start_with(&[
+        "--authorization-mode=RBAC,Webhook",
+        "--authorization-webhook-config-file",
+        kubeconfig.to_str().unwrap(),
+    ]);
+    let c = s.curl(&["-H", "Impersonate-User: wanda"], "/api/v1/namespaces/default/configmaps");
+    assert_eq!(c.code, 500, "{c:?}");
+    assert_eq!(c.header("content-type"), ["text/plain; charset=utf-8"]);
+    assert!(
+        c.body.starts_with(&format!(
+            "Internal Server Error: \"/api/v1/namespaces/default/configmaps\": Post \"{url}\": "
+        )),
+        "{}",
+        c.body
+    );
+    assert!(c.body.contains("connection refused"), "{}", c.body);
 }

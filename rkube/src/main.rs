@@ -347,6 +347,19 @@ struct ServerArgs {
     /// Members of `system:masters` are always allowed, as upstream.
     #[arg(long, value_delimiter = ',', default_value = rkube_server::authz::modes::DEFAULT)]
     authorization_mode: Vec<String>,
+    /// The `Webhook` mode's remote: a kubeconfig naming the service SubjectAccessReviews are
+    /// POSTed to.
+    #[arg(long)]
+    authorization_webhook_config_file: Option<PathBuf>,
+    /// The SubjectAccessReview version sent to the webhook: `v1beta1` or `v1`.
+    #[arg(long, default_value = "v1beta1")]
+    authorization_webhook_version: String,
+    /// How long the webhook's allows are remembered.
+    #[arg(long, default_value = "5m", value_parser = parse_duration)]
+    authorization_webhook_cache_authorized_ttl: Duration,
+    /// How long its other answers are remembered.
+    #[arg(long, default_value = "30s", value_parser = parse_duration)]
+    authorization_webhook_cache_unauthorized_ttl: Duration,
     /// Authentication besides certificates and service-account tokens (kube-apiserver's
     /// flag names).
     #[command(flatten)]
@@ -775,6 +788,7 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
     let off: Vec<String> = off.map(|d| format!("-{d}")).collect();
     args.controller_manager.controllers.extend(off);
     let authorization_modes = rkube_server::authz::Mode::parse_list(&args.authorization_mode)?;
+    let authorization_webhook = authorization_webhook(&args, &authorization_modes)?;
     let authentication = args.authentication.options()?;
     let (auditor, audit_webhook) = args.audit.auditor()?;
     // Checked before anything starts, as kube-apiserver validates its flags.
@@ -882,6 +896,7 @@ async fn server(mut args: ServerArgs) -> anyhow::Result<()> {
             controller_manager: args.controller_manager_secure_port,
         },
         authorization_modes,
+        authorization_webhook,
         authentication,
         auditor,
         audit_webhook,
@@ -1481,6 +1496,35 @@ impl AuthenticationArgs {
             jwks_uri: self.service_account_jwks_uri.clone(),
         })
     }
+}
+
+/// The `Webhook` authorization mode's authorizer, from its flags (upstream's checks: the
+/// mode and the configuration file go together).
+fn authorization_webhook(
+    args: &ServerArgs,
+    modes: &[rkube_server::authz::Mode],
+) -> anyhow::Result<Option<std::sync::Arc<rkube_server::authz::webhook::WebhookAuthorizer>>> {
+    use rkube_server::authz::webhook::{WebhookAuthorizer, WebhookOptions};
+    let wanted = modes.contains(&rkube_server::authz::Mode::Webhook);
+    let Some(path) = &args.authorization_webhook_config_file else {
+        if wanted {
+            anyhow::bail!("authorization-mode Webhook's authorization config file not passed");
+        }
+        return Ok(None);
+    };
+    if !wanted {
+        anyhow::bail!("cannot specify --authorization-webhook-config-file without mode Webhook");
+    }
+    let remote = rkube_server::kubeconfig_webhook::KubeconfigWebhook::from_file(path)
+        .map_err(|e| anyhow::anyhow!("--authorization-webhook-config-file: {e}"))?;
+    let webhook = WebhookAuthorizer::new(WebhookOptions {
+        remote,
+        version: args.authorization_webhook_version.clone(),
+        authorized_ttl: args.authorization_webhook_cache_authorized_ttl,
+        unauthorized_ttl: args.authorization_webhook_cache_unauthorized_ttl,
+    })
+    .map_err(|e| anyhow::anyhow!("--authorization-webhook-version: {e}"))?;
+    Ok(Some(std::sync::Arc::new(webhook)))
 }
 
 /// kube-apiserver's audit flags (the log and webhook backends).

@@ -121,6 +121,8 @@ pub struct ServerConfig {
     pub component_ports: component_status::ComponentPorts,
     /// `--authorization-mode`: the authorizers asked, in order, after `system:masters`.
     pub authorization_modes: Vec<authz::Mode>,
+    /// `--authorization-webhook-config-file` and its flags, for the `Webhook` mode.
+    pub authorization_webhook: Option<Arc<authz::webhook::WebhookAuthorizer>>,
     /// `--anonymous-auth`, `--token-auth-file`, `--enable-bootstrap-token-auth`,
     /// `--service-account-jwks-uri`.
     pub authentication: authn::AuthenticationOptions,
@@ -225,6 +227,7 @@ impl Server {
             .await
             .map_err(|e| StartError::Caches(e.message))?;
         let authz_sources = authz::modes::Sources {
+            webhook: config.authorization_webhook.take(),
             rbac: rbac_index,
             node_graph: Arc::new(authz::node::CacheGraph { registry: registry.clone() }),
         };

@@ -57,6 +57,12 @@ impl RequestInfo {
     }
 }
 
+/// The path and query as the client sent them (Go's `Request.RequestURI`): an HTTP/2
+/// request's URI also carries the scheme and authority, which error texts leave out.
+pub fn request_uri(uri: &http::Uri) -> &str {
+    uri.path_and_query().map(|p| p.as_str()).unwrap_or_else(|| uri.path())
+}
+
 pub fn parse_query(query: Option<&str>) -> Query {
     let mut out = HashMap::new();
     if let Some(q) = query {

@@ -95,11 +95,7 @@ impl Event {
             level,
             audit_id,
             stage: Stage::RequestReceived,
-            request_uri: request
-                .uri
-                .path_and_query()
-                .map(|p| p.as_str().to_string())
-                .unwrap_or_else(|| request.uri.path().to_string()),
+            request_uri: crate::request::request_uri(&request.uri).to_string(),
             verb: attributes.verb.to_string(),
             user: authenticated.then(|| attributes.user.clone()),
             impersonated_user: None,

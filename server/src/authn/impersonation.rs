@@ -231,8 +231,10 @@ pub async fn impersonate(
         Err(Refusal::Forbidden(error)) => error.into_response(),
         Err(refusal @ Refusal::NoUser(_)) => {
             // As upstream's InternalError: plain text naming the request.
-            let text =
-                format!("Internal Server Error: {:?}: {refusal}\n", request.uri().to_string());
+            let text = format!(
+                "Internal Server Error: {:?}: {refusal}\n",
+                crate::request::request_uri(request.uri())
+            );
             let mut response = (StatusCode::INTERNAL_SERVER_ERROR, text).into_response();
             response.headers_mut().insert(
                 http::header::CONTENT_TYPE,

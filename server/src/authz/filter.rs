@@ -44,13 +44,22 @@ pub async fn authorize(
         let attributes =
             Attributes::of_request(user, request.method(), path, &info.query, info.target.as_ref());
         let verdict = authorizer.authorize(&attributes);
-        // As upstream's authorization filter, for the audit event.
-        let decision = if verdict.is_allowed() { "allow" } else { "forbid" };
-        crate::audit::annotate(DECISION_ANNOTATION, decision);
-        crate::audit::annotate(REASON_ANNOTATION, verdict.reason.as_str());
+        // As upstream's authorization filter: the decision and reason for the audit event.
         if verdict.is_allowed() {
+            crate::audit::annotate(DECISION_ANNOTATION, "allow");
+            crate::audit::annotate(REASON_ANNOTATION, verdict.reason.as_str());
             None
+        } else if let Some(error) = verdict.evaluation_error.as_ref() {
+            // An authorizer that could not decide (the webhook unreachable) makes a request
+            // nobody allowed a 500, not a 403.
+            crate::audit::annotate(REASON_ANNOTATION, "internal error");
+            Some(Refusal::Internal(format!(
+                "Internal Server Error: {:?}: {error}\n",
+                crate::request::request_uri(request.uri())
+            )))
         } else {
+            crate::audit::annotate(DECISION_ANNOTATION, "forbid");
+            crate::audit::annotate(REASON_ANNOTATION, verdict.reason.as_str());
             tracing::debug!(
                 user = user.name,
                 verb = &*attributes.verb,
@@ -58,16 +67,32 @@ pub async fn authorize(
                 reason = verdict.reason,
                 "Forbidden"
             );
-            Some(forbidden(&attributes, &verdict.reason))
+            Some(Refusal::Forbidden(forbidden(&attributes, &verdict.reason)))
         }
     };
     match refused {
-        Some(error) => error.into_response(),
+        Some(Refusal::Forbidden(error)) => error.into_response(),
+        Some(Refusal::Internal(text)) => {
+            // As upstream's InternalError: plain text naming the request.
+            let mut response = (http::StatusCode::INTERNAL_SERVER_ERROR, text).into_response();
+            response.headers_mut().insert(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static("text/plain; charset=utf-8"),
+            );
+            response
+        }
         None => {
             request.extensions_mut().insert(info);
             next.run(request).await
         }
     }
+}
+
+/// Why a request does not go on.
+enum Refusal {
+    Forbidden(ApiError),
+    /// The text of a 500.
+    Internal(String),
 }
 
 /// Upstream's escaping of the refusal message (it may reach a browser).

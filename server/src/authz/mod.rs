@@ -10,6 +10,7 @@
 //! | [`filter`] | the axum layer that asks the authorizer and answers `403 Forbidden` with upstream's message |
 //! | [`modes`] | `--authorization-mode`: upstream's mode names, and the chain built from them |
 //! | [`union`] | the chain itself: the first authorizer with an opinion decides |
+//! | [`webhook`] | `Webhook`: SubjectAccessReviews to a remote service, answers cached |
 //! | [`rbac`] | `RBAC`: Roles, ClusterRoles and bindings, indexed; the bootstrap policy; escalation checks |
 //! | [`node`] | `Node`: what a kubelet may read and write, from the pods bound to it |
 //! | [`privileged_groups`], [`always_allow`], [`always_deny`], [`allow_authenticated`] | the other authorizers |
@@ -24,7 +25,8 @@
 //!
 //! Authorizers are synchronous: they decide from what they hold in memory (RBAC from its
 //! index, Node from the pods cache), so asking one costs no allocation of a future per
-//! request.
+//! request. The webhook, the one that must ask elsewhere, waits on the calling thread (see
+//! [`webhook`]).
 
 pub mod admission;
 pub mod allow_authenticated;
@@ -38,6 +40,7 @@ pub mod privileged_groups;
 pub mod rbac;
 pub mod rules;
 pub mod union;
+pub mod webhook;
 
 pub use attributes::Attributes;
 pub use filter::{authorize, forbidden};

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use super::node::{NodeAuthorizer, NodeGraph};
 use super::privileged_groups::PrivilegedGroups;
 use super::rbac::{Rbac, SharedIndex};
+use super::webhook::WebhookAuthorizer;
 use super::{Authorizer, Union};
 
 /// An authorization mode rkube runs.
@@ -23,20 +24,22 @@ pub enum Mode {
     Node,
     /// Upstream's RBAC authorizer ([`super::rbac`]).
     Rbac,
+    /// Upstream's webhook authorizer ([`super::webhook`]).
+    Webhook,
 }
 
 /// The default of `--authorization-mode`, as kubeadm's and k3s's clusters run.
 pub const DEFAULT: &str = "Node,RBAC";
 
 /// Upstream's modes rkube does not have yet.
-const NOT_IMPLEMENTED: &[&str] = &["ABAC", "Webhook"];
+const NOT_IMPLEMENTED: &[&str] = &["ABAC"];
 
 /// What is wrong with an `--authorization-mode` value (upstream's messages where it has one).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ModeError {
     #[error("at least one authorization-mode must be passed")]
     Empty,
-    #[error("authorization-mode {0:?} is not a valid mode (valid: AlwaysAllow, AlwaysDeny, Node, RBAC, AllowAuthenticated)")]
+    #[error("authorization-mode {0:?} is not a valid mode (valid: AlwaysAllow, AlwaysDeny, Node, RBAC, Webhook, AllowAuthenticated)")]
     Unknown(String),
     #[error("authorization-mode {0:?} has mode specified more than once")]
     Repeated(String),
@@ -52,6 +55,7 @@ impl Mode {
             Mode::AllowAuthenticated => "AllowAuthenticated",
             Mode::Node => "Node",
             Mode::Rbac => "RBAC",
+            Mode::Webhook => "Webhook",
         }
     }
 
@@ -69,6 +73,7 @@ impl Mode {
                 "AllowAuthenticated" => Mode::AllowAuthenticated,
                 "Node" => Mode::Node,
                 "RBAC" => Mode::Rbac,
+                "Webhook" => Mode::Webhook,
                 other if NOT_IMPLEMENTED.contains(&other) => {
                     return Err(ModeError::NotImplemented(other.to_string()))
                 }
@@ -89,15 +94,35 @@ impl Mode {
             Mode::AllowAuthenticated => Box::new(AllowAuthenticated::default()),
             Mode::Node => Box::new(NodeAuthorizer::new(sources.node_graph.clone())),
             Mode::Rbac => Box::new(Rbac::new(sources.rbac.clone())),
+            // Checked when the flags are read: Webhook needs its configuration file.
+            Mode::Webhook => match &sources.webhook {
+                Some(webhook) => Box::new(Shared(webhook.clone())),
+                None => Box::new(super::always_deny::AlwaysDeny),
+            },
         }
     }
 }
 
-/// What the authorizers read: the RBAC index and the pods of each node.
+/// What the authorizers read: the RBAC index, the pods of each node, and the webhook
+/// (`--authorization-webhook-config-file`) if there is one.
 #[derive(Clone)]
 pub struct Sources {
     pub rbac: SharedIndex,
     pub node_graph: Arc<dyn NodeGraph>,
+    pub webhook: Option<Arc<WebhookAuthorizer>>,
+}
+
+/// A shared authorizer as a member of the chain.
+struct Shared(Arc<WebhookAuthorizer>);
+
+impl Authorizer for Shared {
+    fn authorize(&self, a: &super::Attributes<'_>) -> super::Verdict {
+        self.0.authorize(a)
+    }
+
+    fn rules_for(&self, user: &crate::auth::UserInfo, namespace: &str) -> super::Rules {
+        self.0.rules_for(user, namespace)
+    }
 }
 
 /// A graph without pods, for [`Sources::empty`].
@@ -116,7 +141,7 @@ impl NodeGraph for NoPods {
 impl Sources {
     /// No roles, no bindings, no pods (tests and tools).
     pub fn empty() -> Sources {
-        Sources { rbac: Default::default(), node_graph: Arc::new(NoPods) }
+        Sources { rbac: Default::default(), node_graph: Arc::new(NoPods), webhook: None }
     }
 }
 
@@ -151,11 +176,10 @@ mod tests {
             Mode::parse_list(&["AlwaysAllow", "AlwaysAllow"]),
             Err(ModeError::Repeated("AlwaysAllow,AlwaysAllow".into()))
         );
-        for name in ["Webhook", "ABAC"] {
-            let e = Mode::parse_list(&["AlwaysAllow", name]).unwrap_err();
-            assert_eq!(e, ModeError::NotImplemented(name.into()));
-            assert!(e.to_string().contains("not implemented"), "{e}");
-        }
+        let e = Mode::parse_list(&["AlwaysAllow", "ABAC"]).unwrap_err();
+        assert_eq!(e, ModeError::NotImplemented("ABAC".into()));
+        assert!(e.to_string().contains("not implemented"), "{e}");
+        assert_eq!(Mode::parse_list(&["Webhook"]), Ok(vec![Mode::Webhook]));
         // One line, for the command line.
         assert!(!ModeError::Unknown("x".into()).to_string().contains('\n'));
     }
