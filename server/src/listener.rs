@@ -37,7 +37,8 @@ pub fn acceptor(tls: &TlsMaterial, extra_ca_pem: &[u8]) -> crate::error::StartRe
 /// certificate (anonymous without one) and its address.
 ///
 /// A certificate the requestheader CA issued (`requestheader`) is a front proxy's: each of
-/// its requests is the user its headers name, or 401 ([`RequestHeader`]).
+/// its requests is the user its headers name, or 401 from the authentication layer
+/// ([`RequestHeader`], [`crate::authn::RequestHeaderRefused`]).
 pub async fn serve(
     listener: TcpListener,
     acceptor: SslAcceptor,
@@ -60,19 +61,17 @@ pub async fn serve(
             let user = match &proxy {
                 Some((auth, cert)) => match auth.authenticate(cert, request.headers_mut()) {
                     Outcome::User(user) => Some(user),
+                    // Refused by the authentication layer, which audits it.
                     Outcome::Unauthenticated => {
-                        return futures::future::Either::Left(std::future::ready(Ok(
-                            crate::authn::unauthorized(),
-                        )))
+                        request.extensions_mut().insert(crate::authn::RequestHeaderRefused);
+                        None
                     }
                 },
                 None => user.clone(),
             };
             request.extensions_mut().insert(user.unwrap_or_else(UserInfo::anonymous));
             request.extensions_mut().insert(peer.addr);
-            futures::future::Either::Right(async move {
-                router.oneshot(request.map(axum::body::Body::new)).await
-            })
+            async move { router.oneshot(request.map(axum::body::Body::new)).await }
         })
     })
     .await

@@ -96,7 +96,8 @@ async fn run(aggregator: Arc<Aggregator>) -> Result<(), String> {
     }
 }
 
-/// One check of every APIService: the table of remotes is replaced, conditions written.
+/// One check of every APIService: the table of remotes is replaced, then the conditions
+/// written.
 async fn pass(aggregator: &Aggregator, objects: &[Value]) {
     let checks = objects.iter().map(|obj| async move {
         let condition = match aggregator.client_config(&obj["spec"]) {
@@ -116,6 +117,7 @@ async fn pass(aggregator: &Aggregator, objects: &[Value]) {
     });
     let results = futures::future::join_all(checks).await;
     let mut remotes = BTreeMap::new();
+    let mut conditions = Vec::new();
     let previous = aggregator.remotes.read().unwrap_or_else(|e| e.into_inner()).clone();
     for (obj, (status, reason, message, client, resources)) in results {
         let name = obj["metadata"]["name"].as_str().unwrap_or("").to_string();
@@ -145,7 +147,7 @@ async fn pass(aggregator: &Aggregator, objects: &[Value]) {
                 },
             );
         }
-        write_condition(&aggregator.registry, obj, &name, status, reason, &message).await;
+        conditions.push((obj, name, status, reason, message));
     }
     fetch_openapi(aggregator, &previous, &mut remotes).await;
     let changed = |a: &BTreeMap<(String, String), Remote>, b: &BTreeMap<_, Remote>| {
@@ -166,6 +168,10 @@ async fn pass(aggregator: &Aggregator, objects: &[Value]) {
     *aggregator.remotes.write().unwrap_or_else(|e| e.into_inner()) = remotes;
     if openapi_changed {
         aggregator.openapi_generation.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+    }
+    // Only now: a client that sees `Available` finds the group/version routed.
+    for (obj, name, status, reason, message) in conditions {
+        write_condition(&aggregator.registry, obj, &name, status, reason, &message).await;
     }
 }
 

@@ -345,6 +345,22 @@ pub fn unauthorized() -> Response {
     ApiError::new(StatusCode::UNAUTHORIZED, "Unauthorized", "Unauthorized").into_response()
 }
 
+/// Left on a request of a front proxy's connection whose headers name no user: the
+/// authentication layer refuses it.
+#[derive(Clone, Copy, Debug)]
+pub struct RequestHeaderRefused;
+
+/// The 401 of a request whose credentials failed: audited, and answered once its body (up to
+/// 64 KiB, for at most a second) has been read. An HTTP/2 request whose unread body is
+/// dropped before the answer goes out is reset, and a client may see the reset rather than
+/// the 401.
+async fn refuse(state: &ApiState, request: Request) -> Response {
+    state.auditor.failed_authentication(&request);
+    let body = axum::body::to_bytes(request.into_body(), 64 * 1024);
+    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), body).await;
+    unauthorized()
+}
+
 /// The authentication layer (see the module doc): x509 first, then the bearer token
 /// (token file, service-account token, bootstrap token), else anonymous if allowed.
 pub async fn authenticate(
@@ -352,14 +368,16 @@ pub async fn authenticate(
     mut request: Request,
     next: Next,
 ) -> Response {
+    if request.extensions().get::<RequestHeaderRefused>().is_some() {
+        return refuse(&state, request).await;
+    }
     let has_certificate = request.extensions().get::<UserInfo>().is_some_and(|u| !u.is_anonymous());
     if has_certificate {
         return next.run(request).await;
     }
     let Some(token) = bearer_token(request.headers()) else {
         if !state.authentication.anonymous {
-            state.auditor.failed_authentication(&request);
-            return unauthorized();
+            return refuse(&state, request).await;
         }
         return next.run(request).await;
     };
@@ -376,8 +394,7 @@ pub async fn authenticate(
                 error = why,
                 "Unable to authenticate the request"
             );
-            state.auditor.failed_authentication(&request);
-            unauthorized()
+            refuse(&state, request).await
         }
     }
 }
