@@ -152,6 +152,45 @@ impl KubeconfigWebhook {
     }
 }
 
+/// How a review is retried: upstream's default back-off for webhooks (500 ms, 1.5 times
+/// longer each time, 5 tries).
+pub const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+const TRIES: usize = 5;
+
+impl KubeconfigWebhook {
+    /// POSTs a review (JSON) and reads the JSON answer, retrying as upstream retries a
+    /// webhook: after a failed connection, a 429 or a 5xx, up to 5 tries. `what` names the
+    /// webhook in errors (`the token webhook answered 403 Forbidden`).
+    pub async fn review(
+        &self,
+        body: Vec<u8>,
+        timeout: Duration,
+        what: &str,
+    ) -> Result<Value, String> {
+        let mut backoff = FIRST_BACKOFF;
+        let mut last = String::new();
+        for attempt in 1..=TRIES {
+            match self.post_json(body.clone(), timeout).await {
+                Ok((status, answer)) if status.is_success() => {
+                    return serde_json::from_slice(&answer)
+                        .map_err(|e| format!("the {what}'s answer is not JSON: {e}"));
+                }
+                Ok((status, _)) if !(status.as_u16() == 429 || status.is_server_error()) => {
+                    return Err(format!("the {what} answered {status}"));
+                }
+                Ok((status, _)) => last = format!("the {what} answered {status}"),
+                Err(e) => last = e,
+            }
+            if attempt < TRIES {
+                tokio::time::sleep(backoff).await;
+                backoff = backoff.mul_f64(1.5);
+            }
+        }
+        tracing::warn!(error = last, "{what}: no answer");
+        Err(last)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -40,7 +40,6 @@ pub struct TokenWebhook {
     api_version: &'static str,
     cache_ttl: Duration,
     cache: Mutex<HashMap<CacheKey, (Verdict, Instant)>>,
-    first_backoff: Duration,
 }
 
 impl std::fmt::Debug for TokenWebhook {
@@ -65,13 +64,7 @@ impl TokenWebhook {
             ))
             }
         };
-        Ok(TokenWebhook {
-            remote,
-            api_version,
-            cache_ttl,
-            cache: Mutex::default(),
-            first_backoff: Duration::from_millis(500),
-        })
+        Ok(TokenWebhook { remote, api_version, cache_ttl, cache: Mutex::default() })
     }
 
     /// Who `token` is for audiences `wanted` (the API's: `api_audiences`), and the
@@ -121,27 +114,7 @@ impl TokenWebhook {
         let review = json!({"apiVersion": self.api_version, "kind": "TokenReview",
                             "metadata": {"creationTimestamp": null}, "spec": spec, "status": {}});
         let body = serde_json::to_vec(&review).unwrap_or_default();
-        let mut backoff = self.first_backoff;
-        let mut last = String::new();
-        for attempt in 1..=5 {
-            match self.remote.post_json(body.clone(), CALL_TIMEOUT).await {
-                Ok((status, answer)) if status.is_success() => {
-                    return serde_json::from_slice(&answer)
-                        .map_err(|e| format!("the token webhook's answer is not JSON: {e}"));
-                }
-                Ok((status, _)) if !(status.as_u16() == 429 || status.is_server_error()) => {
-                    return Err(format!("the token webhook answered {status}"));
-                }
-                Ok((status, _)) => last = format!("the token webhook answered {status}"),
-                Err(e) => last = e,
-            }
-            if attempt < 5 {
-                tokio::time::sleep(backoff).await;
-                backoff = backoff.mul_f64(1.5);
-            }
-        }
-        tracing::warn!(error = last, "token webhook: no answer");
-        Err(last)
+        self.remote.review(body, CALL_TIMEOUT, "token webhook").await
     }
 }
 

@@ -52,7 +52,6 @@ pub struct WebhookAuthorizer {
     cache: Mutex<HashMap<String, (Verdict, Instant)>>,
     /// Where the calls run (one thread).
     runtime: Option<tokio::runtime::Runtime>,
-    first_backoff: Duration,
 }
 
 impl WebhookAuthorizer {
@@ -79,7 +78,6 @@ impl WebhookAuthorizer {
             unauthorized_ttl: options.unauthorized_ttl,
             cache: Mutex::default(),
             runtime: Some(runtime),
-            first_backoff: Duration::from_millis(500),
         })
     }
 
@@ -140,11 +138,11 @@ impl WebhookAuthorizer {
         let review = json!({"apiVersion": self.api_version, "kind": "SubjectAccessReview",
                             "metadata": {"creationTimestamp": null}, "spec": spec, "status": {"allowed": false}});
         let body = serde_json::to_vec(&review).unwrap_or_default();
-        let (remote, first_backoff) = (self.remote.clone(), self.first_backoff);
+        let remote = self.remote.clone();
         let (answer, answered) = std::sync::mpsc::sync_channel(1);
         let Some(runtime) = &self.runtime else { return Err("the webhook is stopped".into()) };
         runtime.spawn(async move {
-            let _ = answer.send(review_with_retries(&remote, body, first_backoff).await);
+            let _ = answer.send(remote.review(body, CALL_TIMEOUT, "authorization webhook").await);
         });
         let wait = move || {
             answered
@@ -167,33 +165,6 @@ impl Drop for WebhookAuthorizer {
             runtime.shutdown_background();
         }
     }
-}
-
-async fn review_with_retries(
-    remote: &KubeconfigWebhook,
-    body: Vec<u8>,
-    first_backoff: Duration,
-) -> Result<Value, String> {
-    let mut backoff = first_backoff;
-    let mut last = String::new();
-    for attempt in 1..=5 {
-        match remote.post_json(body.clone(), CALL_TIMEOUT).await {
-            Ok((status, answer)) if status.is_success() => {
-                return serde_json::from_slice(&answer)
-                    .map_err(|e| format!("the authorization webhook's answer is not JSON: {e}"));
-            }
-            Ok((status, _)) if !(status.as_u16() == 429 || status.is_server_error()) => {
-                return Err(format!("the authorization webhook answered {status}"));
-            }
-            Ok((status, _)) => last = format!("the authorization webhook answered {status}"),
-            Err(e) => last = e,
-        }
-        if attempt < 5 {
-            tokio::time::sleep(backoff).await;
-            backoff = backoff.mul_f64(1.5);
-        }
-    }
-    Err(last)
 }
 
 /// The verdict a SubjectAccessReview answer gives.
