@@ -348,6 +348,23 @@ impl RkubeServer {
 }
 
 /// A finished command's stdout, as text.
+/// Runs `rkube server` on `data_dir` with `extra_args`, expecting it to refuse to start
+/// (within 30 s): what it wrote to stderr.
+pub fn refused_start(data_dir: &Path, extra_args: &[&str]) -> String {
+    let child = Command::new(rkube_binary())
+        .args(["server", "--secure-port", "1", "--data-dir"])
+        .arg(data_dir)
+        .args(extra_args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("rkube");
+    let out = wait_with_timeout(child, Duration::from_secs(30));
+    assert!(!out.status.success(), "rkube server {extra_args:?} started");
+    stderr_of(&out)
+}
+
 pub fn stdout_of(out: &Output) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }

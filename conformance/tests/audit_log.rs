@@ -6,10 +6,10 @@
 //! `Audit-Id` header, a private file that rotates, the legacy format, and bad flags refused.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use rkube_conformance::cluster::{rkube_binary, stderr_of, wait_with_timeout, RkubeServer};
+use rkube_conformance::cluster::{refused_start, RkubeServer};
 use serde_json::{json, Value};
 
 /// The policy of the first test: the cluster's own components not recorded, Secrets only as
@@ -307,20 +307,7 @@ fn the_log_rotates_and_writes_the_legacy_format() {
 fn bad_audit_flags_stop_startup_with_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let policy = dir.path().join("policy.yaml");
-    let run = |extra: &[&str]| {
-        let child = Command::new(rkube_binary())
-            .args(["server", "--secure-port", "1", "--data-dir"])
-            .arg(dir.path().join("data"))
-            .args(extra)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("rkube");
-        let out = wait_with_timeout(child, Duration::from_secs(30));
-        assert!(!out.status.success());
-        stderr_of(&out).trim().to_string()
-    };
+    let run = |extra: &[&str]| refused_start(&dir.path().join("data"), extra).trim().to_string();
     let (p, log) = (policy.to_str().unwrap(), dir.path().join("audit.log"));
     let log = log.to_str().unwrap();
     std::fs::write(&policy, "apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n- level: All\n")

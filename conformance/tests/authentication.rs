@@ -4,12 +4,9 @@
 //! service-account issuer discovery documents that verify a TokenRequest token.
 
 use std::path::PathBuf;
-use std::process::{Command, Output, Stdio};
-use std::time::Duration;
+use std::process::{Command, Output};
 
-use rkube_conformance::cluster::{
-    rkube_binary, stderr_of, stdout_of, wait_with_timeout, RkubeServer,
-};
+use rkube_conformance::cluster::{refused_start, stderr_of, stdout_of, RkubeServer};
 use rkube_conformance::identity::base64url;
 use serde_json::{json, Value};
 
@@ -195,19 +192,7 @@ fn a_malformed_token_file_stops_startup_with_one_line() {
     let path = dir.path().join("tokens.csv");
     std::fs::write(&path, "t1,u1,1\nt2,u2\n").unwrap();
     let data_dir = dir.path().join("data");
-    let child = Command::new(rkube_binary())
-        .args(["server", "--secure-port", "1", "--token-auth-file"])
-        .arg(&path)
-        .arg("--data-dir")
-        .arg(&data_dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("rkube");
-    let out = wait_with_timeout(child, Duration::from_secs(30));
-    assert!(!out.status.success());
-    let err = stderr_of(&out);
+    let err = refused_start(&data_dir, &["--token-auth-file", path.to_str().unwrap()]);
     assert_eq!(err.trim().lines().count(), 1, "{err}");
     assert_eq!(
         err.trim(),

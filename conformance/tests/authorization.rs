@@ -7,12 +7,10 @@
 //! and an unknown, unimplemented or missing mode refused at startup.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-use rkube_conformance::cluster::{
-    rkube_binary, stderr_of, stdout_of, wait_with_timeout, RkubeServer,
-};
+use rkube_conformance::cluster::{refused_start, stdout_of, RkubeServer};
 use rkube_conformance::identity::service_account_kubeconfig;
 use serde_json::{json, Value};
 
@@ -364,17 +362,7 @@ fn an_unknown_unimplemented_or_missing_mode_stops_the_server_with_one_line() {
         ("", "rkube: at least one authorization-mode must be passed"),
     ] {
         let data_dir = tempfile::tempdir().unwrap();
-        let child = Command::new(rkube_binary())
-            .args(["server", "--secure-port", "1", "--authorization-mode", mode, "--data-dir"])
-            .arg(data_dir.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("rkube");
-        let out = wait_with_timeout(child, Duration::from_secs(30));
-        assert!(!out.status.success(), "{mode}: the server started");
-        let err = stderr_of(&out);
+        let err = refused_start(data_dir.path(), &["--authorization-mode", mode]);
         assert_eq!(err.trim().lines().count(), 1, "{mode}: {err}");
         assert!(err.starts_with(message), "{mode}: {err}");
         // Nothing was set up before the flag was read.

@@ -54,6 +54,7 @@ pub mod services;
 pub mod status;
 pub mod subresources;
 pub mod table;
+pub mod ttl_cache;
 pub mod warnings;
 pub mod watch;
 pub mod websocket_stream;

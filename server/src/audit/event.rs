@@ -64,10 +64,10 @@ pub struct Event {
 
 impl Event {
     /// The event of a request as it arrives: who, what, from where.
-    pub fn new(
+    pub fn new<B>(
         level: Level,
         audit_id: String,
-        request: &http::request::Parts,
+        request: &http::Request<B>,
         attributes: &Attributes<'_>,
         authenticated: bool,
         peer: Option<IpAddr>,
@@ -82,7 +82,7 @@ impl Event {
             subresource: attributes.subresource.to_string(),
             ..ObjectRef::default()
         });
-        let mut user_agent = header(&request.headers, http::header::USER_AGENT);
+        let mut user_agent = header(request.headers(), http::header::USER_AGENT);
         if user_agent.len() > MAX_USER_AGENT {
             let mut end = MAX_USER_AGENT;
             while !user_agent.is_char_boundary(end) {
@@ -95,11 +95,11 @@ impl Event {
             level,
             audit_id,
             stage: Stage::RequestReceived,
-            request_uri: crate::request::request_uri(&request.uri).to_string(),
+            request_uri: crate::request::request_uri(request.uri()).to_string(),
             verb: attributes.verb.to_string(),
             user: authenticated.then(|| attributes.user.clone()),
             impersonated_user: None,
-            source_ips: source_ips(&request.headers, peer),
+            source_ips: source_ips(request.headers(), peer),
             user_agent,
             object_ref,
             response_status: None,
@@ -310,7 +310,6 @@ mod tests {
             .header("user-agent", "kubectl/v1.33.0")
             .body(())
             .unwrap();
-        let (parts, ()) = request.into_parts();
         let user = UserInfo::authenticated("jane".into(), vec!["dev".into()]);
         let a = Attributes {
             user: &user,
@@ -325,7 +324,7 @@ mod tests {
             path: "/api/v1/namespaces/default/pods/web",
         };
         let peer = Some("127.0.0.1".parse().unwrap());
-        let mut e = Event::new(Level::Metadata, "id-1".into(), &parts, &a, true, peer);
+        let mut e = Event::new(Level::Metadata, "id-1".into(), &request, &a, true, peer);
         e.request_received = "2026-11-29T10:00:00.000100Z".parse().unwrap();
         e.stage_timestamp = "2026-11-29T10:00:00.002Z".parse().unwrap();
         e.stage = Stage::ResponseComplete;

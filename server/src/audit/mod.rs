@@ -130,8 +130,7 @@ impl Auditor {
     pub fn failed_authentication(&self, request: &Request) {
         let Some(policy) = self.policy() else { return };
         let anonymous = UserInfo::anonymous();
-        let (parts, info) =
-            (request_parts(request), RequestInfo::read(request.method(), request.uri()));
+        let info = RequestInfo::read(request.method(), request.uri());
         let attributes = attributes(&anonymous, request, &info);
         let decision = policy.decide(&attributes, false);
         if decision.level == Level::None {
@@ -140,7 +139,7 @@ impl Auditor {
         let mut event = Event::new(
             decision.level,
             audit_id(request),
-            &parts,
+            request,
             &attributes,
             false,
             peer(request),
@@ -153,18 +152,6 @@ impl Auditor {
         });
         self.emit(&mut event, &decision);
     }
-}
-
-/// The request's method, URI and headers (the body stays with the request).
-fn request_parts(request: &Request) -> http::request::Parts {
-    let mut builder = http::Request::builder().method(request.method()).uri(request.uri());
-    if let Some(headers) = builder.headers_mut() {
-        *headers = request.headers().clone();
-    }
-    builder
-        .body(())
-        .map(|r| r.into_parts().0)
-        .unwrap_or_else(|_| http::Request::new(()).into_parts().0)
 }
 
 fn attributes<'a>(
@@ -254,9 +241,8 @@ pub async fn layer(
         request.extensions_mut().insert(info);
         return next.run(request).await;
     }
-    let parts = request_parts(&request);
     let mut event =
-        Event::new(decision.level, audit_id(&request), &parts, &attributes, true, peer(&request));
+        Event::new(decision.level, audit_id(&request), &request, &attributes, true, peer(&request));
     let long_running = is_long_running(&info);
     request.extensions_mut().insert(info);
     if !auditor.emit(&mut event, &decision) {

@@ -369,7 +369,6 @@ fn invalid_strings(field: String, values: &[String], detail: &str) -> FieldError
 mod tests {
     use super::*;
     use crate::auth::UserInfo;
-    use std::borrow::Cow;
 
     fn policy(yaml: &str) -> Result<Policy, String> {
         Policy::parse(yaml.as_bytes())
@@ -384,18 +383,7 @@ mod tests {
         namespace: &'a str,
         name: &'a str,
     ) -> Attributes<'a> {
-        Attributes {
-            user,
-            verb: Cow::Borrowed(verb),
-            namespace,
-            api_group: group,
-            api_version: "v1",
-            resource,
-            subresource,
-            name: Cow::Borrowed(name),
-            resource_request: true,
-            path: "",
-        }
+        Attributes::resource(user, verb, group, resource, subresource, namespace, name)
     }
 
     const HEAD: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\n";

@@ -10,7 +10,6 @@
 //! given group already says which; a service account without groups given gets its own.
 //! The audit event records both: the authenticated user and the one impersonated.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -149,18 +148,15 @@ pub fn impersonated_user(
     };
     for target in &targets {
         let (api_group, resource, subresource, namespace, name) = target.resource();
-        let attributes = Attributes {
-            user: requestor,
-            verb: Cow::Borrowed("impersonate"),
-            namespace,
+        let attributes = Attributes::resource(
+            requestor,
+            "impersonate",
             api_group,
-            api_version: "v1",
             resource,
             subresource,
-            name: Cow::Borrowed(name),
-            resource_request: true,
-            path: "",
-        };
+            namespace,
+            name,
+        );
         let verdict = authorizer.authorize(&attributes);
         if !verdict.is_allowed() {
             tracing::debug!(

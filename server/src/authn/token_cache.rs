@@ -8,11 +8,10 @@
 //! Keys are the SHA-256 of the token (the token itself is not kept); at most [`MAX_ENTRIES`]
 //! are held: when full, expired entries go, then all.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::auth::UserInfo;
+use crate::ttl_cache::TtlCache;
 
 /// How long a successful authentication is remembered (upstream's `TokenSuccessCacheTTL`).
 pub const SUCCESS_TTL: Duration = Duration::from_secs(10);
@@ -20,12 +19,18 @@ pub const SUCCESS_TTL: Duration = Duration::from_secs(10);
 pub const MAX_ENTRIES: usize = 4096;
 
 /// The cache (see the module doc).
-#[derive(Default)]
 pub struct TokenCache {
-    entries: Mutex<HashMap<[u8; 32], (UserInfo, Instant)>>,
+    entries: TtlCache<[u8; 32], UserInfo>,
 }
 
-fn key(token: &str) -> [u8; 32] {
+impl Default for TokenCache {
+    fn default() -> Self {
+        TokenCache { entries: TtlCache::new(MAX_ENTRIES) }
+    }
+}
+
+/// A token's SHA-256: how caches key tokens without keeping them.
+pub fn digest(token: &str) -> [u8; 32] {
     // The incremental hasher, not `openssl::sha::sha256`: OpenSSL 3 implements the one-shot
     // function by fetching the digest from its providers on every call, which cost more than
     // hashing the token itself (profiled under api-bench --rbac).
@@ -37,24 +42,12 @@ fn key(token: &str) -> [u8; 32] {
 impl TokenCache {
     /// The user `token` authenticated as within the TTL, if any.
     pub fn get(&self, token: &str) -> Option<UserInfo> {
-        let entries = self.entries.lock().expect("token cache lock");
-        entries
-            .get(&key(token))
-            .filter(|(_, until)| Instant::now() < *until)
-            .map(|(u, _)| u.clone())
+        self.entries.get(&digest(token))
     }
 
     /// Remembers that `token` authenticated as `user`.
     pub fn put(&self, token: &str, user: &UserInfo) {
-        let now = Instant::now();
-        let mut entries = self.entries.lock().expect("token cache lock");
-        if entries.len() >= MAX_ENTRIES {
-            entries.retain(|_, (_, until)| *until > now);
-            if entries.len() >= MAX_ENTRIES {
-                entries.clear();
-            }
-        }
-        entries.insert(key(token), (user.clone(), now + SUCCESS_TTL));
+        self.entries.insert(digest(token), user.clone(), SUCCESS_TTL);
     }
 }
 
@@ -71,11 +64,11 @@ mod tests {
         assert_eq!(cache.get("t"), Some(jane.clone()));
         assert_eq!(cache.get("u"), None);
         // Expired entries are not answered.
-        cache.entries.lock().unwrap().get_mut(&key("t")).unwrap().1 = Instant::now();
+        cache.entries.expire(&digest("t"));
         assert_eq!(cache.get("t"), None);
         for i in 0..MAX_ENTRIES + 10 {
             cache.put(&format!("token-{i}"), &jane);
         }
-        assert!(cache.entries.lock().unwrap().len() <= MAX_ENTRIES);
+        assert!(cache.entries.len() <= MAX_ENTRIES);
     }
 }

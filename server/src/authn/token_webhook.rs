@@ -13,16 +13,16 @@
 //! - a call that fails (no connection, 429, a 5xx) is retried after 500 ms, 1.5 times longer
 //!   each time, 5 tries in all; then the token is refused (401).
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use super::token_cache::digest;
 use crate::auth::UserInfo;
 use crate::kubeconfig_webhook::KubeconfigWebhook;
+use crate::ttl_cache::TtlCache;
 
-/// The most answers remembered (when full, expired ones go, then all).
+/// The most answers remembered.
 const MAX_CACHED: usize = 4096;
 /// How long one call may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -39,7 +39,7 @@ pub struct TokenWebhook {
     /// `authentication.k8s.io/v1beta1` or `authentication.k8s.io/v1`.
     api_version: &'static str,
     cache_ttl: Duration,
-    cache: Mutex<HashMap<CacheKey, (Verdict, Instant)>>,
+    cache: TtlCache<CacheKey, Verdict>,
 }
 
 impl std::fmt::Debug for TokenWebhook {
@@ -64,7 +64,7 @@ impl TokenWebhook {
             ))
             }
         };
-        Ok(TokenWebhook { remote, api_version, cache_ttl, cache: Mutex::default() })
+        Ok(TokenWebhook { remote, api_version, cache_ttl, cache: TtlCache::new(MAX_CACHED) })
     }
 
     /// Who `token` is for audiences `wanted` (the API's: `api_audiences`), and the
@@ -76,33 +76,13 @@ impl TokenWebhook {
         api_audiences: &[String],
     ) -> Verdict {
         let key = (digest(token), wanted.to_vec());
-        if let Some(verdict) = self.cached(&key) {
+        if let Some(verdict) = self.cache.get(&key) {
             return verdict;
         }
         let answer = self.review(token, wanted).await?;
         let verdict = verdict_of(&answer, wanted, api_audiences);
-        self.remember(key, verdict.clone());
+        self.cache.insert(key, verdict.clone(), self.cache_ttl);
         verdict
-    }
-
-    fn cached(&self, key: &CacheKey) -> Option<Verdict> {
-        let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        cache.get(key).filter(|(_, until)| Instant::now() < *until).map(|(v, _)| v.clone())
-    }
-
-    fn remember(&self, key: CacheKey, verdict: Verdict) {
-        if self.cache_ttl.is_zero() {
-            return;
-        }
-        let now = Instant::now();
-        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        if cache.len() >= MAX_CACHED {
-            cache.retain(|_, (_, until)| *until > now);
-            if cache.len() >= MAX_CACHED {
-                cache.clear();
-            }
-        }
-        cache.insert(key, (verdict, now + self.cache_ttl));
     }
 
     /// The webhook's TokenReview answer, retried as upstream retries.
@@ -116,12 +96,6 @@ impl TokenWebhook {
         let body = serde_json::to_vec(&review).unwrap_or_default();
         self.remote.review(body, CALL_TIMEOUT, "token webhook").await
     }
-}
-
-fn digest(token: &str) -> [u8; 32] {
-    let mut hasher = openssl::sha::Sha256::new();
-    hasher.update(token.as_bytes());
-    hasher.finish()
 }
 
 /// What a TokenReview answer says, audiences checked.

@@ -72,6 +72,30 @@ impl<'a> Attributes<'a> {
         }
     }
 
+    /// A request for a resource (version `v1`; `""` where a part does not apply).
+    pub fn resource(
+        user: &'a UserInfo,
+        verb: &'a str,
+        api_group: &'a str,
+        resource: &'a str,
+        subresource: &'a str,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> Attributes<'a> {
+        Attributes {
+            user,
+            verb: Cow::Borrowed(verb),
+            namespace,
+            api_group,
+            api_version: "v1",
+            resource,
+            subresource,
+            name: Cow::Borrowed(name),
+            resource_request: true,
+            path: "",
+        }
+    }
+
     /// The attributes of an HTTP request whose path `parse` read as `target` (`None`:
     /// neither `/api` nor `/apis`).
     pub fn of_request(

@@ -319,18 +319,7 @@ mod tests {
         sub: &'a str,
         name: &'a str,
     ) -> Attributes<'a> {
-        Attributes {
-            user,
-            verb: verb.into(),
-            namespace: ns,
-            api_group: group,
-            api_version: "v1",
-            resource,
-            subresource: sub,
-            name: name.into(),
-            resource_request: true,
-            path: "",
-        }
+        Attributes::resource(user, verb, group, resource, sub, ns, name)
     }
 
     #[test]

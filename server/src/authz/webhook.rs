@@ -18,17 +18,16 @@
 //! small runtime, and a Tokio worker that waits hands its other tasks on first
 //! (`block_in_place`). Cached answers cost a map lookup.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
 use super::{Attributes, Authorizer, Decision, Rules, Verdict};
 use crate::auth::UserInfo;
 use crate::kubeconfig_webhook::KubeconfigWebhook;
+use crate::ttl_cache::TtlCache;
 
-/// The most answers remembered (when full, expired ones go, then all).
+/// The most answers remembered.
 const MAX_CACHED: usize = 8192;
 /// How long one call may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
@@ -49,7 +48,7 @@ pub struct WebhookAuthorizer {
     api_version: &'static str,
     authorized_ttl: Duration,
     unauthorized_ttl: Duration,
-    cache: Mutex<HashMap<String, (Verdict, Instant)>>,
+    cache: TtlCache<String, Verdict>,
     /// Where the calls run (one thread).
     runtime: Option<tokio::runtime::Runtime>,
 }
@@ -76,7 +75,7 @@ impl WebhookAuthorizer {
             api_version,
             authorized_ttl: options.authorized_ttl,
             unauthorized_ttl: options.unauthorized_ttl,
-            cache: Mutex::default(),
+            cache: TtlCache::new(MAX_CACHED),
             runtime: Some(runtime),
         })
     }
@@ -110,27 +109,6 @@ impl WebhookAuthorizer {
             spec["uid"] = json!(a.user.uid);
         }
         spec
-    }
-
-    fn cached(&self, key: &str) -> Option<Verdict> {
-        let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        cache.get(key).filter(|(_, until)| Instant::now() < *until).map(|(v, _)| v.clone())
-    }
-
-    fn remember(&self, key: String, verdict: &Verdict) {
-        let ttl = if verdict.is_allowed() { self.authorized_ttl } else { self.unauthorized_ttl };
-        if ttl.is_zero() {
-            return;
-        }
-        let now = Instant::now();
-        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
-        if cache.len() >= MAX_CACHED {
-            cache.retain(|_, (_, until)| *until > now);
-            if cache.len() >= MAX_CACHED {
-                cache.clear();
-            }
-        }
-        cache.insert(key, (verdict.clone(), now + ttl));
     }
 
     /// Sends the review and waits for its answer (see the module doc).
@@ -189,13 +167,15 @@ impl Authorizer for WebhookAuthorizer {
     fn authorize(&self, a: &Attributes<'_>) -> Verdict {
         let spec = self.spec(a);
         let key = spec.to_string();
-        if let Some(verdict) = self.cached(&key) {
+        if let Some(verdict) = self.cache.get(&key) {
             return verdict;
         }
         match self.ask(spec) {
             Ok(answer) => {
                 let verdict = verdict_of(&answer);
-                self.remember(key, &verdict);
+                let ttl =
+                    if verdict.is_allowed() { self.authorized_ttl } else { self.unauthorized_ttl };
+                self.cache.insert(key, verdict.clone(), ttl);
                 verdict
             }
             Err(error) => {
