@@ -107,14 +107,29 @@ async fn until(
 
 /// The `status` of an API error, or a failure if the call succeeded.
 fn error_code<T: std::fmt::Debug>(result: kube::Result<T>) -> u16 {
+    api_error(result).0
+}
+
+/// An API error's code, reason and message, or a failure if the call succeeded.
+fn api_error<T: std::fmt::Debug>(result: kube::Result<T>) -> (u16, String, String) {
     match result {
-        Err(kube::Error::Api(status)) => status.code,
+        Err(kube::Error::Api(status)) => (status.code, status.reason, status.message),
         other => panic!("expected an API error, got {other:?}"),
     }
 }
 
+/// A merge patch of `/status` that upstream's validation refuses: 422 Invalid with `message`.
+async fn refused_status_patch(api: &Api<DynamicObject>, name: &str, status: Value, message: &str) {
+    let patch = json!({"status": status});
+    let answer = api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)).await;
+    let (code, reason, got) = api_error(answer);
+    assert_eq!((code, reason.as_str(), got.as_str()), (422, "Invalid", message));
+}
+
 /// Upstream's "Service, complete ServiceStatus lifecycle": a LoadBalancer Service's `/status` is read,
-/// merge-patched (an annotation and a loadBalancer ingress) and replaced (a condition added),
+/// merge-patched (an annotation and a loadBalancer ingress; malformed entries, and ingress
+/// on a ClusterIP Service, refused as upstream's validation refuses them) and replaced (a
+/// condition added),
 /// then the Service itself is patched and deleted; each write is seen on a label-selected
 /// watch started at a list's resourceVersion.
 #[tokio::test(flavor = "multi_thread")]
@@ -161,6 +176,30 @@ async fn service_status_is_read_patched_and_updated_and_each_change_is_watched()
     assert_eq!(seen.data["status"]["loadBalancer"]["ingress"][0]["ip"], "203.0.113.1");
     // A status write keeps the spec: the allocated cluster IP stays.
     assert_eq!(seen.data["spec"]["clusterIP"], created.data["spec"]["clusterIP"]);
+
+    // Upstream's ValidateLoadBalancerStatus on status writes.
+    refused_status_patch(
+        &api,
+        "test-service-lifecycle",
+        json!({"loadBalancer": {"ingress": [{"ip": "bogus"}, {"hostname": "1.2.3.4", "ipMode": "VIP"},
+            {"ip": "203.0.113.2", "ipMode": "Bogus"}]}}),
+        "Service \"test-service-lifecycle\" is invalid: [\
+         status.loadBalancer.ingress[0].ip: Invalid value: \"bogus\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff), \
+         status.loadBalancer.ingress[1].ipMode: Forbidden: may not be specified when `ip` is not set, \
+         status.loadBalancer.ingress[1].hostname: Invalid value: \"1.2.3.4\": must be a DNS name, not an IP address, \
+         status.loadBalancer.ingress[2].ipMode: Unsupported value: \"Bogus\": supported values: \"Proxy\", \"VIP\"]",
+    )
+    .await;
+    let plain = object(json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "test-service-plain"}, "spec": {"ports": [{"port": 80}]}}));
+    api.create(&PostParams::default(), &plain).await.unwrap();
+    refused_status_patch(
+        &api,
+        "test-service-plain",
+        json!({"loadBalancer": {"ingress": [{"ip": "203.0.113.1"}]}}),
+        "Service \"test-service-plain\" is invalid: status.loadBalancer.ingress: Forbidden: may only be used when `spec.type` is 'LoadBalancer'",
+    )
+    .await;
 
     // PUT /status with a condition appended, as client-go sends a metav1.Condition whose
     // lastTransitionTime is unset (null).
@@ -485,6 +524,14 @@ async fn ingresses_are_discovered_and_their_status_is_patched_and_updated() {
     to_update.data["status"]["loadBalancer"] = json!({"ingress": [{"ip": "169.1.1.2"}]});
     let updated = api.replace_status(&ing_name, &PostParams::default(), &to_update).await.unwrap();
     assert_eq!(updated.data["status"]["loadBalancer"], json!({"ingress": [{"ip": "169.1.1.2"}]}));
+
+    refused_status_patch(
+        &api,
+        &ing_name,
+        json!({"loadBalancer": {"ingress": [{"ip": "bogus"}]}}),
+        &format!("Ingress.networking.k8s.io \"{ing_name}\" is invalid: status.loadBalancer.ingress[0].ip: Invalid value: \"bogus\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"),
+    )
+    .await;
 
     let status = api.get_status(&ing_name).await.unwrap();
     assert_eq!(status.metadata.uid, ing.metadata.uid);
