@@ -384,7 +384,7 @@ async fn endpoints_are_created_relabelled_patched_and_deleted_by_collection() {
 }
 
 /// The group/version's discovery document lists `resources` (and `/apis` and the group's
-/// document list the version).
+/// document list the version), and so does the aggregated `/apis`.
 fn assert_discovered(s: &RkubeServer, group: &str, version: &str, resources: &[&str]) {
     let apis = s.curl(&[], "/apis");
     assert_eq!(apis.code, 200, "/apis: {}", apis.body);
@@ -405,6 +405,30 @@ fn assert_discovered(s: &RkubeServer, group: &str, version: &str, resources: &[&
             doc["resources"].as_array().unwrap().iter().any(|r| r["name"] == *wanted),
             "{path} lacks {wanted}: {doc}"
         );
+    }
+    // The aggregated document client-go reads first (apidiscovery.k8s.io/v2).
+    let accept = "Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+    let aggregated = s.curl(&["-H", accept], "/apis");
+    assert_eq!(aggregated.code, 200, "aggregated /apis: {}", aggregated.body);
+    let aggregated: Value = serde_json::from_str(&aggregated.body).unwrap();
+    let groups = aggregated["items"].as_array().unwrap();
+    let group_doc = groups.iter().find(|g| g["metadata"]["name"] == group);
+    let version_doc = group_doc
+        .and_then(|g| g["versions"].as_array())
+        .and_then(|vs| vs.iter().find(|v| v["version"] == version))
+        .unwrap_or_else(|| panic!("aggregated /apis lacks {group}/{version}"));
+    for wanted in resources {
+        let (resource, sub) = wanted.split_once('/').unwrap_or((wanted, ""));
+        let found = version_doc["resources"].as_array().unwrap().iter().any(|r| {
+            r["resource"] == resource
+                && (sub.is_empty()
+                    || r["subresources"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|s| s["subresource"] == sub))
+        });
+        assert!(found, "aggregated /apis lacks {wanted}: {version_doc}");
     }
 }
 
