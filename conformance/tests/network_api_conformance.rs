@@ -251,6 +251,28 @@ async fn service_status_is_read_patched_and_updated_and_each_change_is_watched()
         name(o) == "test-service-lifecycle" && labels(o)["test-service-static"] == "true"
     })
     .await;
+
+    // Upstream watches again from the list's resourceVersion for each step: a new watch from
+    // there replays the whole history, in order (the refused writes and the /status write
+    // that changed nothing left no event).
+    let mut replay = watch(&api, selector, &rv).await;
+    let mut kinds = Vec::new();
+    let read_all = async {
+        while let Some(event) = replay.next().await {
+            match event.expect("watch event") {
+                WatchEvent::Added(_) => kinds.push("ADDED"),
+                WatchEvent::Modified(_) => kinds.push("MODIFIED"),
+                WatchEvent::Deleted(_) => {
+                    kinds.push("DELETED");
+                    break;
+                }
+                WatchEvent::Bookmark(_) => {}
+                WatchEvent::Error(e) => panic!("replay: watch error {e:?}"),
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), read_all).await.expect("replay in time");
+    assert_eq!(kinds, ["ADDED", "MODIFIED", "MODIFIED", "MODIFIED", "DELETED"]);
 }
 
 /// Upstream's "Service, deletes a collection of services" (three Services, deletecollection
