@@ -116,6 +116,77 @@ fn drop_nulls_in(value: &mut Value, node: Node, schema: &Schema) {
     }
 }
 
+/// Go's zero `metav1.Time` as k8s-openapi writes it; Go writes the zero time as `null`.
+const ZERO_TIME: &str = "0001-01-01T00:00:00Z";
+/// Go's zero `metav1.MicroTime` as k8s-openapi writes it.
+const ZERO_MICRO_TIME: &str = "0001-01-01T00:00:00.000000Z";
+
+/// Which way [`zero_times`] goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ZeroTimes {
+    /// A missing or `null` time that is not a pointer in Go (so Go decodes it as the zero
+    /// time) becomes the zero time, which k8s-openapi (where the field is not an `Option`)
+    /// can read.
+    Fill,
+    /// A zero time of such a field is left out again (Go writes it as `null`, and
+    /// [`ALWAYS_WRITTEN`] writes it so).
+    Drop,
+}
+
+/// The non-pointer `metav1.Time`/`MicroTime` fields of a built-in object (a `metav1.Condition`'s
+/// `lastTransitionTime`, ...) made readable by k8s-openapi ([`ZeroTimes::Fill`]), or their
+/// zero values left out again ([`ZeroTimes::Drop`]): Go decodes `null` or a missing member
+/// there as the zero time and writes it back as `null`, where k8s-openapi refuses both.
+pub fn zero_times(value: &mut Value, way: ZeroTimes) {
+    let schema = Schema::get();
+    let text = |key: &str| value.get(key).and_then(Value::as_str);
+    let Some(id) = text("apiVersion").zip(text("kind")).and_then(|(v, k)| schema.kind(v, k)) else {
+        return;
+    };
+    zero_times_in(value, Node::Message(id), schema, way);
+}
+
+fn zero_times_in(value: &mut Value, node: Node, schema: &Schema, way: ZeroTimes) {
+    let node = match node {
+        Node::Field(kind) => resolve(kind, value, schema),
+        other => other,
+    };
+    match (node, value) {
+        (Node::Message(id), Value::Object(map)) => {
+            let Shape::Fields(fields) = &schema.messages[id].shape else { return };
+            for f in fields.list.iter().filter(|f| f.required && !f.repeated && !f.map) {
+                let Kind::Message(m) = f.kind else { continue };
+                let zero = match schema.messages[m].shape {
+                    Shape::Special(Special::Time) => ZERO_TIME,
+                    Shape::Special(Special::MicroTime) => ZERO_MICRO_TIME,
+                    _ => continue,
+                };
+                match way {
+                    ZeroTimes::Fill if map.get(&f.json).is_none_or(Value::is_null) => {
+                        map.insert(f.json.clone(), Value::from(zero));
+                    }
+                    ZeroTimes::Drop if map.get(&f.json).and_then(Value::as_str) == Some(zero) => {
+                        map.remove(&f.json);
+                    }
+                    _ => {}
+                }
+            }
+            for (key, member) in map.iter_mut() {
+                if let Some(field) = find_field(schema, fields, key) {
+                    zero_times_in(member, Ordered::field_node(field), schema, way);
+                }
+            }
+        }
+        (Node::Map(kind), Value::Object(map)) => {
+            map.values_mut().for_each(|v| zero_times_in(v, Node::Field(kind), schema, way));
+        }
+        (Node::Array(kind), Value::Array(items)) => {
+            items.iter_mut().for_each(|v| zero_times_in(v, Node::Field(kind), schema, way));
+        }
+        _ => {}
+    }
+}
+
 /// The field of `fields` (or of an inline member's fields) written as `key`.
 fn find_field<'s>(schema: &'s Schema, fields: &'s Fields, key: &str) -> Option<&'s Field> {
     fields.list.iter().find_map(|f| {
@@ -453,6 +524,7 @@ impl Serialize for StoredMeta<'_, '_> {
 /// from the Go types of k8s.io/api 1.33.
 pub const ALWAYS_WRITTEN: &[(&str, &str)] = &[
     ("k8s.io.api.core.v1.ServiceStatus", "loadBalancer"),
+    ("k8s.io.apimachinery.pkg.apis.meta.v1.Condition", "lastTransitionTime"),
     ("k8s.io.api.core.v1.ContainerStatus", "state"),
     ("k8s.io.api.core.v1.ContainerStatus", "lastState"),
     ("k8s.io.api.core.v1.ContainerStateRunning", "startedAt"),

@@ -175,19 +175,24 @@ impl Scope for k8s_openapi::ClusterResourceScope {
 }
 
 /// Deserializes `value` as `T` and serializes it again, collecting the fields `T` does not
-/// know.
+/// know; zero times where k8s-openapi wants a time are read as Go reads them
+/// ([`crate::go_json::zero_times`]).
 fn normalize<T: serde::de::DeserializeOwned + serde::Serialize>(
     value: &serde_json::Value,
 ) -> Result<(serde_json::Value, Vec<String>), String> {
+    use crate::go_json::{zero_times, ZeroTimes};
     let mut unknown = Vec::new();
-    let typed: T = serde_ignored::deserialize(value, |path| {
+    let mut value = value.clone();
+    zero_times(&mut value, ZeroTimes::Fill);
+    let typed: T = serde_ignored::deserialize(&value, |path| {
         let field = field_path(&path);
         if !field.is_empty() {
             unknown.push(field);
         }
     })
     .map_err(|e| e.to_string())?;
-    let normalized = serde_json::to_value(&typed).map_err(|e| e.to_string())?;
+    let mut normalized = serde_json::to_value(&typed).map_err(|e| e.to_string())?;
+    zero_times(&mut normalized, ZeroTimes::Drop);
     Ok((normalized, unknown))
 }
 
@@ -675,6 +680,36 @@ mod tests {
         assert_eq!(normalized["spec"]["containers"][0]["image"], "i");
         let bad = serde_json::json!({"spec": {"containers": "not a list"}});
         assert!((pods.normalize)(&bad).is_err());
+    }
+
+    #[test]
+    fn normalize_reads_a_null_or_missing_condition_time_as_go_does() {
+        let services = Resources::builtin().get("", "v1", "services").unwrap();
+        let condition = |time: serde_json::Value| {
+            let mut c = serde_json::json!({"type": "StatusUpdate", "status": "True",
+                "reason": "E2E", "message": "m"});
+            c["lastTransitionTime"] = time;
+            serde_json::json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "s"},
+                "status": {"conditions": [c]}})
+        };
+        for time in [serde_json::json!(null), serde_json::json!("0001-01-01T00:00:00Z")] {
+            let (normalized, _) = (services.normalize)(&condition(time)).unwrap();
+            let written = normalized["status"]["conditions"][0].clone();
+            assert!(written.get("lastTransitionTime").is_none(), "{written}");
+            assert_eq!(written["reason"], "E2E");
+            // Written as Go writes the zero time.
+            let text = String::from_utf8(crate::go_json::to_vec(&normalized)).unwrap();
+            assert!(text.contains(r#""lastTransitionTime":null"#), "{text}");
+        }
+        let mut missing = condition(serde_json::json!(null));
+        missing["status"]["conditions"][0].as_object_mut().unwrap().remove("lastTransitionTime");
+        assert!((services.normalize)(&missing).is_ok());
+        let set = condition(serde_json::json!("2024-01-02T03:04:05Z"));
+        let (normalized, _) = (services.normalize)(&set).unwrap();
+        assert_eq!(
+            normalized["status"]["conditions"][0]["lastTransitionTime"],
+            "2024-01-02T03:04:05Z"
+        );
     }
 
     #[test]

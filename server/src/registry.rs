@@ -1144,6 +1144,8 @@ fn prepare_for_update(
             };
         }
         strategy::drop_empty_metadata(&mut merged);
+        // Decoding defaults the written status too (a LoadBalancer ingress's ipMode).
+        strategy::with_defaults(info, &mut merged);
         strategy::prepare_for_subresource_update(info, &mut merged, old, sub);
         return merged;
     }

@@ -58,6 +58,62 @@ pub fn ip_legacy(field: &str, value: &str) -> Vec<FieldError> {
     }
 }
 
+/// The `ingress` entries of a load balancer's status at `field` (`status.loadBalancer`),
+/// as upstream's `ValidateLoadBalancerStatus` (a Service's, `with_ip_mode`) and
+/// `ValidateIngressLoadBalancerStatus` check them: each `ip` an address, a Service's
+/// `ipMode` given with an `ip` only and one of VIP and Proxy (required with an `ip`: the
+/// defaults give it), each `hostname` a DNS-1123 subdomain and not an address.
+pub(crate) fn load_balancer_ingress(
+    field: &str,
+    status: &Value,
+    with_ip_mode: bool,
+) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let entries = status["ingress"].as_array().map(Vec::as_slice).unwrap_or_default();
+    for (i, entry) in entries.iter().enumerate() {
+        let at = format!("{field}.ingress[{i}]");
+        let ip = entry["ip"].as_str().unwrap_or("");
+        if !ip.is_empty() {
+            errors.extend(ip_legacy(&format!("{at}.ip"), ip));
+        }
+        if with_ip_mode {
+            match entry["ipMode"].as_str() {
+                None if !ip.is_empty() => errors.push(FieldError::required(
+                    format!("{at}.ipMode"),
+                    "must be specified when `ip` is set",
+                )),
+                Some(_) if ip.is_empty() => errors.push(FieldError::forbidden(
+                    format!("{at}.ipMode"),
+                    "may not be specified when `ip` is not set",
+                )),
+                Some(mode) if !matches!(mode, "Proxy" | "VIP") => {
+                    errors.push(FieldError::unsupported(
+                        format!("{at}.ipMode"),
+                        &Value::from(mode),
+                        &["Proxy", "VIP"],
+                    ))
+                }
+                _ => {}
+            }
+        }
+        let hostname = entry["hostname"].as_str().unwrap_or("");
+        if !hostname.is_empty() {
+            let shown = Value::from(hostname);
+            for problem in super::name_problems(hostname, super::NameRule::Subdomain) {
+                errors.push(FieldError::invalid(format!("{at}.hostname"), &shown, &problem));
+            }
+            if parse_ip_sloppy(hostname).is_some() {
+                errors.push(FieldError::invalid(
+                    format!("{at}.hostname"),
+                    &shown,
+                    "must be a DNS name, not an IP address",
+                ));
+            }
+        }
+    }
+    errors
+}
+
 /// `IsValidIP`: a well-formed address in canonical form.
 pub fn ip_strict(field: &str, value: &str) -> Vec<FieldError> {
     let shown = Value::from(value);
@@ -200,6 +256,21 @@ mod tests {
 
     fn lines(errors: Vec<FieldError>) -> Vec<String> {
         errors.iter().map(FieldError::line).collect()
+    }
+
+    #[test]
+    fn load_balancer_ingress_entries() {
+        let status = serde_json::json!({"ingress": [{"ip": "1.2.3.4", "ipMode": "VIP"},
+            {"ip": "1.2.3.5"}, {"hostname": "lb.example.com"}, {"hostname": "Bad_Host"}]});
+        assert_eq!(
+            lines(load_balancer_ingress("s", &status, true)),
+            [
+                "s.ingress[1].ipMode: Required value: must be specified when `ip` is set",
+                "s.ingress[3].hostname: Invalid value: \"Bad_Host\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+            ]
+        );
+        // An Ingress's entries have no ipMode.
+        assert_eq!(load_balancer_ingress("s", &status, false).len(), 1);
     }
 
     #[test]

@@ -325,6 +325,12 @@ fn typed_reference(r: &Value, at: &str) -> Vec<FieldError> {
 // ---------------------------------------------------------------------------------------
 // IngressClass
 
+/// A write of an Ingress's `status` (upstream's `ValidateIngressStatusUpdate`): each
+/// load-balancer ingress entry well formed.
+pub fn ingress_status(obj: &Value) -> Vec<FieldError> {
+    super::net::load_balancer_ingress("status.loadBalancer", &obj["status"]["loadBalancer"], false)
+}
+
 /// An IngressClass: the controller (a domain-prefixed path, at most 250 bytes, immutable)
 /// and its parameters reference.
 pub fn ingress_class(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {

@@ -30,6 +30,15 @@ impl Strategy for Services {
         validation::core::service::service(obj, old)
     }
 
+    fn validate_subresource_update(
+        &self,
+        new: &Value,
+        _old: &Value,
+        _sub: &str,
+    ) -> Vec<FieldError> {
+        validation::core::service::service_status(new)
+    }
+
     fn selectable_fields(&self) -> &'static [SelectableField] {
         &[("spec.clusterIP", &["spec", "clusterIP"]), ("spec.type", &["spec", "type"])]
     }

@@ -21,6 +21,15 @@ impl Strategy for Ingresses {
         validation::networking::ingress(obj, old)
     }
 
+    fn validate_subresource_update(
+        &self,
+        new: &Value,
+        _old: &Value,
+        _sub: &str,
+    ) -> Vec<FieldError> {
+        validation::networking::ingress_status(new)
+    }
+
     fn printer(&self) -> &'static TablePrinter {
         &PRINTER
     }

@@ -182,6 +182,20 @@ pub fn service(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
 
 /// `service.kubernetes.io/topology-mode` must agree with the deprecated
 /// `service.kubernetes.io/topology-aware-hints` when both are set.
+/// A write of a Service's `status` (upstream's `ValidateServiceStatusUpdate`): load-balancer
+/// ingress only on a LoadBalancer Service, and each entry well formed.
+pub fn service_status(obj: &Value) -> Vec<FieldError> {
+    let lb = &obj["status"]["loadBalancer"];
+    let has_ingress = lb["ingress"].as_array().is_some_and(|i| !i.is_empty());
+    if has_ingress && obj["spec"]["type"] != "LoadBalancer" {
+        return vec![FieldError::forbidden(
+            "status.loadBalancer.ingress",
+            "may only be used when `spec.type` is 'LoadBalancer'",
+        )];
+    }
+    crate::validation::net::load_balancer_ingress("status.loadBalancer", lb, true)
+}
+
 fn topology_annotations(annotations: &Value) -> Option<FieldError> {
     let (mode, hints) =
         (&annotations[TOPOLOGY_MODE_ANNOTATION], &annotations[TOPOLOGY_HINTS_ANNOTATION]);
