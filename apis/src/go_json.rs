@@ -139,28 +139,100 @@ pub enum ZeroTimes {
 /// there as the zero time and writes it back as `null`, where k8s-openapi refuses both.
 pub fn zero_times(value: &mut Value, way: ZeroTimes) {
     let schema = Schema::get();
-    let text = |key: &str| value.get(key).and_then(Value::as_str);
-    let Some(id) = text("apiVersion").zip(text("kind")).and_then(|(v, k)| schema.kind(v, k)) else {
-        return;
-    };
-    zero_times_in(value, Node::Message(id), schema, way);
+    if let Some(id) = time_holder(value, schema) {
+        zero_times_in(value, Node::Message(id), schema, way, TimeHolders::get());
+    }
 }
 
-fn zero_times_in(value: &mut Value, node: Node, schema: &Schema, way: ZeroTimes) {
+/// Whether `value`'s kind can hold a field [`zero_times`] changes (few kinds can: those with
+/// a `metav1.Condition` or another required time somewhere), so that the others skip it.
+pub fn may_hold_zero_times(value: &Value) -> bool {
+    time_holder(value, Schema::get()).is_some()
+}
+
+/// The message of `value`'s kind, when that kind can hold a required time.
+fn time_holder(value: &Value, schema: &Schema) -> Option<MessageId> {
+    let text = |key: &str| value.get(key).and_then(Value::as_str);
+    let id = text("apiVersion").zip(text("kind")).and_then(|(v, k)| schema.kind(v, k))?;
+    TimeHolders::get().reaches[id].then_some(id)
+}
+
+/// For each message, whether it or a message under it has a required (non-pointer) time
+/// field: the walk of [`zero_times`] goes only where one can be.
+struct TimeHolders {
+    reaches: Vec<bool>,
+}
+
+impl TimeHolders {
+    fn get() -> &'static TimeHolders {
+        static HOLDERS: std::sync::OnceLock<TimeHolders> = std::sync::OnceLock::new();
+        HOLDERS.get_or_init(|| TimeHolders::build(Schema::get()))
+    }
+
+    fn build(schema: &Schema) -> TimeHolders {
+        let fields_of = |id: MessageId| match &schema.messages[id].shape {
+            Shape::Fields(fields) => fields.list.as_slice(),
+            _ => &[],
+        };
+        let mut reaches: Vec<bool> = (0..schema.messages.len())
+            .map(|id| fields_of(id).iter().any(|f| zero_time_of(schema, f).is_some()))
+            .collect();
+        // Up through the fields that hold such messages, until nothing changes (bounded by
+        // the number of messages).
+        for _ in 0..schema.messages.len() {
+            let mut changed = false;
+            for id in 0..schema.messages.len() {
+                if reaches[id] {
+                    continue;
+                }
+                let below =
+                    fields_of(id).iter().any(|f| matches!(f.kind, Kind::Message(m) if reaches[m]));
+                if below {
+                    reaches[id] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        TimeHolders { reaches }
+    }
+}
+
+/// The zero value of `field` when it is a required, single time (Go decodes a missing or
+/// `null` one as the zero time).
+fn zero_time_of(schema: &Schema, field: &Field) -> Option<&'static str> {
+    if !field.required || field.repeated || field.map {
+        return None;
+    }
+    let Kind::Message(m) = field.kind else { return None };
+    match schema.messages[m].shape {
+        Shape::Special(Special::Time) => Some(ZERO_TIME),
+        Shape::Special(Special::MicroTime) => Some(ZERO_MICRO_TIME),
+        _ => None,
+    }
+}
+
+fn zero_times_in(
+    value: &mut Value,
+    node: Node,
+    schema: &Schema,
+    way: ZeroTimes,
+    holders: &TimeHolders,
+) {
     let node = match node {
         Node::Field(kind) => resolve(kind, value, schema),
         other => other,
     };
     match (node, value) {
         (Node::Message(id), Value::Object(map)) => {
+            if !holders.reaches[id] {
+                return;
+            }
             let Shape::Fields(fields) = &schema.messages[id].shape else { return };
-            for f in fields.list.iter().filter(|f| f.required && !f.repeated && !f.map) {
-                let Kind::Message(m) = f.kind else { continue };
-                let zero = match schema.messages[m].shape {
-                    Shape::Special(Special::Time) => ZERO_TIME,
-                    Shape::Special(Special::MicroTime) => ZERO_MICRO_TIME,
-                    _ => continue,
-                };
+            for f in &fields.list {
+                let Some(zero) = zero_time_of(schema, f) else { continue };
                 match way {
                     ZeroTimes::Fill if map.get(&f.json).is_none_or(Value::is_null) => {
                         map.insert(f.json.clone(), Value::from(zero));
@@ -173,15 +245,19 @@ fn zero_times_in(value: &mut Value, node: Node, schema: &Schema, way: ZeroTimes)
             }
             for (key, member) in map.iter_mut() {
                 if let Some(field) = find_field(schema, fields, key) {
-                    zero_times_in(member, Ordered::field_node(field), schema, way);
+                    zero_times_in(member, Ordered::field_node(field), schema, way, holders);
                 }
             }
         }
         (Node::Map(kind), Value::Object(map)) => {
-            map.values_mut().for_each(|v| zero_times_in(v, Node::Field(kind), schema, way));
+            for v in map.values_mut() {
+                zero_times_in(v, Node::Field(kind), schema, way, holders);
+            }
         }
         (Node::Array(kind), Value::Array(items)) => {
-            items.iter_mut().for_each(|v| zero_times_in(v, Node::Field(kind), schema, way));
+            for v in items.iter_mut() {
+                zero_times_in(v, Node::Field(kind), schema, way, holders);
+            }
         }
         _ => {}
     }

@@ -180,11 +180,20 @@ impl Scope for k8s_openapi::ClusterResourceScope {
 fn normalize<T: serde::de::DeserializeOwned + serde::Serialize>(
     value: &serde_json::Value,
 ) -> Result<(serde_json::Value, Vec<String>), String> {
-    use crate::go_json::{zero_times, ZeroTimes};
+    use crate::go_json::{may_hold_zero_times, zero_times, ZeroTimes};
     let mut unknown = Vec::new();
-    let mut value = value.clone();
-    zero_times(&mut value, ZeroTimes::Fill);
-    let typed: T = serde_ignored::deserialize(&value, |path| {
+    // Most kinds hold no required time: they are read as they came, without a copy.
+    let times = may_hold_zero_times(value);
+    let filled;
+    let value = if times {
+        let mut copy = value.clone();
+        zero_times(&mut copy, ZeroTimes::Fill);
+        filled = copy;
+        &filled
+    } else {
+        value
+    };
+    let typed: T = serde_ignored::deserialize(value, |path| {
         let field = field_path(&path);
         if !field.is_empty() {
             unknown.push(field);
@@ -192,7 +201,9 @@ fn normalize<T: serde::de::DeserializeOwned + serde::Serialize>(
     })
     .map_err(|e| e.to_string())?;
     let mut normalized = serde_json::to_value(&typed).map_err(|e| e.to_string())?;
-    zero_times(&mut normalized, ZeroTimes::Drop);
+    if times {
+        zero_times(&mut normalized, ZeroTimes::Drop);
+    }
     Ok((normalized, unknown))
 }
 
@@ -710,6 +721,14 @@ mod tests {
             normalized["status"]["conditions"][0]["lastTransitionTime"],
             "2024-01-02T03:04:05Z"
         );
+    }
+
+    #[test]
+    fn only_kinds_with_a_required_time_are_walked_for_zero_times() {
+        let kind = |api_version: &str, kind: &str| serde_json::json!({"apiVersion": api_version, "kind": kind});
+        assert!(crate::go_json::may_hold_zero_times(&kind("v1", "Service")));
+        assert!(!crate::go_json::may_hold_zero_times(&kind("v1", "Pod")));
+        assert!(!crate::go_json::may_hold_zero_times(&kind("v1", "ConfigMap")));
     }
 
     #[test]
