@@ -337,8 +337,9 @@ fn deleted(name: &str, label: &str, seen: &Seen) -> Seen {
     }
 }
 
-/// Upstream's watch-configmaps-with-multiple-watchers, watch-configmaps-closed-and-restarted
-/// and watch-configmaps-label-changed, with label-selected kube-rs watches. Where upstream
+/// Upstream's watch-configmaps-with-multiple-watchers, watch-configmaps-closed-and-restarted,
+/// watch-configmaps-from-resource-version and watch-configmaps-label-changed, with
+/// label-selected kube-rs watches. Where upstream
 /// waits 10 s to see that a watcher gets no event, the watcher's next event is checked to be
 /// a later one instead (events of one resource come in revision order), so nothing sleeps.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -411,6 +412,21 @@ async fn label_selected_watches_as_upstream() {
             > second.metadata.resource_version.as_deref().unwrap().parse().unwrap()
     );
     drop(resumed);
+
+    // From a resource version: modified twice and deleted, then watched from the first
+    // modification: exactly the second modification and the deletion.
+    let from = "from-resource-version";
+    let name = "e2e-watch-test-resource-version";
+    create_labelled(&cms, name, from).await;
+    let first = update(&cms, name, mutation("1")).await;
+    let second = update(&cms, name, mutation("2")).await;
+    delete(&cms, name).await;
+    let rv = first.metadata.resource_version.clone().unwrap();
+    let mut watch = watch_configmaps(&cms, &rv, &[from]).await;
+    assert_eq!(next_event(&mut watch).await, Seen::of("MODIFIED", &second));
+    let gone = next_event(&mut watch).await;
+    assert_eq!(gone, deleted(name, from, &gone));
+    drop(watch);
 
     // Label changed: relabelled out of the selection (DELETED, of the object as it was, at
     // the relabelling's resourceVersion), changed unseen, relabelled back (ADDED).
