@@ -209,6 +209,10 @@ async fn configmaps_and_secrets_through_their_lifecycles() {
     assert_ne!(read.metadata.resource_version, created.metadata.resource_version);
     assert_eq!(read.metadata.uid, created.metadata.uid);
     assert_eq!(read.metadata.creation_timestamp, created.metadata.creation_timestamp);
+    // The same PUT again changes nothing: no write, the same resourceVersion (what upstream's
+    // watch-consistency writer relies on: its PUTs of an unchanged ConfigMap make no event).
+    let again = cms.replace("configmap-update", &PostParams::default(), &local).await.unwrap();
+    assert_eq!(again.metadata.resource_version, updated.metadata.resource_version);
 
     // Secret patching.
     let secrets: Api<Secret> = Api::namespaced(client.clone(), "configmap-test");
