@@ -176,8 +176,32 @@ fn group_version(resources: &[&ResourceInfo]) -> (Map<String, Value>, Map<String
             schemas.insert(list_name, list_schema(r, name));
         }
     }
+    metadata_optional(&mut schemas);
     add_patch_extensions(&mut schemas);
     (paths, schemas)
+}
+
+/// The kinds whose Go type requires `metadata` (its JSON tag has no `omitempty`): upstream's
+/// documents list it among their required fields, and only theirs.
+const METADATA_REQUIRED: &[&str] = &["io.k8s.api.core.v1.Event"];
+
+/// `metadata` optional in every schema but [`METADATA_REQUIRED`]'s, as upstream's documents
+/// have it. k8s-openapi's types make it a required field of every kind, which kubectl's
+/// client-side validation would then demand of a manifest (`kubectl create -f` of a
+/// SelfSubjectAccessReview with no metadata: `missing required field "metadata"`).
+fn metadata_optional(schemas: &mut Map<String, Value>) {
+    for (name, schema) in schemas.iter_mut() {
+        if METADATA_REQUIRED.contains(&name.as_str()) {
+            continue;
+        }
+        let Some(object) = schema.as_object_mut() else { continue };
+        if let Some(required) = object.get_mut("required").and_then(Value::as_array_mut) {
+            required.retain(|field| field != "metadata");
+            if required.is_empty() {
+                object.remove("required");
+            }
+        }
+    }
 }
 
 fn list_schema(r: &ResourceInfo, item: &str) -> Value {
@@ -588,6 +612,23 @@ mod tests {
             .iter()
             .any(|p| p["name"] == "fieldValidation" && p["in"] == "query"));
         assert!(d["components"]["schemas"]["io.k8s.api.core.v1.PodList"].is_object());
+    }
+
+    #[test]
+    fn metadata_is_required_only_where_upstream_requires_it() {
+        let required = |path: &str, name: &str| {
+            let d = doc(path);
+            d["components"]["schemas"][name].get("required").cloned().unwrap_or(json!([]))
+        };
+        let review = "io.k8s.api.authorization.v1.SelfSubjectAccessReview";
+        assert_eq!(required("apis/authorization.k8s.io/v1", review), json!(["spec"]));
+        assert_eq!(required("api/v1", "io.k8s.api.core.v1.ConfigMap"), json!([]));
+        let status = "io.k8s.apimachinery.pkg.apis.meta.v1.Status";
+        assert!(!required("api/v1", status).as_array().unwrap().contains(&json!("metadata")));
+        let event = required("api/v1", "io.k8s.api.core.v1.Event");
+        assert!(event.as_array().unwrap().contains(&json!("metadata")), "{event}");
+        let v2: Value = serde_json::from_slice(&Documents::builtin().v2).unwrap();
+        assert_eq!(v2["definitions"][review]["required"], json!(["spec"]));
     }
 
     #[test]

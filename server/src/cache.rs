@@ -62,6 +62,12 @@ impl CachedObject {
         Self::new(info, key, revision, &value, json)
     }
 
+    /// This object as it is served at another `revision` (a watch's DELETED of an object
+    /// that left the watch's selection: the object before the change, at the change's).
+    pub fn at_revision(&self, info: &ResourceInfo, revision: Revision) -> CachedObject {
+        CachedObject::from_value(info, &self.key, self.value(), revision)
+    }
+
     /// `view` holds at least the metadata and the fields the kind's selectors read.
     fn new(
         info: &ResourceInfo,

@@ -81,6 +81,12 @@ impl Request {
         let protobuf = rkube_apis::protobuf::supports(&info.api_version(), info.kind);
         negotiate::output(&self.accept, protobuf)
     }
+
+    /// [`Request::output`] for a resource with no Table form (the reviews).
+    pub fn output_without_table(&self, info: &ResourceInfo) -> ApiResult<Output> {
+        let protobuf = rkube_apis::protobuf::supports(&info.api_version(), info.kind);
+        negotiate::output_without_table(&self.accept, protobuf)
+    }
 }
 
 /// The answer to a request, whatever the protocol it goes back by.
@@ -160,7 +166,8 @@ type Answer = for<'a> fn(
 ) -> Pin<Box<dyn Future<Output = ApiResult<Reply>> + Send + 'a>>;
 
 /// The resources answered rather than stored, by group and resource: the reviews, the older
-/// `bindings` and the component statuses (each of its verbs goes to its handler).
+/// `bindings` and the component statuses (each of its verbs goes to its handler). The reviews
+/// have no Table form, as upstream's review storages have no table convertor.
 pub const ANSWERED: &[(&str, &str, Answer)] = &[
     ("authentication.k8s.io", "tokenreviews", token_review),
     ("authentication.k8s.io", "selfsubjectreviews", review),
@@ -178,7 +185,7 @@ fn token_review<'a>(
     info: &'a ResourceInfo,
 ) -> Pin<Box<dyn Future<Output = ApiResult<Reply>> + Send + 'a>> {
     Box::pin(async move {
-        let output = req.output(info)?;
+        let output = req.output_without_table(info)?;
         let review = req.body.decode()?;
         let answered = crate::authn::token_review(state, review).await?;
         Ok(object_response(StatusCode::CREATED, info, answered, output, &req.options))
@@ -191,7 +198,7 @@ fn review<'a>(
     info: &'a ResourceInfo,
 ) -> Pin<Box<dyn Future<Output = ApiResult<Reply>> + Send + 'a>> {
     Box::pin(async move {
-        let output = req.output(info)?;
+        let output = req.output_without_table(info)?;
         let review = req.body.decode()?;
         let ns = req.target.namespace.as_deref();
         let answered =

@@ -95,6 +95,17 @@ pub fn partial_object_metadata(mut obj: Value, v1beta1: bool) -> Value {
 /// (`protobuf`). kubectl asks for tables with JSON as the fallback, client-go for protobuf
 /// with JSON as the fallback; a client that accepts nothing we can produce gets 406.
 pub fn output(accept: &str, protobuf: bool) -> ApiResult<Output> {
+    negotiate(accept, protobuf, true)
+}
+
+/// [`output`] for a resource that has no Table form (upstream's storages without a table
+/// convertor: the reviews): a Table is passed over like any conversion not served, so a
+/// client that will take nothing else gets 406 before the request is answered.
+pub fn output_without_table(accept: &str, protobuf: bool) -> ApiResult<Output> {
+    negotiate(accept, protobuf, false)
+}
+
+fn negotiate(accept: &str, protobuf: bool, tables: bool) -> ApiResult<Output> {
     if accept.trim().is_empty() {
         return Ok(Output::Json);
     }
@@ -108,7 +119,9 @@ pub fn output(accept: &str, protobuf: bool) -> ApiResult<Output> {
             && meta_version;
         let converted = params.iter().any(|p| p.starts_with("as="));
         match media {
-            "application/json" | "*/*" | "application/*" if has("as=Table") && meta_version => {
+            "application/json" | "*/*" | "application/*"
+                if tables && has("as=Table") && meta_version =>
+            {
                 return Ok(Output::Table { v1beta1: has("v=v1beta1") });
             }
             "application/json" | "*/*" | "application/*" if metadata => {
@@ -285,6 +298,24 @@ mod tests {
         assert!(error_output(pb).is_protobuf());
         assert!(!error_output("application/json").is_protobuf());
         assert!(!error_output("text/html").is_protobuf());
+    }
+
+    #[test]
+    fn resources_without_tables_pass_over_a_table() {
+        let table = "application/json;as=Table;v=v1;g=meta.k8s.io";
+        let refused = output_without_table(table, true).unwrap_err();
+        assert_eq!(refused.code, StatusCode::NOT_ACCEPTABLE);
+        assert_eq!(refused.reason, "NotAcceptable");
+        assert!(refused.message.ends_with("application/yaml, application/vnd.kubernetes.protobuf"));
+        let fallback = format!("{table},application/json");
+        assert_eq!(output_without_table(&fallback, true).unwrap(), Output::Json);
+        assert_eq!(output(table, true).unwrap(), Output::Table { v1beta1: false });
+        // Metadata alone is still served: the reviews have metadata.
+        let metadata = "application/json;as=PartialObjectMetadata;v=v1;g=meta.k8s.io";
+        assert_eq!(
+            output_without_table(metadata, true).unwrap(),
+            Output::Metadata { v1beta1: false, protobuf: false }
+        );
     }
 
     #[test]

@@ -623,7 +623,7 @@ impl Registry {
             if !options.admitted {
                 self.validate_admission(&write, Some(&mut new), Some(&old)).await?;
             }
-            if new == old {
+            if unchanged(&new, &old) {
                 return Ok(old); // nothing changed: no write, same resourceVersion
             }
             // Upstream's binding storage writes the pod directly, without a managedFields entry.
@@ -631,6 +631,11 @@ impl Registry {
                 options.field_manager.as_ref().filter(|_| subresource != Some("binding"))
             {
                 record_update(info, Some(&old), &mut new, manager, subresource);
+                // A request that left out managedFields keeps the stored ones: unchanged
+                // otherwise, it still writes nothing (upstream's no-op update).
+                if unchanged(&new, &old) {
+                    return Ok(old);
+                }
             }
             if options.dry_run {
                 object::set_resource_version(&mut new, kv.mod_revision);
@@ -1114,6 +1119,31 @@ fn set_namespace(info: &ResourceInfo, namespace: Option<&str>, obj: &mut Value) 
 
 /// What an update keeps from the old object: identity, deletion state and, per subresource,
 /// either the status (main resource) or everything but the status (`status`).
+/// Whether an update leaves the object as it was: equal but for `metadata.resourceVersion`,
+/// which a request may leave out and the store keeps apart (upstream compares the encoded
+/// objects, which hold none).
+fn unchanged(new: &Value, old: &Value) -> bool {
+    let (Some(new), Some(old)) = (new.as_object(), old.as_object()) else { return new == old };
+    let metadata_equal = |a: &Value, b: &Value| match (a.as_object(), b.as_object()) {
+        (Some(a), Some(b)) => {
+            let fields = |m: &'_ serde_json::Map<String, Value>| {
+                m.iter().filter(|(k, _)| *k != "resourceVersion").count()
+            };
+            fields(a) == fields(b)
+                && a.iter()
+                    .filter(|(k, _)| *k != "resourceVersion")
+                    .all(|(k, v)| b.get(k) == Some(v))
+        }
+        _ => a == b,
+    };
+    new.len() == old.len()
+        && new.iter().all(|(k, v)| match old.get(k) {
+            Some(o) if k == "metadata" => metadata_equal(v, o),
+            Some(o) => v == o,
+            None => false,
+        })
+}
+
 fn prepare_for_update(
     info: &ResourceInfo,
     mut new: Value,

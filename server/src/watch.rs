@@ -168,24 +168,41 @@ pub async fn watch(
                         };
                         let (value, prev) = (converted.next(), converted.next());
                         let passes = |v: &Option<Value>| v.as_ref().is_some_and(|v| registry::matches(&encoder.info, &filter, v));
-                        (passes(&prev), passes(&value), value)
+                        (passes(&prev), passes(&value), Some((value, prev)))
                     } else {
                         let was = event.prev.as_ref().is_some_and(|p| filter.matches(&p.view()));
                         (was, filter.matches(&event.object.view()), None)
                     };
-                    let kind = match (event.kind, was, now) {
-                        (EventType::Deleted, true, _) => "DELETED",
+                    // An object that stops matching goes out as a DELETED of the object as it
+                    // was before the change, at the change's revision, as upstream's watch
+                    // cache sends it (its labels still those the watcher selected).
+                    let (kind, leaving) = match (event.kind, was, now) {
+                        (EventType::Deleted, true, _) => ("DELETED", false),
                         (EventType::Deleted, false, _) => continue,
-                        (_, false, true) => "ADDED",
-                        (_, true, true) => "MODIFIED",
-                        (_, true, false) => "DELETED",
+                        (_, false, true) => ("ADDED", false),
+                        (_, true, true) => ("MODIFIED", false),
+                        (_, true, false) => ("DELETED", true),
                         (_, false, false) => continue,
                     };
-                    if let Some(value) = converted {
-                        yield encoder.converted(kind, value, &mut first);
-                        continue;
+                    if let Some((value, prev)) = converted {
+                        let value = match (leaving, prev) {
+                            (true, Some(mut prev)) => {
+                                object::set_resource_version(&mut prev, event.revision);
+                                Some(prev)
+                            }
+                            (_, _) => value,
+                        };
+                        if let Some(value) = value {
+                            yield encoder.converted(kind, value, &mut first);
+                            continue;
+                        }
                     }
-                    match encoder.event(kind, &event.object, &mut first).await {
+                    let before = event.prev.as_ref().filter(|_| leaving);
+                    let object = match before {
+                        Some(prev) => Arc::new(prev.at_revision(cache.info(), event.revision)),
+                        None => event.object.clone(),
+                    };
+                    match encoder.event(kind, &object, &mut first).await {
                         Ok(line) => yield line,
                         Err(e) => {
                             yield encoder.failed(&e, &mut first);
