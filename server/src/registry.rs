@@ -1117,8 +1117,6 @@ fn set_namespace(info: &ResourceInfo, namespace: Option<&str>, obj: &mut Value) 
     }
 }
 
-/// What an update keeps from the old object: identity, deletion state and, per subresource,
-/// either the status (main resource) or everything but the status (`status`).
 /// Whether an update leaves the object as it was: equal but for `metadata.resourceVersion`,
 /// which a request may leave out and the store keeps apart (upstream compares the encoded
 /// objects, which hold none).
@@ -1144,6 +1142,8 @@ fn unchanged(new: &Value, old: &Value) -> bool {
         })
 }
 
+/// What an update keeps from the old object: identity, deletion state and, per subresource,
+/// either the status (main resource) or everything but the status (`status`).
 fn prepare_for_update(
     info: &ResourceInfo,
     mut new: Value,
