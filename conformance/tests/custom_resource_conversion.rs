@@ -617,7 +617,8 @@ fn selectors_on_a_converted_version_read_the_converted_objects() {
     assert_eq!(page["items"][0]["metadata"]["name"], "w1", "{page}");
 
     // A watch in v2: the initial state, an object moving into the selection (ADDED) and one
-    // moving out of it (DELETED), each decided on the converted objects.
+    // moving out of it (DELETED, carrying the object as it was before the change, as
+    // upstream's watch cache sends it), each decided on the converted objects.
     let mut watch = Watch::start_with(&s, "v2", &["--field-selector", "spec.length=5"]);
     watch.wait_for(r#""name":"w2""#);
     s.ok(&[
@@ -637,9 +638,13 @@ fn selectors_on_a_converted_version_read_the_converted_objects() {
         "-p",
         r#"{"spec":{"size":7}}"#,
     ]);
-    watch.wait_for(r#""length":"7""#);
+    watch.wait_for(r#""type":"DELETED""#);
     let seen = watch.drain().to_string();
     assert_eq!(seen.matches(r#""type":"ADDED""#).count(), 2, "{seen}");
     assert_eq!(seen.matches(r#""type":"DELETED""#).count(), 1, "{seen}");
+    let deleted = &seen[seen.find(r#""type":"DELETED""#).expect("a DELETED event")..];
+    assert!(deleted.contains(r#""name":"w2""#), "{seen}");
+    assert!(deleted.contains(r#""length":"5""#), "{seen}");
+    assert!(!deleted.contains(r#""length":"7""#), "{seen}");
     assert!(!seen.contains(r#""name":"w3""#), "{seen}");
 }
