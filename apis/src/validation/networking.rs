@@ -322,14 +322,14 @@ fn typed_reference(r: &Value, at: &str) -> Vec<FieldError> {
     errors
 }
 
-// ---------------------------------------------------------------------------------------
-// IngressClass
-
 /// A write of an Ingress's `status` (upstream's `ValidateIngressStatusUpdate`): each
 /// load-balancer ingress entry well formed.
 pub fn ingress_status(obj: &Value) -> Vec<FieldError> {
     super::net::load_balancer_ingress("status.loadBalancer", &obj["status"]["loadBalancer"], false)
 }
+
+// ---------------------------------------------------------------------------------------
+// IngressClass
 
 /// An IngressClass: the controller (a domain-prefixed path, at most 250 bytes, immutable)
 /// and its parameters reference.

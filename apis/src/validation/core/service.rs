@@ -180,8 +180,6 @@ pub fn service(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     errors
 }
 
-/// `service.kubernetes.io/topology-mode` must agree with the deprecated
-/// `service.kubernetes.io/topology-aware-hints` when both are set.
 /// A write of a Service's `status` (upstream's `ValidateServiceStatusUpdate`): load-balancer
 /// ingress only on a LoadBalancer Service, and each entry well formed.
 pub fn service_status(obj: &Value) -> Vec<FieldError> {
@@ -196,6 +194,8 @@ pub fn service_status(obj: &Value) -> Vec<FieldError> {
     crate::validation::net::load_balancer_ingress("status.loadBalancer", lb, true)
 }
 
+/// `service.kubernetes.io/topology-mode` must agree with the deprecated
+/// `service.kubernetes.io/topology-aware-hints` when both are set.
 fn topology_annotations(annotations: &Value) -> Option<FieldError> {
     let (mode, hints) =
         (&annotations[TOPOLOGY_MODE_ANNOTATION], &annotations[TOPOLOGY_HINTS_ANNOTATION]);
