@@ -7,7 +7,7 @@
 //!
 //! What the tests share: [`cluster`] starts a server and runs kubectl against it, [`node`]
 //! adds a kubelet on Docker, [`streaming`] follows a kubectl that keeps running, and
-//! [`webhook`] is an admission webhook server with a CA of its own, [`extension_server`] an
+//! [`traffic`] sends connections and datagrams through Services, [`webhook`] is an admission webhook server with a CA of its own, [`extension_server`] an
 //! aggregated API server behind it.
 //!
 //! [`conformance_map`] joins the upstream conformance tests to the rkube tests that cover
@@ -23,4 +23,5 @@ pub mod load;
 pub mod node;
 pub mod report;
 pub mod streaming;
+pub mod traffic;
 pub mod webhook;

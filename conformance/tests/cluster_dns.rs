@@ -1,6 +1,6 @@
 //! Cluster DNS of a real node (`rkube server` with its kubelet on Docker and its proxy):
 //! the node's DNS, on its pod bridge's gateway, answers a Deployment's Service, a headless
-//! StatefulSet's pods, an ExternalName Service, pods, PTR and unknown names as CoreDNS would,
+//! StatefulSet's pods, an ExternalName Service (its CNAME followed), pods, PTR and unknown names as CoreDNS would,
 //! over UDP and TCP; other names go to a resolver of the test's own on loopback (and get
 //! SERVFAIL quickly once it is gone); a pod reaches it through the `kube-dns` Service.
 //! Every address is checked local (`ip route get`) before anything is sent to it.
@@ -209,7 +209,11 @@ fn the_node_dns_answers_cluster_names_and_forwards_the_rest() {
     assert_eq!(answers(&ask(dns, &dashed, RecordType::A).unwrap()), [format!("A {ip0}")]);
     let db =
         ask_until(dns, "db.default.svc.cluster.local", RecordType::A, |r| !r.answers.is_empty());
-    assert_eq!(answers(&db), ["CNAME db.example.com."]);
+    // The CNAME followed to the target's address (from the test's resolver), as CoreDNS
+    // answers: a pod's resolver does not ask again for the target.
+    assert_eq!(answers(&db), ["A 192.0.2.7", "CNAME db.example.com."]);
+    let cname = ask(dns, "db.default.svc.cluster.local", RecordType::CNAME).unwrap();
+    assert_eq!(answers(&cname), ["CNAME db.example.com."]);
     // A deleted Service's name goes.
     server.ok(&["delete", "svc", "db"]);
     ask_until(dns, "db.default.svc.cluster.local", RecordType::A, |r| {

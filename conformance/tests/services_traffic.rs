@@ -6,12 +6,12 @@
 //! Every address is checked local (`ip route get`) before anything is sent to it.
 
 use std::collections::BTreeSet;
-use std::io::Read;
-use std::net::{SocketAddr, TcpStream, UdpSocket};
-use std::time::{Duration, Instant};
+use std::net::{SocketAddr, UdpSocket};
+use std::time::Duration;
 
 use rkube_conformance::cluster::jsonpath;
 use rkube_conformance::node::{assert_route_is_local, ensure_tools_image, NodeServer, TOOLS};
+use rkube_conformance::traffic::{ask_tcp, ask_udp, eventually, spread};
 
 /// Two pods answering their name on TCP 8080 and UDP 9090, ready while /tmp/ready exists;
 /// three Services on them.
@@ -51,37 +51,6 @@ spec:
   ports: [{{port: 80, targetPort: 8080}}]
 "#
     )
-}
-
-/// The name a TCP endpoint answers with, through `addr`.
-fn ask_tcp(addr: SocketAddr) -> Option<String> {
-    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).ok()?;
-    Some(answer.trim().to_string()).filter(|a| !a.is_empty())
-}
-
-/// The names `count` TCP connections through `addr` reach.
-fn spread(addr: SocketAddr, count: usize) -> Vec<String> {
-    (0..count).filter_map(|_| ask_tcp(addr)).collect()
-}
-
-/// The name a UDP endpoint answers with to a datagram from `socket`.
-fn ask_udp(socket: &UdpSocket, addr: SocketAddr) -> Option<String> {
-    socket.send_to(b"who\n", addr).ok()?;
-    let mut buffer = [0u8; 256];
-    let (n, _) = socket.recv_from(&mut buffer).ok()?;
-    Some(String::from_utf8_lossy(&buffer[..n]).trim().to_string())
-}
-
-/// Polls `check` every 200 ms until it holds (at most `timeout`).
-fn eventually(timeout: Duration, what: &str, mut check: impl FnMut() -> bool) {
-    let deadline = Instant::now() + timeout;
-    while !check() {
-        assert!(Instant::now() < deadline, "timed out: {what}");
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! Cluster DNS, served by rkube on each node as CoreDNS serves a cluster: names of the
 //! cluster zone ([`records`]) answered from an in-memory index built from informers on
 //! Services, EndpointSlices and Namespaces (through the API server's public API), other
-//! names forwarded to the node's resolvers ([`forward`]), over UDP and TCP ([`server`]).
+//! names forwarded to the node's resolvers ([`forward`]), ExternalName CNAMEs followed to
+//! addresses ([`chase`]), over UDP and TCP ([`server`]).
 //!
 //! Where it listens: on the node's pod bridge gateway (the first address of the Node's
 //! `spec.podCIDR`), port 53. Pods reach it through the `kube-dns` Service in kube-system
@@ -12,6 +13,7 @@
 //! Start at [`start`]; [`serve_zone`] serves a given address without the node's part
 //! (tests and `dns-bench`).
 
+pub mod chase;
 pub mod forward;
 pub mod records;
 pub mod server;

@@ -1,7 +1,7 @@
 //! The DNS server: hickory-server's UDP and TCP listeners (message framing, FORMERR for
 //! what does not parse, truncation to 512 bytes or the client's EDNS size with the TC bit)
-//! with a handler that answers cluster names from the current [`Zone`] and forwards the
-//! rest ([`Forwarder`]).
+//! with a handler that answers cluster names from the current [`Zone`] (an ExternalName's
+//! CNAME followed to addresses, [`chase`]) and forwards the rest ([`Forwarder`]).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
@@ -14,6 +14,7 @@ use hickory_server::net::xfer::Protocol;
 use hickory_server::server::{Request, RequestHandler, ResponseHandler, ResponseInfo};
 use hickory_server::zone_handler::MessageResponseBuilder;
 
+use super::chase;
 use super::forward::Forwarder;
 use super::records::{Answer, Zone};
 
@@ -110,6 +111,16 @@ impl RequestHandler for Handler {
         metadata.authoritative = true;
         let soa = [zone.soa()];
         match answer {
+            Answer::Found(found) if chase::needs_chase(query.query_type(), found.answers()) => {
+                let records: Vec<Record> = found.answers().cloned().collect();
+                let tcp = request.protocol() == Protocol::Tcp;
+                let chain =
+                    chase::chase(&zone, &self.forwarder, records, query.query_type(), tcp).await;
+                let authority: &[&Record] = if chain.is_empty() { &soa } else { &[] };
+                let message =
+                    builder().build(metadata, chain.iter(), [], authority.iter().copied(), []);
+                send(&mut response, message, &request.metadata).await
+            }
             Answer::Found(found) => {
                 let authority: &[&Record] = if found.is_empty() { &soa } else { &[] };
                 let message = builder().build(

@@ -16,12 +16,15 @@ use super::{serve, Handler, Listening, SharedZone};
 use crate::dns::forward::Forwarder;
 use crate::dns::records::{Zone, ZoneConfig};
 
-/// A zone with `web` (ClusterIP) and `big` (headless, 60 endpoints: more than 512 bytes).
+/// A zone with `web` (ClusterIP), `big` (headless, 60 endpoints: more than 512 bytes) and
+/// `db` (ExternalName of a name outside the cluster).
 fn zone() -> Zone {
     let services: Vec<Arc<Service>> = vec![
         json!({"metadata": {"name": "web", "namespace": "default"},
                "spec": {"clusterIP": "10.43.0.20", "ports": [{"name": "http", "port": 80}]}}),
         json!({"metadata": {"name": "big", "namespace": "default"}, "spec": {"clusterIP": "None"}}),
+        json!({"metadata": {"name": "db", "namespace": "default"},
+               "spec": {"type": "ExternalName", "externalName": "db.example.org"}}),
     ]
     .into_iter()
     .map(|v| Arc::new(serde_json::from_value(v).unwrap()))
@@ -226,4 +229,34 @@ async fn other_names_are_forwarded_and_get_servfail_quickly_when_upstream_is_gon
     let (_, failed) = udp(server.addr, &q).await;
     assert_eq!(failed.metadata.response_code, ResponseCode::ServFail);
     assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
+}
+
+#[tokio::test]
+async fn an_external_names_target_is_resolved_upstream_and_follows_its_cname() {
+    let (addr, task) = upstream().await;
+    let server = server(vec![addr], Duration::from_millis(500)).await;
+    let q = query("db.default.svc.cluster.local.", RecordType::A, None);
+    for reply in [udp(server.addr, &q).await.1, tcp(server.addr, &q).await] {
+        assert_eq!(reply.metadata.response_code, ResponseCode::NoError);
+        let got: Vec<String> = reply
+            .answers
+            .iter()
+            .map(|r| format!("{} {} {}", r.name, r.record_type(), r.data))
+            .collect();
+        assert_eq!(
+            got,
+            ["db.default.svc.cluster.local. CNAME db.example.org.", "db.example.org. A 192.0.2.7"]
+        );
+    }
+    // A CNAME question gets the CNAME alone, whatever the upstream does.
+    let (_, cname) =
+        udp(server.addr, &query("db.default.svc.cluster.local.", RecordType::CNAME, None)).await;
+    assert_eq!(cname.answers.len(), 1);
+    // No resolver: the chain cannot be completed, NODATA with the zone's SOA (CoreDNS's).
+    task.abort();
+    let _ = task.await;
+    let (_, nodata) = udp(server.addr, &q).await;
+    assert_eq!(nodata.metadata.response_code, ResponseCode::NoError);
+    assert!(nodata.answers.is_empty(), "{nodata:?}");
+    assert_eq!(nodata.authorities[0].record_type(), RecordType::SOA);
 }
