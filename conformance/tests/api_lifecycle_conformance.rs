@@ -1,0 +1,394 @@
+//! Upstream's API-operation conformance tests of kinds that only need the API server, done
+//! the way upstream's e2e tests do them and with one generic walk for all of them
+//! ([`lifecycle`]): discovery lists the resource (and its `/status` and other subresources),
+//! three labelled objects are created and watched from a list's resourceVersion, read,
+//! listed by label (and across namespaces), merge-patched, replaced, their `/status` read,
+//! patched and replaced, one deleted and the rest deleted by collection, and the watch sees
+//! each change in order. Kinds: FlowSchema and PriorityLevelConfiguration (APF's "API"
+//! tests), CertificateSigningRequest (with `/approval`), core and events.k8s.io Events, and
+//! ServiceAccounts (lifecycle and update). Clients: kube-rs (dynamic objects) and raw HTTPS.
+
+use std::time::Duration;
+
+use futures_util::{StreamExt, TryStreamExt};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
+    WatchEvent, WatchParams,
+};
+use rkube_conformance::cluster::{run_command, stdout_of, RkubeServer};
+use serde_json::{json, Value};
+
+/// One kind as the walk needs it.
+struct Kind {
+    group: &'static str,
+    version: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    namespaced: bool,
+    /// Subresources discovery must list besides the resource (`status`, `approval`).
+    subresources: &'static [&'static str],
+    /// The object's body but for its metadata.
+    body: Value,
+    /// A merge patch of the status (when it has a status subresource), and the list of
+    /// conditions it sets, whose first one's type is read back.
+    status_patch: Option<(Value, &'static str)>,
+}
+
+impl Kind {
+    fn resource(&self) -> ApiResource {
+        let api_version = match self.group {
+            "" => self.version.to_string(),
+            group => format!("{group}/{}", self.version),
+        };
+        ApiResource {
+            group: self.group.into(),
+            version: self.version.into(),
+            api_version,
+            kind: self.kind.into(),
+            plural: self.plural.into(),
+        }
+    }
+
+    fn discovery_path(&self) -> String {
+        match self.group {
+            "" => format!("/api/{}", self.version),
+            group => format!("/apis/{group}/{}", self.version),
+        }
+    }
+}
+
+fn json_of(body: &str) -> Value {
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
+}
+
+/// The next watch event as `(type, name, annotation "step")`, within 10 s.
+async fn next(
+    events: &mut (impl futures_util::Stream<Item = kube::Result<WatchEvent<DynamicObject>>> + Unpin),
+) -> (String, String, String) {
+    let event = tokio::time::timeout(Duration::from_secs(10), events.try_next())
+        .await
+        .expect("a watch event within 10 s")
+        .expect("a watch event")
+        .expect("the watch still open");
+    let (kind, object) = match event {
+        WatchEvent::Added(o) => ("ADDED", o),
+        WatchEvent::Modified(o) => ("MODIFIED", o),
+        WatchEvent::Deleted(o) => ("DELETED", o),
+        other => panic!("unexpected {other:?}"),
+    };
+    let step = object.metadata.annotations.as_ref().and_then(|a| a.get("step")).cloned();
+    (kind.to_string(), object.metadata.name.unwrap_or_default(), step.unwrap_or_default())
+}
+
+fn event(kind: &str, name: &str, step: &str) -> (String, String, String) {
+    (kind.to_string(), name.to_string(), step.to_string())
+}
+
+/// The walk (see the module doc), in namespace `namespace` for a namespaced kind.
+async fn lifecycle(server: &RkubeServer, client: &kube::Client, kind: &Kind, namespace: &str) {
+    let label = format!("e2e-{}", kind.plural);
+    let selector = format!("e2e-test={label}");
+    let resource = kind.resource();
+    let api: Api<DynamicObject> = match kind.namespaced {
+        true => Api::namespaced_with(client.clone(), namespace, &resource),
+        false => Api::all_with(client.clone(), &resource),
+    };
+
+    // Discovery.
+    let discovery = server.curl(&[], &kind.discovery_path());
+    assert_eq!(discovery.code, 200, "{}", discovery.body);
+    let listed: Vec<String> = json_of(&discovery.body)["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap().to_string())
+        .collect();
+    assert!(listed.contains(&kind.plural.to_string()), "{listed:?}");
+    for sub in kind.subresources {
+        assert!(listed.contains(&format!("{}/{sub}", kind.plural)), "{sub}: {listed:?}");
+    }
+
+    // Watched from a list's resourceVersion.
+    let list = api.list(&ListParams::default().labels(&selector)).await.unwrap();
+    assert!(list.items.is_empty());
+    let rv = list.metadata.resource_version.unwrap();
+    let mut events =
+        api.watch(&WatchParams::default().labels(&selector), &rv).await.unwrap().boxed();
+
+    // Three made, each seen.
+    let names: Vec<String> = (1..=3).map(|i| format!("{label}-{i}")).collect();
+    for name in &names {
+        let mut object = kind.body.clone();
+        object["apiVersion"] = json!(resource.api_version);
+        object["kind"] = json!(kind.kind);
+        object["metadata"] = json!({"name": name, "labels": {"e2e-test": label}, "annotations": {"step": "created"}});
+        let object: DynamicObject = serde_json::from_value(object).unwrap();
+        api.create(&PostParams::default(), &object)
+            .await
+            .unwrap_or_else(|e| panic!("create {name}: {e}"));
+        assert_eq!(next(&mut events).await, event("ADDED", name, "created"));
+    }
+    let first = &names[0];
+    let got = api.get(first).await.unwrap();
+    assert_eq!(got.metadata.labels.unwrap()["e2e-test"], label);
+    let listed = api.list(&ListParams::default().labels(&selector)).await.unwrap();
+    assert_eq!(listed.items.len(), 3);
+    if kind.namespaced {
+        let everywhere: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+        let all = everywhere.list(&ListParams::default().labels(&selector)).await.unwrap();
+        assert_eq!(all.items.len(), 3);
+    }
+
+    // Merge patch, then a replace of what was read.
+    let patch = json!({"metadata": {"annotations": {"step": "patched"}}});
+    let patched = api.patch(first, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+    assert_eq!(patched.metadata.annotations.as_ref().unwrap()["step"], "patched");
+    assert_eq!(next(&mut events).await, event("MODIFIED", first, "patched"));
+    let mut read = api.get(first).await.unwrap();
+    read.metadata.annotations.get_or_insert_default().insert("step".into(), "updated".into());
+    let updated = api.replace(first, &PostParams::default(), &read).await.unwrap();
+    assert_eq!(updated.metadata.annotations.as_ref().unwrap()["step"], "updated");
+    assert_eq!(next(&mut events).await, event("MODIFIED", first, "updated"));
+
+    // The status subresource: read, merge-patched, replaced.
+    if let Some((status_patch, field)) = &kind.status_patch {
+        let status = api.get_status(first).await.unwrap();
+        assert_eq!(status.metadata.name.as_deref(), Some(first.as_str()));
+        let body = json!({"metadata": {"annotations": {"step": "status-patched"}}, "status": status_patch});
+        let patched =
+            api.patch_status(first, &PatchParams::default(), &Patch::Merge(&body)).await.unwrap();
+        // (The server may add to what was sent: a CSR condition's timestamps.)
+        let sent_type = &status_patch[field][0]["type"];
+        assert_eq!(&patched.data["status"][field][0]["type"], sent_type, "{:?}", patched.data);
+        assert_eq!(next(&mut events).await, event("MODIFIED", first, "status-patched"));
+        let mut read = api.get_status(first).await.unwrap();
+        read.metadata
+            .annotations
+            .get_or_insert_default()
+            .insert("step".into(), "status-updated".into());
+        let replaced = api.replace_status(first, &PostParams::default(), &read).await.unwrap();
+        assert_eq!(replaced.data["status"][field], patched.data["status"][field]);
+        assert_eq!(next(&mut events).await, event("MODIFIED", first, "status-updated"));
+    }
+
+    // One deleted, the rest by collection.
+    api.delete(first, &DeleteParams::default()).await.unwrap();
+    let (kind_seen, name, _) = next(&mut events).await;
+    assert_eq!((kind_seen.as_str(), name.as_str()), ("DELETED", first.as_str()));
+    assert_eq!(api.list(&ListParams::default().labels(&selector)).await.unwrap().items.len(), 2);
+    api.delete_collection(&DeleteParams::default(), &ListParams::default().labels(&selector))
+        .await
+        .unwrap();
+    let mut deleted: Vec<String> = Vec::new();
+    for _ in 0..2 {
+        let (kind_seen, name, _) = next(&mut events).await;
+        assert_eq!(kind_seen, "DELETED");
+        deleted.push(name);
+    }
+    deleted.sort();
+    assert_eq!(deleted, names[1..]);
+    assert!(api.list(&ListParams::default().labels(&selector)).await.unwrap().items.is_empty());
+}
+
+/// A PEM certificate request for `/CN=<cn>` (a fresh EC key), base64 as the API carries it.
+fn certificate_request(server: &RkubeServer, cn: &str) -> String {
+    let key = server.data_dir.path().join(format!("{cn}.key"));
+    let out = run_command(
+        std::process::Command::new("openssl")
+            .args(["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1"])
+            .args(["-nodes", "-subj", &format!("/CN={cn}"), "-keyout"])
+            .arg(&key),
+        None,
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let encoded = run_command(
+        std::process::Command::new("openssl").args(["base64", "-A"]),
+        Some(&out.stdout),
+    );
+    stdout_of(&encoded).trim().to_string()
+}
+
+#[tokio::test]
+async fn flow_control_csr_event_and_service_account_apis_as_upstream() {
+    let server = RkubeServer::start_with(&["--disable", "scheduler,controllers"]);
+    let client = server.kube_client().await.unwrap();
+    server.ok(&["create", "namespace", "e2e-lifecycle"]);
+    let ns = "e2e-lifecycle";
+    let now = "2026-01-01T00:00:00.000000Z";
+    let kinds = [
+        Kind {
+            group: "flowcontrol.apiserver.k8s.io",
+            version: "v1",
+            kind: "FlowSchema",
+            plural: "flowschemas",
+            namespaced: false,
+            subresources: &["status"],
+            body: json!({"spec": {
+                "priorityLevelConfiguration": {"name": "global-default"},
+                "matchingPrecedence": 10000,
+                "rules": [{"subjects": [{"kind": "User", "user": {"name": "e2e-user"}}],
+                           "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}]}]}}),
+            status_patch: Some((
+                json!({"conditions": [{"type": "StatusPatched", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z", "reason": "E2E", "message": "patched"}]}),
+                "conditions",
+            )),
+        },
+        Kind {
+            group: "flowcontrol.apiserver.k8s.io",
+            version: "v1",
+            kind: "PriorityLevelConfiguration",
+            plural: "prioritylevelconfigurations",
+            namespaced: false,
+            subresources: &["status"],
+            body: json!({"spec": {"type": "Limited", "limited": {
+                "nominalConcurrencyShares": 2, "limitResponse": {"type": "Reject"}}}}),
+            status_patch: Some((
+                json!({"conditions": [{"type": "StatusPatched", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z", "reason": "E2E", "message": "patched"}]}),
+                "conditions",
+            )),
+        },
+        Kind {
+            group: "certificates.k8s.io",
+            version: "v1",
+            kind: "CertificateSigningRequest",
+            plural: "certificatesigningrequests",
+            namespaced: false,
+            subresources: &["status", "approval"],
+            body: json!({"spec": {
+                "request": certificate_request(&server, "e2e-csr"),
+                "signerName": "example.com/e2e",
+                "usages": ["digital signature", "key encipherment", "client auth"]}}),
+            status_patch: Some((
+                json!({"conditions": [{"type": "StatusPatched", "status": "True", "reason": "E2E", "message": "patched"}]}),
+                "conditions",
+            )),
+        },
+        Kind {
+            group: "",
+            version: "v1",
+            kind: "Event",
+            plural: "events",
+            namespaced: true,
+            subresources: &[],
+            body: json!({
+                "involvedObject": {"kind": "Pod", "namespace": ns, "name": "e2e-pod", "apiVersion": "v1"},
+                "reason": "E2E", "message": "lifecycle", "type": "Normal", "count": 1,
+                "firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": "2026-01-01T00:00:00Z",
+                "source": {"component": "e2e"}, "reportingComponent": "e2e", "reportingInstance": "e2e-1"}),
+            status_patch: None,
+        },
+        Kind {
+            group: "events.k8s.io",
+            version: "v1",
+            kind: "Event",
+            plural: "events",
+            namespaced: true,
+            subresources: &[],
+            body: json!({
+                "eventTime": now, "reportingController": "e2e.example.com/controller",
+                "reportingInstance": "e2e-1", "action": "Test", "reason": "E2E", "type": "Normal",
+                "note": "lifecycle",
+                "regarding": {"kind": "Pod", "namespace": ns, "name": "e2e-pod", "apiVersion": "v1"}}),
+            status_patch: None,
+        },
+        Kind {
+            group: "",
+            version: "v1",
+            kind: "ServiceAccount",
+            plural: "serviceaccounts",
+            namespaced: true,
+            subresources: &["token"],
+            body: json!({"automountServiceAccountToken": false}),
+            status_patch: None,
+        },
+    ];
+    for kind in &kinds {
+        lifecycle(&server, &client, kind, ns).await;
+    }
+}
+
+#[tokio::test]
+async fn approval_events_and_service_accounts_keep_what_upstreams_tests_change() {
+    let server = RkubeServer::start_with(&["--disable", "scheduler,controllers"]);
+    let client = server.kube_client().await.unwrap();
+    server.ok(&["create", "namespace", "e2e-details"]);
+    let ns = "e2e-details";
+
+    // A CSR's /approval takes an Approved condition; /status refuses to add one, with
+    // upstream's message.
+    let csr = json!({"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+        "metadata": {"name": "e2e-approval"},
+        "spec": {"request": certificate_request(&server, "e2e-approval"), "signerName": "example.com/e2e",
+                 "usages": ["client auth"]}});
+    server.ok_stdin(&["create", "-f", "-"], &csr.to_string());
+    let approve = json!({"status": {"conditions": [{"type": "Approved", "status": "True", "reason": "E2E", "message": "approved"}]}});
+    let path = "/apis/certificates.k8s.io/v1/certificatesigningrequests/e2e-approval";
+    let merge =
+        ["-X", "PATCH", "-H", "Content-Type: application/merge-patch+json", "--data-binary"];
+    let through_status =
+        server.curl(&[&merge[..], &[&approve.to_string()]].concat(), &format!("{path}/status"));
+    assert_eq!(through_status.code, 422, "{}", through_status.body);
+    let refusal = json_of(&through_status.body);
+    assert_eq!(refusal["details"]["causes"][0]["field"], "status.conditions");
+    assert_eq!(
+        refusal["details"]["causes"][0]["message"],
+        "Forbidden: updates may not add a condition of type \"Approved\""
+    );
+    let approved =
+        server.curl(&[&merge[..], &[&approve.to_string()]].concat(), &format!("{path}/approval"));
+    assert_eq!(approved.code, 200, "{}", approved.body);
+    assert_eq!(json_of(&approved.body)["status"]["conditions"][0]["type"], "Approved");
+    let printed = server.ok(&["get", "csr", "e2e-approval"]);
+    assert!(printed.contains("Approved"), "{printed}");
+
+    // A core Event: message patched, series updated, read back; visible in a list of every
+    // namespace (upstream's "manage lifecycle of an Event").
+    let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), ns);
+    let event: k8s_openapi::api::core::v1::Event = serde_json::from_value(json!({
+        "metadata": {"name": "e2e-event", "labels": {"testevent-constant": "true"}},
+        "involvedObject": {"kind": "Pod", "namespace": ns, "name": "e2e-pod"},
+        "reason": "E2E", "message": "first", "type": "Normal", "count": 1,
+        "source": {"component": "e2e"}}))
+    .unwrap();
+    events.create(&PostParams::default(), &event).await.unwrap();
+    let everywhere: Api<k8s_openapi::api::core::v1::Event> = Api::all(client.clone());
+    let all =
+        everywhere.list(&ListParams::default().labels("testevent-constant=true")).await.unwrap();
+    assert_eq!(all.items.len(), 1);
+    let patch = json!({"message": "patched"});
+    let patched =
+        events.patch("e2e-event", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+    assert_eq!(patched.message.as_deref(), Some("patched"));
+    let mut read = events.get("e2e-event").await.unwrap();
+    read.series = Some(k8s_openapi::api::core::v1::EventSeries {
+        count: Some(2),
+        last_observed_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(
+            "2026-01-01T00:00:01.000000Z".parse().unwrap(),
+        )),
+    });
+    let updated = events.replace("e2e-event", &PostParams::default(), &read).await.unwrap();
+    assert_eq!(updated.series.as_ref().unwrap().count, Some(2));
+    let described = server.ok(&[
+        "get",
+        "events",
+        "-n",
+        ns,
+        "e2e-event",
+        "-o",
+        "jsonpath={.message} {.series.count}",
+    ]);
+    assert_eq!(described, "patched 2");
+
+    // A ServiceAccount's update keeps the field it changes (upstream's "update a
+    // ServiceAccount": automountServiceAccountToken true then false).
+    let sas: Api<k8s_openapi::api::core::v1::ServiceAccount> = Api::namespaced(client.clone(), ns);
+    let sa: k8s_openapi::api::core::v1::ServiceAccount = serde_json::from_value(json!({
+        "metadata": {"name": "e2e-sa"}, "automountServiceAccountToken": true}))
+    .unwrap();
+    sas.create(&PostParams::default(), &sa).await.unwrap();
+    let mut read = sas.get("e2e-sa").await.unwrap();
+    assert_eq!(read.automount_service_account_token, Some(true));
+    read.automount_service_account_token = Some(false);
+    sas.replace("e2e-sa", &PostParams::default(), &read).await.unwrap();
+    assert_eq!(sas.get("e2e-sa").await.unwrap().automount_service_account_token, Some(false));
+}
