@@ -86,7 +86,7 @@ fn cron_jobs_keep_to_suspend_and_their_concurrency_policies() {
         (!jobs_of(&server, "replace").contains(&replace_first)).then_some(())
     });
     // Forbid still has its first Job and no other; the suspended one never had any.
-    assert_eq!(active_of(&server, "forbid"), [forbid_first.clone()]);
+    assert_eq!(active_of(&server, "forbid"), std::slice::from_ref(&forbid_first));
     assert_eq!(jobs_of(&server, "forbid"), [forbid_first]);
     assert!(jobs_of(&server, "suspended").is_empty());
     assert!(active_of(&server, "suspended").is_empty());
