@@ -82,7 +82,7 @@ impl PodInfo {
         self.pod.spec.as_ref().and_then(|s| s.preemption_policy.as_deref()) != Some("Never")
     }
 
-    fn is(&self, namespace: &str, name: &str) -> bool {
+    pub(crate) fn is(&self, namespace: &str, name: &str) -> bool {
         self.namespace() == namespace && self.name() == name
     }
 }

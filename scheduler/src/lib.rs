@@ -10,6 +10,7 @@
 
 pub mod config;
 pub mod framework;
+pub mod nominated;
 pub mod plugins;
 pub mod preemption;
 pub mod queue;

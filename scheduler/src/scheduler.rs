@@ -25,6 +25,7 @@ use crate::framework::{
     num_feasible_nodes_to_find, CycleState, FilterPlugin, Next, NodeInfo, PodInfo, Profile,
     MAX_NODE_SCORE,
 };
+use crate::nominated::Nominated;
 use crate::plugins::volume_binding::{self, PodVolumeClaims, PodVolumes};
 use crate::queue::{PodKey, Queue};
 use crate::volumes::{self, VolumeCache};
@@ -48,6 +49,8 @@ struct Cache {
     exclusive_claims: std::collections::HashSet<(String, String)>,
     /// Claims, volumes and classes, for VolumeBinding.
     volumes: VolumeCache,
+    /// Pending pods with a nominated node.
+    nominated: Nominated,
 }
 
 /// A stand-in for a node known only from the pods bound to it.
@@ -298,7 +301,8 @@ pub async fn run(client: Client, profile: Profile) {
                         .map(|claims| claims.map(Arc::new));
                 }
                 let nodes: Vec<&NodeInfo> = cache.nodes.values().collect();
-                match decide(&profile, &info, &nodes, &mut next_start) {
+                let nominated = cache.nominated.views(&info, &cache.nodes);
+                match decide_with(&profile, &info, &nodes, &nominated, &mut next_start) {
                     Ok(node) => {
                         // What the pod's claims need on the node, promised at once.
                         let plan = match (&info.volume_claims, cache.nodes.get(&node)) {
@@ -309,6 +313,7 @@ pub async fn run(client: Client, profile: Profile) {
                         };
                         let promised = cache.volumes.assume(&plan, &node);
                         cache.pending.remove(&key);
+                        cache.nominated.forget(&key);
                         cache.assign(key.clone(), node.clone(), Arc::new(info));
                         cache.binding.insert(key.clone());
                         queue.done(&key);
@@ -417,6 +422,7 @@ fn on_pod_delta(cache: &mut Cache, queue: &mut Queue, scheduler_name: &str, delt
             match node {
                 Some(node) if !finished => {
                     cache.pending.remove(&key);
+                    cache.nominated.forget(&key);
                     queue.done(&key);
                     cache.assign(key, node, Arc::new(PodInfo::new(pod)));
                 }
@@ -428,6 +434,7 @@ fn on_pod_delta(cache: &mut Cache, queue: &mut Queue, scheduler_name: &str, delt
                 }
                 None if cache.binding.contains(&key) => {}
                 None if wants_scheduling(&pod, scheduler_name) => {
+                    cache.nominated.pending(&key, &pod);
                     let known = cache.pending.insert(key.clone(), pod).is_some();
                     if !known {
                         queue.add(key);
@@ -438,6 +445,7 @@ fn on_pod_delta(cache: &mut Cache, queue: &mut Queue, scheduler_name: &str, delt
                 }
                 None => {
                     cache.pending.remove(&key);
+                    cache.nominated.forget(&key);
                     queue.done(&key);
                 }
             }
@@ -445,6 +453,7 @@ fn on_pod_delta(cache: &mut Cache, queue: &mut Queue, scheduler_name: &str, delt
         Delta::Deleted(pod) => {
             let key = key_of(&pod);
             cache.pending.remove(&key);
+            cache.nominated.forget(&key);
             queue.done(&key);
             if cache.unassign(&key) {
                 // Room freed on a node.
@@ -468,6 +477,19 @@ pub fn decide(
     profile: &Profile,
     pod: &PodInfo,
     nodes: &[&NodeInfo],
+    next_start: &mut usize,
+) -> Result<String, String> {
+    decide_with(profile, pod, nodes, &HashMap::new(), next_start)
+}
+
+/// [`decide`], with the nodes that have pods nominated to them seen both with those pods
+/// (`nominated`, from [`Nominated::views`]) and without: a node passes only when both pass,
+/// as upstream's `RunFilterPluginsWithNominatedPods`.
+pub fn decide_with(
+    profile: &Profile,
+    pod: &PodInfo,
+    nodes: &[&NodeInfo],
+    nominated: &HashMap<String, NodeInfo>,
     next_start: &mut usize,
 ) -> Result<String, String> {
     if nodes.is_empty() {
@@ -512,7 +534,11 @@ pub fn decide(
     for i in 0..all {
         let node = nodes[(start + i) % all];
         looked_at += 1;
-        match filters.iter().find_map(|f| f.filter_with_state(pod, node, &state).err()) {
+        let filtered = |view: &NodeInfo| {
+            filters.iter().find_map(|f| f.filter_with_state(pod, view, &state).err())
+        };
+        let rejected = nominated.get(node.name()).and_then(filtered).or_else(|| filtered(node));
+        match rejected {
             None => {
                 feasible.push(node);
                 if feasible.len() >= wanted {
