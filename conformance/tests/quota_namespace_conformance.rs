@@ -795,6 +795,18 @@ async fn namespaces_take_updates_patches_status_and_finalizers() {
     let last = updated["status"]["conditions"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["message"], "Updated by an e2e test");
     assert_eq!(updated["status"]["phase"], "Active", "{updated}");
+    // A patch of the namespace itself leaves its status alone.
+    let ignored = namespaces
+        .patch(
+            ns,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"phase": "Terminating", "conditions": null}})),
+        )
+        .await
+        .expect("namespace patched");
+    let ignored = value_of(&ignored);
+    assert_eq!(ignored["status"]["phase"], "Active", "{ignored}");
+    assert_eq!(ignored["status"]["conditions"].as_array().map(Vec::len), Some(2), "{ignored}");
 
     // Finalize: a fake finalizer added and removed.
     let ns = "e2e-ns-finalize";
@@ -812,6 +824,16 @@ async fn namespaces_take_updates_patches_status_and_finalizers() {
     current["spec"]["finalizers"] = json!(["kubernetes", fake]);
     let replaced = namespaces.replace(ns, &PostParams::default(), &typed(current)).await.unwrap();
     assert_eq!(finalizers(&value_of(&replaced)), ["kubernetes"]);
+    // /finalize validates the names as upstream: one without a domain must be a standard one.
+    let mut current = value_of(&namespaces.get(ns).await.unwrap());
+    current["spec"]["finalizers"] = json!(["kubernetes", "fakefinalizer"]);
+    match namespaces.replace_subresource("finalize", ns, &PostParams::default(), &current).await {
+        Err(kube::Error::Api(e)) => assert_eq!(
+            (e.code, e.reason.as_str(), e.message.as_str()),
+            (422, "Invalid", "Namespace \"e2e-ns-finalize\" is invalid: spec.finalizers[1]: Invalid value: \"fakefinalizer\": name is neither a standard finalizer name nor is it fully qualified")
+        ),
+        other => panic!("an unqualified finalizer: {other:?}"),
+    }
     let added = retry_on_conflict(|| async {
         let mut current = value_of(&namespaces.get(ns).await?);
         current["spec"]["finalizers"].as_array_mut().unwrap().push(json!(fake));
@@ -829,4 +851,83 @@ async fn namespaces_take_updates_patches_status_and_finalizers() {
     .await;
     assert_eq!(finalizers(&value_of(&removed)), ["kubernetes"]);
     assert_eq!(finalizers(&value_of(&namespaces.get(ns).await.unwrap())), ["kubernetes"]);
+}
+
+// --- A replication controller over quota -------------------------------------------------------
+
+/// "Replication Controller, check for issues like exceeding allocated quota": under a quota
+/// of two pods, a ReplicationController of three gets the ReplicaFailure condition (reason
+/// FailedCreate, the quota's refusal as its message) once its controller observed it, and
+/// loses it once scaled down to two.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replication_controller_over_quota_reports_replica_failure_until_scaled_down() {
+    let (_s, client) = start().await;
+    let ns = "rc-quota";
+    create_namespace(&client, ns).await;
+    let name = "condition-test";
+    let quotas: Api<ResourceQuota> = Api::namespaced(client.clone(), ns);
+    let quota = typed(json!({"metadata": {"name": name}, "spec": {"hard": {"pods": "2"}}}));
+    quotas.create(&PostParams::default(), &quota).await.expect("quota created");
+    let deadline = Instant::now() + CONTROLLER_WAIT;
+    while !holds(&value_of(&quotas.get(name).await.unwrap())["status"]["hard"], &[("pods", "2")]) {
+        assert!(Instant::now() < deadline, "resource quota {name} never synced");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    let rcs: Api<ReplicationController> = Api::namespaced(client.clone(), ns);
+    let rc: ReplicationController = typed(json!({
+        "metadata": {"name": name},
+        "spec": {"replicas": 3, "selector": {"name": name},
+                 "template": {"metadata": {"labels": {"name": name}},
+                              "spec": {"containers": [{"name": "httpd", "image": "httpd"}]}}}
+    }));
+    let created = rcs.create(&PostParams::default(), &rc).await.expect("rc created");
+    // The condition, once the controller has seen this generation.
+    let failure = |rc: &Value| {
+        rc["status"]["conditions"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["type"] == "ReplicaFailure").cloned())
+    };
+    let observed = |rc: &Value, generation: i64| {
+        rc["status"]["observedGeneration"].as_i64().unwrap_or(0) >= generation
+    };
+    let generation = created.metadata.generation.unwrap_or(0);
+    let deadline = Instant::now() + CONTROLLER_WAIT;
+    let condition = loop {
+        let rc = value_of(&rcs.get(name).await.unwrap());
+        if let Some(condition) = failure(&rc).filter(|_| observed(&rc, generation)) {
+            break condition;
+        }
+        assert!(Instant::now() < deadline, "no ReplicaFailure condition: {}", rc["status"]);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(
+        (&condition["status"], &condition["reason"]),
+        (&json!("True"), &json!("FailedCreate"))
+    );
+    let message = condition["message"].as_str().unwrap_or_default();
+    assert!(
+        message.starts_with(&format!("pods \"{name}-"))
+            && message.ends_with(&format!(
+                "\" is forbidden: exceeded quota: {name}, requested: pods=1, used: pods=2, limited: pods=2"
+            )),
+        "{condition}"
+    );
+
+    let scaled = retry_on_conflict(|| async {
+        let mut rc = rcs.get(name).await?;
+        rc.spec.as_mut().unwrap().replicas = Some(2);
+        rcs.replace(name, &PostParams::default(), &rc).await
+    })
+    .await;
+    let generation = scaled.metadata.generation.unwrap_or(0);
+    let deadline = Instant::now() + CONTROLLER_WAIT;
+    loop {
+        let rc = value_of(&rcs.get(name).await.unwrap());
+        if observed(&rc, generation) && failure(&rc).is_none() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the ReplicaFailure condition stays: {}", rc["status"]);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }

@@ -6,23 +6,29 @@ use serde_json::Value;
 use crate::validation::values::{items, str_of};
 use crate::validation::{qualified_name_problems, FieldError};
 
-/// `ValidateNamespace`: the finalizer names (qualified, or one of the standard ones).
-/// Upstream ignores spec changes in a plain update (only `/finalize` may change them), so
-/// unchanged finalizers are not checked again.
+/// `ValidateNamespace` and `ValidateNamespaceFinalizeUpdate`: the finalizer names
+/// (qualified, or one of the standard ones). Upstream ignores spec changes in a plain update
+/// (only `/finalize` may change them), so unchanged finalizers are not checked again, and
+/// changed ones are a `/finalize` write's, whose errors name each finalizer's index
+/// (`spec.finalizers[1]`; a create's name the list).
 pub fn namespace(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let mut errors = Vec::new();
     let finalizers = &obj["spec"]["finalizers"];
     if old.is_some_and(|o| &o["spec"]["finalizers"] == finalizers) {
         return errors;
     }
-    for f in items(finalizers) {
+    for (i, f) in items(finalizers).iter().enumerate() {
         let name = str_of(f);
+        let path = match old {
+            Some(_) => format!("spec.finalizers[{i}]"),
+            None => "spec.finalizers".to_string(),
+        };
         for p in qualified_name_problems(name) {
-            errors.push(FieldError::invalid("spec.finalizers", f, &p));
+            errors.push(FieldError::invalid(&path, f, &p));
         }
         if !name.contains('/') && !matches!(name, "kubernetes" | "orphan" | "foregroundDeletion") {
             errors.push(FieldError::invalid(
-                "spec.finalizers",
+                &path,
                 f,
                 "name is neither a standard finalizer name nor is it fully qualified",
             ));
@@ -53,5 +59,11 @@ mod tests {
         );
         let bad = ns(json!(["cleanup"]));
         assert!(namespace(&bad, Some(&bad)).is_empty());
+        // A /finalize write names each finalizer by its index.
+        let old = ns(json!(["kubernetes"]));
+        assert_eq!(
+            lines(namespace(&ns(json!(["kubernetes", "cleanup"])), Some(&old))),
+            ["spec.finalizers[1]: Invalid value: \"cleanup\": name is neither a standard finalizer name nor is it fully qualified"]
+        );
     }
 }
