@@ -243,6 +243,17 @@ async fn a_quota_status_is_written_through_its_subresource_and_the_controller_re
     })
     .await;
 
+    // A status of negative hard values is refused (upstream's
+    // ValidateResourceQuotaStatusUpdate).
+    let negative = Patch::Strategic(json!({"status": {"hard": {"cpu": "-1"}}}));
+    match quotas.patch_status(name, &PatchParams::default(), &negative).await {
+        Err(kube::Error::Api(e)) => assert_eq!(
+            (e.code, e.reason.as_str(), e.message.as_str()),
+            (422, "Invalid", "ResourceQuota \"e2e-rq-status\" is invalid: status.hard[cpu]: Invalid value: \"-1\": must be greater than or equal to 0")
+        ),
+        other => panic!("a negative status.hard: {other:?}"),
+    }
+
     // ... and the controller puts status.hard back to spec.hard.
     let deadline = Instant::now() + CONTROLLER_WAIT;
     loop {
@@ -795,6 +806,15 @@ async fn namespaces_take_updates_patches_status_and_finalizers() {
     let last = updated["status"]["conditions"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["message"], "Updated by an e2e test");
     assert_eq!(updated["status"]["phase"], "Active", "{updated}");
+    // A live namespace's phase is Active (upstream's ValidateNamespaceStatusUpdate).
+    let terminating = Patch::Merge(json!({"status": {"phase": "Terminating"}}));
+    match namespaces.patch_status(ns, &PatchParams::default(), &terminating).await {
+        Err(kube::Error::Api(e)) => assert_eq!(
+            (e.code, e.reason.as_str(), e.message.as_str()),
+            (422, "Invalid", "Namespace \"ns-status\" is invalid: status.Phase: Invalid value: \"Terminating\": may only be 'Active' if `deletionTimestamp` is empty")
+        ),
+        other => panic!("a live namespace's status Terminating: {other:?}"),
+    }
     // A patch of the namespace itself leaves its status alone.
     let ignored = namespaces
         .patch(

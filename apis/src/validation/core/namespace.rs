@@ -37,6 +37,25 @@ pub fn namespace(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     errors
 }
 
+/// `ValidateNamespaceStatusUpdate`: the phase says whether the namespace is being deleted.
+pub fn namespace_status(obj: &Value) -> Vec<FieldError> {
+    let phase = &obj["status"]["phase"];
+    let deleting = !obj["metadata"]["deletionTimestamp"].is_null();
+    match (deleting, str_of(phase)) {
+        (false, "Active") | (true, "Terminating") => Vec::new(),
+        (false, _) => vec![FieldError::invalid(
+            "status.Phase",
+            phase,
+            "may only be 'Active' if `deletionTimestamp` is empty",
+        )],
+        (true, _) => vec![FieldError::invalid(
+            "status.Phase",
+            phase,
+            "may only be 'Terminating' if `deletionTimestamp` is not empty",
+        )],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -44,6 +63,27 @@ mod tests {
 
     fn lines(errors: Vec<FieldError>) -> Vec<String> {
         errors.iter().map(FieldError::line).collect()
+    }
+
+    #[test]
+    fn namespace_status_phases() {
+        let ns = |deleted: bool, phase: &str| {
+            let mut ns = json!({"metadata": {"name": "dev"}, "status": {"phase": phase}});
+            if deleted {
+                ns["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+            }
+            ns
+        };
+        assert!(namespace_status(&ns(false, "Active")).is_empty());
+        assert!(namespace_status(&ns(true, "Terminating")).is_empty());
+        assert_eq!(
+            lines(namespace_status(&ns(false, "Terminating"))),
+            ["status.Phase: Invalid value: \"Terminating\": may only be 'Active' if `deletionTimestamp` is empty"]
+        );
+        assert_eq!(
+            lines(namespace_status(&ns(true, "Active"))),
+            ["status.Phase: Invalid value: \"Active\": may only be 'Terminating' if `deletionTimestamp` is not empty"]
+        );
     }
 
     #[test]
