@@ -272,7 +272,8 @@ async fn a_quota_status_is_written_through_its_subresource_and_the_controller_re
 
 /// "ResourceQuota, manage lifecycle of a ResourceQuota": create, get, list across namespaces
 /// by label, strategic-merge patch of a label and one hard value, delete by collection with
-/// the label (only the labelled quota goes), and the deleted quota is NotFound.
+/// the label (only the labelled quota goes), and the deleted quota is NotFound; then
+/// "ResourceQuota, update and delete" (a PUT of cpu and memory, a delete).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_quota_is_listed_by_label_patched_and_deleted_by_collection() {
     let (_s, client) = start().await;
@@ -332,6 +333,22 @@ async fn a_quota_is_listed_by_label_patched_and_deleted_by_collection() {
         .get(name)
         .await
         .expect("the other namespace's quota stays");
+
+    // "ResourceQuota, update and delete": a PUT of new cpu and memory limits, read back, then
+    // a delete.
+    let mut quota: ResourceQuota = typed(json!({
+        "metadata": {"name": "test-quota"}, "spec": {"hard": {"cpu": "1", "memory": "500Mi"}}
+    }));
+    quotas.create(&PostParams::default(), &quota).await.expect("quota created");
+    let hard = resources(&[("cpu", "2"), ("memory", "1Gi")]);
+    quota.spec.as_mut().unwrap().hard = Some(typed(hard.clone()));
+    // Without a resourceVersion, as upstream's test sends it: an unconditional update.
+    let updated = quotas.replace("test-quota", &PostParams::default(), &quota).await.expect("PUT");
+    assert!(same_resources(&value_of(&updated)["spec"]["hard"], &hard), "{updated:?}");
+    let read = value_of(&quotas.get("test-quota").await.unwrap());
+    assert!(same_resources(&read["spec"]["hard"], &hard), "{read}");
+    quotas.delete("test-quota", &DeleteParams::default()).await.expect("deleted");
+    not_found(quotas.get("test-quota").await, "the deleted quota");
 }
 
 /// "LimitRange, list, patch and delete a LimitRange by collection": the same LimitRange in
@@ -950,4 +967,91 @@ async fn a_replication_controller_over_quota_reports_replica_failure_until_scale
         assert!(Instant::now() < deadline, "the ReplicaFailure condition stays: {}", rc["status"]);
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// "ResourceQuota, object count quota, pod", as upstream: under upstream's quota a pod
+/// requesting cpu, memory, ephemeral storage and an extended resource is charged for each;
+/// a pod over the cpu left and one over the extended resource (and ephemeral storage) left
+/// are refused with upstream's messages; the pod's
+/// resources cannot be updated (and the usage stays); its deletion gives everything back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pod_is_charged_for_compute_storage_and_extended_resources() {
+    let (_s, client) = start().await;
+    let ns = "rq-pod";
+    create_namespace(&client, ns).await;
+    let quotas: Api<ResourceQuota> = Api::namespaced(client.clone(), ns);
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let quota = "test-quota";
+    quotas.create(&PostParams::default(), &test_quota(quota, 2, 10)).await.expect("quota created");
+    wait_for_used(&quotas, quota, &[("resourcequotas", "1"), ("pods", "0")]).await;
+
+    let requests = json!({"cpu": "500m", "memory": "252Mi", "ephemeral-storage": "30Gi",
+                          "example.com/dongle": "2"});
+    let limits = json!({"example.com/dongle": "2"});
+    let pod = quota_pod("test-pod", requests, limits.clone(), json!({}));
+    pods.create(&PostParams::default(), &pod).await.expect("pod that fits");
+    let charged = [
+        ("resourcequotas", "1"),
+        ("pods", "1"),
+        ("cpu", "500m"),
+        ("memory", "252Mi"),
+        ("ephemeral-storage", "30Gi"),
+        ("requests.example.com/dongle", "2"),
+    ];
+    wait_for_used(&quotas, quota, &charged).await;
+
+    let refused = |result: kube::Result<Pod>, what: &str, exceeded: &str| match result {
+        Err(kube::Error::Api(e)) => {
+            assert_eq!(e.code, 403, "{what}: {e:?}");
+            assert!(e.message.contains(exceeded), "{what}: {}", e.message);
+        }
+        other => panic!("{what}: {other:?}"),
+    };
+    let over_cpu =
+        quota_pod("fail-pod", json!({"cpu": "600m", "memory": "100Mi"}), json!({}), json!({}));
+    refused(
+        pods.create(&PostParams::default(), &over_cpu).await,
+        "a pod over the cpu left",
+        "exceeded quota: test-quota, requested: cpu=600m, used: cpu=500m, limited: cpu=1",
+    );
+    let over_dongle = quota_pod(
+        "fail-pod-for-extended-resource",
+        json!({"cpu": "500m", "memory": "100Mi", "ephemeral-storage": "30Gi",
+               "example.com/dongle": "2"}),
+        limits,
+        json!({}),
+    );
+    refused(
+        pods.create(&PostParams::default(), &over_dongle).await,
+        "a pod over the extended resource left",
+        "exceeded quota: test-quota, requested: ephemeral-storage=30Gi,requests.example.com/dongle=2, used: ephemeral-storage=30Gi,requests.example.com/dongle=2, limited: ephemeral-storage=50Gi,requests.example.com/dongle=3",
+    );
+
+    // A pod's resources are fixed (through the pod itself).
+    let mut current = pods.get("test-pod").await.unwrap();
+    current.spec.as_mut().unwrap().containers[0].resources = Some(typed(json!({
+        "requests": {"cpu": "100m", "memory": "100Mi", "ephemeral-storage": "10Gi"}
+    })));
+    match pods.replace("test-pod", &PostParams::default(), &current).await {
+        Err(kube::Error::Api(e)) => {
+            assert_eq!((e.code, e.reason.as_str()), (422, "Invalid"), "{e:?}")
+        }
+        other => panic!("a pod's resources updated: {other:?}"),
+    }
+    wait_for_used(&quotas, quota, &charged).await;
+
+    pods.delete("test-pod", &now()).await.expect("pod deleted");
+    wait_for_used(
+        &quotas,
+        quota,
+        &[
+            ("resourcequotas", "1"),
+            ("pods", "0"),
+            ("cpu", "0"),
+            ("memory", "0"),
+            ("ephemeral-storage", "0"),
+            ("requests.example.com/dongle", "0"),
+        ],
+    )
+    .await;
 }
