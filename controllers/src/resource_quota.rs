@@ -15,8 +15,11 @@
 //! - a Service or PersistentVolumeClaim changed or went (its type or size may have changed;
 //!   upstream looks closer, these writes are rare), or a ConfigMap, Secret or
 //!   ReplicationController went (metadata watches);
-//! - every `resync` (`--resource-quota-sync-period`), which also catches
-//!   `count/<resource>.<group>` quotas on other resources, and when a watch starts again.
+//! - an object of another resource a quota counts (`count/<resource>.<group>`) went: such a
+//!   resource gets a metadata watch of its own when a quota first counts it, as upstream's
+//!   quota monitor watches every quotable resource (it ends when the resource is no longer
+//!   served);
+//! - every `resync` (`--resource-quota-sync-period`), and when a watch starts again.
 //!
 //! Objects other than pods are listed from the API server when counted. A write that loses
 //! a race with admission's charge is retried from a fresh read.
@@ -26,7 +29,7 @@
 //! caches), and lowering the usage then would let others in beyond the quota. The recount
 //! is made again once the grace has passed (raising usage is written at once).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -43,7 +46,7 @@ use rkube_runtime::informer::{self, Change};
 use rkube_runtime::store::Store;
 use rkube_runtime::workqueue::WorkQueue;
 use serde_json::Value;
-use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::sync::mpsc::{UnboundedReceiver, UnboundedSender};
 
 /// Upstream's controller name.
 pub const NAME: &str = "resourcequota-controller";
@@ -91,6 +94,10 @@ struct Controller {
     /// Per quota (namespace, name): when a change of it not written here was last seen,
     /// and the resourceVersion this controller last wrote.
     seen: std::sync::Mutex<HashMap<(String, String), Seen>>,
+    /// The resources, by (group, plural), whose deletions are watched.
+    watched: std::sync::Mutex<HashSet<(String, String)>>,
+    /// Where a recount asks for a watch of a resource it counts (started by [`run`]).
+    watch_requests: UnboundedSender<ApiResource>,
 }
 
 #[derive(Default)]
@@ -116,6 +123,11 @@ pub async fn run(
     if quotas.wait_until_ready().await.is_err() {
         return;
     }
+    let (watch_requests, mut to_watch) = tokio::sync::mpsc::unbounded_channel();
+    let watched = std::iter::once(("", "pods"))
+        .chain(WATCHED.iter().map(|(_, plural, _)| ("", *plural)))
+        .map(|(group, plural)| (group.to_string(), plural.to_string()))
+        .collect();
     let ctl = Arc::new(Controller {
         client,
         quotas,
@@ -123,6 +135,8 @@ pub async fn run(
         queue: WorkQueue::new(MAX_BACKOFF),
         resources: Default::default(),
         seen: Default::default(),
+        watched: std::sync::Mutex::new(watched),
+        watch_requests,
     });
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..config.workers.max(1) {
@@ -171,6 +185,9 @@ pub async fn run(
                     }
                 }
             }
+            Some(resource) = to_watch.recv() => {
+                tasks.spawn(watch_namespaces(ctl.clone(), resource, false));
+            }
             Some(change) = pod_changes.recv() => match change {
                 Change::Synced => {
                     counting.retain(|(ns, name): &(String, String), _| {
@@ -196,7 +213,8 @@ fn is_conflict(e: &kube::Error) -> bool {
 }
 
 /// Queues the namespace (when it has a quota) of every deletion of `resource`'s objects and,
-/// when `on_change`, of every change too (watched by metadata only).
+/// when `on_change`, of every change too (watched by metadata only); every namespace with a
+/// quota when the watch (re)starts.
 async fn watch_namespaces(ctl: Arc<Controller>, resource: ApiResource, on_change: bool) {
     let api: Api<PartialObjectMeta<DynamicObject>> = Api::all_with(ctl.client.clone(), &resource);
     let mut events = std::pin::pin!(watcher(api, watcher::Config::default()));
@@ -204,7 +222,19 @@ async fn watch_namespaces(ctl: Arc<Controller>, resource: ApiResource, on_change
         let namespaces: Vec<String> = match event {
             Ok(watcher::Event::Delete(o)) => o.metadata.namespace.into_iter().collect(),
             Ok(watcher::Event::Apply(o)) if on_change => o.metadata.namespace.into_iter().collect(),
+            // A deletion may have been missed before the watch (re)started.
+            Ok(watcher::Event::InitDone) => {
+                ctl.enqueue_all();
+                continue;
+            }
             Ok(_) => continue,
+            // No longer served (a CustomResourceDefinition went): a quota counting it again
+            // starts a new watch.
+            Err(watcher::Error::InitialListFailed(kube::Error::Api(s))) if s.code == 404 => {
+                let key = (resource.group.clone(), resource.plural.clone());
+                ctl.watched.lock().expect("quota watched lock").remove(&key);
+                return;
+            }
             Err(e) => {
                 tracing::debug!(error = %e, resource = resource.plural, "quota watch failed; retrying");
                 tokio::time::sleep(Duration::from_secs(1)).await;
@@ -375,10 +405,20 @@ impl Controller {
             // A quota on a resource the server does not serve counts nothing (upstream).
             return Ok(Vec::new());
         };
+        self.watch_deletions(&api_resource);
         let api: Api<DynamicObject> =
             Api::namespaced_with(self.client.clone(), namespace, &api_resource);
         let listed = api.list(&ListParams::default()).await?;
         Ok(listed.items.iter().filter_map(|o| serde_json::to_value(o).ok()).collect())
+    }
+
+    /// Asks [`run`] to watch `resource`'s deletions, unless they are watched already, so that
+    /// what a deleted object used is given back at once (not at the next resync).
+    fn watch_deletions(&self, resource: &ApiResource) {
+        let key = (resource.group.clone(), resource.plural.clone());
+        if self.watched.lock().expect("quota watched lock").insert(key) {
+            let _ = self.watch_requests.send(resource.clone());
+        }
     }
 
     /// The served resource `group`/`plural`, from discovery (asked again on a miss, so a

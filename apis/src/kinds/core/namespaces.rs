@@ -45,6 +45,15 @@ impl Strategy for Namespaces {
         validation::core::namespace::namespace(obj, old)
     }
 
+    fn validate_subresource_update(
+        &self,
+        new: &Value,
+        _old: &Value,
+        _sub: &str,
+    ) -> Vec<FieldError> {
+        validation::core::namespace::namespace_status(new)
+    }
+
     fn selectable_fields(&self) -> &'static [SelectableField] {
         &[("status.phase", &["status", "phase"])]
     }

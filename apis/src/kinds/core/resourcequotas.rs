@@ -21,6 +21,15 @@ impl Strategy for ResourceQuotas {
         validation::core::resource_quota::resource_quota(obj, old)
     }
 
+    fn validate_subresource_update(
+        &self,
+        new: &Value,
+        _old: &Value,
+        _sub: &str,
+    ) -> Vec<FieldError> {
+        validation::core::resource_quota::resource_quota_status(new)
+    }
+
     fn printer(&self) -> &'static TablePrinter {
         &PRINTER
     }

@@ -6,29 +6,54 @@ use serde_json::Value;
 use crate::validation::values::{items, str_of};
 use crate::validation::{qualified_name_problems, FieldError};
 
-/// `ValidateNamespace`: the finalizer names (qualified, or one of the standard ones).
-/// Upstream ignores spec changes in a plain update (only `/finalize` may change them), so
-/// unchanged finalizers are not checked again.
+/// `ValidateNamespace` and `ValidateNamespaceFinalizeUpdate`: the finalizer names
+/// (qualified, or one of the standard ones). Upstream ignores spec changes in a plain update
+/// (only `/finalize` may change them), so unchanged finalizers are not checked again, and
+/// changed ones are a `/finalize` write's, whose errors name each finalizer's index
+/// (`spec.finalizers[1]`; a create's name the list).
 pub fn namespace(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let mut errors = Vec::new();
     let finalizers = &obj["spec"]["finalizers"];
     if old.is_some_and(|o| &o["spec"]["finalizers"] == finalizers) {
         return errors;
     }
-    for f in items(finalizers) {
+    for (i, f) in items(finalizers).iter().enumerate() {
         let name = str_of(f);
+        let path = match old {
+            Some(_) => format!("spec.finalizers[{i}]"),
+            None => "spec.finalizers".to_string(),
+        };
         for p in qualified_name_problems(name) {
-            errors.push(FieldError::invalid("spec.finalizers", f, &p));
+            errors.push(FieldError::invalid(&path, f, &p));
         }
         if !name.contains('/') && !matches!(name, "kubernetes" | "orphan" | "foregroundDeletion") {
             errors.push(FieldError::invalid(
-                "spec.finalizers",
+                &path,
                 f,
                 "name is neither a standard finalizer name nor is it fully qualified",
             ));
         }
     }
     errors
+}
+
+/// `ValidateNamespaceStatusUpdate`: the phase says whether the namespace is being deleted.
+pub fn namespace_status(obj: &Value) -> Vec<FieldError> {
+    let phase = &obj["status"]["phase"];
+    let deleting = !obj["metadata"]["deletionTimestamp"].is_null();
+    match (deleting, str_of(phase)) {
+        (false, "Active") | (true, "Terminating") => Vec::new(),
+        (false, _) => vec![FieldError::invalid(
+            "status.Phase",
+            phase,
+            "may only be 'Active' if `deletionTimestamp` is empty",
+        )],
+        (true, _) => vec![FieldError::invalid(
+            "status.Phase",
+            phase,
+            "may only be 'Terminating' if `deletionTimestamp` is not empty",
+        )],
+    }
 }
 
 #[cfg(test)]
@@ -38,6 +63,27 @@ mod tests {
 
     fn lines(errors: Vec<FieldError>) -> Vec<String> {
         errors.iter().map(FieldError::line).collect()
+    }
+
+    #[test]
+    fn namespace_status_phases() {
+        let ns = |deleted: bool, phase: &str| {
+            let mut ns = json!({"metadata": {"name": "dev"}, "status": {"phase": phase}});
+            if deleted {
+                ns["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+            }
+            ns
+        };
+        assert!(namespace_status(&ns(false, "Active")).is_empty());
+        assert!(namespace_status(&ns(true, "Terminating")).is_empty());
+        assert_eq!(
+            lines(namespace_status(&ns(false, "Terminating"))),
+            ["status.Phase: Invalid value: \"Terminating\": may only be 'Active' if `deletionTimestamp` is empty"]
+        );
+        assert_eq!(
+            lines(namespace_status(&ns(true, "Active"))),
+            ["status.Phase: Invalid value: \"Active\": may only be 'Terminating' if `deletionTimestamp` is not empty"]
+        );
     }
 
     #[test]
@@ -53,5 +99,11 @@ mod tests {
         );
         let bad = ns(json!(["cleanup"]));
         assert!(namespace(&bad, Some(&bad)).is_empty());
+        // A /finalize write names each finalizer by its index.
+        let old = ns(json!(["kubernetes"]));
+        assert_eq!(
+            lines(namespace(&ns(json!(["kubernetes", "cleanup"])), Some(&old))),
+            ["spec.finalizers[1]: Invalid value: \"cleanup\": name is neither a standard finalizer name nor is it fully qualified"]
+        );
     }
 }

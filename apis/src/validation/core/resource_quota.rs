@@ -67,18 +67,7 @@ pub fn resource_quota(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
     let spec = &obj["spec"];
     let mut errors = Vec::new();
     let hard = entries(&spec["hard"]);
-    for (name, v) in &hard {
-        let at = format!("spec.hard[{name}]");
-        resource_name(name, &at, &mut errors);
-        if !name.contains('/') && !is_standard_quota_resource(name) {
-            errors.push(FieldError::invalid(
-                &at,
-                &json!(name),
-                "must be a standard resource for quota",
-            ));
-        }
-        quantity_value(name, v, &at, &mut errors);
-    }
+    resource_list("spec.hard", &spec["hard"], &mut errors);
     let standard: Vec<&str> =
         hard.iter().map(|(k, _)| k.as_str()).filter(|k| is_standard_quota_resource(k)).collect();
     let scopes: Vec<&str> = items(&spec["scopes"]).iter().map(str_of).collect();
@@ -119,6 +108,32 @@ pub fn resource_quota(obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
         }
     }
     errors
+}
+
+/// `ValidateResourceQuotaStatusUpdate`: the names and quantities of `status.hard` and
+/// `status.used`, as the spec's (a write through `/status`).
+pub fn resource_quota_status(obj: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    resource_list("status.hard", &obj["status"]["hard"], &mut errors);
+    resource_list("status.used", &obj["status"]["used"], &mut errors);
+    errors
+}
+
+/// `ValidateResourceQuotaResourceName` and `ValidateResourceQuantityValue` of each entry of a
+/// resource list at `at`, in name order.
+fn resource_list(at: &str, list: &Value, errors: &mut Vec<FieldError>) {
+    for (name, v) in entries(list) {
+        let at = format!("{at}[{name}]");
+        resource_name(name, &at, errors);
+        if !name.contains('/') && !is_standard_quota_resource(name) {
+            errors.push(FieldError::invalid(
+                &at,
+                &json!(name),
+                "must be a standard resource for quota",
+            ));
+        }
+        quantity_value(name, v, &at, errors);
+    }
 }
 
 fn scope_selector(spec: &Value, standard: &[&str], errors: &mut Vec<FieldError>) {
@@ -194,6 +209,21 @@ mod tests {
 
     fn lines(errors: Vec<FieldError>) -> Vec<String> {
         errors.iter().map(FieldError::line).collect()
+    }
+
+    #[test]
+    fn status_writes_check_hard_and_used() {
+        let status = |hard: Value, used: Value| json!({"status": {"hard": hard, "used": used}});
+        let fine = status(json!({"cpu": "1", "count/deployments.apps": "2"}), json!({"cpu": "0"}));
+        assert!(resource_quota_status(&fine).is_empty());
+        assert_eq!(
+            lines(resource_quota_status(&status(json!({"cpu": "-1"}), json!({"bogus": "1"})))),
+            [
+                "status.hard[cpu]: Invalid value: \"-1\": must be greater than or equal to 0",
+                "status.used[bogus]: Invalid value: \"bogus\": must be a standard resource type or fully qualified",
+                "status.used[bogus]: Invalid value: \"bogus\": must be a standard resource for quota",
+            ]
+        );
     }
 
     fn quota(spec: Value) -> Value {
