@@ -97,7 +97,8 @@ pub trait Strategy: Debug + Send + Sync {
     }
 
     /// The metadata fields a write to the `status` subresource may not change (upstream's
-    /// status strategies: a Deployment's labels, a pod's owner references).
+    /// status strategies: a Deployment's labels, a pod's owner references; all of
+    /// [`RESET_FOR_STATUS`] where upstream calls `ResetObjectMetaForStatus`).
     fn metadata_kept_on_status_write(&self) -> &'static [&'static str] {
         &[]
     }
@@ -356,6 +357,11 @@ pub struct Requester {
 pub fn record_requester(info: &ResourceInfo, obj: &mut Value, requester: Option<&Requester>) {
     info.strategy.record_requester(obj, requester);
 }
+
+/// The metadata upstream's `metav1.ResetObjectMetaForStatus` puts back on a `status` write
+/// (besides the deletion timestamp and generation, which no status write changes here): the
+/// status strategies of VolumeAttachments and ServiceCIDRs call it.
+pub const RESET_FOR_STATUS: &[&str] = &["labels", "annotations", "finalizers", "ownerReferences"];
 
 /// See [`Strategy::metadata_kept_on_status_write`].
 pub fn metadata_kept_on_status_write(info: &ResourceInfo) -> &'static [&'static str] {

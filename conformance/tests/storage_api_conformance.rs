@@ -368,8 +368,8 @@ fn volume_attachment(node: &str, attached: bool) -> (String, DynamicObject) {
 /// volumeattachment status": VolumeAttachments are created (uid and status from the server),
 /// read, labelled by a merge patch and by updates, listed by label, deleted and deleted by
 /// collection; a VolumeAttachment's `/status` is read, merge-patched (attached) and replaced
-/// (detached), each status write leaving the spec, each main write leaving the status, and
-/// a spec change refused as upstream's validation refuses it.
+/// (detached), each status write leaving the spec and metadata, each main write leaving the
+/// status, and a spec change refused as upstream's validation refuses it.
 #[tokio::test(flavor = "multi_thread")]
 async fn volume_attachments_go_through_their_lifecycle_and_status_writes() {
     let s = control_plane();
@@ -425,10 +425,16 @@ async fn volume_attachments_go_through_their_lifecycle_and_status_writes() {
     let status = api.get_status(&va_name).await.unwrap();
     assert_eq!(status.types.as_ref().map(|t| t.kind.as_str()), Some("VolumeAttachment"));
     assert_eq!(status.data["status"]["attached"], false);
-    let patch = json!({"status": {"attached": true}});
+    // The metadata a /status write carries is not taken (upstream's ResetObjectMetaForStatus).
+    let patch = json!({"metadata": {"labels": {"status-write": "true"}, "annotations": {"a": "b"},
+                                    "finalizers": ["example.com/f"]},
+                       "status": {"attached": true}});
     let attached =
         api.patch_status(&va_name, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
     assert_eq!(attached.data["status"]["attached"], true);
+    assert_eq!(labels(&attached), [(va_name.clone(), "patched".to_string())].into());
+    assert!(attached.metadata.annotations.is_none(), "{:?}", attached.metadata);
+    assert!(attached.metadata.finalizers.is_none(), "{:?}", attached.metadata);
     // A main-resource write leaves the status, and the spec may not change.
     let mut main_write = api.get(&va_name).await.unwrap();
     main_write.data["status"]["attached"] = json!(false);
