@@ -3,8 +3,10 @@
 //! CSINodes, StorageClasses and VolumeAttachments (with a VolumeAttachment's `/status`), of
 //! PersistentVolumes and their claims (with both `/status`es), the API rounds of
 //! CSIStorageCapacities and RuntimeClasses (discovery, a watch with no resourceVersion, every
-//! verb), an immutable Secret, and a Node made through the API. Each step checks what the
-//! upstream test checks, plus the error Statuses (code, reason, message) of what must fail.
+//! verb), an immutable Secret and ConfigMap, and a Node made through the API; then the same
+//! kinds created and updated in protobuf, as upstream's clientset sends them. Each step checks
+//! what the upstream test checks, plus the error Statuses (code, reason, message) of what must
+//! fail.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -776,34 +778,52 @@ async fn csi_storage_capacities_and_runtime_classes_go_through_every_api_operati
     );
 }
 
-/// Upstream's "Secrets Volume, immutability", in a fresh namespace: a Secret's data can be
-/// changed until it is marked immutable; then a data change and un-marking are refused
-/// (422 Invalid, upstream's field errors), a label change is accepted, and it can be deleted.
+/// Upstream's "Secrets Volume, immutability" and "ConfigMap Volume, immutability", each in a
+/// fresh namespace: the object's data can be changed until it is marked immutable; then a
+/// data change and un-marking (by an update, and by a merge patch dropping `immutable`) are
+/// refused (422 Invalid, upstream's field errors), a label change is accepted, and it can be
+/// deleted.
 #[tokio::test(flavor = "multi_thread")]
-async fn an_immutable_secret_refuses_data_changes_and_can_be_relabelled_and_deleted() {
+async fn immutable_secrets_and_config_maps_refuse_data_changes_and_can_be_relabelled_and_deleted() {
     let s = control_plane();
     let client = s.kube_client().await.unwrap();
-    let ns = fresh_namespace(&client, "secrets").await;
-    let api: Api<DynamicObject> =
-        Api::namespaced_with(client.clone(), &ns, &resource("", "v1", "Secret", "secrets"));
     let b64 = |v: &str| {
         use base64::Engine;
         base64::engine::general_purpose::STANDARD.encode(v)
     };
-    let secret = object(json!({"apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": "immutable", "namespace": ns},
-        "data": {"data-1": b64("value-1\n"), "data-2": b64("value-2\n"), "data-3": b64("value-3\n")}}));
-    let mut current = api.create(&PostParams::default(), &secret).await.unwrap();
-    current.data["data"]["data-4"] = json!(b64("value-4\n"));
+    let ns = fresh_namespace(&client, "secrets").await;
+    let secrets = resource("", "v1", "Secret", "secrets");
+    immutability_round(&Api::namespaced_with(client.clone(), &ns, &secrets), "Secret", &b64).await;
+    let ns = fresh_namespace(&client, "configmap").await;
+    let config_maps = resource("", "v1", "ConfigMap", "configmaps");
+    let plain = |v: &str| v.to_string();
+    immutability_round(
+        &Api::namespaced_with(client.clone(), &ns, &config_maps),
+        "ConfigMap",
+        &plain,
+    )
+    .await;
+}
+
+/// The immutability round on `api`'s kind, its data values written by `encode`.
+async fn immutability_round(api: &Api<DynamicObject>, kind: &str, encode: &dyn Fn(&str) -> String) {
+    let invalid = |field: &str| {
+        format!("{kind} \"immutable\" is invalid: {field}: Forbidden: field is immutable when `immutable` is set")
+    };
+    let made = object(json!({"apiVersion": "v1", "kind": kind, "metadata": {"name": "immutable"},
+        "data": {"data-1": encode("value-1\n"), "data-2": encode("value-2\n"),
+                 "data-3": encode("value-3\n")}}));
+    let mut current = api.create(&PostParams::default(), &made).await.unwrap();
+    current.data["data"]["data-4"] = json!(encode("value-4\n"));
     let mut current = api.replace("immutable", &PostParams::default(), &current).await.unwrap();
     current.data["immutable"] = json!(true);
     let mut current = api.replace("immutable", &PostParams::default(), &current).await.unwrap();
     assert_eq!(current.data["immutable"], true);
 
-    current.data["data"]["data-5"] = json!(b64("value-5\n"));
+    current.data["data"]["data-5"] = json!(encode("value-5\n"));
     assert_invalid(
         api.replace("immutable", &PostParams::default(), &current).await,
-        "Secret \"immutable\" is invalid: data: Forbidden: field is immutable when `immutable` is set",
+        &invalid("data"),
     );
     let mut current = api.get("immutable").await.unwrap();
     assert_eq!(current.data["immutable"], true);
@@ -811,13 +831,13 @@ async fn an_immutable_secret_refuses_data_changes_and_can_be_relabelled_and_dele
     current.data["immutable"] = json!(false);
     assert_invalid(
         api.replace("immutable", &PostParams::default(), &current).await,
-        "Secret \"immutable\" is invalid: immutable: Forbidden: field is immutable when `immutable` is set",
+        &invalid("immutable"),
     );
     // A merge patch that drops `immutable` is the same change.
     let patch = json!({"immutable": null});
     assert_invalid(
         api.patch("immutable", &PatchParams::default(), &Patch::Merge(&patch)).await,
-        "Secret \"immutable\" is invalid: immutable: Forbidden: field is immutable when `immutable` is set",
+        &invalid("immutable"),
     );
 
     let mut current = api.get("immutable").await.unwrap();
@@ -825,7 +845,8 @@ async fn an_immutable_secret_refuses_data_changes_and_can_be_relabelled_and_dele
     let relabelled = api.replace("immutable", &PostParams::default(), &current).await.unwrap();
     assert_eq!(labels(&relabelled)["label1"], "value1");
     api.delete("immutable", &DeleteParams::default()).await.unwrap();
-    assert_not_found(api.get("immutable").await, "secrets", "immutable");
+    let plural = format!("{}s", kind.to_ascii_lowercase());
+    assert_not_found(api.get("immutable").await, &plural, "immutable");
 }
 
 /// Upstream's "Node, resource lifecycle": a Node made through the API (unschedulable, with a
