@@ -212,7 +212,8 @@ fn normalize<T: serde::de::DeserializeOwned + serde::Serialize>(
 /// `null`): k8s-openapi keeps a required list as a `Vec`, written `[]`, where Go keeps a nil
 /// slice, written `null` (a CSINode's `spec.drivers`, an EndpointSlice's `endpoints`). Left
 /// out, the list is written as Go writes it ([`crate::go_json`] writes `null` for a required
-/// one); a list the client sent empty stays `[]`, as in Go.
+/// one). A list the client sent empty stays `[]`, as Go decodes it; kube-apiserver's protobuf
+/// storage then reads it back as nil (`null` or left out), which rkube's JSON storage does not.
 fn drop_invented_lists(original: &serde_json::Value, normalized: &mut serde_json::Value) {
     use serde_json::Value;
     match (original, normalized) {
@@ -736,7 +737,7 @@ mod tests {
             let text = String::from_utf8(crate::go_json::to_vec(&normalized)).unwrap();
             assert!(text.contains(r#""spec":{"drivers":null}"#), "{text}");
         }
-        // A list sent empty stays empty, as Go keeps an empty slice.
+        // A list sent empty stays empty, as Go decodes an empty slice.
         let (normalized, _) =
             (csinodes.normalize)(&node(serde_json::json!({"drivers": []}))).unwrap();
         assert_eq!(normalized["spec"], serde_json::json!({"drivers": []}));
