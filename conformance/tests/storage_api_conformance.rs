@@ -991,6 +991,36 @@ async fn protobuf_update<M: Message + Default>(
     panic!("{kind} {path}: no protobuf update in 5 tries");
 }
 
+/// The first `want` frames of a protobuf watch (length-prefixed `WatchEvent`s): each event's
+/// type and object bytes; fails after 20 s.
+async fn watch_frames(body: &mut hyper::body::Incoming, want: usize) -> Vec<(String, Vec<u8>)> {
+    use http_body_util::BodyExt;
+    let mut buffer = Vec::new();
+    let mut events = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while events.len() < want {
+        while buffer.len() >= 4 && events.len() < want {
+            let len = u32::from_be_bytes(buffer[..4].try_into().unwrap()) as usize;
+            if buffer.len() < 4 + len {
+                break;
+            }
+            let event = meta::WatchEvent::decode(&buffer[4..4 + len]).expect("a WatchEvent");
+            buffer.drain(..4 + len);
+            let object = event.object.and_then(|o| o.raw).unwrap_or_default();
+            events.push((event.r#type.unwrap_or_default(), object));
+        }
+        if events.len() >= want {
+            break;
+        }
+        match tokio::time::timeout_at(deadline, body.frame()).await {
+            Ok(Some(Ok(frame))) => buffer.extend_from_slice(&frame.into_data().unwrap_or_default()),
+            Ok(other) => panic!("the watch ended after {} events: {other:?}", events.len()),
+            Err(_) => panic!("{} of {want} watch events in 20 s", events.len()),
+        }
+    }
+    events
+}
+
 /// A protobuf create of `object` at `path`, answered in JSON: what the server made of it.
 async fn protobuf_create(
     client: &H2Client,
@@ -1310,6 +1340,12 @@ async fn protobuf_updates_of_every_kind_keep_every_field() {
         json!({"apiVersion": "node.k8s.io/v1",
         "kind": "RuntimeClass", "metadata": {"name": "pb-runtime"}, "handler": "pb-handler"}),
     );
+    // Watched in protobuf with no resourceVersion, as upstream's RuntimeClass test watches.
+    let watch = "/apis/node.k8s.io/v1/runtimeclasses?watch=1&fieldSelector=metadata.name%3Dpb-runtime&timeoutSeconds=30";
+    let accept = [("accept", "application/vnd.kubernetes.protobuf, application/json")];
+    let response = client.send(Method::GET, watch, &accept, Bytes::new()).await.unwrap();
+    assert_eq!(response.status(), 200);
+    let mut body = response.into_body();
     protobuf_update(
         &s,
         &client,
@@ -1321,6 +1357,14 @@ async fn protobuf_updates_of_every_kind_keep_every_field() {
         |v| json_label(v, "pb", "updated"),
     )
     .await;
+    let events = watch_frames(&mut body, 2).await;
+    let kinds: Vec<&str> = events.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(kinds, ["ADDED", "MODIFIED"]);
+    let modified: node_pb::RuntimeClass = unwrap_message(&events[1].1, "RuntimeClass");
+    assert_eq!(modified.handler.as_deref(), Some("pb-handler"));
+    let labels = modified.metadata.map(|m| m.labels).unwrap_or_default();
+    assert_eq!(labels.get("pb").map(String::as_str), Some("updated"));
+    drop(body);
     let capacities = format!("/apis/storage.k8s.io/v1/namespaces/{ns}/csistoragecapacities");
     create(
         &capacities,
