@@ -361,7 +361,7 @@ pub fn record_requester(info: &ResourceInfo, obj: &mut Value, requester: Option<
 /// The metadata upstream's `metav1.ResetObjectMetaForStatus` puts back on a `status` write
 /// (besides the deletion timestamp and generation, which no status write changes here): the
 /// status strategies of VolumeAttachments, ServiceCIDRs and ValidatingAdmissionPolicies call
-/// it.
+/// it, and those of FlowSchemas and PriorityLevelConfigurations keep the old metadata whole.
 pub const RESET_FOR_STATUS: &[&str] = &["labels", "annotations", "finalizers", "ownerReferences"];
 
 /// See [`Strategy::metadata_kept_on_status_write`].
