@@ -498,6 +498,26 @@ mod tests {
     use serde_json::json;
 
     #[test]
+    fn status_writes_keep_the_metadata_where_upstreams_status_strategy_does() {
+        let resets = [
+            ("storage.k8s.io", "volumeattachments"),
+            ("networking.k8s.io", "servicecidrs"),
+            ("admissionregistration.k8s.io", "validatingadmissionpolicies"),
+            ("flowcontrol.apiserver.k8s.io", "flowschemas"),
+            ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"),
+        ];
+        for (group, plural) in resets {
+            let info = Resources::builtin().get(group, "v1", plural).unwrap();
+            assert_eq!(metadata_kept_on_status_write(&info), RESET_FOR_STATUS, "{plural}");
+        }
+        // A Service's and a PV's status writes take the metadata, as upstream's.
+        for plural in ["services", "persistentvolumes", "persistentvolumeclaims"] {
+            let info = Resources::builtin().get("", "v1", plural).unwrap();
+            assert!(metadata_kept_on_status_write(&info).is_empty(), "{plural}");
+        }
+    }
+
+    #[test]
     fn secret_string_data_is_merged_into_data() {
         let secrets = Resources::builtin().get("", "v1", "secrets").unwrap();
         let mut secret =
