@@ -508,12 +508,12 @@ mod tests {
         ];
         for (group, plural) in resets {
             let info = Resources::builtin().get(group, "v1", plural).unwrap();
-            assert_eq!(metadata_kept_on_status_write(&info), RESET_FOR_STATUS, "{plural}");
+            assert_eq!(metadata_kept_on_status_write(info), RESET_FOR_STATUS, "{plural}");
         }
         // A Service's and a PV's status writes take the metadata, as upstream's.
         for plural in ["services", "persistentvolumes", "persistentvolumeclaims"] {
             let info = Resources::builtin().get("", "v1", plural).unwrap();
-            assert!(metadata_kept_on_status_write(&info).is_empty(), "{plural}");
+            assert!(metadata_kept_on_status_write(info).is_empty(), "{plural}");
         }
     }
 
