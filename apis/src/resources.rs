@@ -204,7 +204,37 @@ fn normalize<T: serde::de::DeserializeOwned + serde::Serialize>(
     if times {
         zero_times(&mut normalized, ZeroTimes::Drop);
     }
+    drop_invented_lists(value, &mut normalized);
     Ok((normalized, unknown))
+}
+
+/// Drops the empty lists the typed round trip wrote where the object had none (absent or
+/// `null`): k8s-openapi keeps a required list as a `Vec`, written `[]`, where Go keeps a nil
+/// slice, written `null` (a CSINode's `spec.drivers`, an EndpointSlice's `endpoints`). Left
+/// out, the list is written as Go writes it ([`crate::go_json`] writes `null` for a required
+/// one). A list the client sent empty stays `[]`, as Go decodes it; kube-apiserver's protobuf
+/// storage then reads it back as nil (`null` or left out), which rkube's JSON storage does not.
+fn drop_invented_lists(original: &serde_json::Value, normalized: &mut serde_json::Value) {
+    use serde_json::Value;
+    match (original, normalized) {
+        (Value::Object(was), Value::Object(now)) => {
+            now.retain(|key, v| {
+                let had = was.get(key).is_some_and(|w| !w.is_null());
+                had || !matches!(v, Value::Array(items) if items.is_empty())
+            });
+            for (key, v) in now.iter_mut() {
+                if let Some(w) = was.get(key) {
+                    drop_invented_lists(w, v);
+                }
+            }
+        }
+        (Value::Array(was), Value::Array(now)) => {
+            for (w, v) in was.iter().zip(now.iter_mut()) {
+                drop_invented_lists(w, v);
+            }
+        }
+        _ => {}
+    }
 }
 
 /// `spec.containers[0].foo`, the way upstream names fields in errors.
@@ -691,6 +721,33 @@ mod tests {
         assert_eq!(normalized["spec"]["containers"][0]["image"], "i");
         let bad = serde_json::json!({"spec": {"containers": "not a list"}});
         assert!((pods.normalize)(&bad).is_err());
+    }
+
+    #[test]
+    fn normalize_keeps_a_required_list_nil_as_go_does() {
+        let csinodes = Resources::builtin().get("storage.k8s.io", "v1", "csinodes").unwrap();
+        let node = |spec: serde_json::Value| {
+            serde_json::json!({"apiVersion": "storage.k8s.io/v1", "kind": "CSINode",
+                "metadata": {"name": "n"}, "spec": spec})
+        };
+        for spec in [serde_json::json!({"drivers": null}), serde_json::json!({})] {
+            let (normalized, _) = (csinodes.normalize)(&node(spec)).unwrap();
+            assert_eq!(normalized["spec"], serde_json::json!({}));
+            // Written as Go writes a nil slice.
+            let text = String::from_utf8(crate::go_json::to_vec(&normalized)).unwrap();
+            assert!(text.contains(r#""spec":{"drivers":null}"#), "{text}");
+        }
+        // A list sent empty stays empty, as Go decodes an empty slice.
+        let (normalized, _) =
+            (csinodes.normalize)(&node(serde_json::json!({"drivers": []}))).unwrap();
+        assert_eq!(normalized["spec"], serde_json::json!({"drivers": []}));
+        let (normalized, _) = (csinodes.normalize)(&node(serde_json::json!({"drivers": [
+            {"name": "d", "nodeID": "n1"}]})))
+        .unwrap();
+        assert_eq!(
+            normalized["spec"]["drivers"][0],
+            serde_json::json!({"name": "d", "nodeID": "n1"})
+        );
     }
 
     #[test]

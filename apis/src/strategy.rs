@@ -97,7 +97,8 @@ pub trait Strategy: Debug + Send + Sync {
     }
 
     /// The metadata fields a write to the `status` subresource may not change (upstream's
-    /// status strategies: a Deployment's labels, a pod's owner references).
+    /// status strategies: a Deployment's labels, a pod's owner references; all of
+    /// [`RESET_FOR_STATUS`] where upstream calls `ResetObjectMetaForStatus`).
     fn metadata_kept_on_status_write(&self) -> &'static [&'static str] {
         &[]
     }
@@ -357,6 +358,12 @@ pub fn record_requester(info: &ResourceInfo, obj: &mut Value, requester: Option<
     info.strategy.record_requester(obj, requester);
 }
 
+/// The metadata upstream's `metav1.ResetObjectMetaForStatus` puts back on a `status` write
+/// (besides the deletion timestamp and generation, which no status write changes here): the
+/// status strategies of VolumeAttachments, ServiceCIDRs and ValidatingAdmissionPolicies call
+/// it, and those of FlowSchemas and PriorityLevelConfigurations keep the old metadata whole.
+pub const RESET_FOR_STATUS: &[&str] = &["labels", "annotations", "finalizers", "ownerReferences"];
+
 /// See [`Strategy::metadata_kept_on_status_write`].
 pub fn metadata_kept_on_status_write(info: &ResourceInfo) -> &'static [&'static str] {
     info.strategy.metadata_kept_on_status_write()
@@ -489,6 +496,26 @@ mod tests {
     use crate::kinds::core::qos_class;
     use crate::resources::Resources;
     use serde_json::json;
+
+    #[test]
+    fn status_writes_keep_the_metadata_where_upstreams_status_strategy_does() {
+        let resets = [
+            ("storage.k8s.io", "volumeattachments"),
+            ("networking.k8s.io", "servicecidrs"),
+            ("admissionregistration.k8s.io", "validatingadmissionpolicies"),
+            ("flowcontrol.apiserver.k8s.io", "flowschemas"),
+            ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"),
+        ];
+        for (group, plural) in resets {
+            let info = Resources::builtin().get(group, "v1", plural).unwrap();
+            assert_eq!(metadata_kept_on_status_write(info), RESET_FOR_STATUS, "{plural}");
+        }
+        // A Service's and a PV's status writes take the metadata, as upstream's.
+        for plural in ["services", "persistentvolumes", "persistentvolumeclaims"] {
+            let info = Resources::builtin().get("", "v1", plural).unwrap();
+            assert!(metadata_kept_on_status_write(info).is_empty(), "{plural}");
+        }
+    }
 
     #[test]
     fn secret_string_data_is_merged_into_data() {

@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::strategy::Strategy;
+use crate::strategy::{Strategy, RESET_FOR_STATUS};
 use crate::tables::{age, arr, at, col, name, st, text, TablePrinter, AGE, NAME};
 use crate::validation::FieldError;
 use crate::{defaults, validation};
@@ -15,6 +15,10 @@ pub struct ValidatingAdmissionPolicies;
 impl Strategy for ValidatingAdmissionPolicies {
     fn tracks_generation(&self) -> bool {
         true
+    }
+
+    fn metadata_kept_on_status_write(&self) -> &'static [&'static str] {
+        RESET_FOR_STATUS
     }
 
     fn default(&self, obj: &mut Value) {

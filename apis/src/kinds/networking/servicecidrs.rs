@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::strategy::Strategy;
+use crate::strategy::{Strategy, RESET_FOR_STATUS};
 use crate::tables::{age, at, name, strings, text, TablePrinter, AGE, NAME};
 use crate::validation;
 use crate::validation::FieldError;
@@ -15,6 +15,10 @@ pub struct ServiceCidrs;
 impl Strategy for ServiceCidrs {
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
         validation::networking::service_cidr(obj, old)
+    }
+
+    fn metadata_kept_on_status_write(&self) -> &'static [&'static str] {
+        RESET_FOR_STATUS
     }
 
     fn printer(&self) -> &'static TablePrinter {

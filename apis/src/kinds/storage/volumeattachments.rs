@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 
-use crate::strategy::Strategy;
+use crate::strategy::{Strategy, RESET_FOR_STATUS};
 use crate::tables::{age, boolean, col, name, st, text, Column, TablePrinter, AGE, NAME};
 use crate::validation::FieldError;
 use crate::{defaults, validation};
@@ -19,6 +19,10 @@ impl Strategy for VolumeAttachments {
 
     fn validate(&self, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
         validation::storage::volume_attachment(obj, old)
+    }
+
+    fn metadata_kept_on_status_write(&self) -> &'static [&'static str] {
+        RESET_FOR_STATUS
     }
 
     fn printer(&self) -> &'static TablePrinter {
