@@ -32,6 +32,25 @@ pub fn jsonpath(path: &str) -> String {
     format!("jsonpath={path}")
 }
 
+/// A resource for kube-rs's dynamic objects (`Api::<DynamicObject>::all_with`): group
+/// (empty for the core group), version, kind and plural.
+pub fn api_resource(
+    group: &str,
+    version: &str,
+    kind: &str,
+    plural: &str,
+) -> kube::api::ApiResource {
+    let api_version =
+        if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+    kube::api::ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version,
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
 /// A running `rkube server`.
 pub struct RkubeServer {
     child: Child,

@@ -374,6 +374,25 @@ impl NodeServer {
         }
     }
 
+    /// The first address of the node's pod CIDR (its pod bridge's, where its cluster DNS
+    /// listens), checked local.
+    pub fn gateway(&self) -> std::net::Ipv4Addr {
+        let cidr = self.server.ok(&["get", "node", &self.node, "-o", "jsonpath={.spec.podCIDR}"]);
+        let network: std::net::Ipv4Addr =
+            cidr.trim().split('/').next().and_then(|n| n.parse().ok()).expect("a pod CIDR");
+        let gateway = std::net::Ipv4Addr::from(u32::from(network) + 1);
+        assert_route_is_local(&gateway.to_string());
+        gateway
+    }
+
+    /// The node's InternalIP, checked local.
+    pub fn internal_ip(&self) -> String {
+        let path = "jsonpath={.status.addresses[?(@.type==\"InternalIP\")].address}";
+        let ip = self.server.ok(&["get", "node", &self.node, "-o", path]).trim().to_string();
+        assert_route_is_local(&ip);
+        ip
+    }
+
     /// The ids of the Docker containers the kubelet made for a pod (by uid).
     pub fn containers_of(&self, uid: &str) -> Vec<String> {
         let out = docker(&[

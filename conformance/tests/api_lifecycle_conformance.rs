@@ -17,7 +17,7 @@ use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
     WatchEvent, WatchParams,
 };
-use rkube_conformance::cluster::{run_command, stdout_of, RkubeServer};
+use rkube_conformance::cluster::{api_resource, run_command, stdout_of, RkubeServer};
 use serde_json::{json, Value};
 
 /// One kind as the walk needs it.
@@ -38,17 +38,7 @@ struct Kind {
 
 impl Kind {
     fn resource(&self) -> ApiResource {
-        let api_version = match self.group {
-            "" => self.version.to_string(),
-            group => format!("{group}/{}", self.version),
-        };
-        ApiResource {
-            group: self.group.into(),
-            version: self.version.into(),
-            api_version,
-            kind: self.kind.into(),
-            plural: self.plural.into(),
-        }
+        api_resource(self.group, self.version, self.kind, self.plural)
     }
 
     fn discovery_path(&self) -> String {
@@ -94,6 +84,8 @@ impl<S: futures_util::Stream<Item = kube::Result<WatchEvent<DynamicObject>>> + U
                 WatchEvent::Added(o) => ("ADDED", o),
                 WatchEvent::Modified(o) => ("MODIFIED", o),
                 WatchEvent::Deleted(o) => ("DELETED", o),
+                // kube-rs asks for bookmarks; the server sends one now and then.
+                WatchEvent::Bookmark(_) => continue,
                 other => panic!("unexpected {other:?}"),
             };
             let step = object.metadata.annotations.as_ref().and_then(|a| a.get("step")).cloned();

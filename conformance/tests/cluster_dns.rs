@@ -88,12 +88,6 @@ fn soa_authority(reply: &Message) -> bool {
         && reply.authorities[0].name.to_string() == "cluster.local."
 }
 
-/// The first address of a CIDR.
-fn gateway(cidr: &str) -> Ipv4Addr {
-    let network: Ipv4Addr = cidr.split('/').next().unwrap().parse().unwrap();
-    Ipv4Addr::from(u32::from(network) + 1)
-}
-
 #[test]
 fn the_node_dns_answers_cluster_names_and_forwards_the_rest() {
     // A resolver of the test's own on a loopback address no other test process uses.
@@ -107,9 +101,7 @@ fn the_node_dns_answers_cluster_names_and_forwards_the_rest() {
     let server = &node.server;
 
     // It serves on the node's pod gateway, port 53.
-    let cidr = server.ok(&["get", "node", &node.node, "-o", "jsonpath={.spec.podCIDR}"]);
-    let gw = gateway(&cidr);
-    assert_route_is_local(&gw.to_string());
+    let gw = node.gateway();
     let dns = SocketAddr::new(IpAddr::V4(gw), 53);
     let service_ip =
         |svc: &str| server.ok(&["get", "svc", svc, "-o", "jsonpath={.spec.clusterIP}"]);

@@ -16,24 +16,12 @@ use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
     WatchEvent, WatchParams,
 };
-use rkube_conformance::cluster::RkubeServer;
+use rkube_conformance::cluster::{api_resource as resource, RkubeServer};
 use serde_json::{json, Value};
 
 /// A control plane only: these tests need no node.
 fn control_plane() -> RkubeServer {
     RkubeServer::start_with(&["--disable", "kubelet,scheduler"])
-}
-
-fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
-    let api_version =
-        if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
-    ApiResource {
-        group: group.into(),
-        version: version.into(),
-        api_version,
-        kind: kind.into(),
-        plural: plural.into(),
-    }
 }
 
 fn services() -> ApiResource {

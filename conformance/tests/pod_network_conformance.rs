@@ -203,10 +203,7 @@ fn host_ports_differing_by_address_or_protocol_coexist_and_pods_talk_udp() {
     let server = &node.server;
     // The node's address in tests is loopback: its second address is the pod bridge's
     // gateway, which this node made.
-    let cidr = server.ok(&["get", "node", &node.node, "-o", "jsonpath={.spec.podCIDR}"]);
-    let network: std::net::Ipv4Addr = cidr.trim().split('/').next().unwrap().parse().unwrap();
-    let node_ip = std::net::Ipv4Addr::from(u32::from(network) + 1).to_string();
-    assert_route_is_local(&node_ip);
+    let node_ip = node.gateway().to_string();
 
     // Three pods on one hostPort (a free port of this machine, so no one else's traffic is
     // caught): TCP on 127.0.0.1, TCP on the gateway, UDP on the gateway.

@@ -77,15 +77,6 @@ fn service_field(server: &RkubeServer, name: &str, path: &str) -> String {
     server.ok(&["get", "svc", name, "-o", &jsonpath(path)]).trim().to_string()
 }
 
-/// The node's DNS (on its pod bridge's gateway, port 53), checked local.
-fn node_dns(node: &NodeServer) -> SocketAddr {
-    let cidr = node.server.ok(&["get", "node", &node.node, "-o", "jsonpath={.spec.podCIDR}"]);
-    let network: std::net::Ipv4Addr = cidr.trim().split('/').next().unwrap().parse().unwrap();
-    let gateway = std::net::Ipv4Addr::from(u32::from(network) + 1);
-    assert_route_is_local(&gateway.to_string());
-    SocketAddr::new(gateway.into(), 53)
-}
-
 /// Asks `name`'s `qtype` records until the answer section reads `want`, sorted (at most
 /// 30 s).
 fn dns_answers(dns: SocketAddr, name: &str, qtype: RecordType, want: &[String]) {
@@ -103,20 +94,6 @@ fn dns_answers(dns: SocketAddr, name: &str, qtype: RecordType, want: &[String]) 
     }
 }
 
-/// The node's InternalIP, checked local.
-fn node_ip(node: &NodeServer) -> String {
-    let ip = node.server.ok(&[
-        "get",
-        "node",
-        &node.node,
-        "-o",
-        &jsonpath("{.status.addresses[?(@.type==\"InternalIP\")].address}"),
-    ]);
-    let ip = ip.trim().to_string();
-    assert_route_is_local(&ip);
-    ip
-}
-
 fn addr(ip: &str, port: &str) -> SocketAddr {
     format!("{ip}:{port}").parse().unwrap_or_else(|_| panic!("not an address: {ip}:{port}"))
 }
@@ -126,8 +103,8 @@ fn type_changes_give_and_take_back_cluster_ips_node_ports_and_dns_names() {
     ensure_tools_image();
     let (node, first_port) = node_with_own_node_ports();
     let server = &node.server;
-    let dns = node_dns(&node);
-    let node_ip = node_ip(&node);
+    let dns = SocketAddr::new(node.gateway().into(), 53);
+    let node_ip = node.internal_ip();
     server.ok_stdin(&["apply", "-f", "-"], &echo_deployment("echo", 2));
     let pods = ready_pods(&node, "echo", 2);
     // The ExternalName's target: a ClusterIP Service of the pods.
@@ -243,7 +220,7 @@ fn node_ports_answer_and_session_affinity_switches_on_both_addresses() {
     ensure_tools_image();
     let (node, _) = node_with_own_node_ports();
     let server = &node.server;
-    let node_ip = node_ip(&node);
+    let node_ip = node.internal_ip();
     server.ok_stdin(&["apply", "-f", "-"], &echo_deployment("echo", 3));
     let pods = ready_pods(&node, "echo", 3);
     // A NodePort Service with ClientIP affinity (upstream's "NodePort type, session

@@ -166,13 +166,7 @@ fn affinity_readiness_and_udp_through_cluster_ips() {
         Duration::from_secs(30),
         |ip| !ip.is_empty(),
     );
-    let node_ip = server.ok(&[
-        "get",
-        "node",
-        &node.node,
-        "-o",
-        &jsonpath("{.status.addresses[?(@.type==\"InternalIP\")].address}"),
-    ]);
+    let node_ip = node.internal_ip();
     assert_eq!(ingress, node_ip.trim());
     let columns = server.ok(&["get", "svc", "lb"]);
     let row = columns.lines().find(|l| l.starts_with("lb ")).unwrap_or_default();

@@ -26,7 +26,7 @@ use kube::api::{
     WatchEvent, WatchParams,
 };
 use prost::Message;
-use rkube_conformance::cluster::RkubeServer;
+use rkube_conformance::cluster::{api_resource as resource, RkubeServer};
 use rkube_conformance::h2::H2Client;
 use serde_json::{json, Value};
 
@@ -34,18 +34,6 @@ use serde_json::{json, Value};
 /// acts on the claims).
 fn control_plane() -> RkubeServer {
     RkubeServer::start_with(&["--disable", "kubelet,scheduler"])
-}
-
-fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
-    let api_version =
-        if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
-    ApiResource {
-        group: group.into(),
-        version: version.into(),
-        api_version,
-        kind: kind.into(),
-        plural: plural.into(),
-    }
 }
 
 fn storage(kind: &str, plural: &str) -> ApiResource {
