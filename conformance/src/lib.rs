@@ -5,7 +5,8 @@
 //! print a table of figures and write it to their section of `docs/benchmarks.md`; start with
 //! `store-bench` for the storage layer. [`report`] holds what they share.
 //!
-//! What the tests share: [`cluster`] starts a server and runs kubectl against it, [`node`]
+//! What the tests share: [`cluster`] starts a server and runs kubectl against it, [`dynamic`] drives kinds as
+//! dynamic objects, [`node`]
 //! adds a kubelet on Docker, [`streaming`] follows a kubectl that keeps running, and
 //! [`traffic`] sends connections and datagrams through Services, [`webhook`] is an admission webhook server with a CA of its own, [`extension_server`] an
 //! aggregated API server behind it.
@@ -16,6 +17,7 @@
 pub mod cluster;
 pub mod conformance_map;
 pub mod dns;
+pub mod dynamic;
 pub mod extension_server;
 pub mod h2;
 pub mod identity;

@@ -85,16 +85,21 @@ struct Watched<S> {
 }
 
 impl<S: futures_util::Stream<Item = kube::Result<WatchEvent<DynamicObject>>> + Unpin> Watched<S> {
+    /// The next event, within 10 s.
+    async fn next_event(&mut self) -> WatchEvent<DynamicObject> {
+        tokio::time::timeout(Duration::from_secs(10), self.events.try_next())
+            .await
+            .expect("a watch event within 10 s")
+            .expect("a watch event")
+            .expect("the watch still open")
+    }
+
     /// The next MODIFIED event of `name` whose object `took` accepts, within 10 s of each
     /// event (others are passed over: a status write keeps the metadata of some kinds, so
     /// it is known by what it changed).
     async fn until(&mut self, name: &str, took: impl Fn(&DynamicObject) -> bool) {
         loop {
-            let event = tokio::time::timeout(Duration::from_secs(10), self.events.try_next())
-                .await
-                .expect("a watch event within 10 s")
-                .expect("a watch event")
-                .expect("the watch still open");
+            let event = self.next_event().await;
             if let WatchEvent::Modified(o) = event {
                 if o.metadata.name.as_deref() == Some(name) && took(&o) {
                     return;
@@ -108,11 +113,7 @@ impl<S: futures_util::Stream<Item = kube::Result<WatchEvent<DynamicObject>>> + U
     /// too) and is passed over.
     async fn change(&mut self) -> (String, String, String) {
         loop {
-            let event = tokio::time::timeout(Duration::from_secs(10), self.events.try_next())
-                .await
-                .expect("a watch event within 10 s")
-                .expect("a watch event")
-                .expect("the watch still open");
+            let event = self.next_event().await;
             let (kind, object) = match event {
                 WatchEvent::Added(o) => ("ADDED", o),
                 WatchEvent::Modified(o) => ("MODIFIED", o),

@@ -7,16 +7,17 @@
 //! deletecollection round of EndpointSlices, Ingresses (with their `/status`) and
 //! IngressClasses, after their discovery documents.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use futures_util::stream::BoxStream;
 use futures_util::StreamExt;
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
-    WatchEvent, WatchParams,
+    WatchEvent,
 };
 use rkube_conformance::cluster::{api_resource as resource, RkubeServer};
+use rkube_conformance::dynamic::{
+    annotations, api_error, labels, name, names, object, watch, Events,
+};
 use serde_json::{json, Value};
 
 /// A control plane only: these tests need no node.
@@ -26,36 +27,6 @@ fn control_plane() -> RkubeServer {
 
 fn services() -> ApiResource {
     resource("", "v1", "Service", "services")
-}
-
-fn object(value: Value) -> DynamicObject {
-    serde_json::from_value(value).expect("a DynamicObject")
-}
-
-fn labels(o: &DynamicObject) -> BTreeMap<String, String> {
-    o.metadata.labels.clone().unwrap_or_default()
-}
-
-fn annotations(o: &DynamicObject) -> BTreeMap<String, String> {
-    o.metadata.annotations.clone().unwrap_or_default()
-}
-
-fn name(o: &DynamicObject) -> String {
-    o.metadata.name.clone().unwrap_or_default()
-}
-
-fn names(list: &[DynamicObject]) -> Vec<String> {
-    let mut names: Vec<String> = list.iter().map(name).collect();
-    names.sort();
-    names
-}
-
-type Events = BoxStream<'static, kube::Result<WatchEvent<DynamicObject>>>;
-
-/// A watch of `api`'s objects with `labels`, from `resource_version` (a list's).
-async fn watch(api: &Api<DynamicObject>, labels: &str, resource_version: &str) -> Events {
-    let params = WatchParams::default().labels(labels).timeout(60);
-    api.watch(&params, resource_version).await.expect("watch").boxed()
 }
 
 /// Reads `events` until one of type `kind` (ADDED, MODIFIED, DELETED) whose object passes
@@ -96,14 +67,6 @@ async fn until(
 /// The `status` of an API error, or a failure if the call succeeded.
 fn error_code<T: std::fmt::Debug>(result: kube::Result<T>) -> u16 {
     api_error(result).0
-}
-
-/// An API error's code, reason and message, or a failure if the call succeeded.
-fn api_error<T: std::fmt::Debug>(result: kube::Result<T>) -> (u16, String, String) {
-    match result {
-        Err(kube::Error::Api(status)) => (status.code, status.reason, status.message),
-        other => panic!("expected an API error, got {other:?}"),
-    }
 }
 
 /// A merge patch of `/status` that upstream's validation refuses: 422 Invalid with `message`.

@@ -8,11 +8,9 @@
 //! what the upstream test checks, plus the error Statuses (code, reason, message) of what must
 //! fail.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures_util::stream::BoxStream;
 use futures_util::StreamExt;
 use http::Method;
 use k8s_pb::api::core::v1 as core_pb;
@@ -23,10 +21,13 @@ use k8s_pb::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_pb::apimachinery::pkg::runtime::{TypeMeta, Unknown};
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams,
-    WatchEvent, WatchParams,
+    WatchEvent,
 };
 use prost::Message;
 use rkube_conformance::cluster::{api_resource as resource, RkubeServer};
+use rkube_conformance::dynamic::{
+    annotations, api_error, labels, name, names, object, watch, Events,
+};
 use rkube_conformance::h2::H2Client;
 use serde_json::{json, Value};
 
@@ -38,28 +39,6 @@ fn control_plane() -> RkubeServer {
 
 fn storage(kind: &str, plural: &str) -> ApiResource {
     resource("storage.k8s.io", "v1", kind, plural)
-}
-
-fn object(value: Value) -> DynamicObject {
-    serde_json::from_value(value).expect("a DynamicObject")
-}
-
-fn labels(o: &DynamicObject) -> BTreeMap<String, String> {
-    o.metadata.labels.clone().unwrap_or_default()
-}
-
-fn annotations(o: &DynamicObject) -> BTreeMap<String, String> {
-    o.metadata.annotations.clone().unwrap_or_default()
-}
-
-fn name(o: &DynamicObject) -> String {
-    o.metadata.name.clone().unwrap_or_default()
-}
-
-fn names(list: &[DynamicObject]) -> Vec<String> {
-    let mut names: Vec<String> = list.iter().map(name).collect();
-    names.sort();
-    names
 }
 
 fn rv(o: &DynamicObject) -> u64 {
@@ -92,15 +71,6 @@ async fn fresh_namespace(client: &kube::Client, base: &str) -> String {
     name(&api.create(&PostParams::default(), &ns).await.expect("a namespace"))
 }
 
-type Events = BoxStream<'static, kube::Result<WatchEvent<DynamicObject>>>;
-
-/// A watch of `api`'s objects with `labels`, from `resource_version` ("" for none: the
-/// watch then starts with the current objects, as ADDED events).
-async fn watch(api: &Api<DynamicObject>, labels: &str, resource_version: &str) -> Events {
-    let params = WatchParams::default().labels(labels).timeout(60);
-    api.watch(&params, resource_version).await.expect("watch").boxed()
-}
-
 /// The next `n` events (bookmarks skipped) as (type, object); fails after 20 s.
 async fn next_events(events: &mut Events, what: &str, n: usize) -> Vec<(String, DynamicObject)> {
     let mut seen = Vec::new();
@@ -121,14 +91,6 @@ async fn next_events(events: &mut Events, what: &str, n: usize) -> Vec<(String, 
     let summary: Vec<String> = seen.iter().map(|(k, o)| format!("{k} {}", name(o))).collect();
     assert!(!timed_out && seen.len() == n, "{what}: {n} events wanted, saw {summary:?}");
     seen
-}
-
-/// An API error's code, reason and message, or a failure if the call succeeded.
-fn api_error<T: std::fmt::Debug>(result: kube::Result<T>) -> (u16, String, String) {
-    match result {
-        Err(kube::Error::Api(status)) => (status.code, status.reason, status.message),
-        other => panic!("expected an API error, got {other:?}"),
-    }
 }
 
 /// `result` is upstream's NotFound for `resource` (e.g. `csidrivers.storage.k8s.io`) `name`.
